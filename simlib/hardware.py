@@ -1,0 +1,61 @@
+"""Hardware: ordered memory levels (capacity, bandwidth, transfer granularity) and peak FLOP/s.
+
+Presets live in data/hardware/<key>.json, each number with its source.
+The SRAM a tiled schedule may use is the level's `max_shared_per_block_bytes` (what one thread
+block can allocate), not the whole per-SM L1/shared capacity.
+"""
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+PRESET_DIR = DATA_DIR / "hardware"
+
+
+@dataclass(frozen=True)
+class MemoryLevel:
+    name: str
+    capacity_bytes: int
+    bandwidth_bytes_per_s: float | None
+    granularity_bytes: int
+    max_shared_per_block_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Hardware:
+    key: str
+    name: str
+    peak_flops: dict          # dtype -> FLOP/s
+    levels: tuple             # MemoryLevel, closest to compute first
+    sm_count: int
+    sources: dict
+
+    def level(self, name):
+        for level in self.levels:
+            if level.name == name:
+                return level
+        raise ValueError(f"{self.key} has no memory level {name!r}")
+
+    @property
+    def sram_bytes(self):
+        """Shared memory one thread block may use: the M of the paper's tiling."""
+        sram = self.level("SRAM")
+        return sram.max_shared_per_block_bytes or sram.capacity_bytes
+
+
+def preset_keys():
+    return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+
+
+@lru_cache(maxsize=None)
+def load_preset(key):
+    """The Hardware preset `key` (e.g. 'a100-40gb'); ValueError naming `gpu` if unknown."""
+    path = PRESET_DIR / f"{key}.json"
+    if not path.is_file():
+        raise ValueError(f"gpu must be one of {', '.join(preset_keys())}, got {key!r}")
+    raw = json.loads(path.read_text())
+    fields = MemoryLevel.__dataclass_fields__
+    levels = tuple(MemoryLevel(**{k: v for k, v in lv.items() if k in fields}) for lv in raw["levels"])
+    return Hardware(raw["key"], raw["name"], dict(raw["peak_flops"]), levels, raw["sm_count"],
+                    dict(raw.get("sources", {})))

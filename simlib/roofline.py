@@ -1,0 +1,43 @@
+"""Roofline time estimate: max(FLOPs / peak, bytes_level / bandwidth_level) over the levels.
+
+Worked number: fa2, N=4096, d=64, fp16, B·H=1 on an A100 (312 TFLOP/s fp16, 1.555 TB/s HBM):
+4.29 GFLOP / 312e12 = 13.8 µs of compute; HBM traffic ≈ 68 MB / 1.555e12 = 43.5 µs → memory bound.
+"""
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Roofline:
+    compute_s: float
+    level_s: dict            # level name -> seconds to move that level's bytes
+    time_s: float
+    bound: str               # "compute" or "memory (<level>)"
+    arithmetic_intensity: float   # FLOPs per HBM byte
+    ridge_point: float            # peak FLOP/s / HBM bandwidth: above it, compute bound
+
+    def frame(self):
+        rows = [{"term": "compute", "seconds": self.compute_s}]
+        rows += [{"term": f"{name} traffic", "seconds": s} for name, s in self.level_s.items()]
+        return pd.DataFrame(rows)
+
+
+def roofline(result, hardware):
+    """Roofline estimate for a `Result` on `hardware` (HBM and SRAM levels with bandwidths)."""
+    dtype = result.workload.dtype
+    peak = hardware.peak_flops.get(dtype)
+    if peak is None:
+        raise ValueError(f"{hardware.key} has no peak FLOP/s for dtype {dtype}")
+    compute_s = result.flops / peak
+    moved = {"HBM": result.hbm_bytes, "SRAM": result.sram_bytes_moved}
+    level_s = {}
+    for name, nbytes in moved.items():
+        bandwidth = hardware.level(name).bandwidth_bytes_per_s
+        if bandwidth:
+            level_s[name] = nbytes / bandwidth
+    slowest = max(level_s, key=level_s.get)
+    time_s = max(compute_s, level_s[slowest])
+    bound = "compute" if compute_s >= level_s[slowest] else f"memory ({slowest})"
+    hbm_bw = hardware.level("HBM").bandwidth_bytes_per_s
+    return Roofline(compute_s, level_s, time_s, bound, result.flops / result.hbm_bytes, peak / hbm_bw)

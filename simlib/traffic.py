@@ -1,0 +1,84 @@
+"""Transfer events and their aggregate.
+
+A schedule emits `Event`s: (level, op, tensor, phase, elements). `Traffic` sums them per key and
+turns elements into bytes: the row statistics (l, m, L) and the softmax reduction scratch (red) are
+fp32, everything else has the workload dtype.
+"""
+from collections import Counter
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from .units import STAT_BYTES
+
+LEVELS = ("HBM", "SRAM")
+OPS = ("read", "write")
+STAT_TENSORS = frozenset({"l", "m", "L", "red"})
+
+
+class Event(NamedTuple):
+    """`elements` moved at `level` by `op` for `tensor` in `phase`.
+
+    `elements` may be an int or a numpy integer array (one entry per tile of a vectorised inner
+    loop); the counter adds its sum.
+    """
+
+    level: str
+    op: str
+    tensor: str
+    phase: str
+    elements: object
+
+
+class Traffic:
+    """Elements moved, per (level, op, tensor, phase), for one batch·head."""
+
+    def __init__(self, counts=None):
+        self.counts = Counter()
+        for key, value in (counts or {}).items():
+            self.add(*key, value)
+
+    def add(self, level, op, tensor, phase, elements):
+        if level not in LEVELS or op not in OPS:
+            raise ValueError(f"unknown level/op {level!r}/{op!r}")
+        total = int(np.sum(elements, dtype=np.int64)) if isinstance(elements, np.ndarray) else int(elements)
+        if total:
+            self.counts[(level, op, tensor, phase)] += total
+
+    @classmethod
+    def from_events(cls, events):
+        traffic = cls()
+        for event in events:
+            traffic.add(*event)
+        return traffic
+
+    def __eq__(self, other):
+        return isinstance(other, Traffic) and self.counts == other.counts
+
+    def __repr__(self):
+        return f"Traffic({dict(sorted(self.counts.items()))})"
+
+    def elements(self, level=None, op=None, tensor=None):
+        """Sum of elements matching the given fields (None matches all)."""
+        return sum(
+            n for (lv, o, t, _), n in self.counts.items()
+            if (level is None or lv == level) and (op is None or o == op) and (tensor is None or t == tensor)
+        )
+
+    def bytes(self, element_bytes, level=None, op=None):
+        """Bytes matching `level`/`op`, with fp32 statistics and `element_bytes` for the rest."""
+        return sum(
+            n * (STAT_BYTES if t in STAT_TENSORS else element_bytes)
+            for (lv, o, t, _), n in self.counts.items()
+            if (level is None or lv == level) and (op is None or o == op)
+        )
+
+    def frame(self, element_bytes, scale=1):
+        """A DataFrame with one row per (level, op, tensor, phase): elements and bytes (× `scale`)."""
+        rows = [
+            {"level": lv, "op": o, "tensor": t, "phase": p, "elements": n * scale,
+             "bytes": n * scale * (STAT_BYTES if t in STAT_TENSORS else element_bytes)}
+            for (lv, o, t, p), n in sorted(self.counts.items())
+        ]
+        return pd.DataFrame(rows, columns=["level", "op", "tensor", "phase", "elements", "bytes"])
