@@ -1,0 +1,75 @@
+"""The CLI: good input prints results; bad input prints one line on stderr and exits 2."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+KEYS = {"algorithm", "seq_len", "head_dim", "batch", "heads", "dtype", "sram_bytes", "block_rows",
+        "block_cols", "hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "sram_read_bytes",
+        "sram_write_bytes", "flops"}
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "simlib", *args], capture_output=True, text=True)
+
+
+def test_count_json_has_the_contract_keys_and_the_papers_numbers():
+    p = cli("count", "--algorithm", "fa2", "--seq-len", "4096", "--head-dim", "64", "--sram", "192KiB",
+            "--batch", "2", "--heads", "4", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert KEYS <= out.keys()
+    n, d, bh = 4096, 64, 8
+    tr = -(-n // 64)
+    assert (out["block_rows"], out["block_cols"]) == (64, 384)
+    assert out["hbm_read_bytes"] == bh * (n * d + tr * 2 * n * d) * 2
+    assert out["hbm_write_bytes"] == bh * (n * d * 2 + n * 4)
+    assert out["flops"] == 4 * n * n * d * bh
+
+
+def test_count_table_and_gpu_preset():
+    p = cli("count", "--algorithm", "naive", "--seq-len", "1024", "--head-dim", "64", "--gpu", "a100-40gb")
+    assert p.returncode == 0, p.stderr
+    assert "roofline on a100-40gb" in p.stdout and "bound" in p.stdout
+
+
+def test_trace_flag_gives_the_same_json():
+    args = ["count", "--algorithm", "fa1", "--seq-len", "333", "--head-dim", "32", "--sram", "20000", "--json"]
+    assert json.loads(cli(*args).stdout) == json.loads(cli(*args, "--trace").stdout)
+
+
+def test_sweep_csv_has_one_row_per_config(tmp_path):
+    out = tmp_path / "s.csv"
+    p = cli("sweep", "--algorithm", "naive,fa2", "--seq-len", "256:2048", "--head-dim", "64",
+            "--sram", "192KiB", "--csv", str(out))
+    assert p.returncode == 0, p.stderr
+    lines = out.read_text().strip().splitlines()
+    assert len(lines) == 1 + 2 * 4      # header + 2 algorithms × N ∈ {256, 512, 1024, 2048}
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--algorithm", "fa3", "--seq-len", "64", "--head-dim", "64", "--sram", "1KiB"], "--algorithm"),
+    (["--algorithm", "fa2", "--seq-len", "0", "--head-dim", "64", "--sram", "1KiB"], "seq_len"),
+    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "-1", "--sram", "1KiB"], "head_dim"),
+    (["--algorithm", "fa2", "--seq-len", "x", "--head-dim", "64", "--sram", "1KiB"], "--seq-len"),
+    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--dtype", "fp8", "--sram", "1KiB"], "--dtype"),
+    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "lots"], "sram"),
+    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "100"], "sram"),
+    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "1KiB", "--block-cols", "9"], "block_cols"),
+    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64"], "sram"),
+    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--gpu", "z80"], "gpu"),
+    (["--seq-len", "64", "--head-dim", "64"], "--algorithm"),
+])
+def test_bad_input_is_one_line_exit_2(args, needle):
+    p = cli("count", *args)
+    assert p.returncode == 2
+    assert p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in p.stderr
+
+
+def test_bad_sweep_fails_before_printing():
+    p = cli("sweep", "--algorithm", "fa2", "--seq-len", "64,128", "--head-dim", "64", "--sram", "1KiB",
+            "--block-cols", "1,2,3")
+    assert p.returncode == 2 and p.stdout == "" and "block_cols" in p.stderr

@@ -1,0 +1,125 @@
+"""Closed forms equal traces; both equal the paper's formulas and an element-by-element count."""
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import brute_force
+from simlib import Workload, count
+from simlib.tiling import make_tiling
+from simlib.units import STAT_BYTES
+
+DTYPES = st.sampled_from(["fp16", "bf16", "fp32"])
+
+
+@st.composite
+def configs(draw):
+    """Random workloads and mappings: ragged N, N = 1, N below the block, explicit blocks or SRAM."""
+    algorithm = draw(st.sampled_from(["naive", "fa1", "fa2"]))
+    n = draw(st.one_of(st.just(1), st.integers(1, 40), st.integers(41, 700)))
+    d = draw(st.sampled_from([1, 3, 8, 16, 64, 96, 128]))
+    w = Workload(n, d, draw(st.integers(1, 3)), draw(st.integers(1, 4)), draw(DTYPES))
+    if algorithm == "naive":
+        kw = dict(matmul_tile=draw(st.none() | st.integers(1, 80)),
+                  softmax_threads=draw(st.none() | st.sampled_from([2, 4, 32, 128, 1024])))
+    elif draw(st.booleans()):
+        kw = dict(block_rows=draw(st.integers(1, 900)), block_cols=draw(st.integers(1, 900)))
+    else:
+        kw = dict(sram_bytes=draw(st.integers(4 * d * w.element_bytes, 256 * 1024)))
+    return algorithm, w, kw
+
+
+@settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(configs())
+def test_closed_form_equals_trace(config):
+    algorithm, w, kw = config
+    closed = count(algorithm, w, **kw)
+    traced = count(algorithm, w, method="trace", **kw)
+    assert closed.traffic == traced.traffic
+    assert closed.to_dict() == traced.to_dict()
+
+
+def paper_hbm_elements(algorithm, n, d, tr, tc):
+    """(element reads, stat reads, element writes, stat writes) from ../shared/DESIGN.md's contract."""
+    if algorithm == "naive":
+        return 3 * n * d + 2 * n * n, 0, 2 * n * n + n * d, 0
+    if algorithm == "fa1":
+        return 2 * n * d + tc * 2 * n * d, tc * 2 * n, n * d + tc * n * d, 2 * n + tc * 2 * n
+    return n * d + tr * 2 * n * d, 0, n * d, n
+
+
+@settings(max_examples=300, deadline=None)
+@given(configs())
+def test_hbm_matches_the_papers_formulas(config):
+    algorithm, w, kw = config
+    if algorithm == "naive":
+        kw = {}   # the paper's Algorithm 0: each operand read once
+    r = count(algorithm, w, **kw)
+    n, d = w.seq_len, w.head_dim
+    tr = math.ceil(n / r.block_rows) if r.block_rows else None
+    tc = math.ceil(n / r.block_cols) if r.block_cols else None
+    reads, stat_reads, writes, stat_writes = paper_hbm_elements(algorithm, n, d, tr, tc)
+    bh, eb = w.batch_heads, w.element_bytes
+    assert r.hbm_read_bytes == bh * (reads * eb + stat_reads * STAT_BYTES)
+    assert r.hbm_write_bytes == bh * (writes * eb + stat_writes * STAT_BYTES)
+    assert r.flops == 4 * n * n * d * bh
+
+
+def _brute(algorithm, n, d, r, kw):
+    if algorithm == "naive":
+        return brute_force.naive(n, d, kw.get("matmul_tile"), kw.get("softmax_threads"))
+    return getattr(brute_force, algorithm)(n, d, r.block_rows, r.block_cols)
+
+
+@pytest.mark.parametrize("algorithm,n,d,kw", [
+    ("fa2", 1, 3, dict(block_rows=4, block_cols=4)),
+    ("fa2", 13, 4, dict(block_rows=3, block_cols=5)),
+    ("fa2", 9, 2, dict(block_rows=9, block_cols=2)),
+    ("fa1", 13, 4, dict(block_rows=3, block_cols=5)),
+    ("fa1", 7, 3, dict(block_rows=8, block_cols=1)),
+    ("naive", 11, 4, dict(matmul_tile=3, softmax_threads=4)),
+    ("naive", 6, 5, dict(matmul_tile=None, softmax_threads=None)),
+    ("naive", 5, 7, dict(matmul_tile=16, softmax_threads=2)),
+])
+def test_matches_element_by_element_count(algorithm, n, d, kw):
+    w = Workload(n, d, dtype="fp32")
+    r = count(algorithm, w, **kw)
+    c = _brute(algorithm, n, d, r, kw)
+    e, s = w.element_bytes, STAT_BYTES
+    assert r.hbm_read_bytes == c["HBM read"] * e + c["HBM read stat"] * s
+    assert r.hbm_write_bytes == c["HBM write"] * e + c["HBM write stat"] * s
+    assert r.sram_read_bytes == c["SRAM read"] * e + c["SRAM read stat"] * s
+    assert r.sram_write_bytes == c["SRAM write"] * e + c["SRAM write stat"] * s
+
+
+@pytest.mark.parametrize("sram,dtype,d,n,expected", [
+    (192 * 1024, "fp16", 64, 4096, (64, 384)),     # A100: M = 98304, Bc = 384, Br = min(384, 64)
+    (192 * 1024, "fp16", 128, 4096, (128, 192)),
+    (48 * 1024, "fp32", 64, 4096, (48, 48)),       # M = 12288, Bc = 48, Br = min(48, 64)
+    (1000, "fp16", 64, 4096, (2, 2)),              # M = 500 → ⌈500/256⌉ = 2
+    (192 * 1024, "fp16", 64, 100, (64, 100)),      # Bc capped at N
+    (192 * 1024, "fp16", 64, 10, (10, 10)),        # both capped at N
+])
+def test_default_blocks_follow_algorithm_1(sram, dtype, d, n, expected):
+    t = make_tiling(Workload(n, d, dtype=dtype), sram_bytes=sram)
+    m = sram // {"fp16": 2, "fp32": 4}[dtype]
+    bc = math.ceil(m / (4 * d))
+    assert (t.block_rows, t.block_cols) == (min(bc, d, n), min(bc, n)) == expected
+
+
+def test_ragged_last_block_moves_only_valid_rows():
+    # N = 10, Br = Bc = 4: blocks of 4, 4, 2 rows; K/V read once per Q block: 3·10·d, not 3·12·d.
+    w = Workload(10, 8, dtype="fp32")
+    r = count("fa2", w, block_rows=4, block_cols=4)
+    assert r.traffic.elements("HBM", "read", "K") == 3 * 10 * 8
+
+
+def test_closed_form_at_scale_is_instant():
+    w = Workload(2**20, 256, batch=8, heads=32, dtype="bf16")
+    r = count("fa2", w, sram_bytes="228KiB")
+    m = 228 * 1024 // 2
+    bc = math.ceil(m / (4 * 256))
+    tr = math.ceil(2**20 / min(bc, 256))
+    n, d = 2**20, 256
+    assert r.hbm_read_bytes == 8 * 32 * (n * d + tr * 2 * n * d) * 2
