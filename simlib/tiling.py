@@ -1,6 +1,7 @@
 """Block sizes for the tiled schedules (FlashAttention, Algorithm 1, line 1).
 
-M = SRAM bytes / element bytes. Bc = ⌈M / 4d⌉, Br = min(Bc, d), each capped at N.
+M = SRAM bytes / element bytes. Bc = ⌈M / 4d⌉, Br = min(Bc, d), capped at the number of keys and
+queries respectively.
 Worked number: A100 with 192 KiB SRAM in fp16 → M = 98304; d = 64 → Bc = ⌈98304/256⌉ = 384,
 Br = min(384, 64) = 64; N = 4096 → Tr = 64, Tc = 11 (the last K/V block holds 4096 − 10·384 = 256 rows).
 """
@@ -32,15 +33,16 @@ class Tiling:
 
     block_rows: int
     block_cols: int
-    seq_len: int
+    query_len: int
+    key_len: int
 
     @property
     def tr(self):
-        return ceil_div(self.seq_len, self.block_rows)
+        return ceil_div(self.query_len, self.block_rows)
 
     @property
     def tc(self):
-        return ceil_div(self.seq_len, self.block_cols)
+        return ceil_div(self.key_len, self.block_cols)
 
 
 def sram_elements(sram_bytes, element_bytes, head_dim):
@@ -66,7 +68,7 @@ def make_tiling(workload, sram_bytes=None, block_rows=None, block_cols=None):
     An explicit block must be at most ⌈M / 4d⌉ rows (the paper's quarter of SRAM per tile). Without
     `sram_bytes` both blocks must be given and nothing is checked against a capacity.
     """
-    n, d = workload.seq_len, workload.head_dim
+    d = workload.head_dim
     for name, value in (("block_rows", block_rows), ("block_cols", block_cols)):
         if value is not None:
             check_positive_int(name, value)
@@ -85,4 +87,4 @@ def make_tiling(workload, sram_bytes=None, block_rows=None, block_cols=None):
             block_cols = limit
         if block_rows is None:
             block_rows = min(limit, d)
-    return Tiling(block_rows=min(block_rows, n), block_cols=min(block_cols, n), seq_len=n)
+    return Tiling(min(block_rows, workload.nq), min(block_cols, workload.nk), workload.nq, workload.nk)

@@ -2,7 +2,8 @@
 
 A schedule emits `Event`s: (level, op, tensor, phase, elements). `Traffic` sums them per key and
 turns elements into bytes: the row statistics (l, m, L) and the softmax reduction scratch (red) are
-fp32, everything else has the workload dtype.
+fp32, as are flash-decoding's partial outputs (O_part, lse_part) and the backward's D; the dropout
+mask Z is one byte per element; everything else has the workload dtype.
 """
 from collections import Counter
 from typing import NamedTuple
@@ -14,7 +15,15 @@ from .units import STAT_BYTES
 
 LEVELS = ("HBM", "SRAM")
 OPS = ("read", "write")
-STAT_TENSORS = frozenset({"l", "m", "L", "red"})
+STAT_TENSORS = frozenset({"l", "m", "L", "red", "O_part", "lse_part", "D"})   # always fp32
+BYTE_TENSORS = frozenset({"Z"})                                              # one byte each
+
+
+def tensor_bytes(tensor, element_bytes):
+    """Bytes per element of `tensor` in a workload whose dtype has `element_bytes`."""
+    if tensor in STAT_TENSORS:
+        return STAT_BYTES
+    return 1 if tensor in BYTE_TENSORS else element_bytes
 
 
 class Event(NamedTuple):
@@ -69,7 +78,7 @@ class Traffic:
     def bytes(self, element_bytes, level=None, op=None):
         """Bytes matching `level`/`op`, with fp32 statistics and `element_bytes` for the rest."""
         return sum(
-            n * (STAT_BYTES if t in STAT_TENSORS else element_bytes)
+            n * tensor_bytes(t, element_bytes)
             for (lv, o, t, _), n in self.counts.items()
             if (level is None or lv == level) and (op is None or o == op)
         )
@@ -78,7 +87,7 @@ class Traffic:
         """A DataFrame with one row per (level, op, tensor, phase): elements and bytes (× `scale`)."""
         rows = [
             {"level": lv, "op": o, "tensor": t, "phase": p, "elements": n * scale,
-             "bytes": n * scale * (STAT_BYTES if t in STAT_TENSORS else element_bytes)}
+             "bytes": n * scale * tensor_bytes(t, element_bytes)}
             for (lv, o, t, p), n in sorted(self.counts.items())
         ]
         return pd.DataFrame(rows, columns=["level", "op", "tensor", "phase", "elements", "bytes"])

@@ -13,16 +13,31 @@ from simlib.units import STAT_BYTES
 DTYPES = st.sampled_from(["fp16", "bf16", "fp32"])
 
 
+FORWARD = ["naive", "fa1", "fa2"]
+ALL = FORWARD + ["decode", "naive_bwd", "flash_bwd", "unfused", "unfused_bwd"]
+
+
 @st.composite
-def configs(draw):
-    """Random workloads and mappings: ragged N, N = 1, N below the block, explicit blocks or SRAM."""
-    algorithm = draw(st.sampled_from(["naive", "fa1", "fa2"]))
+def configs(draw, algorithms=tuple(ALL)):
+    """Random workloads and mappings: ragged N, N = 1, N below the block, explicit blocks or SRAM,
+    causal masks, GQA/MQA groups, fewer queries than keys."""
+    algorithm = draw(st.sampled_from(algorithms))
     n = draw(st.one_of(st.just(1), st.integers(1, 40), st.integers(41, 700)))
     d = draw(st.sampled_from([1, 3, 8, 16, 64, 96, 128]))
-    w = Workload(n, d, draw(st.integers(1, 3)), draw(st.integers(1, 4)), draw(DTYPES))
-    if algorithm == "naive":
-        kw = dict(matmul_tile=draw(st.none() | st.integers(1, 80)),
-                  softmax_threads=draw(st.none() | st.sampled_from([2, 4, 32, 128, 1024])))
+    kv_heads = draw(st.integers(1, 4))
+    heads = kv_heads * draw(st.integers(1, 3))
+    causal = algorithm != "decode" and draw(st.booleans())
+    query_len = draw(st.none() | st.integers(1, n)) if algorithm != "decode" else draw(st.integers(1, 4))
+    w = Workload(n, d, draw(st.integers(1, 3)), heads, draw(DTYPES), kv_heads=kv_heads, causal=causal,
+                 query_len=query_len)
+    if algorithm in ("naive", "naive_bwd"):
+        kw = dict(matmul_tile=draw(st.none() | st.integers(1, 80)))
+        if algorithm == "naive":
+            kw["softmax_threads"] = draw(st.none() | st.sampled_from([2, 4, 32, 128, 1024]))
+    elif algorithm in ("unfused", "unfused_bwd"):
+        kw = dict(dropout=draw(st.booleans()))
+    elif algorithm == "decode":
+        kw = dict(block_cols=draw(st.integers(1, 900)), splits=draw(st.integers(1, 12)))
     elif draw(st.booleans()):
         kw = dict(block_rows=draw(st.integers(1, 900)), block_cols=draw(st.integers(1, 900)))
     else:
@@ -38,6 +53,7 @@ def test_closed_form_equals_trace(config):
     traced = count(algorithm, w, method="trace", **kw)
     assert closed.traffic == traced.traffic
     assert closed.to_dict() == traced.to_dict()
+    assert closed.traffic.elements() > 0
 
 
 def paper_hbm_elements(algorithm, n, d, tr, tc):
@@ -50,9 +66,10 @@ def paper_hbm_elements(algorithm, n, d, tr, tc):
 
 
 @settings(max_examples=300, deadline=None)
-@given(configs())
+@given(configs(FORWARD))
 def test_hbm_matches_the_papers_formulas(config):
     algorithm, w, kw = config
+    w = Workload(w.seq_len, w.head_dim, w.batch, w.heads, w.dtype)   # the contract: no mask, MHA
     if algorithm == "naive":
         kw = {}   # the paper's Algorithm 0: each operand read once
     r = count(algorithm, w, **kw)
@@ -66,31 +83,50 @@ def test_hbm_matches_the_papers_formulas(config):
     assert r.flops == 4 * n * n * d * bh
 
 
-def _brute(algorithm, n, d, r, kw):
+def _brute(algorithm, n, d, r, kw, w):
     if algorithm == "naive":
         return brute_force.naive(n, d, kw.get("matmul_tile"), kw.get("softmax_threads"))
-    return getattr(brute_force, algorithm)(n, d, r.block_rows, r.block_cols)
+    if algorithm == "naive_bwd":
+        return brute_force.naive_bwd(n, d, kw.get("matmul_tile"))
+    if algorithm == "decode":
+        return brute_force.decode(n, d, w.group, w.nq, r.block_cols, kw.get("splits", 1))
+    if algorithm == "flash_bwd":
+        return brute_force.flash_bwd(n, d, r.block_rows, r.block_cols, w.causal)
+    return getattr(brute_force, algorithm)(n, d, r.block_rows, r.block_cols, w.causal, w.nq)
 
 
-@pytest.mark.parametrize("algorithm,n,d,kw", [
-    ("fa2", 1, 3, dict(block_rows=4, block_cols=4)),
-    ("fa2", 13, 4, dict(block_rows=3, block_cols=5)),
-    ("fa2", 9, 2, dict(block_rows=9, block_cols=2)),
-    ("fa1", 13, 4, dict(block_rows=3, block_cols=5)),
-    ("fa1", 7, 3, dict(block_rows=8, block_cols=1)),
-    ("naive", 11, 4, dict(matmul_tile=3, softmax_threads=4)),
-    ("naive", 6, 5, dict(matmul_tile=None, softmax_threads=None)),
-    ("naive", 5, 7, dict(matmul_tile=16, softmax_threads=2)),
+@pytest.mark.parametrize("algorithm,n,d,kw,shape", [
+    ("fa2", 1, 3, dict(block_rows=4, block_cols=4), {}),
+    ("fa2", 13, 4, dict(block_rows=3, block_cols=5), {}),
+    ("fa2", 9, 2, dict(block_rows=9, block_cols=2), {}),
+    ("fa2", 13, 4, dict(block_rows=3, block_cols=5), dict(causal=True)),
+    ("fa2", 17, 2, dict(block_rows=4, block_cols=3), dict(causal=True, query_len=6)),
+    ("fa1", 13, 4, dict(block_rows=3, block_cols=5), {}),
+    ("fa1", 7, 3, dict(block_rows=8, block_cols=1), {}),
+    ("fa1", 13, 4, dict(block_rows=3, block_cols=5), dict(causal=True)),
+    ("fa1", 17, 2, dict(block_rows=4, block_cols=3), dict(causal=True, query_len=6)),
+    ("naive", 11, 4, dict(matmul_tile=3, softmax_threads=4), {}),
+    ("naive", 6, 5, dict(matmul_tile=None, softmax_threads=None), {}),
+    ("naive", 5, 7, dict(matmul_tile=16, softmax_threads=2), {}),
+    ("naive_bwd", 7, 3, dict(matmul_tile=2), {}),
+    ("naive_bwd", 6, 4, dict(), {}),
+    ("flash_bwd", 11, 3, dict(block_rows=3, block_cols=4), {}),
+    ("flash_bwd", 11, 3, dict(block_rows=3, block_cols=4), dict(causal=True)),
+    ("decode", 23, 4, dict(block_cols=5), dict(query_len=1, heads=4, kv_heads=1)),
+    ("decode", 23, 4, dict(block_cols=5, splits=3), dict(query_len=2, heads=4, kv_heads=2)),
+    ("decode", 5, 4, dict(block_cols=2, splits=9), dict(query_len=1)),
 ])
-def test_matches_element_by_element_count(algorithm, n, d, kw):
-    w = Workload(n, d, dtype="fp32")
+def test_matches_element_by_element_count(algorithm, n, d, kw, shape):
+    w = Workload(n, d, dtype="fp32", **shape)
     r = count(algorithm, w, **kw)
-    c = _brute(algorithm, n, d, r, kw)
-    e, s = w.element_bytes, STAT_BYTES
-    assert r.hbm_read_bytes == c["HBM read"] * e + c["HBM read stat"] * s
-    assert r.hbm_write_bytes == c["HBM write"] * e + c["HBM write stat"] * s
-    assert r.sram_read_bytes == c["SRAM read"] * e + c["SRAM read stat"] * s
-    assert r.sram_write_bytes == c["SRAM write"] * e + c["SRAM write stat"] * s
+    c = _brute(algorithm, n, d, r, kw, w)
+    assert r.units == (w.batch * w.n_kv_heads if algorithm == "decode" else w.batch_heads)
+    e, s, u = w.element_bytes, STAT_BYTES, r.units
+    assert r.hbm_read_bytes == u * (c["HBM read"] * e + c["HBM read stat"] * s)
+    assert r.hbm_write_bytes == u * (c["HBM write"] * e + c["HBM write stat"] * s)
+    if algorithm != "flash_bwd":                       # the backward's SRAM is not modelled
+        assert r.sram_read_bytes == u * (c["SRAM read"] * e + c["SRAM read stat"] * s)
+        assert r.sram_write_bytes == u * (c["SRAM write"] * e + c["SRAM write stat"] * s)
 
 
 @pytest.mark.parametrize("sram,dtype,d,n,expected", [
@@ -123,3 +159,45 @@ def test_closed_form_at_scale_is_instant():
     tr = math.ceil(2**20 / min(bc, 256))
     n, d = 2**20, 256
     assert r.hbm_read_bytes == 8 * 32 * (n * d + tr * 2 * n * d) * 2
+
+
+@pytest.mark.parametrize("n,q_len", [(1, None), (7, None), (64, None), (100, 37), (33, 1)])
+def test_causal_useful_flops_count_every_unmasked_score(n, q_len):
+    w = Workload(n, 8, causal=True, query_len=q_len)
+    nq = w.nq
+    unmasked = sum(1 for q in range(nq) for k in range(n) if k <= q + n - nq)
+    assert w.flops == 4 * 8 * unmasked
+    assert count("fa2", w, block_rows=4, block_cols=4).flops >= w.flops   # diagonal tiles computed whole
+
+
+def test_causal_fa2_skips_the_upper_triangle():
+    # N = 1024, Br = Bc = 128: tiles visited = 8·9/2 = 36 of 64; K elements loaded = 36·128·d.
+    r = count("fa2", Workload(1024, 64, causal=True, dtype="fp32"), block_rows=128, block_cols=128)
+    assert r.traffic.elements("HBM", "read", "K") == 128 * 36 * 64
+    assert r.flops == 4 * 64 * 128 * 128 * 36
+
+
+def test_flash_backward_matches_algorithm_4_formula():
+    n, d, tc = 1024, 64, 3                                    # Bc = 384 from 192 KiB in fp16
+    r = count("flash_bwd", Workload(n, d, dtype="fp16"), sram_bytes="192KiB")
+    assert r.tc == tc
+    assert r.hbm_read_bytes == (2 * n * d + tc * 4 * n * d) * 2 + tc * 2 * n * 4
+    assert r.hbm_write_bytes == (3 * n * d + tc * n * d + 2 * n * d) * 2
+    assert r.flops == 10 * n * n * d
+
+
+def test_unfused_gpt2_counts_nxn_passes():
+    # HF GPT-2 eager forward: matmul writes S (1); /√d r+w (2); where(mask) r+w (2); softmax r+w (2);
+    # dropout r+w (2) + 1-byte mask; PV reads P (1): 10 passes. Backward: 13 passes + mask read.
+    w = Workload(1024, 64, batch=64, heads=16, causal=True, dtype="fp16")
+    nn, nd, bh = 1024 * 1024, 1024 * 64, 64 * 16
+    fwd, bwd = count("unfused", w), count("unfused_bwd", w)
+    assert fwd.hbm_bytes == bh * (10 * nn * 2 + nn + 4 * nd * 2)
+    assert bwd.hbm_bytes == bh * (13 * nn * 2 + nn + 8 * nd * 2)
+
+
+def test_decode_intensity_is_about_group_size():
+    for heads, kv_heads in ((32, 32), (32, 8), (32, 1)):
+        w = Workload(8192, 128, heads=heads, kv_heads=kv_heads, query_len=1, dtype="fp16")
+        r = count("decode", w, sram_bytes="228KiB")
+        assert r.flops / r.hbm_bytes == pytest.approx(heads // kv_heads, rel=0.02)

@@ -1,63 +1,70 @@
 """FlashAttention-1 forward (the paper's Algorithm 1): outer loop over K/V blocks, inner over Q blocks.
 
-O, ℓ, m are initialised in HBM; for every K/V block j (c rows) K_j, V_j are read once; for every Q
-block i (r rows) Q_i, O_i, ℓ_i, m_i are read and O_i, ℓ_i, m_i written back.
+O, ℓ, m are initialised in HBM; for every K/V block j (c rows) K_j, V_j are read once; for every
+visited Q block i (r rows) Q_i, O_i, ℓ_i, m_i are read and O_i, ℓ_i, m_i written back.
 HBM reads 2Nd + Tc·2Nd elements + Tc·2N stats; writes Nd + Tc·Nd elements + 2N + Tc·2N stats.
 Worked number (N=4096, d=64, Bc=384 → Tc=11): reads 524,288 + 11·524,288 = 6,291,456 elements and
 90,112 stats; writes 262,144 + 11·262,144 = 3,145,728 elements and 8,192 + 90,112 = 98,304 stats.
 SRAM accesses follow docs/COUNTING.md §fa1.
 """
+import numpy as np
+
 from ..tiling import block_sizes
 from ..traffic import Event, Traffic
+from .fa2 import tile_counts, tile_events
+from .visits import queries_seen_by_formula, query_blocks_seen
+
+STAGED = (("Q", True), ("O", True), ("l", False), ("m", False))   # (tensor, is a d-wide row)
+
+
+def units(workload):
+    return workload.batch_heads
 
 
 def trace(workload, tiling):
     """Walk the loop nest; the inner loop over Q blocks is vectorised (one array entry per tile)."""
-    n, d = workload.seq_len, workload.head_dim
-    yield Event("HBM", "write", "O", "init", n * d)
-    yield Event("HBM", "write", "l", "init", n)
-    yield Event("HBM", "write", "m", "init", n)
-    rows = block_sizes(n, tiling.block_rows)          # r_i for every Q block
-    for c in block_sizes(n, tiling.block_cols):       # outer loop: K/V block j with c valid rows
-        for tensor in ("K", "V"):
-            yield Event("HBM", "read", tensor, "load_kv", c * d)
-            yield Event("SRAM", "write", tensor, "load_kv", c * d)
-        for tensor, width in (("Q", d), ("O", d), ("l", 1), ("m", 1)):
-            yield Event("HBM", "read", tensor, "load_qo", rows * width)
-            yield Event("SRAM", "write", tensor, "load_qo", rows * width)
-        yield Event("SRAM", "read", "Q", "scores", rows * c * d)
-        yield Event("SRAM", "read", "K", "scores", rows * c * d)
-        yield Event("SRAM", "write", "S", "scores", rows * c)
-        yield Event("SRAM", "read", "S", "softmax", rows * c)
-        yield Event("SRAM", "write", "P", "softmax", rows * c)
-        yield Event("SRAM", "read", "P", "pv", rows * c)
-        yield Event("SRAM", "read", "V", "pv", rows * c * d)
-        for tensor, width in (("O", d), ("l", 1), ("m", 1)):
-            yield Event("SRAM", "read", tensor, "update", rows * width)
-            yield Event("HBM", "write", tensor, "store", rows * width)
+    nq, d = workload.nq, workload.head_dim
+    yield Event("HBM", "write", "O", "init", nq * d)
+    yield Event("HBM", "write", "l", "init", nq)
+    yield Event("HBM", "write", "m", "init", nq)
+    rows = block_sizes(nq, tiling.block_rows)
+    first_key = 0
+    for c in block_sizes(workload.nk, tiling.block_cols):     # outer loop: K/V block j, c valid rows
+        seen = rows[query_blocks_seen(workload, tiling, first_key)]
+        first_key += c
+        yield from tile_events(seen, np.int64(c), d, kv_phase="load_kv")
+        for tensor, wide in STAGED:
+            yield Event("HBM", "read", tensor, "load_qo", seen * (d if wide else 1))
+            yield Event("SRAM", "write", tensor, "load_qo", seen * (d if wide else 1))
+        for tensor, wide in STAGED[1:]:
+            yield Event("SRAM", "read", tensor, "update", seen * (d if wide else 1))
+            yield Event("HBM", "write", tensor, "store", seen * (d if wide else 1))
+
+
+def visited(workload, tiling):
+    """(Σ c_j·queries_j, Σ queries_j): score pairs computed and Q/O rows staged per K/V block."""
+    queries = queries_seen_by_formula(workload, tiling)
+    cols = block_sizes(workload.nk, tiling.block_cols)
+    return int(np.dot(cols, queries)), int(queries.sum())
 
 
 def closed_form(workload, tiling):
-    n, d, tc = workload.seq_len, workload.head_dim, tiling.tc
-    counts = {
-        ("HBM", "write", "O", "init"): n * d,
-        ("HBM", "write", "l", "init"): n,
-        ("HBM", "write", "m", "init"): n,
-        ("SRAM", "read", "Q", "scores"): n * n * d,
-        ("SRAM", "read", "K", "scores"): n * n * d,
-        ("SRAM", "write", "S", "scores"): n * n,
-        ("SRAM", "read", "S", "softmax"): n * n,
-        ("SRAM", "write", "P", "softmax"): n * n,
-        ("SRAM", "read", "P", "pv"): n * n,
-        ("SRAM", "read", "V", "pv"): n * n * d,
-    }
-    for tensor in ("K", "V"):
-        counts[("HBM", "read", tensor, "load_kv")] = n * d
-        counts[("SRAM", "write", tensor, "load_kv")] = n * d
-    for tensor, width in (("Q", d), ("O", d), ("l", 1), ("m", 1)):
-        counts[("HBM", "read", tensor, "load_qo")] = tc * n * width
-        counts[("SRAM", "write", tensor, "load_qo")] = tc * n * width
-    for tensor, width in (("O", d), ("l", 1), ("m", 1)):
-        counts[("SRAM", "read", tensor, "update")] = tc * n * width
-        counts[("HBM", "write", tensor, "store")] = tc * n * width
+    nq, nk, d = workload.nq, workload.nk, workload.head_dim
+    pairs, q_rows = visited(workload, tiling)          # no mask: nq·nk and Tc·nq
+    counts = tile_counts(pairs, nk, d, "load_kv")      # every K/V block is loaded once
+    counts.update({
+        ("HBM", "write", "O", "init"): nq * d,
+        ("HBM", "write", "l", "init"): nq,
+        ("HBM", "write", "m", "init"): nq,
+    })
+    for tensor, wide in STAGED:
+        counts[("HBM", "read", tensor, "load_qo")] = q_rows * (d if wide else 1)
+        counts[("SRAM", "write", tensor, "load_qo")] = q_rows * (d if wide else 1)
+    for tensor, wide in STAGED[1:]:
+        counts[("SRAM", "read", tensor, "update")] = q_rows * (d if wide else 1)
+        counts[("HBM", "write", tensor, "store")] = q_rows * (d if wide else 1)
     return Traffic(counts)
+
+
+def flops(workload, tiling):
+    return 4 * visited(workload, tiling)[0] * workload.head_dim

@@ -50,17 +50,23 @@ def _matmul_trace(a, b, out, m, n, k, tile, phase):
         yield Event("HBM", "write", out, phase, r * cols)
 
 
+def units(workload):
+    return workload.batch_heads
+
+
 def trace(workload, mapping):
-    n, d = workload.seq_len, workload.head_dim
-    yield from _matmul_trace("Q", "K", "S", n, n, d, mapping.matmul_tile, "qk")
-    row_lengths = np.full(n, n, dtype=np.int64)
+    """S = QKᵀ, softmax row by row, O = PV. A causal mask is applied in the softmax pass, which
+    still reads and writes whole rows (as PyTorch's masked softmax does)."""
+    nq, nk, d = workload.nq, workload.nk, workload.head_dim
+    yield from _matmul_trace("Q", "K", "S", nq, nk, d, mapping.matmul_tile, "qk")
+    row_lengths = np.full(nq, nk, dtype=np.int64)
     yield Event("HBM", "read", "S", "softmax", row_lengths)
     yield Event("HBM", "write", "P", "softmax", row_lengths)
     if mapping.softmax_threads:
         writes, reads = reduction_accesses(mapping.softmax_threads)
-        yield Event("SRAM", "write", "red", "softmax", np.full(n, 2 * writes))   # max and sum
-        yield Event("SRAM", "read", "red", "softmax", np.full(n, 2 * reads))
-    yield from _matmul_trace("P", "V", "O", n, d, n, mapping.matmul_tile, "pv")
+        yield Event("SRAM", "write", "red", "softmax", np.full(nq, 2 * writes))   # max and sum
+        yield Event("SRAM", "read", "red", "softmax", np.full(nq, 2 * reads))
+    yield from _matmul_trace("P", "V", "O", nq, d, nk, mapping.matmul_tile, "pv")
 
 
 def _matmul_closed_form(counts, a, b, out, m, n, k, tile, phase):
@@ -74,15 +80,20 @@ def _matmul_closed_form(counts, a, b, out, m, n, k, tile, phase):
 
 
 def closed_form(workload, mapping):
-    n, d = workload.seq_len, workload.head_dim
+    nq, nk, d = workload.nq, workload.nk, workload.head_dim
     counts = {
-        ("HBM", "read", "S", "softmax"): n * n,
-        ("HBM", "write", "P", "softmax"): n * n,
+        ("HBM", "read", "S", "softmax"): nq * nk,
+        ("HBM", "write", "P", "softmax"): nq * nk,
     }
-    _matmul_closed_form(counts, "Q", "K", "S", n, n, d, mapping.matmul_tile, "qk")
-    _matmul_closed_form(counts, "P", "V", "O", n, d, n, mapping.matmul_tile, "pv")
+    _matmul_closed_form(counts, "Q", "K", "S", nq, nk, d, mapping.matmul_tile, "qk")
+    _matmul_closed_form(counts, "P", "V", "O", nq, d, nk, mapping.matmul_tile, "pv")
     if mapping.softmax_threads:
         writes, reads = reduction_accesses(mapping.softmax_threads)
-        counts[("SRAM", "write", "red", "softmax")] = 2 * n * writes
-        counts[("SRAM", "read", "red", "softmax")] = 2 * n * reads
+        counts[("SRAM", "write", "red", "softmax")] = 2 * nq * writes
+        counts[("SRAM", "read", "red", "softmax")] = 2 * nq * reads
     return Traffic(counts)
+
+
+def flops(workload, mapping):
+    """The full S is computed, masked or not: 4·nq·nk·d per head."""
+    return 4 * workload.nq * workload.nk * workload.head_dim

@@ -1,0 +1,67 @@
+"""FlashAttention backward with recomputation (the paper's Algorithm 4); HBM traffic only.
+
+dQ, dK, dV are initialised in HBM. Outer loop over K/V blocks j: K_j, V_j read; inner loop over
+visited Q blocks i: Q_i, O_i, dO_i, dQ_i and ℓ_i, m_i read, S and P recomputed on chip, dQ_i written
+back; dK_j, dV_j written at the end of the outer iteration.
+Reads 2Nd + Tc·4Nd elements + Tc·2N stats; writes 3Nd + Tc·Nd + 2Nd elements (no mask).
+FLOPs 10·N²·d: S recomputed, dV, dP, dQ, dK. SRAM traffic of the backward is not modelled (no
+kernel implements it here).
+Worked number (N=1024, d=64, Bc=384 → Tc=3): reads 131,072 + 786,432 = 917,504 elements and 6,144
+stats; writes 196,608 + 196,608 + 131,072 = 524,288 elements.
+"""
+import numpy as np
+
+from ..tiling import block_sizes
+from ..traffic import Event, Traffic
+from .visits import queries_seen_by_formula, query_blocks_seen
+
+STAGED = (("Q", True), ("O", True), ("dO", True), ("dQ", True), ("l", False), ("m", False))
+
+
+def units(workload):
+    return workload.batch_heads
+
+
+def trace(workload, tiling):
+    nq, nk, d = workload.nq, workload.nk, workload.head_dim
+    for tensor, n in (("dQ", nq), ("dK", nk), ("dV", nk)):
+        yield Event("HBM", "write", tensor, "init", n * d)
+    rows = block_sizes(nq, tiling.block_rows)
+    first_key = 0
+    for c in block_sizes(nk, tiling.block_cols):
+        seen = rows[query_blocks_seen(workload, tiling, first_key)]
+        first_key += c
+        yield Event("HBM", "read", "K", "load_kv", c * d)
+        yield Event("HBM", "read", "V", "load_kv", c * d)
+        for tensor, wide in STAGED:
+            yield Event("HBM", "read", tensor, "inner", seen * (d if wide else 1))
+        yield Event("HBM", "write", "dQ", "inner", seen * d)
+        yield Event("HBM", "write", "dK", "store", c * d)
+        yield Event("HBM", "write", "dV", "store", c * d)
+
+
+def _visited(workload, tiling):
+    queries = queries_seen_by_formula(workload, tiling)
+    return int(np.dot(block_sizes(workload.nk, tiling.block_cols), queries)), int(queries.sum())
+
+
+def closed_form(workload, tiling):
+    nq, nk, d = workload.nq, workload.nk, workload.head_dim
+    q_rows = _visited(workload, tiling)[1]            # no mask: Tc·nq
+    counts = {
+        ("HBM", "write", "dQ", "init"): nq * d,
+        ("HBM", "write", "dK", "init"): nk * d,
+        ("HBM", "write", "dV", "init"): nk * d,
+        ("HBM", "read", "K", "load_kv"): nk * d,
+        ("HBM", "read", "V", "load_kv"): nk * d,
+        ("HBM", "write", "dQ", "inner"): q_rows * d,
+        ("HBM", "write", "dK", "store"): nk * d,
+        ("HBM", "write", "dV", "store"): nk * d,
+    }
+    for tensor, wide in STAGED:
+        counts[("HBM", "read", tensor, "inner")] = q_rows * (d if wide else 1)
+    return Traffic(counts)
+
+
+def flops(workload, tiling):
+    return 10 * _visited(workload, tiling)[0] * workload.head_dim
