@@ -1,19 +1,22 @@
 """Lower bounds on HBM traffic.
 
-- Compulsory: read Q, K, V once and write O once: 4·N·d elements per batch·head. No schedule can
-  move less. N=4096, d=64, fp16: 4·4096·64·2 B = 2 MiB per head.
+- Compulsory: read Q, K, V once and write O once: 4·N·d elements per batch·head (Q and O per query
+  head, K and V per KV head). No schedule can move less. N=4096, d=64, fp16: 4·4096·64·2 B = 2 MiB
+  per head.
 - Saha & Ye (2024), "The I/O Complexity of Attention, or How Optimal is FlashAttention?": any exact
   attention algorithm needs Θ(min(N²d²/M, N²d/√M)) transfers with M elements of SRAM (the first
   term applies for M ≥ d², the second below). It is ASYMPTOTIC: the constant is unknown, and this
-  function returns the expression with constant 1, in elements. N=4096, d=64, M=98304:
+  function returns the expression with constant 1, in elements, with N² read as nq·nk when there
+  are fewer queries than keys. N=4096, d=64, M=98304:
   min(4096²·64²/98304, 4096²·64/√98304) = min(699,051, 3,386,741) ≈ 0.70 M elements.
 """
 import math
 
 
 def compulsory_elements(workload):
-    """Q, K, V read once, O written once, over all heads."""
-    return 4 * workload.seq_len * workload.head_dim * workload.batch_heads
+    """Q read and O written once per query head, K and V read once per KV head."""
+    w = workload
+    return 2 * w.head_dim * w.batch * (w.nq * w.heads + w.nk * w.n_kv_heads)
 
 
 def compulsory_bytes(workload):
@@ -22,8 +25,8 @@ def compulsory_bytes(workload):
 
 def saha_ye_elements(workload, sram_elements):
     """min(N²d²/M, N²d/√M) per head × B·H (asymptotic, constant taken as 1)."""
-    n, d, m = workload.seq_len, workload.head_dim, sram_elements
-    return min(n * n * d * d / m, n * n * d / math.sqrt(m)) * workload.batch_heads
+    pairs, d, m = workload.nq * workload.nk, workload.head_dim, sram_elements
+    return min(pairs * d * d / m, pairs * d / math.sqrt(m)) * workload.batch_heads
 
 
 def saha_ye_bytes(workload, sram_bytes):

@@ -100,3 +100,36 @@ def test_result_table_sums_to_totals():
     t = r.table()
     assert t.query("level == 'HBM' and op == 'read'")["bytes"].sum() == r.hbm_read_bytes
     assert t.query("level == 'SRAM'")["bytes"].sum() == r.sram_read_bytes + r.sram_write_bytes
+
+
+def test_compulsory_bytes_counts_kv_per_kv_head():
+    # decode: 1 query per head, 32 query heads, 8 KV heads, cache of 8192: K,V per KV head
+    w = Workload(8192, 128, heads=32, kv_heads=8, query_len=1, dtype="fp16")
+    assert compulsory_bytes(w) == (2 * 1 * 32 + 2 * 8192 * 8) * 128 * 2
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    (dict(seq_len=16, head_dim=8, heads=4, kv_heads=3), "kv_heads"),
+    (dict(seq_len=16, head_dim=8, heads=4, kv_heads=8), "kv_heads"),
+    (dict(seq_len=16, head_dim=8, query_len=0), "query_len"),
+    (dict(seq_len=16, head_dim=8, query_len=17, causal=True), "query_len"),
+    (dict(seq_len=16, head_dim=8, causal="yes"), "causal"),
+])
+def test_workload_rejects_bad_variants(kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        Workload(**kwargs)
+
+
+@pytest.mark.parametrize("algorithm,shape,kwargs,needle", [
+    ("decode", dict(causal=True), dict(sram_bytes="64KiB"), "causal"),
+    ("decode", dict(query_len=1), dict(sram_bytes="64KiB", splits=0), "splits"),
+    ("decode", dict(query_len=1), dict(sram_bytes="64KiB", block_rows=4), "block_rows"),
+    ("decode", dict(query_len=64, heads=8, kv_heads=1), dict(sram_bytes="64KiB"), "query_len"),  # 512 rows > 128
+    ("naive", {}, dict(splits=2), "splits"),
+    ("unfused", {}, dict(matmul_tile=8), "matmul_tile"),
+    ("naive_bwd", {}, dict(softmax_threads=8), "softmax_threads"),
+    ("flash_bwd", {}, dict(sram_bytes="64KiB", dropout=True), "dropout"),
+])
+def test_variant_parameters_are_refused_by_name(algorithm, shape, kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        count(algorithm, Workload(64, 64, **shape), **kwargs)

@@ -69,6 +69,39 @@ def test_bad_input_is_one_line_exit_2(args, needle):
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in p.stderr
 
 
+def test_kvcache_llama3_8b_on_16gib():
+    p = cli("kvcache", "--model", "llama-3-8b", "--gpu-memory", "16GiB", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    per_token = 2 * 32 * 8 * 128 * 2                      # K and V, 32 layers, 8 KV heads, d = 128, fp16
+    assert out["kv_bytes_per_token"] == per_token
+    assert out["max_context_tokens"] == (16 * 2**30 - out["params"] * 2) // per_token
+
+
+def test_figure2_prints_both_rows():
+    p = cli("figure2")
+    assert p.returncode == 0, p.stderr
+    assert "standard" in p.stdout and "FlashAttention" in p.stdout and "40.3" in p.stdout
+
+
+@pytest.mark.parametrize("command,args,needle", [
+    ("count", ["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--heads", "4", "--kv-heads", "3",
+               "--sram", "1KiB"], "kv_heads"),
+    ("count", ["--algorithm", "decode", "--seq-len", "64", "--head-dim", "64", "--causal", "--sram", "64KiB"], "causal"),
+    ("count", ["--algorithm", "decode", "--seq-len", "0", "--head-dim", "64", "--sram", "64KiB"], "seq_len"),
+    ("count", ["--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--splits", "3"], "splits"),
+    ("kvcache", ["--model", "gpt-5", "--gpu-memory", "16GiB"], "model"),
+    ("kvcache", ["--model", "llama-3-8b", "--gpu-memory", "lots"], "gpu-memory"),
+    ("kvcache", ["--model", "llama-3-8b"], "--gpu"),
+    ("figure2", ["--sram", "tiny"], "sram"),
+])
+def test_bad_variant_input_is_one_line_exit_2(command, args, needle):
+    p = cli(command, *args)
+    assert p.returncode == 2 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], p.stderr
+
+
 def test_bad_sweep_fails_before_printing():
     p = cli("sweep", "--algorithm", "fa2", "--seq-len", "64,128", "--head-dim", "64", "--sram", "1KiB",
             "--block-cols", "1,2,3")

@@ -1,0 +1,85 @@
+"""KV-cache memory calculator: weights + K/V cache of a decoder model on one GPU.
+
+Parameters are computed from the model's published config (not typed in); the test checks the sum
+against the published parameter count. KV cache per token = 2 (K and V) · layers · kv_heads ·
+head_dim · bytes. Worked number (Llama-3-8B, fp16): 2·32·8·128·2 B = 131,072 B = 128 KiB per token;
+weights 8,030,261,248 · 2 B = 16.06 GB, so on a 16 GiB (17.18 GB) GPU only 1.12 GB is left for the
+cache: 8,539 tokens at batch 1, before activations and the CUDA context.
+"""
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+import pandas as pd
+
+from .hardware import DATA_DIR
+from .units import dtype_bytes
+from .workload import check_positive_int
+
+MODEL_DIR = DATA_DIR / "models"
+WEIGHT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int4": 0.5}
+
+
+@dataclass(frozen=True)
+class Model:
+    key: str
+    name: str
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    max_position_embeddings: int
+    published_params: float
+
+    @property
+    def params(self):
+        """Llama-style count: embeddings (+ untied LM head), per layer q, k, v, o projections, a
+        SwiGLU MLP (3 matrices) and two RMSNorm weights, plus the final norm."""
+        h, layers = self.hidden_size, self.num_hidden_layers
+        attention = h * self.num_attention_heads * self.head_dim * 2 + 2 * h * self.num_key_value_heads * self.head_dim
+        per_layer = attention + 3 * h * self.intermediate_size + 2 * h
+        embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
+        return embeddings + layers * per_layer + h
+
+    def kv_bytes_per_token(self, kv_dtype="fp16"):
+        return 2 * self.num_hidden_layers * self.num_key_value_heads * self.head_dim * dtype_bytes(kv_dtype)
+
+    def weight_bytes(self, weight_dtype="fp16"):
+        if weight_dtype not in WEIGHT_BYTES:
+            raise ValueError(f"weight_dtype must be one of {', '.join(WEIGHT_BYTES)}, got {weight_dtype!r}")
+        return int(self.params * WEIGHT_BYTES[weight_dtype])
+
+
+def model_keys():
+    return sorted(p.stem for p in MODEL_DIR.glob("*.json"))
+
+
+@lru_cache(maxsize=None)
+def load_model(key):
+    path = MODEL_DIR / f"{key}.json"
+    if not path.is_file():
+        raise ValueError(f"model must be one of {', '.join(model_keys())}, got {key!r}")
+    raw = json.loads(path.read_text())
+    return Model(**{k: raw[k] for k in Model.__dataclass_fields__})
+
+
+def max_context(model, gpu_bytes, batch=1, weight_dtype="fp16", kv_dtype="fp16", reserve_bytes=0):
+    """Longest context (tokens per sequence) whose KV cache fits beside the weights; 0 if the weights
+    alone do not fit. `reserve_bytes` sets aside memory for activations and the CUDA context."""
+    check_positive_int("gpu_bytes", gpu_bytes)
+    check_positive_int("batch", batch)
+    free = gpu_bytes - reserve_bytes - model.weight_bytes(weight_dtype)
+    return max(0, free // (batch * model.kv_bytes_per_token(kv_dtype)))
+
+
+def memory_table(model, contexts, batch=1, weight_dtype="fp16", kv_dtype="fp16"):
+    """Weights and KV cache in bytes for each context length (a DataFrame)."""
+    weights = model.weight_bytes(weight_dtype)
+    per_token = model.kv_bytes_per_token(kv_dtype)
+    rows = [{"context": n, "weights_bytes": weights, "kv_cache_bytes": batch * n * per_token,
+             "total_bytes": weights + batch * n * per_token} for n in contexts]
+    return pd.DataFrame(rows)
