@@ -165,8 +165,8 @@ def print_count(result, row):
               f"(compute {row['compute_s'] * 1e3:.3f} ms, HBM {row['hbm_s'] * 1e3:.3f} ms); "
               f"intensity {row['arithmetic_intensity']:.1f} FLOP/B vs ridge {row['ridge_point']:.1f}")
         if row.get("sram_s"):
-            print(f"  SRAM {row['sram_s'] * 1e3:.3f} ms: SRAM bytes follow the readable kernels' mapping (every "
-                  "operand element read from shared memory per multiply-add, no register reuse); see docs/COUNTING.md")
+            print(f"  SRAM traffic would take {row['sram_s'] * 1e3:.3f} ms at the preset's shared-memory bandwidth; "
+                  "not binding: SRAM bytes count per-thread accesses (docs/COUNTING.md), an upper bound")
     print("\nper tensor (bytes, all heads):")
     table = result.table()
     print(table.pivot_table(index=["level", "tensor"], columns="op", values="bytes", aggfunc="sum",

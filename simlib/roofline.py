@@ -1,4 +1,9 @@
-"""Roofline time estimate: max(FLOPs / peak, bytes_level / bandwidth_level) over the levels.
+"""Roofline time estimate: max(FLOPs / peak, bytes_level / bandwidth_level) over the binding levels.
+
+Every level's time is reported; by default only HBM binds. SRAM bytes follow the thread-level
+counting convention (docs/COUNTING.md: a warp broadcast counts once per thread, no register reuse),
+an upper bound on the shared-memory bandwidth a kernel needs, so SRAM binds only when asked
+(`levels=("HBM", "SRAM")`).
 
 Worked number: fa2, N=4096, d=64, fp16, B·H=1 on an A100 (312 TFLOP/s fp16, 1.555 TB/s HBM):
 4.29 GFLOP / 312e12 = 13.8 µs of compute; HBM traffic ≈ 68 MB / 1.555e12 = 43.5 µs → memory bound.
@@ -23,8 +28,8 @@ class Roofline:
         return pd.DataFrame(rows)
 
 
-def roofline(result, hardware):
-    """Roofline estimate for a `Result` on `hardware` (HBM and SRAM levels with bandwidths)."""
+def roofline(result, hardware, levels=("HBM",)):
+    """Roofline estimate for a `Result` on `hardware`; `levels` are the memory levels that bind."""
     dtype = result.workload.dtype
     peak = hardware.peak_flops.get(dtype)
     if peak is None:
@@ -36,8 +41,11 @@ def roofline(result, hardware):
         bandwidth = hardware.level(name).bandwidth_bytes_per_s
         if bandwidth:
             level_s[name] = nbytes / bandwidth
-    slowest = max(level_s, key=level_s.get)
-    time_s = max(compute_s, level_s[slowest])
+    binding = {name: level_s[name] for name in levels if name in level_s}
+    if not binding:
+        raise ValueError(f"{hardware.key} has no bandwidth for levels {levels}")
+    slowest = max(binding, key=binding.get)
+    time_s = max(compute_s, binding[slowest])
     bound = "compute" if compute_s >= level_s[slowest] else f"memory ({slowest})"
     hbm_bw = hardware.level("HBM").bandwidth_bytes_per_s
     return Roofline(compute_s, level_s, time_s, bound, result.flops / result.hbm_bytes, peak / hbm_bw)

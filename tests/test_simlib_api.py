@@ -133,3 +133,12 @@ def test_workload_rejects_bad_variants(kwargs, needle):
 def test_variant_parameters_are_refused_by_name(algorithm, shape, kwargs, needle):
     with pytest.raises(ValueError, match=needle):
         count(algorithm, Workload(64, 64, **shape), **kwargs)
+
+
+def test_roofline_sram_binds_only_when_asked():
+    r = count("fa2", Workload(4096, 64, dtype="fp16"), sram_bytes="192KiB")
+    hw = _toy_hardware(peak=1e18, hbm_bw=1e15, sram_bw=1e12)     # a slow SRAM
+    assert roofline(r, hw).bound == "memory (HBM)"
+    both = roofline(r, hw, levels=("HBM", "SRAM"))
+    assert both.bound == "memory (SRAM)"
+    assert both.time_s == pytest.approx((r.sram_read_bytes + r.sram_write_bytes) / 1e12)
