@@ -1,0 +1,138 @@
+"""Everything gpu_kernels needs from one call on the device machine, within a deadline.
+
+    python3 benchmarks/gpu_device_run.py            # files under $OUT, a summary table last
+
+Stages (each a subprocess with its own time limit, all inside DEVICE_DEADLINE_S):
+  1. environment: nvidia-smi, versions, ncu --version
+  2. FLASHIO_GPU=1 pytest -m gpu tests/test_kernels_gpu.py (correctness, counters = simlib, PTX)
+  3. python -m gpu_kernels asm  (PTX of timing vs counting builds: atomics, float64, local memory)
+  4. python -m gpu_kernels profile  (Nsight Compute, per launch, next to simlib)
+  5. python -m gpu_kernels bench  (CUDA events; its time budget is what is left, minus a reserve)
+Files: log.txt, ptx_check.json, bench_h200.csv + .provenance.json, profile_h200.csv + .provenance.json.
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+
+OUT = os.environ.get("OUT") or "/tmp/gpu_out"
+T0 = time.monotonic()
+DEADLINE = T0 + float(os.environ.get("DEVICE_DEADLINE_S", "400"))
+LOG = os.path.join(OUT, "log.txt")
+os.makedirs(OUT, exist_ok=True)
+
+
+def log(msg):
+    line = f"[{time.monotonic() - T0:6.1f}s] {msg}"
+    print(line, flush=True)
+    with open(LOG, "a") as f:
+        f.write(line + "\n")
+
+
+def stage(name, cmd, limit, env=None):
+    left = DEADLINE - time.monotonic()
+    t = min(limit, left - 5)
+    if t < 15:
+        log(f"== {name}: SKIPPED, {left:.0f} s left before the deadline")
+        return None
+    log(f"== {name} (limit {t:.0f} s): {' '.join(cmd)}")
+    start = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=t, env={**os.environ, **(env or {})})
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc = "timeout"
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+    with open(LOG, "a") as f:
+        f.write(f"--- {name} stdout ---\n{out}\n--- {name} stderr (last 6000) ---\n{err[-6000:]}\n")
+    log(f"== {name}: rc={rc} in {time.monotonic() - start:.0f} s")
+    return rc, out, err
+
+
+def read_csv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def summary():
+    print("\n======== SUMMARY ========")
+    bench = read_csv(os.path.join(OUT, "bench_h200.csv"))
+    prof = read_csv(os.path.join(OUT, "profile_h200.csv"))
+    times = {}
+    for r in bench:
+        key = (r["kernel"], int(r["seq_len"]), int(r["head_dim"]))
+        if r["metric"] == "time_ms_median":
+            times[key] = f"{float(r['value']):.3f}"
+        elif r["metric"] == "status":
+            times[key] = "skip"
+    print("bench (B=1,H=16) median ms   kernel / N x d")
+    kernels = sorted({k[0] for k in times})
+    ns = sorted({(k[1], k[2]) for k in times}, key=lambda x: (x[1], x[0]))
+    print(f"{'N':>6} {'d':>4} " + " ".join(f"{k:>11}" for k in kernels))
+    for n, d in ns:
+        print(f"{n:>6} {d:>4} " + " ".join(f"{times.get((k, n, d), '-'):>11}" for k in kernels))
+    tot = {}
+    for r in prof:
+        if r["launch"] != "total":
+            continue
+        key = (r["kernel"], int(r["seq_len"]), int(r["head_dim"]))
+        tot.setdefault(key, {})[r["metric"]] = r["value"]
+    if tot:
+        print("\nprofile (B=1,H=4) per kernel total, bytes")
+        print(f"{'kernel':>6} {'N':>6} {'d':>4} {'dram_rd':>13} {'dram_wr':>13} {'l2_rd_B':>13} {'simlib_rd':>13} "
+              f"{'simlib_wr':>13} {'cnt-sim':>8}")
+        for (k, n, d), m in sorted(tot.items()):
+            def g(x):
+                v = m.get(x, "")
+                return v if v != "" else "-"
+            try:
+                l2rd = str(int(float(m["lts__t_sectors_op_read.sum"])) * 32)
+            except (KeyError, ValueError):
+                l2rd = "-"
+            try:
+                diff = sum(int(m[f"counted_{c}"]) - int(m[f"simlib_{c}"]) for c in
+                           ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes"))
+            except (KeyError, ValueError):
+                diff = "-"
+            print(f"{k:>6} {n:>6} {d:>4} {g('dram__bytes_read.sum'):>13} {g('dram__bytes_write.sum'):>13} "
+                  f"{l2rd:>13} {g('simlib_hbm_read_bytes'):>13} {g('simlib_hbm_write_bytes'):>13} {diff!s:>8}")
+    ptx = os.path.join(OUT, "ptx_check.json")
+    if os.path.exists(ptx):
+        with open(ptx) as f:
+            rep = json.load(f)
+        print("\nPTX atom count (timing/counting):",
+              "; ".join(f"{r['kernel']}: {r['atom']}" for r in rep["rows"] if r["build"] == "timing"), "|",
+              "counting builds:", sorted({r["atom"] for r in rep["rows"] if r["build"] == "counting"}),
+              "| f64:", sum(r["f64"] for r in rep["rows"]), "| problems:", rep["problems"])
+
+
+def main():
+    py = sys.executable
+    versions = ("import importlib.metadata as m, numpy; print('numpy', numpy.__version__, numpy.__file__); "
+                "[print(p, m.version(p)) for p in ('numba', 'numba-cuda', 'cupy-cuda13x')]")
+    stage("env", ["bash", "-c", f"nvidia-smi; {py} -c \"{versions}\"; "
+                                "(ncu --version || ls /opt/nvidia/nsight-compute) 2>&1 | tail -3; "
+                                "git rev-parse HEAD 2>&1 | tail -1"], 40)
+    res = stage("pytest-gpu", [py, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "-rf",
+                               "tests/test_kernels_gpu.py"], 200, env={"FLASHIO_GPU": "1"})
+    if res:
+        tail = [ln for ln in res[1].strip().splitlines() if ln.strip()][-3:]
+        log("pytest: " + " | ".join(tail))
+    stage("asm", [py, "-m", "gpu_kernels", "asm", "--json", os.path.join(OUT, "ptx_check.json")], 90)
+    stage("profile", [py, "-m", "gpu_kernels", "profile", "--out", OUT, "--no-progress", "--timeout-s", "110"], 260)
+    left = DEADLINE - time.monotonic()
+    budget = max(20, left - 45)
+    stage("bench", [py, "-m", "gpu_kernels", "bench", "--out", OUT, "--budget-s", f"{budget:.0f}", "--no-progress"],
+          budget + 40)
+    summary()
+    log("done")
+
+
+if __name__ == "__main__":
+    main()

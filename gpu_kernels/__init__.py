@@ -1,0 +1,33 @@
+"""Real attention kernels in numba.cuda, counted against simlib's model.
+
+* ``run_naive``  — the paper's Algorithm 0: S = QKᵀ, P = softmax(S), O = PV through HBM.
+* ``run_tiled``  — FlashAttention-2 forward, one thread per query row (teaching style).
+
+Each kernel is one source compiled with counters on (``count=True``) or off (for timing), and runs
+on a GPU or under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, set before numba is
+imported). Importing this package does not import numba; the names below load it on first use.
+CLI: ``python -m gpu_kernels {run,bench,profile,asm}``.
+"""
+
+from .checks import default_blocks  # noqa: F401  (plain Python)
+
+_LAZY = {
+    "run_naive": ".naive",
+    "run_tiled": ".tiled",
+    "plan_naive": ".naive",
+    "plan_tiled": ".tiled",
+    "attention_reference": ".reference",
+    "rel_error": ".reference",
+    "random_qkv": ".reference",
+}
+
+__all__ = ["default_blocks", *_LAZY]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(_LAZY[name], __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,136 @@
+"""Look at what numba made of the kernels: the PTX of the timing and the counting builds.
+
+Checks, per kernel and build:
+
+* ``atom``: atomic instructions. The counting build has exactly the counter atomics; the timing
+  build must have none (the ``if COUNTING:`` branches are pruned at compile time).
+* ``f64``: float64 instructions. Every constant is float32 and math.exp/log take float32, so
+  there should be none (a stray Python float literal would promote arithmetic to float64).
+* ``ld.local`` / ``st.local``: local-memory traffic (a per-thread array the compiler could not
+  keep in registers).
+
+On a GPU the PTX comes from the very dispatchers that ran (``inspect_asm`` after a launch). Without
+one, ``cuda.compile_ptx`` needs only NVVM and NVRTC, which a CUDA toolkit or the nvidia-cuda-nvrtc
+wheel provides.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+def _count(pattern: str, text: str) -> int:
+    return len(re.findall(pattern, text, flags=re.MULTILINE))
+
+
+def summarize_ptx(ptx: str) -> dict:
+    instr = [ln.strip() for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith("//")]
+    body = "\n".join(instr)
+    return {
+        "atom": _count(r"^\s*(?:@!?%p\d+\s+)?(?:atom|red)\.", body),
+        "f64": _count(r"^\s*(?:@!?%p\d+\s+)?[a-z]+(?:\.[a-z0-9]+)*\.f64\b", body),
+        "ld_local": _count(r"\bld\.local\.", body),
+        "st_local": _count(r"\bst\.local\.", body),
+        "ld_shared": _count(r"\bld\.shared\.", body),
+        "st_shared": _count(r"\bst\.shared\.", body),
+        "lines": len(instr),
+    }
+
+
+def _cases(head_dim: int = 64, seq_len: int = 4096):
+    """(name, dispatcher factory(counting), launch args on tiny inputs) for each kernel."""
+    from .checks import default_blocks, softmax_per_thread
+    from .naive import matmul_kernel, softmax_kernel
+    from .tiled import fa2_kernel
+
+    br, bc = default_blocks(seq_len, head_dim)
+    t_mm, t_sm = 16, 128
+    per = softmax_per_thread(seq_len, t_sm)
+    return [
+        (f"tiled fa2 d={head_dim} Br={br} Bc={bc}", lambda c: fa2_kernel(head_dim, br, bc, c), "fa2"),
+        (f"naive matmul QK^T T={t_mm}", lambda c: matmul_kernel(t_mm, True, c), "mm"),
+        (f"naive softmax t={t_sm} per_thread={per}", lambda c: softmax_kernel(t_sm, per, c), "sm"),
+        (f"naive matmul PV T={t_mm}", lambda c: matmul_kernel(t_mm, False, c), "mm"),
+    ]
+
+
+def _signature(kind: str):
+    from numba import types
+
+    a3 = types.Array(types.float32, 3, "C")
+    a2 = types.Array(types.float32, 2, "C")
+    cnt = types.Array(types.int64, 1, "C")
+    if kind == "fa2":
+        return (a3, a3, a3, a3, a2, cnt)
+    if kind == "mm":
+        return (a3, a3, a3, types.float32, cnt)
+    return (a3, a3, cnt)
+
+
+def ptx_report(head_dim: int = 64, seq_len: int = 4096, cc=None) -> list[dict]:
+    """Compile each kernel with counting off and on; summarise the PTX of both builds."""
+    from numba import cuda
+
+    rows = []
+    on_gpu = cuda.is_available()
+    if cc is None:
+        cc = cuda.get_current_device().compute_capability if on_gpu else (9, 0)
+    for name, factory, kind in _cases(head_dim, seq_len):
+        for counting in (False, True):
+            disp = factory(counting)
+            sig = _signature(kind)
+            if on_gpu:
+                # the overload a launch with these argument types uses (compiled now if not yet)
+                kernel = disp.compile(sig)
+                ptx = kernel.inspect_asm(cc)
+                regs = getattr(kernel, "regs_per_thread", None)
+                local = getattr(kernel, "local_mem_per_thread", None)
+            else:
+                ptx, _ = cuda.compile_ptx(disp.py_func, sig, cc=cc)
+                regs = local = None
+            row = {"kernel": name, "build": "counting" if counting else "timing", "cc": f"{cc[0]}.{cc[1]}"}
+            row.update(summarize_ptx(ptx))
+            row["regs_per_thread"] = regs
+            row["local_bytes_per_thread"] = local
+            rows.append(row)
+    return rows
+
+
+def check_report(rows: list[dict]) -> list[str]:
+    """Problems found: atomics in a timing build, none in a counting build, any float64."""
+    problems = []
+    for r in rows:
+        if r["build"] == "timing" and r["atom"] != 0:
+            problems.append(f"{r['kernel']}: timing build has {r['atom']} atomic instructions")
+        if r["build"] == "counting" and r["atom"] == 0:
+            problems.append(f"{r['kernel']}: counting build has no atomic instructions")
+        if r["f64"] != 0:
+            problems.append(f"{r['kernel']} ({r['build']}): {r['f64']} float64 instructions")
+    return problems
+
+
+def format_report(rows: list[dict]) -> str:
+    cols = ["kernel", "build", "atom", "f64", "ld_local", "st_local", "ld_shared", "st_shared",
+            "regs_per_thread", "local_bytes_per_thread"]
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
+    lines = ["  ".join(c.ljust(widths[c]) for c in cols)]
+    for r in rows:
+        lines.append("  ".join(str(r[c]).ljust(widths[c]) for c in cols))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m gpu_kernels.asm
+    import json
+    import sys
+
+    allrows = []
+    for d in (64, 128):
+        allrows += ptx_report(head_dim=d)
+    print(format_report(allrows))
+    problems = check_report(allrows)
+    for p in problems:
+        print("PROBLEM:", p)
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as f:
+            json.dump({"rows": allrows, "problems": problems}, f, indent=1)
+    sys.exit(1 if problems else 0)

@@ -1,0 +1,27 @@
+"""simlib's prediction for exactly the tiling a kernel ran with (the other side of every comparison)."""
+
+from __future__ import annotations
+
+from .counting import COUNT_KEYS
+
+SIMLIB_SCHEDULE = {"tiled": "fa2", "naive": "naive"}
+
+
+def simlib_prediction(kernel: str, batch: int, heads: int, seq_len: int, head_dim: int, *,
+                      block_rows=None, block_cols=None, matmul_tile=None, softmax_threads=None) -> dict:
+    """simlib's four byte counts (totals over B·H) for ``kernel`` in {"tiled", "naive"}, fp32."""
+    from simlib import Workload, count
+
+    wl = Workload(batch=batch, heads=heads, seq_len=seq_len, head_dim=head_dim, dtype="fp32")
+    if kernel == "tiled":
+        r = count("fa2", wl, block_rows=block_rows, block_cols=block_cols)
+    elif kernel == "naive":
+        r = count("naive", wl, matmul_tile=matmul_tile, softmax_threads=softmax_threads)
+    else:
+        raise ValueError(f"unknown kernel {kernel!r}")
+    return {key: int(getattr(r, key)) for key in COUNT_KEYS}
+
+
+def diff_counts(measured: dict, predicted: dict) -> dict:
+    """measured − predicted per key (all zero when the kernel follows the contract)."""
+    return {key: measured[key] - predicted[key] for key in COUNT_KEYS}

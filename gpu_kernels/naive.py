@@ -1,0 +1,289 @@
+"""Standard attention, the FlashAttention paper's Algorithm 0 (kernel ``naive``).
+
+Three launches, with the N×N matrices S and P written to and read back from HBM:
+
+    1. S = scale · Q Kᵀ        shared-memory tiled matmul, square tile T
+    2. P = softmax(S) by rows  one thread block of t threads per row, tree reductions in SRAM
+    3. O = P V                 the same tiled matmul
+
+This is the baseline whose HBM traffic grows with N²; compare ``gpu_kernels.tiled``.
+
+Tiled matmul C (m×n) = alpha · A (m×k) · B (k×n), grid (⌈n/T⌉, ⌈m/T⌉, B·H), block (T, T):
+thread (ty, tx) owns C[row, col]. For each chunk of T along k, the block copies a T×T tile of A and
+of B into shared memory (each thread one element, only valid elements), then every thread does
+its multiply-adds out of shared memory. Every element is read from HBM once per output tile that
+needs it, so A is re-read ⌈n/T⌉ times and B ⌈m/T⌉ times (docs/COUNTING.md §naive).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import cuda, float32  # module globals: the CUDA simulator swaps `cuda` in a kernel's globals
+
+from .checks import check_qkv, resolve_naive_params, scale_for, softmax_per_thread
+from .counting import add_counts, counts_from, new_counters, simulator_enabled
+
+
+@functools.lru_cache(maxsize=None)
+def matmul_kernel(tile: int, trans_b: bool, counting: bool):
+    """C = alpha · A · B (trans_b=False, B is k×n) or alpha · A · Bᵀ (trans_b=True, B is n×k)."""
+    T = tile
+    T1 = tile + 1  # shapes must be plain constants for numba
+    TRANS_B = trans_b
+    COUNTING = counting
+    ZERO = np.float32(0.0)
+
+    def matmul(a, b, c, alpha, counters):
+        # a: (B·H, m, k); b: (B·H, k, n) or (B·H, n, k) if TRANS_B; c: (B·H, m, n)
+        As = cuda.shared.array((T, T), float32)
+        # One float of padding: the transposed store below writes a column of Bs, and a row
+        # stride of T+1 floats puts those writes in different banks.
+        Bs = cuda.shared.array((T, T1), float32)
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        bh = cuda.blockIdx.z
+        row0 = cuda.blockIdx.y * T
+        col0 = cuda.blockIdx.x * T
+        row = row0 + ty  # my output element C[row, col]
+        col = col0 + tx
+        m = c.shape[1]
+        n = c.shape[2]
+        kdim = a.shape[2]
+
+        n_gr = 0
+        n_gw = 0
+        n_sr = 0
+        n_sw = 0
+        acc = ZERO
+        for k0 in range(0, kdim, T):
+            kk = min(T, kdim - k0)  # the last chunk along k may be short
+            # A tile: As[ty, x] = A[row0 + ty, k0 + x]; a warp reads along a row (coalesced).
+            if row < m and tx < kk:
+                As[ty, tx] = a[bh, row, k0 + tx]
+                if COUNTING:
+                    n_gr += 1
+                    n_sw += 1
+            # B tile: Bs[x, tx] = B[k0 + x, col0 + tx].
+            if TRANS_B:
+                # B = Kᵀ with K stored (n, k): read a row of K along k (coalesced) and store it
+                # transposed, so the inner loop below reads Bs the same way in both cases.
+                brow = col0 + ty
+                if brow < n and tx < kk:
+                    Bs[tx, ty] = b[bh, brow, k0 + tx]
+                    if COUNTING:
+                        n_gr += 1
+                        n_sw += 1
+            else:
+                if ty < kk and col < n:
+                    Bs[ty, tx] = b[bh, k0 + ty, col]
+                    if COUNTING:
+                        n_gr += 1
+                        n_sw += 1
+            cuda.syncthreads()  # tiles complete before anyone multiplies
+            if row < m and col < n:
+                for x in range(kk):
+                    acc += As[ty, x] * Bs[x, tx]
+                    if COUNTING:
+                        n_sr += 2
+            cuda.syncthreads()  # everyone done with the tiles before the next chunk overwrites them
+        if row < m and col < n:
+            c[bh, row, col] = acc * alpha
+            if COUNTING:
+                n_gw += 1
+        if COUNTING:
+            cuda.atomic.add(counters, 0, n_gr)
+            cuda.atomic.add(counters, 1, n_gw)
+            cuda.atomic.add(counters, 2, n_sr)
+            cuda.atomic.add(counters, 3, n_sw)
+
+    matmul.__name__ = matmul.__qualname__ = (
+        f"matmul_t{T}{'_bt' if TRANS_B else ''}{'_count' if COUNTING else ''}"
+    )
+    return cuda.jit(matmul)
+
+
+@functools.lru_cache(maxsize=None)
+def softmax_kernel(threads: int, per_thread: int, counting: bool):
+    """Row softmax, one block of ``threads`` threads per row, ⌈N/t⌉ elements per thread."""
+    TPB = threads
+    PER = per_thread
+    COUNTING = counting
+    NEG_INF = np.float32(-np.inf)
+    ZERO = np.float32(0.0)
+    ONE = np.float32(1.0)
+
+    def softmax(s, p, counters):
+        # s, p: (B·H, N, N); grid (N, B·H): block (row, bh) handles S[bh, row, :]
+        red = cuda.shared.array(TPB, float32)  # scratch for the two tree reductions
+        x = cuda.local.array(PER, float32)  # my share of the row, kept in registers
+        tid = cuda.threadIdx.x
+        row = cuda.blockIdx.x
+        bh = cuda.blockIdx.y
+        n = s.shape[2]
+
+        n_gr = 0
+        n_gw = 0
+        n_sr = 0
+        n_sw = 0
+
+        # Read my share of the row once: elements tid, tid + t, tid + 2t, ... (coalesced).
+        my_max = NEG_INF
+        for e in range(PER):
+            col = tid + e * TPB
+            if col < n:
+                x[e] = s[bh, row, col]
+                if COUNTING:
+                    n_gr += 1
+                my_max = max(my_max, x[e])
+
+        # Row max by a tree reduction: t partial writes, t-1 pair-combines, t reads of red[0].
+        red[tid] = my_max
+        if COUNTING:
+            n_sw += 1
+        cuda.syncthreads()
+        stride = TPB // 2
+        while stride > 0:
+            if tid < stride:
+                red[tid] = max(red[tid], red[tid + stride])
+                if COUNTING:
+                    n_sr += 2
+                    n_sw += 1
+            cuda.syncthreads()
+            stride //= 2
+        row_max = red[0]
+        if COUNTING:
+            n_sr += 1
+        cuda.syncthreads()  # everyone has read red[0] before the next reduction reuses it
+
+        # exp(x - max) never overflows: the largest term is exp(0) = 1 (numerically stable).
+        my_sum = ZERO
+        for e in range(PER):
+            col = tid + e * TPB
+            if col < n:
+                x[e] = float32(math.exp(x[e] - row_max))
+                my_sum += x[e]
+
+        # Row sum by the same tree reduction.
+        red[tid] = my_sum
+        if COUNTING:
+            n_sw += 1
+        cuda.syncthreads()
+        stride = TPB // 2
+        while stride > 0:
+            if tid < stride:
+                red[tid] = red[tid] + red[tid + stride]
+                if COUNTING:
+                    n_sr += 2
+                    n_sw += 1
+            cuda.syncthreads()
+            stride //= 2
+        inv_sum = ONE / red[0]
+        if COUNTING:
+            n_sr += 1
+
+        # Write P once.
+        for e in range(PER):
+            col = tid + e * TPB
+            if col < n:
+                p[bh, row, col] = x[e] * inv_sum
+                if COUNTING:
+                    n_gw += 1
+
+        if COUNTING:
+            cuda.atomic.add(counters, 0, n_gr)
+            cuda.atomic.add(counters, 1, n_gw)
+            cuda.atomic.add(counters, 2, n_sr)
+            cuda.atomic.add(counters, 3, n_sw)
+
+    softmax.__name__ = softmax.__qualname__ = (
+        f"softmax_t{TPB}_per{PER}{'_count' if COUNTING else ''}"
+    )
+    return cuda.jit(softmax)
+
+
+@dataclass
+class NaiveResult:
+    o: np.ndarray  # (B, H, N, d) fp32
+    matmul_tile: int
+    softmax_threads: int
+    counts: dict | None = None  # totals over the three launches when count=True
+    counts_by_launch: dict | None = None  # {"qk": ..., "softmax": ..., "pv": ...}
+
+
+@dataclass(frozen=True)
+class NaivePlan:
+    shape: tuple  # (B, H, N, d)
+    matmul_tile: int
+    softmax_threads: int
+    counting: bool
+
+    def kernels(self):
+        t, ts, cnt = self.matmul_tile, self.softmax_threads, self.counting
+        per = softmax_per_thread(self.shape[2], ts)
+        return matmul_kernel(t, True, cnt), softmax_kernel(ts, per, cnt), matmul_kernel(t, False, cnt)
+
+    def grids(self):
+        b, h, n, d = self.shape
+        t = self.matmul_tile
+        return (
+            ((-(-n // t), -(-n // t), b * h), (t, t)),  # S = Q Kᵀ: n×n output
+            ((n, b * h), (self.softmax_threads,)),  # one block per row
+            ((-(-d // t), -(-n // t), b * h), (t, t)),  # O = P V: n×d output
+        )
+
+    def launch(self, q, k, v, s, p, o, counters):
+        """Device arrays viewed as (B·H, N, d) and (B·H, N, N); three launches, no sync.
+
+        ``counters`` holds one int64[4] device array per launch (the same one three times is
+        fine; the timing build never touches it but numba needs a typed argument).
+        """
+        qk, sm, pv = self.kernels()
+        (g1, b1), (g2, b2), (g3, b3) = self.grids()
+        scale = scale_for(self.shape[3])
+        qk[g1, b1](q, k, s, scale, counters[0])
+        sm[g2, b2](s, p, counters[1])
+        pv[g3, b3](p, v, o, np.float32(1.0), counters[2])
+
+
+def plan_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, counting=False) -> NaivePlan:
+    shape = check_qkv(q, k, v)
+    t, ts = resolve_naive_params(shape, matmul_tile, softmax_threads, simulator=simulator_enabled())
+    return NaivePlan((shape.batch, shape.heads, shape.seq_len, shape.head_dim), t, ts, bool(counting))
+
+
+def run_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, count=False) -> NaiveResult:
+    """Standard attention on host fp32 arrays (B, H, N, d); returns O (+ counts).
+
+    S, P and O are poisoned with NaN before the launches, so an element a kernel fails to write
+    propagates to the output as NaN.
+    """
+    plan = plan_naive(q, k, v, matmul_tile=matmul_tile, softmax_threads=softmax_threads, counting=count)
+    b, h, n, d = plan.shape
+    bh = b * h
+    dq = cuda.to_device(np.ascontiguousarray(q).reshape(bh, n, d))
+    dk = cuda.to_device(np.ascontiguousarray(k).reshape(bh, n, d))
+    dv = cuda.to_device(np.ascontiguousarray(v).reshape(bh, n, d))
+    ds = cuda.to_device(np.full((bh, n, n), np.nan, dtype=np.float32))
+    dp = cuda.to_device(np.full((bh, n, n), np.nan, dtype=np.float32))
+    do = cuda.to_device(np.full((bh, n, d), np.nan, dtype=np.float32))
+    counters = (new_counters(), new_counters(), new_counters())
+    plan.launch(dq, dk, dv, ds, dp, do, counters)
+    if not simulator_enabled():
+        cuda.synchronize()
+    result = NaiveResult(
+        o=do.copy_to_host().reshape(b, h, n, d),
+        matmul_tile=plan.matmul_tile,
+        softmax_threads=plan.softmax_threads,
+    )
+    if count:
+        by_launch = {name: counts_from(c) for name, c in zip(("qk", "softmax", "pv"), counters)}
+        total = by_launch["qk"]
+        for name in ("softmax", "pv"):
+            total = add_counts(total, by_launch[name])
+        result.counts = total
+        result.counts_by_launch = by_launch
+    return result

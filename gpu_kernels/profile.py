@@ -1,0 +1,290 @@
+"""Hardware counters from Nsight Compute, per kernel launch, next to the model's and the kernel's counts.
+
+For each kernel, one ``ncu`` process profiles ``gpu_kernels.profile_driver``, which makes one
+timing-build launch per shape (three for naive). ncu runs with ``--clock-control none`` (the
+card's clocks are left alone) and ``--cache-control all`` (caches flushed before each replay pass,
+so inputs start in HBM). Recorded per launch and per kernel total (sum over the launches of one
+shape):
+
+* ncu: DRAM bytes read/written, L2 sectors read/written, L1 global load/store sectors, shared-memory
+  load/store wavefronts, registers per thread, achieved occupancy, duration under the profiler;
+* ``counted_*``: the counting build's own counters for the same launch (docs/COUNTING.md);
+* ``simlib_*`` (kernel totals): simlib's prediction for the same tiling.
+
+Read DRAM bytes with care: a working set that fits in the 60 MB L2 is served from L2 after the
+first touch, so DRAM reads can fall far below the model's HBM reads (the ``fits_in_l2`` column
+says when); and dirty lines still in L2 when the kernel ends are not counted as DRAM writes. The
+L2 sector counts (32 B each) are the closer match to the model's "HBM" traffic in those cases.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .counting import COUNT_KEYS
+from .provenance import provenance, write_csv_atomic, write_json_atomic
+
+METRICS = [
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_sectors_op_read.sum",
+    "lts__t_sectors_op_write.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "launch__registers_per_thread",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "gpu__time_duration.sum",
+]
+SUMMABLE = [m for m in METRICS if m.endswith(".sum")]
+KERNEL_REGEX = "regex:fa2_forward|matmul_t|softmax_t"
+FIELDS = ["kernel", "launch", "batch", "heads", "seq_len", "head_dim", "params", "metric", "value", "unit",
+          "source", "note"]
+L2_FALLBACK_BYTES = 60 * 1024 * 1024
+
+
+def find_ncu(explicit=None):
+    if explicit:
+        return explicit if os.path.exists(explicit) or shutil.which(explicit) else None
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for pattern in ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda*/bin/ncu", "/usr/local/cuda*/nsight-compute*/ncu"):
+        hits = sorted(glob.glob(pattern))
+        if hits:
+            return hits[-1]
+    return None
+
+
+def _to_number(text):
+    t = (text or "").strip().replace(",", "")
+    if not t or t.lower() in ("n/a", "nan"):
+        return None
+    try:
+        return int(t)
+    except ValueError:
+        try:
+            return float(t)
+        except ValueError:
+            return None
+
+
+_SCALE = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
+          "nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
+_BASE_UNIT = {"byte": "byte", "kbyte": "byte", "mbyte": "byte", "gbyte": "byte", "tbyte": "byte",
+              "nsecond": "nsecond", "usecond": "nsecond", "msecond": "nsecond", "second": "nsecond"}
+
+
+def parse_ncu_csv(text: str) -> list[dict]:
+    """ncu --csv --page details output → [{"id", "name", "metrics": {metric: (value, unit)}}] in ID order."""
+    lines = [ln for ln in text.splitlines() if not ln.startswith("==")]
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        return []
+    reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
+    launches = {}
+    for row in reader:
+        try:
+            lid = int(row["ID"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        entry = launches.setdefault(lid, {"id": lid, "name": row.get("Kernel Name", ""), "metrics": {}})
+        metric = row.get("Metric Name", "")
+        value = _to_number(row.get("Metric Value"))
+        unit = (row.get("Metric Unit") or "").strip()
+        if unit.lower() in _SCALE and value is not None:  # normalise to bytes / ns if ncu scaled them
+            value = value * _SCALE[unit.lower()]
+            value = int(round(value)) if float(value).is_integer() else value
+            unit = _BASE_UNIT[unit.lower()]
+        if metric:
+            entry["metrics"][metric] = (value, unit)
+    return [launches[k] for k in sorted(launches)]
+
+
+def _launch_kind(name: str) -> str:
+    if "fa2_forward" in name:
+        return "fa2"
+    if "softmax_t" in name:
+        return "softmax"
+    if re.search(r"matmul_t\d+_bt", name):
+        return "qk"
+    if "matmul_t" in name:
+        return "pv"
+    return "?"
+
+
+def _counted(kernel, batch, heads, n, d):
+    """Per-launch counters of the counting build for the same shape (on the GPU, not under ncu)."""
+    from .reference import random_qkv
+
+    q, k, v = random_qkv(batch, heads, n, d)
+    if kernel == "tiled":
+        from .tiled import run_tiled
+
+        return {"fa2": run_tiled(q, k, v, count=True).counts}
+    from .naive import run_naive
+
+    return run_naive(q, k, v, count=True).counts_by_launch
+
+
+def _ncu_command(ncu, kernel, shapes, batch, heads, manifest, base_units=True):
+    cmd = [ncu, "--clock-control", "none", "--cache-control", "all", "--csv", "--page", "details",
+           "--metrics", ",".join(METRICS), "--kernel-name", KERNEL_REGEX]
+    if base_units:
+        cmd += ["--print-units", "base"]
+    cmd += [sys.executable, "-m", "gpu_kernels.profile_driver", "--kernel", kernel,
+            "--shapes", ",".join(f"{n}x{d}" for n, d in shapes), "--batch", str(batch), "--heads", str(heads),
+            "--manifest", manifest]
+    return cmd
+
+
+def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096, 16384), head_dims=(64, 128),
+                batch=1, heads=4, kernels=("naive", "tiled"), ncu=None, timeout_s=240.0, progress=True):
+    from tqdm import tqdm
+
+    ncu_path = find_ncu(ncu)
+    log = {"ncu": ncu_path, "runs": []}
+    if ncu_path is None:
+        raise RuntimeError("ncu (Nsight Compute) not found on PATH or under /opt/nvidia")
+    try:
+        log["ncu_version"] = subprocess.run([ncu_path, "--version"], capture_output=True, text=True,
+                                           timeout=60).stdout.strip().splitlines()[-1]
+    except Exception as e:
+        log["ncu_version"] = f"unknown ({e!r})"
+    try:
+        from numba import cuda
+
+        l2 = int(cuda.get_current_device().L2_CACHE_SIZE)
+    except Exception:
+        l2 = L2_FALLBACK_BYTES
+
+    env = dict(os.environ)
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["NUMBA_ENABLE_CUDASIM"] = "0"
+
+    shapes = [(n, d) for n in seq_lens for d in head_dims]
+    rows = []
+    t_start = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        for kernel in tqdm(list(kernels), disable=not progress, desc="profile", unit="kernel"):
+            manifest = os.path.join(tmp, f"{kernel}.json")
+            run = {"kernel": kernel}
+            parsed, proc = [], None
+            for base_units in (True, False):
+                cmd = _ncu_command(ncu_path, kernel, shapes, batch, heads, manifest, base_units)
+                run["command"] = " ".join(cmd)
+                t0 = time.monotonic()
+                try:
+                    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+                except subprocess.TimeoutExpired as e:
+                    run["error"] = f"ncu timed out after {timeout_s} s"
+                    run["stderr_tail"] = (e.stderr or b"")[-2000:].decode(errors="replace") \
+                        if isinstance(e.stderr, bytes) else str(e.stderr)[-2000:]
+                    break
+                run["seconds"] = round(time.monotonic() - t0, 1)
+                run["returncode"] = proc.returncode
+                parsed = parse_ncu_csv(proc.stdout)
+                if parsed or "print-units" not in (proc.stderr + proc.stdout):
+                    break
+            if proc is not None:
+                run["stderr_tail"] = proc.stderr[-3000:]
+                run["stdout_head"] = proc.stdout[:1500]
+            log["runs"].append(run)
+            if not parsed or not os.path.exists(manifest):
+                run.setdefault("error", "no ncu results parsed")
+                continue
+            with open(manifest) as f:
+                expected = json.load(f)
+            if len(expected) != len(parsed):
+                run["error"] = f"{len(parsed)} ncu results for {len(expected)} launches"
+                continue
+
+            # Group the launches by shape, in order.
+            per_shape = {}
+            for exp, got in zip(expected, parsed):
+                kind = _launch_kind(got["name"])
+                if kind != exp["launch"]:
+                    run["error"] = f"launch order mismatch: ncu {got['name']!r} vs expected {exp['launch']}"
+                    break
+                per_shape.setdefault((exp["seq_len"], exp["head_dim"]), []).append((exp, got))
+            if "error" in run:
+                continue
+
+            for (n, d), items in per_shape.items():
+                params = items[0][0]["params"]
+                ptxt = ";".join(f"{k}={v}" for k, v in params.items())
+                base = {"kernel": kernel, "batch": batch, "heads": heads, "seq_len": n, "head_dim": d,
+                        "params": ptxt}
+                bh = batch * heads
+                inter = 2 * bh * n * n * 4 if kernel == "naive" else 0
+                ws = bh * n * d * 4 * 4 + (bh * n * 4 if kernel == "tiled" else 0) + inter
+                note = ("working set fits in L2: DRAM counts measure first touches, not re-reads"
+                        if ws <= l2 else "")
+                try:
+                    counted = _counted(kernel, batch, heads, n, d)
+                except Exception as e:  # keep the ncu numbers even if this fails
+                    counted = {}
+                    run.setdefault("counted_errors", []).append(f"N={n} d={d}: {e!r}")
+                totals = {m: 0 for m in SUMMABLE}
+                for exp, got in items:
+                    launch = exp["launch"]
+                    lnote = note if exp.get("output_finite", True) else (note + "; output not finite").strip("; ")
+                    for metric, (value, unit) in got["metrics"].items():
+                        rows.append({**base, "launch": launch, "metric": metric, "value": value, "unit": unit,
+                                     "source": "ncu", "note": lnote})
+                        if metric in totals and value is not None and totals[metric] is not None:
+                            totals[metric] += value
+                        elif metric in totals:
+                            totals[metric] = None
+                    for key in COUNT_KEYS:
+                        if launch in counted:
+                            rows.append({**base, "launch": launch, "metric": f"counted_{key}",
+                                         "value": counted[launch][key], "unit": "byte", "source": "kernel counters",
+                                         "note": ""})
+                for metric, value in totals.items():
+                    unit = next((got["metrics"][metric][1] for _, got in items if metric in got["metrics"]), "")
+                    rows.append({**base, "launch": "total", "metric": metric, "value": value, "unit": unit,
+                                 "source": "ncu", "note": note})
+                if counted:
+                    for key in COUNT_KEYS:
+                        rows.append({**base, "launch": "total", "metric": f"counted_{key}",
+                                     "value": sum(c[key] for c in counted.values()), "unit": "byte",
+                                     "source": "kernel counters", "note": ""})
+                try:
+                    from .model import simlib_prediction
+
+                    pred = simlib_prediction(kernel, batch, heads, n, d, **params)
+                    for key in COUNT_KEYS:
+                        rows.append({**base, "launch": "total", "metric": f"simlib_{key}", "value": pred[key],
+                                     "unit": "byte", "source": "simlib", "note": ""})
+                except Exception as e:
+                    run.setdefault("simlib_errors", []).append(f"N={n} d={d}: {e!r}")
+                rows.append({**base, "launch": "total", "metric": "working_set_bytes", "value": ws,
+                             "unit": "byte", "source": "computed", "note": f"L2 = {l2} bytes"})
+
+    log["elapsed_s"] = round(time.monotonic() - t_start, 1)
+    csv_path = os.path.join(out_dir, f"profile_{tag}.csv")
+    json_path = os.path.join(out_dir, f"profile_{tag}.provenance.json")
+    meta = {
+        "what": "Nsight Compute counters per kernel launch (timing build), one launch per shape",
+        "ncu_options": "--clock-control none --cache-control all --csv --page details --print-units base",
+        "metrics": METRICS, "batch": batch, "heads": heads, "seq_lens": list(seq_lens),
+        "head_dims": list(head_dims), "kernels": list(kernels), "l2_bytes": l2, **log,
+    }
+    write_json_atomic(json_path, provenance(meta))
+    if not rows:
+        raise RuntimeError(f"no profile results; see {json_path}")
+    write_csv_atomic(csv_path, rows, FIELDS)
+    return csv_path, json_path

@@ -1,0 +1,75 @@
+"""The program Nsight Compute profiles: one timing-build launch (or three, naive) per shape.
+
+    python -m gpu_kernels.profile_driver --kernel tiled --shapes 1024x64,4096x128 \
+        --batch 1 --heads 4 --manifest launches.json
+
+Nothing is printed to stdout (ncu writes its CSV there); the manifest lists the launches in the
+order they were made, which is the order of ncu's result IDs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+import numpy as np
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--kernel", choices=("naive", "tiled"), required=True)
+    p.add_argument("--shapes", required=True, help="NxD,NxD,...")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--manifest", required=True)
+    args = p.parse_args(argv)
+
+    from numba import cuda
+
+    try:
+        from numba.core.errors import NumbaPerformanceWarning
+
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+    except ImportError:  # pragma: no cover
+        pass
+    from .naive import plan_naive
+    from .provenance import write_json_atomic
+    from .tiled import plan_tiled
+
+    rng = np.random.default_rng()
+    b, h = args.batch, args.heads
+    bh = b * h
+    dummy = cuda.to_device(np.zeros(4, dtype=np.int64))
+    launches = []
+    for item in args.shapes.split(","):
+        n, d = (int(x) for x in item.lower().split("x"))
+        q, k, v = (rng.standard_normal((b, h, n, d), dtype=np.float32) for _ in range(3))
+        dq, dk, dv = (cuda.to_device(x.reshape(bh, n, d)) for x in (q, k, v))
+        do = cuda.to_device(np.full((bh, n, d), np.nan, dtype=np.float32))
+        base = {"kernel": args.kernel, "batch": b, "heads": h, "seq_len": n, "head_dim": d}
+        if args.kernel == "tiled":
+            plan = plan_tiled(q, k, v)
+            dl = cuda.to_device(np.full((bh, n), np.nan, dtype=np.float32))
+            plan.kernel()  # build the dispatcher before the launch (compilation launches nothing)
+            plan.launch(dq, dk, dv, do, dl, dummy)
+            params = {"block_rows": plan.block_rows, "block_cols": plan.block_cols}
+            launches.append({**base, "launch": "fa2", "params": params})
+        else:
+            plan = plan_naive(q, k, v)
+            ds = cuda.device_array((bh, n, n), dtype=np.float32)
+            dp = cuda.device_array((bh, n, n), dtype=np.float32)
+            plan.launch(dq, dk, dv, ds, dp, do, (dummy, dummy, dummy))
+            params = {"matmul_tile": plan.matmul_tile, "softmax_threads": plan.softmax_threads}
+            launches += [{**base, "launch": name, "params": params} for name in ("qk", "softmax", "pv")]
+        cuda.synchronize()
+        finite = bool(np.isfinite(do.copy_to_host()).all())
+        for entry in launches[-(1 if args.kernel == "tiled" else 3):]:
+            entry["output_finite"] = finite
+        print(f"profiled {args.kernel} N={n} d={d} finite={finite}", file=sys.stderr)
+        del dq, dk, dv, do
+    write_json_atomic(args.manifest, launches)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""FlashAttention-2 forward pass, written to be read (kernel ``tiled``).
+
+The idea (Dao et al. 2022, Dao 2023): never write the N×N score matrix to HBM. Each thread block
+owns one block of Br query rows, keeps it in shared memory (SRAM), and streams the keys and values
+past it in blocks of Bc rows. Softmax is computed *online*: each query row keeps its running max m
+and running sum l of exponentials in registers, and rescales its output accumulator whenever the
+max grows. HBM sees Q once, K and V once per query block (Tr times), O and L once.
+
+Mapping (the simplest one that shows the algorithm, as in tspeterkim/flash-attention-minimal):
+
+    grid   = (Tr, B·H)        one thread block per (query block i, batch·head)
+    block  = (Br,)            one thread per query row of the block
+    shared = Qs[Br, d], Ks[Bc, d], Vs[Bc, d], Ss[Br, Bc]
+    per-thread registers: m, l, and the output row O_acc[d] (a local array)
+
+The arithmetic, and therefore the SRAM counts, follow docs/COUNTING.md §fa2 exactly:
+scores written to Ss (running max in a register), P written over S, O_i += P V reading p from Ss
+and a V row from Vs. The counters are described in ``gpu_kernels.counting``.
+
+This kernel is for teaching, not for speed: one thread per row leaves most of the chip idle at
+small Br, and every product reads both operands from shared memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import cuda, float32  # module globals: the CUDA simulator swaps `cuda` in a kernel's globals
+
+from .checks import ITEMSIZE, SHARED_LIMIT_BYTES, check_qkv, resolve_tiled_blocks, scale_for
+from .counting import counts_from, new_counters, simulator_enabled
+
+
+def _pad(block_rows: int, block_cols: int, head_dim: int) -> int:
+    """One extra float per row of Qs and Ss, if it still fits in 48 KiB.
+
+    Thread t reads row t of Qs and Ss. With a row length that is a multiple of 32 floats, all 32
+    threads of a warp hit the same shared-memory bank (a 32-way conflict); one float of padding
+    makes the row stride odd, so each thread lands in its own bank. Padding changes no count.
+    """
+    br, bc, d = block_rows, block_cols, head_dim
+    padded = (br * (d + 1) + 2 * bc * d + br * (bc + 1)) * ITEMSIZE
+    return 1 if padded <= SHARED_LIMIT_BYTES else 0
+
+
+@functools.lru_cache(maxsize=None)
+def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool):
+    """Compile-time shapes: one kernel per (d, Br, Bc, counting)."""
+    D, BR, BC = head_dim, block_rows, block_cols
+    PAD = _pad(BR, BC, D)
+    QS_COLS, SS_COLS = D + PAD, BC + PAD  # shapes must be plain constants for numba
+    COUNTING = counting
+    SCALE = scale_for(D)  # float32(1/sqrt(d)): a Python float would turn the arithmetic into float64
+    NEG_INF = np.float32(-np.inf)
+    ZERO = np.float32(0.0)
+    ONE = np.float32(1.0)
+
+    def fa2_forward(q, k, v, o, lse, counters):
+        # q, k, v, o: (B·H, N, d); lse: (B·H, N); counters: int64[4]
+        Qs = cuda.shared.array((BR, QS_COLS), float32)
+        Ks = cuda.shared.array((BC, D), float32)
+        Vs = cuda.shared.array((BC, D), float32)
+        Ss = cuda.shared.array((BR, SS_COLS), float32)
+        O_acc = cuda.local.array(D, float32)  # this thread's output row, in registers/local memory
+
+        tid = cuda.threadIdx.x  # my query row inside the block
+        i = cuda.blockIdx.x  # which query block
+        bh = cuda.blockIdx.y  # which batch·head
+        n = q.shape[1]
+        q_start = i * BR
+        r = min(BR, n - q_start)  # valid rows in this block: the last block may be ragged
+        Tc = (n + BC - 1) // BC
+
+        # Per-thread access counters (registers; free when COUNTING is False: the branches vanish).
+        n_gr = 0
+        n_gw = 0
+        n_sr = 0
+        n_sw = 0
+
+        # --- Load Q_i once. All Br threads copy the r×d tile together: consecutive threads take
+        # consecutive elements, so a warp reads one contiguous stretch of HBM (coalesced).
+        for idx in range(tid, r * D, BR):
+            row = idx // D
+            col = idx - row * D
+            Qs[row, col] = q[bh, q_start + row, col]
+            if COUNTING:
+                n_gr += 1
+                n_sw += 1
+
+        m = NEG_INF  # running max of this row's scores
+        l = ZERO  # running sum of exp(score - m)
+        for x in range(D):
+            O_acc[x] = ZERO
+
+        for j in range(Tc):
+            k_start = j * BC
+            c = min(BC, n - k_start)  # valid key rows in this K/V block
+            # Everyone must be done with the previous K_j, V_j before they are overwritten
+            # (and, for j = 0, the Q_i tile must be complete before anyone reads it).
+            cuda.syncthreads()
+            for idx in range(tid, c * D, BR):
+                row = idx // D
+                col = idx - row * D
+                Ks[row, col] = k[bh, k_start + row, col]
+                Vs[row, col] = v[bh, k_start + row, col]
+                if COUNTING:
+                    n_gr += 2
+                    n_sw += 2
+            cuda.syncthreads()  # K_j, V_j complete before anyone reads them
+
+            if tid < r:  # threads of a ragged block's missing rows only help with the loads
+                # S_ij = scale · Q_i K_jᵀ, one row per thread; track the new row max on the way.
+                m_new = m
+                for cc in range(c):
+                    s = ZERO
+                    for x in range(D):
+                        s += Qs[tid, x] * Ks[cc, x]
+                        if COUNTING:
+                            n_sr += 2
+                    s *= SCALE
+                    Ss[tid, cc] = s
+                    if COUNTING:
+                        n_sw += 1
+                    m_new = max(m_new, s)
+
+                # P̃_ij = exp(S_ij − m_new), written over S (nobody needs S again).
+                row_sum = ZERO
+                for cc in range(c):
+                    p = float32(math.exp(Ss[tid, cc] - m_new))
+                    Ss[tid, cc] = p
+                    if COUNTING:
+                        n_sr += 1
+                        n_sw += 1
+                    row_sum += p
+
+                # Online softmax: the old sum and output were scaled by exp(-m); rescale them to
+                # exp(-m_new). For j = 0, m = -inf and alpha = 0 (l and O_acc are 0 anyway).
+                alpha = float32(math.exp(m - m_new))
+                l = alpha * l + row_sum
+                for x in range(D):
+                    O_acc[x] *= alpha
+
+                # O_i += P̃_ij V_j: read p once, then a whole V row.
+                for cc in range(c):
+                    p = Ss[tid, cc]
+                    if COUNTING:
+                        n_sr += 1
+                    for x in range(D):
+                        O_acc[x] += p * Vs[cc, x]
+                        if COUNTING:
+                            n_sr += 1
+                m = m_new
+
+        # --- Write O_i = O_acc / l and the logsumexp L_i = m + log(l), once each.
+        if tid < r:
+            inv_l = ONE / l
+            for x in range(D):
+                o[bh, q_start + tid, x] = O_acc[x] * inv_l
+            lse[bh, q_start + tid] = m + float32(math.log(l))
+            if COUNTING:
+                n_gw += D + 1
+
+        if COUNTING:  # one atomic per counter per thread
+            cuda.atomic.add(counters, 0, n_gr)
+            cuda.atomic.add(counters, 1, n_gw)
+            cuda.atomic.add(counters, 2, n_sr)
+            cuda.atomic.add(counters, 3, n_sw)
+
+    fa2_forward.__name__ = fa2_forward.__qualname__ = (
+        f"fa2_forward_d{D}_br{BR}_bc{BC}{'_count' if COUNTING else ''}"
+    )
+    return cuda.jit(fa2_forward)
+
+
+@dataclass
+class TiledResult:
+    o: np.ndarray  # (B, H, N, d) fp32
+    lse: np.ndarray  # (B, H, N) fp32
+    block_rows: int
+    block_cols: int
+    counts: dict | None = None  # hbm/sram read/write bytes when count=True
+
+
+@dataclass(frozen=True)
+class TiledPlan:
+    """Everything a launch needs; built once, launched many times (the benchmark does)."""
+
+    shape: tuple  # (B, H, N, d)
+    block_rows: int
+    block_cols: int
+    counting: bool
+
+    @property
+    def grid(self):
+        b, h, n, _ = self.shape
+        return (-(-n // self.block_rows), b * h)
+
+    @property
+    def block(self):
+        return (self.block_rows,)
+
+    def kernel(self):
+        return fa2_kernel(self.shape[3], self.block_rows, self.block_cols, self.counting)
+
+    def launch(self, q, k, v, o, lse, counters):
+        """Device arrays viewed as (B·H, N, d) / (B·H, N); no checks, no sync."""
+        self.kernel()[self.grid, self.block](q, k, v, o, lse, counters)
+
+
+def plan_tiled(q, k, v, *, block_rows=None, block_cols=None, counting=False) -> TiledPlan:
+    shape = check_qkv(q, k, v)
+    br, bc = resolve_tiled_blocks(shape, block_rows, block_cols)
+    return TiledPlan((shape.batch, shape.heads, shape.seq_len, shape.head_dim), br, bc, bool(counting))
+
+
+def run_tiled(q, k, v, *, block_rows=None, block_cols=None, count=False) -> TiledResult:
+    """FlashAttention-2 forward on host fp32 arrays (B, H, N, d); returns O, L (+ counts).
+
+    Outputs are poisoned with NaN before the launch, so an element the kernel fails to write
+    shows up as NaN.
+    """
+    plan = plan_tiled(q, k, v, block_rows=block_rows, block_cols=block_cols, counting=count)
+    b, h, n, d = plan.shape
+    bh = b * h
+    dq = cuda.to_device(np.ascontiguousarray(q).reshape(bh, n, d))
+    dk = cuda.to_device(np.ascontiguousarray(k).reshape(bh, n, d))
+    dv = cuda.to_device(np.ascontiguousarray(v).reshape(bh, n, d))
+    do = cuda.to_device(np.full((bh, n, d), np.nan, dtype=np.float32))
+    dl = cuda.to_device(np.full((bh, n), np.nan, dtype=np.float32))
+    counters = new_counters()
+    plan.launch(dq, dk, dv, do, dl, counters)
+    if not simulator_enabled():
+        cuda.synchronize()
+    return TiledResult(
+        o=do.copy_to_host().reshape(b, h, n, d),
+        lse=dl.copy_to_host().reshape(b, h, n),
+        block_rows=plan.block_rows,
+        block_cols=plan.block_cols,
+        counts=counts_from(counters) if count else None,
+    )
