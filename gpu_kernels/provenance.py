@@ -30,10 +30,12 @@ def _run(cmd, timeout=20):
 
 
 def git_commit() -> str:
+    """HEAD of the checkout; on a machine that got a copy without .git (the device), the commit
+    named by FLASHIO_COMMIT, which the command that copied the tree sets."""
     here = os.path.dirname(os.path.abspath(__file__))
     commit = _run(["git", "-C", here, "rev-parse", "HEAD"])
     if not commit:
-        return "unknown"
+        return os.environ.get("FLASHIO_COMMIT", "unknown") + " (FLASHIO_COMMIT, no .git on this machine)"
     dirty = _run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"])
     return commit + ("-dirty" if dirty else "")
 
