@@ -230,7 +230,7 @@ def run_sweep(args):
 
 ACCEPTS = {
     "naive": {"matmul_tile", "softmax_threads"}, "naive_bwd": {"matmul_tile"},
-    "fa1": {"block_rows", "block_cols"}, "fa2": {"block_rows", "block_cols"},
+    "fa1": {"block_rows", "block_cols"}, "fa2": {"block_rows", "block_cols"}, "fa2_fast": {"block_rows", "block_cols"},
     "flash_bwd": {"block_rows", "block_cols"}, "decode": {"block_cols", "splits"},
     "unfused": {"dropout"}, "unfused_bwd": {"dropout"},
 }

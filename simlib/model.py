@@ -3,6 +3,7 @@ from dataclasses import dataclass
 
 from .schedules import SCHEDULES
 from .schedules.decode import DecodeMapping, packed_rows
+from .schedules.fa2_fast import FastMapping, make_fast_mapping
 from .schedules.naive import NaiveMapping
 from .schedules.unfused import UnfusedMapping
 from .tiling import Tiling, make_tiling, max_block, sram_elements
@@ -107,6 +108,9 @@ class Result:
             out["splits"] = self.mapping.splits
         if isinstance(self.mapping, UnfusedMapping):
             out["dropout"] = self.mapping.dropout
+        if isinstance(self.mapping, FastMapping):
+            out["thread_rows"] = self.mapping.thread_rows
+            out["thread_cols"] = self.mapping.thread_cols
         return out
 
 
@@ -145,10 +149,15 @@ def _naive_mapping(workload, sram_bytes, matmul_tile, softmax_threads):
 
 
 def make_mapping(algorithm, workload, sram_bytes=None, block_rows=None, block_cols=None,
-                 matmul_tile=None, softmax_threads=None, splits=None, dropout=None):
+                 matmul_tile=None, softmax_threads=None, splits=None, dropout=None, threads=None):
     """Validate the schedule's parameters and build its mapping."""
     if algorithm not in SCHEDULES:
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    if algorithm == "fa2_fast":
+        _refuse(algorithm, matmul_tile=matmul_tile, softmax_threads=softmax_threads, splits=splits,
+                dropout=dropout)
+        return make_fast_mapping(workload, sram_bytes, block_rows, block_cols, threads)
+    _refuse(algorithm, threads=threads)
     if algorithm in TILED:
         _refuse(algorithm, matmul_tile=matmul_tile, softmax_threads=softmax_threads, splits=splits,
                 dropout=dropout)
@@ -168,13 +177,15 @@ def make_mapping(algorithm, workload, sram_bytes=None, block_rows=None, block_co
 
 
 def count(algorithm, workload, *, sram_bytes=None, block_rows=None, block_cols=None,
-          matmul_tile=None, softmax_threads=None, splits=None, dropout=None, method="closed"):
+          matmul_tile=None, softmax_threads=None, splits=None, dropout=None, threads=None, method="closed"):
     """Exact HBM and SRAM traffic of `algorithm` on `workload`.
 
     `sram_bytes` (int or a size such as "192KiB") sets the paper's default tiles for fa1, fa2,
     flash_bwd and decode; explicit `block_rows`/`block_cols` are checked against it. naive and
     naive_bwd take `matmul_tile` (and naive `softmax_threads`); decode takes `splits`; unfused and
-    unfused_bwd take `dropout` (default True). `method="trace"` walks the loop nest
+    unfused_bwd take `dropout` (default True); fa2_fast takes `threads` = (thread_rows, thread_cols)
+    and explicit blocks, defaulting to the fast kernel's own (SRAM is only checked, not used to size
+    its tiles). `method="trace"` walks the loop nest
     instead of evaluating the closed form (the two are equal; the tests prove it).
 
     >>> r = count("fa2", Workload(seq_len=4096, head_dim=64), sram_bytes="192KiB")
@@ -186,7 +197,7 @@ def count(algorithm, workload, *, sram_bytes=None, block_rows=None, block_cols=N
     if sram_bytes is not None:
         sram_bytes = parse_size(sram_bytes, "sram_bytes")
     mapping = make_mapping(algorithm, workload, sram_bytes, block_rows, block_cols,
-                           matmul_tile, softmax_threads, splits, dropout)
+                           matmul_tile, softmax_threads, splits, dropout, threads)
     schedule = SCHEDULES[algorithm]
     if method == "closed":
         traffic = schedule.closed_form(workload, mapping)

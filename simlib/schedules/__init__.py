@@ -4,7 +4,7 @@
 decode)."""
 from typing import Callable, NamedTuple
 
-from . import decode, fa1, fa2, flash_bwd, naive, naive_bwd, unfused
+from . import decode, fa1, fa2, fa2_fast, flash_bwd, naive, naive_bwd, unfused
 
 
 class Schedule(NamedTuple):
@@ -23,6 +23,7 @@ SCHEDULES = {
     "naive": _from(naive, "standard attention forward, S and P in HBM (Algorithm 0)"),
     "fa1": _from(fa1, "FlashAttention forward, outer loop over K/V blocks (Algorithm 1)"),
     "fa2": _from(fa2, "FlashAttention-2 forward, outer loop over Q blocks"),
+    "fa2_fast": _from(fa2_fast, "FlashAttention-2 forward as the register-tiled kernel `fast` runs it"),
     "decode": _from(decode, "decode step against a KV cache, flash-decoding split-K"),
     "naive_bwd": _from(naive_bwd, "standard attention backward (Algorithm 3)"),
     "flash_bwd": _from(flash_bwd, "FlashAttention backward with recomputation (Algorithm 4)"),
