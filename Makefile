@@ -16,18 +16,26 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q tests --nbmake notebooks
+	$(BIN)/python -m pytest -n 2 -q tests --nbmake --nbmake-timeout=300 notebooks
 
 test-gpu: $(STAMP)
 	$(BIN)/python -m pytest -q -m gpu tests
 
+# Lectures as reveal.js slides: slide types and speaker notes come from the cells' slideshow metadata,
+# cells tagged remove-input show only their output. Open build/slides/NN_topic.slides.html and press S
+# for the speaker view (reveal.js itself is loaded from a CDN when the page opens).
 slides: $(STAMP)
 	mkdir -p build/slides
-	$(BIN)/jupyter nbconvert --to slides --execute --output-dir build/slides notebooks/*.ipynb
+	$(BIN)/jupyter nbconvert --to slides --execute --ExecutePreprocessor.kernel_name=python3 \
+	  --ExecutePreprocessor.timeout=600 --no-prompt --SlidesExporter.reveal_scroll=True \
+	  --TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_input_tags='["remove-input"]' \
+	  --output-dir build/slides notebooks/*.ipynb
 
+# Every lecture executed top to bottom, as HTML with code and outputs: build/report/NN_topic.html.
 report: $(STAMP)
 	mkdir -p build/report
-	$(BIN)/jupyter nbconvert --to html --execute --output-dir build/report notebooks/*.ipynb
+	$(BIN)/jupyter nbconvert --to html --execute --ExecutePreprocessor.kernel_name=python3 \
+	  --ExecutePreprocessor.timeout=600 --output-dir build/report notebooks/*.ipynb
 
 bench-trace: $(STAMP)
 	$(BIN)/python benchmarks/trace_scale.py

@@ -1,0 +1,316 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# # Lecture 4 — IO complexity: how many trips does each schedule make?
+#
+# Three schedules, counted exactly by `simlib` (elements; fp16 = 2 B, the row statistics fp32):
+#
+# | schedule | HBM reads | HBM writes |
+# |---|---|---|
+# | naive (Algorithm 0) | 3Nd + 2N² | 2N² + Nd |
+# | FlashAttention-1 (outer loop over K/V blocks) | 2Nd + Tc·2Nd, + Tc·2N stats | Nd + Tc·Nd, + (1 + Tc)·2N stats |
+# | FlashAttention-2 forward (outer loop over Q blocks) | Nd + Tr·2Nd | Nd, + N stats |
+#
+# with tiles from the paper's rule: M = SRAM bytes / 2, Bc = ⌈M / 4d⌉, Br = min(Bc, d),
+# Tr = ⌈N / Br⌉, Tc = ⌈N / Bc⌉. Two reference lines: the **compulsory** traffic (read Q, K, V and write
+# O once, 4Nd) and the **Saha–Ye lower bound** Θ(min(N²d²/M, N²d/√M)), which is *asymptotic*: its
+# constant is unknown, and we draw it with constant 1.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Speaker notes: FA1 re-reads Q and re-reads and re-writes O once per K/V block (Tc times); FA2
+# re-reads K and V once per Q block (Tr times). Which is cheaper depends on Br versus Bc. Keep the
+# table visible while going through the charts.
+
+# %% slideshow={"slide_type": "skip"}
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import Markdown, display
+
+from simlib import Workload, compulsory_bytes, count, load_preset, preset_keys, saha_ye_bytes
+from simlib import charts, claims
+
+charts.use_style()
+GPU = load_preset("h200")
+SRAM = GPU.sram_bytes
+N, D = 4096, 64
+
+
+def traffic(algorithm, w, sram_bytes=SRAM, **blocks):
+    """HBM bytes of `algorithm` on workload `w` (naive ignores the SRAM size)."""
+    if algorithm == "naive":
+        return count("naive", w).hbm_bytes
+    return count(algorithm, w, sram_bytes=sram_bytes, **blocks).hbm_bytes
+
+
+def all_lines(w, sram_bytes=SRAM):
+    return {"naive": traffic("naive", w), "fa1": traffic("fa1", w, sram_bytes),
+            "fa2": traffic("fa2", w, sram_bytes), "compulsory": compulsory_bytes(w),
+            "saha_ye": saha_ye_bytes(w, sram_bytes)}
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## The tiles on each GPU
+#
+# Br, Bc, Tr, Tc from the paper's rule, for the per-block shared memory of every preset, at N = 4096.
+
+# %%
+rows = []
+for key in preset_keys():
+    hw = load_preset(key)
+    for d in (64, 128):
+        r = count("fa2", Workload(N, d), sram_bytes=hw.sram_bytes)
+        rows.append({"GPU": hw.name, "d": d, "SRAM per block (KiB)": hw.sram_bytes / 1024,
+                     "M (elements)": hw.sram_bytes // 2, "Br": r.block_rows, "Bc": r.block_cols,
+                     "Tr": r.tr, "Tc": r.tc})
+tiles = pd.DataFrame(rows)
+tiles
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Traffic against sequence length
+#
+# H200 tiles (the paper's rule on the H200's shared memory per block), d = 64, one head, fp16.
+# Log–log: the slope is the exponent of N.
+
+# %% slideshow={"slide_type": "subslide"}
+seq = [2**k for k in range(8, 17)]
+by_n = pd.DataFrame([all_lines(Workload(n, D)) for n in seq], index=pd.Index(seq, name="N"))
+
+fig, ax = plt.subplots(figsize=(9.5, 6))
+fits_n = {}
+for name in by_n.columns:
+    fits_n[name] = charts.plot_loglog(ax, seq, by_n[name], charts.LABELS[name], color=charts.COLORS[name],
+                                      fit_from=2048, ls="--" if name in ("compulsory", "saha_ye") else "-")
+charts.tokens_axis(ax, seq)
+charts.bytes_axis(ax, label="HBM traffic per head")
+ax.set_title(f"HBM traffic vs N ({GPU.name} tiles, d = {D}, fp16)")
+ax.legend(loc="upper left", fontsize=9)
+plt.show()
+
+# %% tags=["remove-input"]
+b = by_n.loc[N]
+display(Markdown(
+    f"At N = {N}: naive {charts.fmt_bytes(b['naive'], False)}, FlashAttention-1 "
+    f"{charts.fmt_bytes(b['fa1'], False)} ({b['naive'] / b['fa1']:.1f}× less), FlashAttention-2 "
+    f"{charts.fmt_bytes(b['fa2'], False)} ({b['naive'] / b['fa2']:.1f}× less), compulsory "
+    f"{charts.fmt_bytes(b['compulsory'], False)}. All three schedules grow with slope ≈ 2 "
+    f"(naive {fits_n['naive'].slope:.2f}, fa1 {fits_n['fa1'].slope:.2f}, fa2 {fits_n['fa2'].slope:.2f}): "
+    f"tiling changes the constant, not the exponent. With constant 1 the Saha–Ye expression "
+    f"({charts.fmt_bytes(b['saha_ye'], False)}) lies *below* the compulsory traffic here — a reminder "
+    f"that an asymptotic bound says nothing about constants."
+))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Why does FlashAttention-2 move more bytes than FlashAttention-1 here?
+#
+# FA2 re-reads K and V once per Q block: Tr = N / Br times, with Br = min(Bc, d) = d under the paper's
+# rule. FA1 re-reads Q and O once per K/V block: Tc = N / Bc times, and Bc is much larger than d.
+# Give FA2 taller Q blocks and its traffic falls.
+
+# %%
+w = Workload(N, D)
+limit = count("fa2", w, sram_bytes=SRAM).block_cols          # the largest block the rule allows
+variants = pd.DataFrame([
+    {"schedule": name, "Br": (r := count(alg, w, sram_bytes=SRAM, **blk)).block_rows, "Bc": r.block_cols,
+     "Tr": r.tr, "Tc": r.tc, "HBM traffic (MB)": r.hbm_bytes / 1e6}
+    for name, alg, blk in (("fa1, paper's tiles", "fa1", {}),
+                           ("fa2, paper's tiles", "fa2", {}),
+                           ("fa2, Br = Bc = 128", "fa2", {"block_rows": 128, "block_cols": 128}),
+                           (f"fa2, Br = Bc = {limit}", "fa2", {"block_rows": limit}))
+])
+variants.round(2)
+
+# %% tags=["remove-input"]
+v = variants.set_index("schedule")["HBM traffic (MB)"]
+display(Markdown(
+    f"With the paper's tiles FA2 moves {v.iloc[1]:.1f} MB against FA1's {v.iloc[0]:.1f} MB; with "
+    f"Br = Bc = {limit} it moves {v.iloc[3]:.1f} MB. Real FA2 kernels also run many Q blocks of the same "
+    f"head at once, so on a GPU most K/V re-reads hit the L2 cache (K and V of one head are "
+    f"{charts.fmt_bytes(2 * w.matrix_bytes('K'))} at N = {N}; the H200's L2 holds "
+    f"{charts.fmt_bytes(GPU.level('L2').capacity_bytes)}). **The model has no L2 level**: it counts "
+    f"every re-read as an HBM trip. Lecture 5 compares with measured DRAM traffic."
+))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Traffic against head dimension and SRAM size
+#
+# Left: N = 4096, H200 tiles, d from 16 to 256. Right: N = 4096, d = 64, shared memory per block from
+# 16 KiB to 1 MiB (dotted lines: the presets' per-block shared memory).
+
+# %% slideshow={"slide_type": "subslide"}
+dims = [16, 32, 64, 128, 256]
+by_d = pd.DataFrame([all_lines(Workload(N, d)) for d in dims], index=pd.Index(dims, name="d"))
+kib = [16, 32, 64, 128, 256, 512, 1024]
+by_m = pd.DataFrame([all_lines(Workload(N, D), k * 1024) for k in kib], index=pd.Index(kib, name="KiB"))
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 6.6))
+fits_d, fits_m = {}, {}
+for name in by_d.columns:
+    dashed = "--" if name in ("compulsory", "saha_ye") else "-"
+    fits_d[name] = charts.plot_loglog(ax1, dims, by_d[name], charts.LABELS[name].split(" (")[0],
+                                      color=charts.COLORS[name], ls=dashed)
+    fits_m[name] = charts.plot_loglog(ax2, kib, by_m[name], charts.LABELS[name].split(" (")[0],
+                                      color=charts.COLORS[name], ls=dashed)
+charts.pow2_axis(ax1, dims, label="head dimension d")
+charts.bytes_axis(ax1, label="HBM traffic per head")
+ax1.set_title(f"vs head dimension (N = {N}, {GPU.name} tiles)")
+charts.pow2_axis(ax2, kib, label="shared memory per thread block (KiB)")
+charts.bytes_axis(ax2, label="HBM traffic per head")
+ax2.set_title(f"vs SRAM size (N = {N}, d = {D})")
+preset_sizes = {}
+for key in preset_keys():
+    preset_sizes.setdefault(load_preset(key).sram_bytes / 1024, []).append(key)
+for size, keys in preset_sizes.items():
+    ax2.axvline(size, color="gray", ls=":", lw=1)
+    ax2.text(size, ax2.get_ylim()[0] * 1.3, " " + ", ".join(keys), rotation=90, fontsize=8, color="gray",
+             va="bottom", ha="right")
+for ax in (ax1, ax2):
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
+plt.show()
+
+# %% tags=["remove-input"]
+display(Markdown(
+    f"Against d (left) naive traffic barely moves (slope {fits_d['naive'].slope:.2f}: the N² terms "
+    f"dominate), FA1 grows almost like d² (slope {fits_d['fa1'].slope:.2f}; N²d²/M alone would give 2, "
+    f"the linear terms pull it down), and FA2 is "
+    f"flat while Br = d ≤ Bc — until at d = 256 the tiles get small (Bc = "
+    f"{count('fa2', Workload(N, 256), sram_bytes=SRAM).block_cols}) and FA2 moves "
+    f"{by_d.loc[256, 'fa2'] / by_d.loc[256, 'naive']:.2f}× naive's bytes. Against SRAM size (right), "
+    f"FA1 falls with slope {fits_m['fa1'].slope:.2f} (∝ 1/M) like the bound "
+    f"({fits_m['saha_ye'].slope:.2f}), while FA2 with the paper's rule stays flat "
+    f"(slope {fits_m['fa2'].slope:.2f}) once Bc ≥ d, because its Br is pinned to d."
+))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Block size, in the style of Figure 2 (middle) of the FlashAttention paper
+#
+# N = 1024, d = 64; block sizes 64 to 512. FA1 with Bc = block size, FA2 with Br = block size (the
+# other block equal). The paper's figure shows **runtime too; this model counts HBM bytes only**, and
+# per head (the paper's absolute GB also depend on its batch × heads, which scale these bars linearly).
+
+# %% slideshow={"slide_type": "subslide"}
+blocks = [64, 128, 256, 512]
+w = Workload(1024, 64)
+a100 = load_preset("a100-40gb")
+
+
+def fits(block):
+    """Does a block of this size fit the A100's per-block shared memory under the paper's rule?"""
+    try:
+        count("fa1", w, sram_bytes=a100.sram_bytes, block_rows=min(block, w.head_dim), block_cols=block)
+        return True
+    except ValueError:
+        return False
+
+
+sweep = pd.DataFrame({
+    "fa1 (Bc = block)": [count("fa1", w, block_rows=b, block_cols=b).hbm_bytes / 1e6 for b in blocks],
+    "fa2 (Br = block)": [count("fa2", w, block_rows=b, block_cols=b).hbm_bytes / 1e6 for b in blocks],
+    "fits A100 shared memory": [fits(b) for b in blocks],
+}, index=pd.Index(blocks, name="block size"))
+
+fig, ax = plt.subplots(figsize=(8.5, 5.2))
+sweep_fits = {}
+for col, name in (("fa1 (Bc = block)", "fa1"), ("fa2 (Br = block)", "fa2")):
+    sweep_fits[name] = charts.plot_loglog(ax, blocks, sweep[col] * 1e6, f"{charts.LABELS[name]}, {col[5:-1]}",
+                                          color=charts.COLORS[name])
+for b, ok in sweep["fits A100 shared memory"].items():
+    if not ok:
+        ax.axvspan(b / 1.25, b * 1.25, color="gray", alpha=0.15)
+        ax.text(b, ax.get_ylim()[1] / 1.15, "exceeds A100\nshared memory", ha="center", va="top", fontsize=8.5)
+ax.axhline(compulsory_bytes(w), color=charts.COLORS["compulsory"], ls="--", lw=1,
+           label=charts.LABELS["compulsory"])
+charts.pow2_axis(ax, blocks, label="block size (rows)")
+charts.bytes_axis(ax, label="HBM accesses per head")
+ax.set_title("Effect of block size on HBM accesses (N = 1024, d = 64); model: bytes only, no runtime")
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=9)
+plt.show()
+sweep.round(2)
+
+# %% tags=["remove-input"]
+halving = (sweep.iloc[1:, :2].values / sweep.iloc[:-1, :2].values).ravel()
+display(Markdown(
+    f"Each doubling of the block cuts the HBM accesses to "
+    f"{halving.min():.0%}–{halving.max():.0%} of the previous value (fitted slopes {sweep_fits['fa1'].slope:.2f} "
+    f"for FA1, {sweep_fits['fa2'].slope:.2f} for FA2), approaching the compulsory "
+    f"{charts.fmt_bytes(compulsory_bytes(w), False)} as one block covers the whole sequence. The largest "
+    f"block the paper's rule allows on an A100 ({a100.sram_bytes // 1024} KiB per block, d = 64) is "
+    f"{count('fa1', w, sram_bytes=a100.sram_bytes).block_cols} rows, so "
+    f"{', '.join(str(b) for b, ok in sweep['fits A100 shared memory'].items() if not ok)} is outside it. Whether "
+    f"fewer bytes also mean less time (the paper's runtime curve) is for the hardware to say."
+))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## "O(N) HBM reads/writes": where it is right and where not
+#
+# The popular posts say FlashAttention makes attention's HBM reads/writes O(N). Two different
+# quantities hide in that sentence.
+
+# %%
+growth = claims.claim_d(seq_lens=tuple(2**k for k in range(10, 17)))
+slopes = claims.slopes_d(growth)
+slopes.round(3)
+
+# %% tags=["remove-input"]
+s = slopes.set_index("algorithm")
+g = growth.set_index(["algorithm", "N"])
+w4, w8 = Workload(4096, D), Workload(8192, D)
+display(Markdown(
+    f"- **Extra memory: O(N) is right.** Beyond Q, K, V and O, naive attention stores S and P "
+    f"({charts.fmt_bytes(g.loc[('naive', 4096), 'extra memory (bytes)'])} per head at N = 4096, slope "
+    f"{s.loc['naive', 'extra-memory slope']:.2f}); FlashAttention-2 stores only the logsumexp "
+    f"({charts.fmt_bytes(g.loc[('fa2', 4096), 'extra memory (bytes)'])}, slope "
+    f"{s.loc['fa2', 'extra-memory slope']:.2f}).\n"
+    f"- **HBM traffic: O(N) is wrong.** FlashAttention's traffic is Θ(N²d²/M): fitted slopes "
+    f"{s.loc['fa1', 'traffic slope']:.2f} (FA1) and {s.loc['fa2', 'traffic slope']:.2f} (FA2), like "
+    f"naive's {s.loc['naive', 'traffic slope']:.2f}. From N = 4096 to 8192 FA2's traffic grows "
+    f"{traffic('fa2', w8) / traffic('fa2', w4):.2f}×, FA1's {traffic('fa1', w8) / traffic('fa1', w4):.2f}×. "
+    f"What tiling buys is a constant factor, and the next table measures it."
+))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# How tight is Θ(N²d²/M)? The ratio of FA1's exact traffic to N²d²/M (both in elements) over a grid of
+# N, d and SRAM sizes:
+
+# %%
+rows = []
+for n in (2048, 8192, 32768):
+    for d in (32, 64, 128):
+        for k in (64, 128, 227):
+            wl = Workload(n, d)
+            r = count("fa1", wl, sram_bytes=k * 1024)
+            m = k * 1024 // wl.element_bytes
+            rows.append({"N": n, "d": d, "SRAM (KiB)": k, "Tc": r.tc,
+                         "fa1 elements / (N²d²/M)": r.hbm_bytes / wl.element_bytes / (n * n * d * d / m)})
+ratio = pd.DataFrame(rows)
+ratio.pivot_table(index=["N", "d"], columns="SRAM (KiB)", values="fa1 elements / (N²d²/M)").round(1)
+
+# %% tags=["remove-input"]
+col = ratio["fa1 elements / (N²d²/M)"]
+big = ratio[ratio.N == 32768]["fa1 elements / (N²d²/M)"]
+display(Markdown(
+    f"At N = 32768 the ratio lies between {big.min():.1f} and {big.max():.1f}: FA1's traffic is a "
+    f"fixed multiple of N²d²/M, i.e. optimal up to a constant, which is what Saha and Ye prove. Over the "
+    f"whole grid it ranges from {col.min():.1f} to {col.max():.1f} (small N: the compulsory 4Nd and the "
+    f"rounding of Tc = ⌈N/Bc⌉ still matter)."
+))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Take-aways
+#
+# 1. Tiling does not change the exponent: FlashAttention's HBM traffic is still quadratic in N, with a
+#    constant that shrinks like d²/M.
+# 2. Its *extra memory* is linear in N: that part of "O(N)" is right.
+# 3. Loop order matters in the model: FA2's re-reads of K and V cost Tr = N/Br trips each; on a GPU
+#    the L2 cache absorbs many of them (not modelled here).

@@ -1,0 +1,306 @@
+"""Plotting and formatting helpers for the lectures (notebooks/).
+
+Every chart in the lectures goes through these so that they all follow the same rules: labelled axes
+with units, log–log where growth is the point, and the fitted slope printed on the chart.
+
+>>> round(fit_loglog_slope([256, 512, 1024], [4 * 256**2, 4 * 512**2, 4 * 1024**2])[0], 6)
+2.0
+>>> fmt_bytes(2 * 4096**2)            # one fp16 4096×4096 matrix
+'32 MiB'
+>>> fmt_bytes(136_314_880, binary=False)
+'136 MB'
+>>> tokens_label(4096), tokens_label(1000)
+('4K', '1000')
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+COLORS = {
+    "naive": "#d62728",      # red: the slow baseline
+    "fa1": "#1f77b4",        # blue
+    "fa2": "#2ca02c",        # green
+    "compulsory": "#7f7f7f",
+    "saha_ye": "#9467bd",
+}
+LABELS = {
+    "naive": "naive (standard attention)",
+    "fa1": "FlashAttention-1",
+    "fa2": "FlashAttention-2 (forward)",
+    "compulsory": "compulsory (read Q, K, V, write O once)",
+    "saha_ye": "Saha–Ye bound (asymptotic, constant 1)",
+}
+
+
+def use_style():
+    """One readable style for every lecture chart (large enough fonts for a projector)."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update({
+        "figure.dpi": 100, "savefig.dpi": 120, "font.size": 11, "axes.titlesize": 12,
+        "axes.labelsize": 11, "legend.fontsize": 9.5, "xtick.labelsize": 10, "ytick.labelsize": 10,
+        "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
+        "figure.constrained_layout.use": True,
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# numbers as text
+# ---------------------------------------------------------------------------------------------
+
+_BINARY = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+_DECIMAL = ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
+
+
+def _sig(value, digits=3):
+    """`value` with `digits` significant digits, without a trailing '.0'."""
+    if value == 0:
+        return "0"
+    text = f"{value:.{digits}g}"
+    if "e" in text:
+        text = f"{value:.0f}"
+    return text
+
+
+def fmt_bytes(n, binary=True, digits=3):
+    """Bytes as text: binary units (KiB, MiB, GiB: capacities) or decimal (kB, MB, GB: traffic)."""
+    n = float(n)
+    for scale, unit in (_BINARY if binary else _DECIMAL):
+        if abs(n) >= scale:
+            return f"{_sig(n / scale, digits)} {unit}"
+    return f"{_sig(n, digits)} B"
+
+
+def fmt_count(n, digits=3):
+    """A count as text with a decimal suffix: 16777216 → '16.8 M'."""
+    n = float(n)
+    for scale, unit in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= scale:
+            return f"{_sig(n / scale, digits)} {unit}"
+    return _sig(n, digits)
+
+
+def fmt_seconds(s, digits=3):
+    """Seconds as text in s, ms, µs or ns."""
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(s) >= scale:
+            return f"{_sig(s / scale, digits)} {unit}"
+    return f"{_sig(s / 1e-9, digits)} ns"
+
+
+def tokens_label(n):
+    """A sequence length for a tick: powers of two from 1024 up as '1K', '4K', '64K' (K = 1024)."""
+    n = int(n)
+    if n >= 1024 and n % 1024 == 0:
+        k = n // 1024
+        return f"{k // 1024}M" if k >= 1024 and k % 1024 == 0 else f"{k}K"
+    return str(n)
+
+
+# ---------------------------------------------------------------------------------------------
+# log–log fits
+# ---------------------------------------------------------------------------------------------
+
+def fit_loglog_slope(x, y):
+    """Least-squares fit of log10(y) = slope·log10(x) + intercept; returns (slope, intercept).
+
+    Points with a non-positive or non-finite x or y are dropped; at least two must remain.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    if keep.sum() < 2 or np.unique(x[keep]).size < 2:
+        raise ValueError("a log–log fit needs at least two distinct positive points")
+    slope, intercept = np.polyfit(np.log10(x[keep]), np.log10(y[keep]), 1)
+    return float(slope), float(intercept)
+
+
+@dataclass(frozen=True)
+class Fit:
+    label: str
+    slope: float
+    fit_from: float | None
+    fit_to: float | None
+
+
+def plot_loglog(ax, x, y, label, *, fit=True, fit_from=None, fit_to=None, slope_in_label=True,
+                color=None, marker="o", **kwargs):
+    """Plot y(x) on log–log axes and (by default) fit and print its slope in the legend entry.
+
+    The fit uses the points with fit_from ≤ x ≤ fit_to (all points by default); the legend says which
+    range was fitted when it is not the whole curve. Returns a `Fit` (slope None without a fit).
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    slope = None
+    text = label
+    if fit:
+        lo = -np.inf if fit_from is None else fit_from
+        hi = np.inf if fit_to is None else fit_to
+        sel = (x >= lo) & (x <= hi)
+        slope, _ = fit_loglog_slope(x[sel], y[sel])
+        slope = 0.0 if abs(slope) < 0.005 else slope        # never print "-0.00"
+        if slope_in_label:
+            text = f"{label}: slope {slope:.2f}"
+            if fit_from is not None or fit_to is not None:
+                lo_t = tokens_label(x[sel].min()) if float(x[sel].min()).is_integer() else f"{x[sel].min():g}"
+                hi_t = tokens_label(x[sel].max()) if float(x[sel].max()).is_integer() else f"{x[sel].max():g}"
+                text += f" (fit {lo_t}–{hi_t})"
+    ax.loglog(x, y, marker=marker, color=color, label=text, **kwargs)
+    return Fit(label, slope, fit_from, fit_to)
+
+
+def annotate_slope(ax, fit, x, y, *, offset=(6, 0), color=None, fontsize=10):
+    """Write 'slope s' next to the point (x, y) in data coordinates (for charts without a legend)."""
+    ax.annotate(f"slope {fit.slope:.2f}", (x, y), xytext=offset, textcoords="offset points",
+                color=color, fontsize=fontsize, va="center")
+
+
+# ---------------------------------------------------------------------------------------------
+# axis helpers
+# ---------------------------------------------------------------------------------------------
+
+def tokens_axis(ax, values, axis="x", label="sequence length N (tokens, 1K = 1024)"):
+    """Ticks at exactly `values` (sequence lengths) labelled 256, 1K, 4K …; minor ticks hidden."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(FixedLocator(list(values)))
+    target.set_minor_locator(NullLocator())
+    target.set_major_formatter(lambda v, _pos: tokens_label(v))
+    (ax.set_xlabel if axis == "x" else ax.set_ylabel)(label)
+
+
+def pow2_axis(ax, values, axis="x", label=None):
+    """Ticks at exactly `values` with plain integer labels (block sizes, head dims)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(FixedLocator(list(values)))
+    target.set_minor_locator(NullLocator())
+    target.set_major_formatter(lambda v, _pos: f"{int(round(v))}")
+    if label:
+        (ax.set_xlabel if axis == "x" else ax.set_ylabel)(label)
+
+
+def bytes_axis(ax, axis="y", label="HBM traffic", binary=False):
+    """Log axis of bytes with tick labels in units ('1 MB', '10 GB'); the label states the units.
+
+    Call it after plotting: the tick spacing depends on the data range.
+    """
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    from matplotlib.ticker import FixedLocator
+
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    if binary:
+        # ticks at powers of two, every `step`-th one, so that labels read 1 KiB, 16 KiB, 256 KiB …
+        first, last = int(np.ceil(np.log2(lo))), int(np.floor(np.log2(hi)))
+        step = next(s for s in (1, 2, 3, 4, 5, 10, 20) if (last - first) // s + 1 <= 8)
+        target.set_major_locator(FixedLocator([2.0**e for e in range(first, last + 1) if e % step == 0]))
+    else:
+        # a narrow range (under two decades) gets ticks at 1, 2 and 5 × 10^k so it is never unlabelled
+        subs = (1.0, 2.0, 5.0) if lo > 0 and hi / lo < 100 else (1.0,)
+        target.set_major_locator(LogLocator(base=10, subs=subs, numticks=12))
+    target.set_major_formatter(lambda v, _pos: fmt_bytes(v, binary=binary, digits=3))
+    target.set_minor_formatter(NullFormatter())
+    unit = "bytes, 1 MiB = 2²⁰ B" if binary else "bytes, 1 MB = 10⁶ B"
+    (ax.set_ylabel if axis == "y" else ax.set_xlabel)(f"{label} ({unit})")
+
+
+def ratio_axis(ax, axis="y", label="ratio (×)"):
+    """Log axis of ratios with ticks at 1, 2, 5 × 10^k labelled '2×', '10×', '50×'."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
+    target.set_major_formatter(lambda v, _pos: f"{v:g}×")
+    target.set_minor_formatter(NullFormatter())
+    (ax.set_ylabel if axis == "y" else ax.set_xlabel)(label)
+
+
+# ---------------------------------------------------------------------------------------------
+# roofline
+# ---------------------------------------------------------------------------------------------
+
+def roofline_curve(peak_flops, bandwidth, intensity):
+    """Attainable FLOP/s at arithmetic intensity `intensity` (FLOP/byte): min(peak, AI·bandwidth)."""
+    return np.minimum(peak_flops, np.asarray(intensity, dtype=float) * bandwidth)
+
+
+def plot_roofline(ax, hardware, dtype="fp16", points=(), intensity_range=(1, 10_000), title=None):
+    """The HBM roofline of `hardware` for `dtype`, with `points` = [(label, FLOP/byte, color), …].
+
+    Each point is drawn on the roof (the attainable FLOP/s at its intensity) and labelled with its
+    intensity. The ridge point (peak / HBM bandwidth) is marked. Returns the ridge point.
+    """
+    peak = hardware.peak_flops[dtype]
+    bandwidth = hardware.level("HBM").bandwidth_bytes_per_s
+    ridge = peak / bandwidth
+    ai = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 200)
+    ax.loglog(ai, roofline_curve(peak, bandwidth, ai) / 1e12, color="black", lw=2)
+    ax.axvline(ridge, color="gray", ls="--", lw=1)
+    ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak / 1e12), xytext=(4, -14),
+                textcoords="offset points", fontsize=9, color="gray")
+    ax.text(intensity_range[0] * 1.3, bandwidth * intensity_range[0] * 1.6 / 1e12,
+            f"HBM {bandwidth / 1e12:.2f} TB/s", rotation=0, fontsize=9, color="black")
+    ax.text(intensity_range[1] / 1.3, peak / 1e12 * 1.25, f"peak {peak / 1e12:.0f} TFLOP/s",
+            ha="right", fontsize=9)
+    for i, (label, intensity, color) in enumerate(points):
+        y = float(roofline_curve(peak, bandwidth, intensity)) / 1e12
+        ax.plot([intensity], [y], "o", color=color, ms=8, zorder=5)
+        ax.annotate(f"{label}\n{intensity:.0f} FLOP/B", (intensity, y),
+                    xytext=(8, -22 - 4 * i) if i % 2 == 0 else (-8, 10),
+                    ha="left" if i % 2 == 0 else "right",
+                    textcoords="offset points", fontsize=9, color=color)
+    ax.set_xlim(*intensity_range)
+    ax.set_ylim(peak / 1e12 / 2000, peak / 1e12 * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP per HBM byte)")
+    ax.set_ylabel("attainable (TFLOP/s)")
+    ax.set_title(title or f"{hardware.name} ({dtype})")
+    return ridge
+
+
+# ---------------------------------------------------------------------------------------------
+# tiles in SRAM
+# ---------------------------------------------------------------------------------------------
+
+def draw_tiling_step(ax, n, block_rows, block_cols, i, j, order="fa2", title=None):
+    """The N×N score matrix cut into Br×Bc tiles, at step (Q block i, K/V block j) of a schedule.
+
+    Gray: tiles already computed (and discarded: S and P never reach HBM); orange band: the Q block
+    in SRAM (rows); blue band: the K/V block in SRAM (columns); red: the score tile S_ij being
+    computed now. `order` is 'fa2' (outer loop over Q blocks) or 'fa1' (outer loop over K/V blocks).
+    """
+    from matplotlib.patches import Rectangle
+
+    from .tiling import block_sizes
+
+    rows = np.concatenate([[0], np.cumsum(block_sizes(n, block_rows))])
+    cols = np.concatenate([[0], np.cumsum(block_sizes(n, block_cols))])
+    tr, tc = len(rows) - 1, len(cols) - 1
+    ax.add_patch(Rectangle((0, 0), n, n, facecolor="white", edgecolor="black", lw=1))
+    for ii in range(tr):
+        for jj in range(tc):
+            done = (ii, jj) < (i, j) if order == "fa2" else (jj, ii) < (j, i)
+            if done:
+                ax.add_patch(Rectangle((cols[jj], rows[ii]), cols[jj + 1] - cols[jj],
+                                       rows[ii + 1] - rows[ii], facecolor="0.82", edgecolor="none"))
+    ax.add_patch(Rectangle((0, rows[i]), n, rows[i + 1] - rows[i], facecolor="#ff7f0e", alpha=0.25,
+                           edgecolor="none"))
+    ax.add_patch(Rectangle((cols[j], 0), cols[j + 1] - cols[j], n, facecolor="#1f77b4", alpha=0.2,
+                           edgecolor="none"))
+    ax.add_patch(Rectangle((cols[j], rows[i]), cols[j + 1] - cols[j], rows[i + 1] - rows[i],
+                           facecolor="#d62728", edgecolor="black", lw=1.2))
+    for r in rows:
+        ax.axhline(r, color="black", lw=0.3)
+    for c in cols:
+        ax.axvline(c, color="black", lw=0.3)
+    ax.set_xlim(0, n)
+    ax.set_ylim(n, 0)
+    ax.set_aspect("equal")
+    ax.grid(False)
+    ax.set_xlabel("key index (K/V rows)")
+    ax.set_ylabel("query index (Q rows)")
+    ax.set_title(title or f"step: Q block {i}, K/V block {j}", fontsize=10)

@@ -1,0 +1,325 @@
+"""The lecture helpers (simlib/charts.py, simlib/claims.py) and the stored notebooks.
+
+Claim numbers are checked against hand derivations written out here, independent of simlib's code:
+the paper's element counts (naive reads 3Nd + 2N², writes 2N² + Nd; FA2 reads Nd + Tr·2Nd, writes
+Nd + N fp32 stats) and plain arithmetic on N×N matrices.
+"""
+import doctest
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from simlib import charts, claims  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+MiB, GiB = 2**20, 2**30
+
+
+# ---------------------------------------------------------------------------------------------
+# charts
+# ---------------------------------------------------------------------------------------------
+
+def test_doctests():
+    for module in (charts, claims):
+        failures, _ = doctest.testmod(module)
+        assert failures == 0, module.__name__
+
+
+@settings(max_examples=50, deadline=None)
+@given(exponent=st.floats(-3, 3), coefficient=st.floats(1e-3, 1e3))
+def test_fit_recovers_a_power_law(exponent, coefficient):
+    x = np.array([16.0, 64.0, 256.0, 1024.0])
+    slope, intercept = charts.fit_loglog_slope(x, coefficient * x**exponent)
+    assert slope == pytest.approx(exponent, abs=1e-9)
+    assert intercept == pytest.approx(math.log10(coefficient), abs=1e-9)
+
+
+def test_fit_drops_non_positive_points_and_needs_two():
+    assert charts.fit_loglog_slope([0, 1, 2, 4], [5, 1, 4, 16])[0] == pytest.approx(2)
+    with pytest.raises(ValueError):
+        charts.fit_loglog_slope([1, 0], [1, 1])
+    with pytest.raises(ValueError):
+        charts.fit_loglog_slope([2, 2], [1, 3])
+
+
+@pytest.mark.parametrize("n,binary,text", [
+    (2 * 4096**2, True, "32 MiB"), (132 * GiB, True, "132 GiB"), (512, True, "512 B"),
+    (136_314_880, False, "136 MB"), (1.5e12, False, "1.5 TB"), (2048, False, "2.05 kB"),
+])
+def test_fmt_bytes(n, binary, text):
+    assert charts.fmt_bytes(n, binary=binary) == text
+
+
+@pytest.mark.parametrize("n,text", [(256, "256"), (1024, "1K"), (65536, "64K"), (1000, "1000"),
+                                    (3072, "3K"), (2**20, "1M")])
+def test_tokens_label(n, text):
+    assert charts.tokens_label(n) == text
+
+
+def test_fmt_seconds_and_count():
+    assert charts.fmt_seconds(28.4e-6) == "28.4 µs"
+    assert charts.fmt_seconds(0.25) == "250 ms"
+    assert charts.fmt_count(16_777_216) == "16.8 M"
+
+
+def test_plot_loglog_prints_the_slope_and_labels_axes():
+    fig, ax = plt.subplots()
+    n = np.array([256, 512, 1024, 2048])
+    fit = charts.plot_loglog(ax, n, 4.0 * n**2, "quadratic", fit_from=512)
+    charts.tokens_axis(ax, n)
+    charts.bytes_axis(ax, label="traffic")
+    assert fit.slope == pytest.approx(2.0)
+    assert "slope 2.00" in ax.get_lines()[0].get_label()
+    assert "fit 512–2K" in ax.get_lines()[0].get_label()
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert "tokens" in ax.get_xlabel() and "bytes" in ax.get_ylabel()
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and all("B" in t for t in labels)       # every tick label has a byte unit
+    plt.close(fig)
+
+
+def test_flat_line_slope_is_printed_without_minus_zero():
+    fig, ax = plt.subplots()
+    fit = charts.plot_loglog(ax, [1, 2, 4], [3.0, 3.0, 3.0 * (1 - 1e-12)], "flat")
+    assert fit.slope == 0.0 and "-0.00" not in ax.get_lines()[0].get_label()
+    plt.close(fig)
+
+
+def test_roofline_curve_and_ridge():
+    from simlib import load_preset
+
+    hw = load_preset("a100-40gb")
+    peak, bw = hw.peak_flops["fp16"], hw.level("HBM").bandwidth_bytes_per_s
+    assert charts.roofline_curve(peak, bw, 10.0) == pytest.approx(10 * bw)
+    assert charts.roofline_curve(peak, bw, 1e4) == pytest.approx(peak)
+    fig, ax = plt.subplots()
+    assert charts.plot_roofline(ax, hw, points=[("x", 31.5, "red")]) == pytest.approx(peak / bw)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# claims, against hand derivations
+# ---------------------------------------------------------------------------------------------
+
+def naive_elements(n, d):
+    """Paper's Algorithm 0: reads 3Nd + 2N², writes 2N² + Nd."""
+    return 3 * n * d + 2 * n * n + 2 * n * n + n * d
+
+
+def test_claim_a_scores():
+    d = claims.claim_a(seq_lens=(4096, 4000)).set_index("N (tokens)")["scores per head"]
+    assert d[4096] == 16_777_216 == 2**24
+    assert d[4000] == 16_000_000
+
+
+def test_claim_b_quadruples():
+    d = claims.claim_b(seq_lens=(1024, 4096))
+    assert (d["scores ×"] == 4).all() and (d["FLOPs ×"] == 4).all()
+    for row, n in zip(d.itertuples(), (1024, 4096)):
+        assert row[4] == pytest.approx(naive_elements(2 * n, 64) / naive_elements(n, 64))
+
+
+def test_claim_c_sizes():
+    assert claims.nxn_bytes(4096) == 32 * MiB
+    assert claims.nxn_bytes(8192) == 128 * MiB
+    assert claims.nxn_bytes(4096, dtype="fp32") == 64 * MiB
+    # 23170² · 2 B = 1,073,697,800 < 2³⁰ = 1,073,741,824 ≤ 23171² · 2 B = 1,073,790,482
+    assert claims.min_seq_len_for(GiB) == 23171
+    c = claims.claim_c(seq_lens=(4096,), batches=(8,))
+    llama = c[c.model == claims.LLAMA].iloc[0]
+    assert llama["one layer × batch (GiB)"] == 32 * 8 * 32 * MiB / GiB == 8
+    assert llama["all layers × batch (GiB)"] == 8 * 32          # 8 GiB per layer × 32 layers
+
+
+def test_model_configs_come_from_data_where_possible():
+    cfg = claims.model_configs()
+    raw = json.loads((ROOT / "data" / "models" / f"{claims.LLAMA_KEY}.json").read_text())
+    assert cfg[claims.LLAMA]["layers"] == raw["num_hidden_layers"]
+    assert cfg[claims.LLAMA]["heads"] == raw["num_attention_heads"]
+    assert cfg[claims.GPT2] | {} == claims.GPT2_CONFIG
+
+
+def test_claim_d_slopes():
+    s = claims.slopes_d(claims.claim_d(seq_lens=(4096, 8192, 16384))).set_index("algorithm")
+    assert s.loc["naive", "extra-memory slope"] == pytest.approx(2)
+    assert s.loc["fa2", "extra-memory slope"] == pytest.approx(1)
+    # FA2 traffic (H200 tiles Br = 64): Nd + Tr·2Nd + Nd elements with Tr = N/64 → ~N²: slope ≈ 2
+    assert s.loc["fa2", "traffic slope"] == pytest.approx(2, abs=0.02)
+    assert s.loc["naive", "traffic slope"] == pytest.approx(2, abs=0.02)
+
+
+def test_model_speedups_match_the_hand_counts():
+    m = claims.model_speedups((4096,), gpu="h200").iloc[0]
+    n, d, tr = 4096, 64, 4096 // 64                       # H200: Br = min(⌈116224/256⌉, 64) = 64
+    naive = naive_elements(n, d) * 2
+    fa2 = (n * d + tr * 2 * n * d + n * d) * 2 + n * 4
+    assert fa2 == 68_173_824
+    assert m["naive HBM bytes / fa2"] == pytest.approx(naive / fa2)
+    # HBM roofline: both memory bound at 4.8 TB/s (intensities 31.5 and 63 < ridge 206)
+    assert m["HBM-roofline speed-up fa2"] == pytest.approx(naive / fa2)
+    assert m["naive − fa2 HBM time per head (µs)"] == pytest.approx((naive - fa2) / 4.8e12 * 1e6)
+
+
+def test_claim_f_footprint():
+    f = claims.claim_f(seq_lens=(2048,)).iloc[0]
+    n, d = 2048, 64
+    qkvo = 4 * n * d * 2
+    assert f["FlashAttention-2 (bytes)"] == qkvo + 4 * n
+    assert f["ratio, P only"] == pytest.approx((qkvo + 2 * n * n) / (qkvo + 4 * n))
+    assert f["ratio, S and P"] == pytest.approx((qkvo + 4 * n * n) / (qkvo + 4 * n))
+    assert f["ratio, P only"] == pytest.approx(8.93, abs=0.01)
+
+
+def test_claim_g_oom():
+    g = claims.claim_g().set_index(["model", "mode", "batch"])
+    assert g.loc[(claims.LLAMA, "training", 1), "N×N matrices (GiB)"] == 33 * 32 * 128 * MiB / GiB == 132
+    assert g.loc[(claims.LLAMA, "inference", 1), "N×N matrices (GiB)"] == 2 * 32 * 128 * MiB / GiB == 8
+    assert g.loc[(claims.GPT2, "training", 1), "N×N matrices (GiB)"] == 25 * 16 * 128 * MiB / GiB == 50
+    assert (g["HBM (GiB)"] == 80).all()
+    assert not g.loc[(claims.GPT2, "training", 1), "N×N alone exceed HBM"]
+    assert g.loc[(claims.GPT2, "training", 2), "N×N alone exceed HBM"]
+    assert g.loc[(claims.LLAMA, "training", 1), "N×N alone exceed HBM"]
+
+
+def test_verdict_table_without_measurements(tmp_path):
+    assert claims.load_measurements(tmp_path / "absent.csv") is None
+    table = claims.verdicts(None)
+    assert list(table.index) == list("abcdefgh")
+    assert set(table.verdict) <= {claims.HOLDS, claims.CONDITIONS, claims.FAILS}
+    assert table.loc["a", "verdict"] == claims.HOLDS and table.loc["b", "verdict"] == claims.HOLDS
+    assert table.loc["d", "verdict"] == claims.FAILS
+    for key in "eh":
+        assert table.loc[key, "measured"] == claims.NO_MEASUREMENT
+    assert (table["number"].str.len() > 0).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# measurements: read defensively
+# ---------------------------------------------------------------------------------------------
+
+def write(tmp_path, text):
+    path = tmp_path / "bench.csv"
+    path.write_text(text)
+    return path
+
+
+def test_long_format_measurements(tmp_path):
+    path = write(tmp_path, "kernel,batch,heads,seq_len,head_dim,metric,value,unit\n"
+                           "naive,1,8,4096,64,time_median,3.0,ms\n"
+                           "naive,1,8,4096,64,time_std,0.2,ms\n"
+                           "tiled,1,8,4096,64,time_median,1.0,ms\n"
+                           "tiled,1,8,4096,64,hbm_read_bytes,123,B\n"
+                           "naive,1,8,128,64,time_median,30,us\n"
+                           "tiled,1,8,128,64,time_median,25,us\n")
+    times = claims.measured_times(claims.load_measurements(path))
+    assert len(times) == 4
+    t = times.set_index(["kernel", "seq_len"])["time_s"]
+    assert t[("naive", 4096)] == pytest.approx(3e-3) and t[("tiled", 128)] == pytest.approx(25e-6)
+    s = claims.measured_speedups(times).set_index("seq_len")["speed-up"]
+    assert s[4096] == pytest.approx(3.0) and s[128] == pytest.approx(1.2)
+    table = claims.verdicts(claims.load_measurements(path))
+    assert table.loc["e", "verdict"] == claims.HOLDS            # 3× at N ≥ 2K
+    assert table.loc["h", "verdict"] == claims.HOLDS            # 1.2× at 128 < 3× at 4K
+    assert "3.0×" in table.loc["e", "number"]
+
+
+def test_wide_format_and_unit_suffix(tmp_path):
+    path = write(tmp_path, "kernel,N,d,time_ms\nnaive,8192,64,12\nfa2,8192,64,1.5\n")
+    s = claims.measured_speedups(claims.measured_times(claims.load_measurements(path)))
+    assert s["speed-up"].item() == pytest.approx(8.0)
+    assert claims.verdict_e(claims.load_measurements(path)).verdict == claims.CONDITIONS   # > 4×
+
+
+def test_slow_flash_kernel(tmp_path):
+    path = write(tmp_path, "kernel,seq_len,head_dim,metric,value\n"
+                           "naive,4096,64,median_time_s,0.0015\ntiled,4096,64,median_time_s,0.001\n")
+    frame = claims.load_measurements(path)
+    # fp16 kernels at 1.5×: the fp16 model says ≥ 2× is possible, so the claim is not reproduced
+    assert claims.verdict_e(frame, measured_dtype="fp16").verdict == claims.FAILS
+    # fp32 kernels: compute bound, the fp32 model itself predicts ~1×: outside the claim's regime
+    v = claims.verdict_e(frame, measured_dtype="fp32")
+    assert v.verdict == claims.CONDITIONS and "compute bound" in v.model
+
+
+def test_bench_schema_with_params_and_two_baselines(tmp_path):
+    # the layout of gpu_kernels' bench CSV: a params column, percentiles, a status row
+    path = write(tmp_path, "kernel,batch,heads,seq_len,head_dim,params,metric,value,unit,note\n"
+                           "cupy_naive,1,16,4096,64,tf32=False,time_ms_median,7.0,ms,\n"
+                           "cupy_naive,1,16,4096,64,tf32=False,time_ms_p10,6.0,ms,\n"
+                           "naive,1,16,4096,64,matmul_tile=16,time_ms_median,36.0,ms,\n"
+                           "naive,1,16,32768,64,matmul_tile=16,status,skipped,,too big\n"
+                           "tiled,1,16,4096,64,block_rows=48;block_cols=48,time_ms_median,12.0,ms,\n"
+                           "tiled,1,16,4096,64,block_rows=24;block_cols=24,time_ms_median,18.0,ms,\n"
+                           "tiled,1,16,4096,64,block_rows=48;block_cols=48,tflops,1.2,TFLOP/s,\n")
+    times = claims.measured_times(claims.load_measurements(path))
+    tiled = times[times.kernel == "tiled"].iloc[0]
+    assert len(times) == 3 and tiled.time_s == pytest.approx(12e-3)       # fastest tile kept
+    assert tiled.params == "block_rows=48;block_cols=48"
+    s = claims.measured_speedups(times).set_index("baseline")["speed-up"]
+    assert s["naive"] == pytest.approx(3.0) and s["cupy_naive"] == pytest.approx(7 / 12)
+    chosen = claims.like_for_like(claims.measured_speedups(times))
+    assert list(chosen.baseline) == ["naive"]                               # same code base
+    assert claims.verdict_e(claims.load_measurements(path)).verdict == claims.HOLDS
+
+
+def test_provenance_is_optional(tmp_path):
+    path = write(tmp_path, "kernel,seq_len,time_ms\nnaive,1,1\n")
+    assert claims.load_provenance(path) is None
+    (tmp_path / "bench.provenance.json").write_text('{"gpu_name": "X"}')
+    assert claims.load_provenance(path) == {"gpu_name": "X"}
+
+
+@pytest.mark.parametrize("text", [
+    "",                                                   # empty file
+    "kernel,seq_len,metric,value\nnaive,4096,flops,3\n",  # no time metric
+    "a,b\n1,2\n",                                        # no recognisable columns
+    "kernel,seq_len,metric,value\nnaive,4096,time,3\n",   # time without a unit
+])
+def test_uninterpretable_measurements_fall_back(tmp_path, text):
+    frame = claims.load_measurements(write(tmp_path, text))
+    assert claims.measured_speedups(claims.measured_times(frame)).empty
+    assert claims.verdict_e(frame).measured == claims.NO_MEASUREMENT
+    assert claims.verdict_h(frame).measured == claims.NO_MEASUREMENT
+
+
+# ---------------------------------------------------------------------------------------------
+# the stored notebooks
+# ---------------------------------------------------------------------------------------------
+
+NOTEBOOK_FILES = sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def test_lectures_are_numbered_and_paired():
+    names = [p.stem for p in NOTEBOOK_FILES]
+    assert names, "no notebooks"
+    for name in names:
+        assert name[:2].isdigit() and name[2] == "_", name
+        assert (NOTEBOOKS / f"{name}.py").is_file(), f"{name}.ipynb has no paired .py"
+    for py in NOTEBOOKS.glob("*.py"):
+        assert (NOTEBOOKS / f"{py.stem}.ipynb").is_file(), f"{py.name} has no .ipynb"
+
+
+@pytest.mark.parametrize("path", NOTEBOOK_FILES, ids=lambda p: p.stem)
+def test_notebook_stored_without_outputs_and_in_sync(path):
+    jupytext = pytest.importorskip("jupytext")
+    raw = json.loads(path.read_text())
+    assert raw["metadata"]["kernelspec"]["name"] == "python3"
+    for cell in raw["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None, "outputs stored"
+    ipynb = jupytext.read(path)
+    py = jupytext.read(path.with_suffix(".py"))
+    assert [(c.cell_type, c.source.strip()) for c in ipynb.cells] == \
+           [(c.cell_type, c.source.strip()) for c in py.cells], "the .ipynb and .py differ: run jupytext --sync"
