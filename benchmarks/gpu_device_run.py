@@ -4,11 +4,13 @@
 
 Stages (each a subprocess with its own time limit, all inside DEVICE_DEADLINE_S):
   1. environment: nvidia-smi, versions, ncu --version
-  2. FLASHIO_GPU=1 pytest -m gpu tests/test_kernels_gpu.py (correctness, counters = simlib, PTX)
+  2. FLASHIO_GPU=1 pytest -m gpu tests (correctness, counters = simlib, every kernel and variant)
   3. python -m gpu_kernels asm  (PTX of timing vs counting builds: atomics, float64, local memory)
   4. python -m gpu_kernels profile  (Nsight Compute, per launch, next to simlib)
-  5. python -m gpu_kernels bench  (CUDA events; its time budget is what is left, minus a reserve)
-Files: log.txt, ptx_check.json, bench_h200.csv + .provenance.json, profile_h200.csv + .provenance.json.
+  5. python -m gpu_kernels bench --compare  (numba kernels vs cupy and torch SDPA, B=1, H=16)
+  6. python -m gpu_kernels bench  (CUDA events; its time budget is what is left, minus a reserve)
+Files: log.txt, ptx_check.json, bench_h200.csv + .provenance.json, profile_h200.csv + .provenance.json,
+compare_h200.csv + .provenance.json. Set FLASHIO_COMMIT to the commit the tree was copied from.
 """
 
 import csv
@@ -20,7 +22,7 @@ import time
 
 OUT = os.environ.get("OUT") or "/tmp/gpu_out"
 T0 = time.monotonic()
-DEADLINE = T0 + float(os.environ.get("DEVICE_DEADLINE_S", "400"))
+DEADLINE = T0 + float(os.environ.get("DEVICE_DEADLINE_S", "540"))
 LOG = os.path.join(OUT, "log.txt")
 os.makedirs(OUT, exist_ok=True)
 
@@ -120,17 +122,20 @@ def main():
                                 "(ncu --version || ls /opt/nvidia/nsight-compute) 2>&1 | tail -3; "
                                 "git rev-parse HEAD 2>&1 | tail -1"], 40)
     res = stage("pytest-gpu", [py, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "-rf",
-                               "tests/test_kernels_gpu.py"], 200, env={"FLASHIO_GPU": "1"})
+                               "tests"], 200, env={"FLASHIO_GPU": "1"})
     if res:
         tail = [ln for ln in res[1].strip().splitlines() if ln.strip()][-3:]
         log("pytest: " + " | ".join(tail))
     stage("asm", [py, "-m", "gpu_kernels", "asm", "--json", os.path.join(OUT, "ptx_check.json")], 90)
     stage("profile", [py, "-m", "gpu_kernels", "profile", "--out", OUT, "--no-progress", "--timeout-s", "110"], 260)
+    res = stage("compare", [py, "-m", "gpu_kernels", "bench", "--compare", "--out", OUT, "--no-progress"], 240)
+    compare_table = res[1] if res else ""
     left = DEADLINE - time.monotonic()
     budget = max(20, left - 45)
     stage("bench", [py, "-m", "gpu_kernels", "bench", "--out", OUT, "--budget-s", f"{budget:.0f}", "--no-progress"],
           budget + 40)
     summary()
+    print("\n" + "\n".join(compare_table.strip().splitlines()[-45:]))
     log("done")
 
 
