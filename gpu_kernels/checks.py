@@ -6,10 +6,13 @@ these functions before it imports numba (numba's CUDA simulator must be chosen b
 
 Conventions (also in docs/COUNTING.md):
 
-* inputs are fp32 arrays shaped (B, H, N, d), C-contiguous;
+* inputs are fp32 arrays, C-contiguous: Q (B, H, N_q, d), K and V (B, H_kv, N_k, d) with H_kv
+  dividing H (H_kv = H: multi-head; 1 < H_kv < H: grouped-query, GQA; H_kv = 1: multi-query, MQA)
+  and N_q = N_k for self-attention (``query_len`` when they differ; causal needs N_q ≤ N_k);
+  ``seq_len`` is always N_k, as in simlib's Workload;
 * the tiled kernel's default blocks are the FlashAttention paper's for 48 KiB of shared memory:
   M = 48 KiB / 4 B elements, Bc = ceil(M / 4d), Br = min(Bc, d), each capped at N;
-* explicit blocks are capped at N too (a block taller than the sequence moves only valid rows, so
+* explicit blocks are capped too (Br at N_q, Bc at N_k) (a block taller than the sequence moves only valid rows, so
   capping changes no count, only the thread-block size); the checks below then apply to the capped
   values.
 """
@@ -40,14 +43,41 @@ NAIVE_DEFAULTS_SIM = {"matmul_tile": 4, "softmax_threads": 4}
 
 @dataclass(frozen=True)
 class Shape:
+    """Attention geometry, simlib's conventions: ``seq_len`` = N_k (keys), ``heads`` = query heads.
+
+    ``kv_heads`` and ``query_len`` are None for the plain case (multi-head, N_q = N_k), so a plain
+    Shape(B, H, N, d) is what it always was.
+    """
+
     batch: int
     heads: int
     seq_len: int
     head_dim: int
+    kv_heads: int | None = None
+    query_len: int | None = None
 
     @property
     def bh(self) -> int:
         return self.batch * self.heads
+
+    @property
+    def nq(self) -> int:
+        """Query rows per head."""
+        return self.seq_len if self.query_len is None else self.query_len
+
+    @property
+    def nk(self) -> int:
+        """Key (and value) rows per head."""
+        return self.seq_len
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    @property
+    def group(self) -> int:
+        """Query heads sharing one K/V head: 1 (MHA) ... heads (MQA)."""
+        return self.heads // self.n_kv_heads
 
 
 def _is_int(x) -> bool:
@@ -80,8 +110,8 @@ def _layout(a):
     raise ValueError(f"expected a numpy or CUDA array, got {type(a).__name__}")
 
 
-def check_qkv(q, k, v) -> Shape:
-    """Check q, k, v: rank 4, equal shapes, float32, C-contiguous, no zero dimension."""
+def _check_arrays(q, k, v) -> dict:
+    """Rank 4, float32, C-contiguous for each of q, k, v; returns their shapes by name."""
     layouts = {}
     for name, a in (("q", q), ("k", k), ("v", v)):
         shape, dtype, contiguous = _layout(a)
@@ -91,7 +121,17 @@ def check_qkv(q, k, v) -> Shape:
             raise ValueError(f"{name} must be float32; got {dtype}")
         if not contiguous:
             raise ValueError(f"{name} must be C-contiguous")
-        layouts[name] = shape
+        layouts[name] = tuple(int(x) for x in shape)
+    return layouts
+
+
+def check_qkv(q, k, v) -> Shape:
+    """Check q, k, v: rank 4, equal shapes, float32, C-contiguous, no zero dimension.
+
+    The strict multi-head self-attention check (kernels without GQA or N_q ≠ N_k use it);
+    ``check_attention_inputs`` is the general one.
+    """
+    layouts = _check_arrays(q, k, v)
     if not (layouts["q"] == layouts["k"] == layouts["v"]):
         raise ValueError(
             f"q, k, v must have the same shape; got q {layouts['q']}, k {layouts['k']}, v {layouts['v']}"
@@ -100,13 +140,51 @@ def check_qkv(q, k, v) -> Shape:
     return check_shape(b, h, n, d)
 
 
-def check_shape(batch, heads, seq_len, head_dim) -> Shape:
+def check_attention_inputs(q, k, v, *, causal=False) -> Shape:
+    """Check q (B, H, N_q, d), k and v (B, H_kv, N_k, d) for the naive and tiled kernels.
+
+    K and V must have the same shape, Q the same batch and head_dim as K, H a multiple of H_kv, and
+    with ``causal`` N_q ≤ N_k (the mask is aligned bottom-right: query q sees keys ≤ q + N_k − N_q,
+    so a query with no key to see would have an empty softmax).
+    """
+    if not isinstance(causal, (bool, np.bool_)):
+        raise ValueError(f"causal must be True or False; got {causal!r}")
+    layouts = _check_arrays(q, k, v)
+    if layouts["k"] != layouts["v"]:
+        raise ValueError(f"k and v must have the same shape; got k {layouts['k']}, v {layouts['v']}")
+    b, h, nq, d = layouts["q"]
+    bk, hkv, nk, dk = layouts["k"]
+    if (b, d) != (bk, dk):
+        raise ValueError(
+            f"q and k must have the same batch and head_dim; got q {layouts['q']}, k {layouts['k']}"
+        )
+    return check_shape(b, h, nk, d, kv_heads=hkv, query_len=nq, causal=bool(causal))
+
+
+def check_shape(batch, heads, seq_len, head_dim, *, kv_heads=None, query_len=None, causal=False) -> Shape:
+    """Check the geometry; ``kv_heads`` = H_kv (None: H), ``query_len`` = N_q (None: N_k = seq_len).
+
+    The returned Shape stores kv_heads / query_len as None when they equal heads / seq_len.
+    """
     for name, x in (("batch", batch), ("heads", heads), ("seq_len", seq_len), ("head_dim", head_dim)):
         if not _is_int(x) or x < 1:
             raise ValueError(f"{name} must be a positive integer; got {x!r}")
+    for name, x in (("kv_heads", kv_heads), ("query_len", query_len)):
+        if x is not None and (not _is_int(x) or x < 1):
+            raise ValueError(f"{name} must be a positive integer; got {x!r}")
+    if kv_heads is not None and heads % kv_heads:
+        raise ValueError(
+            f"kv_heads={kv_heads} must divide heads={heads} (each K/V head serves a whole group of query heads)"
+        )
+    if causal and query_len is not None and query_len > seq_len:
+        raise ValueError(
+            f"causal needs query_len <= seq_len (N_q <= N_k); got query_len={query_len}, seq_len={seq_len}"
+        )
     if batch * heads > MAX_GRID_YZ:
         raise ValueError(f"batch*heads must be at most {MAX_GRID_YZ} (a grid dimension); got {batch * heads}")
-    return Shape(int(batch), int(heads), int(seq_len), int(head_dim))
+    kv = None if kv_heads is None or kv_heads == heads else int(kv_heads)
+    ql = None if query_len is None or query_len == seq_len else int(query_len)
+    return Shape(int(batch), int(heads), int(seq_len), int(head_dim), kv, ql)
 
 
 def tiled_smem_bytes(block_rows: int, block_cols: int, head_dim: int) -> int:
@@ -115,22 +193,25 @@ def tiled_smem_bytes(block_rows: int, block_cols: int, head_dim: int) -> int:
     return (br * d + 2 * bc * d + br * bc) * ITEMSIZE
 
 
-def default_blocks(seq_len: int, head_dim: int, sram_bytes: int = SHARED_LIMIT_BYTES) -> tuple[int, int]:
-    """FlashAttention's default blocks (Algorithm 1) for fp32: Bc = ceil(M/4d), Br = min(Bc, d), capped at N."""
+def default_blocks(seq_len: int, head_dim: int, sram_bytes: int = SHARED_LIMIT_BYTES,
+                   query_len: int | None = None) -> tuple[int, int]:
+    """FlashAttention's default blocks (Algorithm 1) for fp32: Bc = ceil(M/4d), Br = min(Bc, d),
+    Br capped at N_q (``query_len``, default N) and Bc at N_k = N, as simlib's tiling does."""
     m = sram_bytes // ITEMSIZE
     bc = -(-m // (4 * head_dim))
     br = min(bc, head_dim)
-    return min(br, seq_len), min(bc, seq_len)
+    nq = seq_len if query_len is None else query_len
+    return min(br, nq), min(bc, seq_len)
 
 
 def resolve_tiled_blocks(shape: Shape, block_rows=None, block_cols=None) -> tuple[int, int]:
     """The (Br, Bc) the tiled kernel will use, after checks. None means the default."""
-    dbr, dbc = default_blocks(shape.seq_len, shape.head_dim)
+    dbr, dbc = default_blocks(shape.seq_len, shape.head_dim, query_len=shape.nq)
     for name, x in (("block_rows", block_rows), ("block_cols", block_cols)):
         if x is not None and (not _is_int(x) or x < 1):
             raise ValueError(f"{name} must be a positive integer; got {x!r}")
-    br = dbr if block_rows is None else min(int(block_rows), shape.seq_len)
-    bc = dbc if block_cols is None else min(int(block_cols), shape.seq_len)
+    br = dbr if block_rows is None else min(int(block_rows), shape.nq)
+    bc = dbc if block_cols is None else min(int(block_cols), shape.nk)
     if br > MAX_THREADS_PER_BLOCK:
         raise ValueError(
             f"block_rows={br} needs {br} threads per block (one per query row); at most {MAX_THREADS_PER_BLOCK}"
@@ -141,9 +222,9 @@ def resolve_tiled_blocks(shape: Shape, block_rows=None, block_cols=None) -> tupl
             f"block_rows={br}, block_cols={bc} with head_dim={shape.head_dim} need "
             f"(Br*d + 2*Bc*d + Br*Bc)*4 = {smem} bytes of shared memory; at most {SHARED_LIMIT_BYTES}"
         )
-    tr = -(-shape.seq_len // br)
+    tr = -(-shape.nq // br)
     if tr > 2**31 - 1:
-        raise ValueError(f"seq_len={shape.seq_len} gives too many Q blocks")
+        raise ValueError(f"query_len={shape.nq} gives too many Q blocks")
     return br, bc
 
 
@@ -172,8 +253,8 @@ def resolve_naive_params(shape: Shape, matmul_tile=None, softmax_threads=None, *
     smem = (t_mm * t_mm + t_mm * (t_mm + 1)) * ITEMSIZE
     if smem > SHARED_LIMIT_BYTES:
         raise ValueError(f"matmul_tile={t_mm} needs {smem} bytes of shared memory; at most {SHARED_LIMIT_BYTES}")
-    if -(-shape.seq_len // t_mm) > MAX_GRID_YZ:
-        raise ValueError(f"matmul_tile={t_mm} gives more than {MAX_GRID_YZ} row tiles for seq_len={shape.seq_len}")
+    if -(-shape.nq // t_mm) > MAX_GRID_YZ:  # grid y of both matmuls: row tiles of the N_q query rows
+        raise ValueError(f"matmul_tile={t_mm} gives more than {MAX_GRID_YZ} row tiles for {shape.nq} query rows")
     return int(t_mm), int(t_sm)
 
 
@@ -182,8 +263,8 @@ def softmax_per_thread(seq_len: int, softmax_threads: int) -> int:
 
 
 def matmul_flops(shape: Shape) -> int:
-    """FLOPs of the two matrix products (4·N²·d per batch·head), the contract's FLOP count."""
-    return 4 * shape.seq_len * shape.seq_len * shape.head_dim * shape.bh
+    """FLOPs of the two matrix products (4·N_q·N_k·d per batch·head, 4·N²·d for self-attention)."""
+    return 4 * shape.nq * shape.nk * shape.head_dim * shape.bh
 
 
 def scale_for(head_dim: int) -> np.float32:

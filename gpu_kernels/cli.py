@@ -74,10 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run one kernel on fresh random inputs and check it")
     r.add_argument("--kernel", choices=("naive", "tiled"), required=True)
-    r.add_argument("--seq-len", type=_positive_int, required=True, help="N")
+    r.add_argument("--seq-len", type=_positive_int, required=True, help="N (keys; queries too unless --query-len)")
     r.add_argument("--head-dim", type=_positive_int, required=True, help="d")
     r.add_argument("--batch", type=_positive_int, default=1)
     r.add_argument("--heads", type=_positive_int, default=1)
+    r.add_argument("--kv-heads", type=_positive_int, default=None, metavar="H_KV",
+                   help="K/V heads, dividing --heads (GQA; 1 = MQA; default: --heads)")
+    r.add_argument("--query-len", type=_positive_int, default=None, metavar="NQ",
+                   help="query rows N_q (default: --seq-len; with --causal at most --seq-len)")
+    r.add_argument("--causal", action="store_true",
+                   help="causal mask: query q sees keys k <= q + N - N_q (aligned bottom-right)")
     r.add_argument("--block-rows", type=_positive_int, help="tiled: Br (default: simlib's tiles for 48 KiB)")
     r.add_argument("--block-cols", type=_positive_int, help="tiled: Bc")
     r.add_argument("--matmul-tile", type=_positive_int, help="naive: matmul tile T (T*T threads)")
@@ -136,7 +142,8 @@ def _validate_run(args):
     if args.kernel == "tiled" and (args.matmul_tile is not None or args.softmax_threads is not None):
         raise UsageError("argument --matmul-tile/--softmax-threads: only for --kernel naive")
     try:
-        shape = checks.check_shape(args.batch, args.heads, args.seq_len, args.head_dim)
+        shape = checks.check_shape(args.batch, args.heads, args.seq_len, args.head_dim, kv_heads=args.kv_heads,
+                                   query_len=args.query_len, causal=args.causal)
         if args.kernel == "tiled":
             br, bc = checks.resolve_tiled_blocks(shape, args.block_rows, args.block_cols)
             params = {"block_rows": br, "block_cols": bc}
@@ -185,17 +192,17 @@ def cmd_run(args) -> int:
     from .counting import COUNT_KEYS
     from .reference import attention_reference, random_qkv, rel_error
 
-    q, k, v = random_qkv(shape.batch, shape.heads, shape.seq_len, shape.head_dim,
-                         seed=args.seed, logit_scale=args.logit_scale)
+    q, k, v = random_qkv(shape.batch, shape.heads, shape.seq_len, shape.head_dim, seed=args.seed,
+                         logit_scale=args.logit_scale, kv_heads=shape.kv_heads, query_len=shape.query_len)
     if args.kernel == "tiled":
         from .tiled import run_tiled
 
-        res = run_tiled(q, k, v, count=args.count, **params)
+        res = run_tiled(q, k, v, count=args.count, causal=args.causal, **params)
     else:
         from .naive import run_naive
 
-        res = run_naive(q, k, v, count=args.count, **params)
-    ref_o, ref_lse = attention_reference(q, k, v)
+        res = run_naive(q, k, v, count=args.count, causal=args.causal, **params)
+    ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)
     errors = {"o": rel_error(res.o, ref_o)}
     if args.kernel == "tiled":
         errors["lse"] = rel_error(res.lse, ref_lse)
@@ -205,6 +212,7 @@ def cmd_run(args) -> int:
         "kernel": args.kernel,
         "device": _device_name(cuda, args.simulate),
         "batch": shape.batch, "heads": shape.heads, "seq_len": shape.seq_len, "head_dim": shape.head_dim,
+        "kv_heads": shape.n_kv_heads, "query_len": shape.nq, "causal": args.causal,
         "params": params,
         "logit_scale": args.logit_scale,
         "rel_error": errors,
@@ -214,6 +222,7 @@ def cmd_run(args) -> int:
         from .model import diff_counts, simlib_prediction
 
         predicted = simlib_prediction(args.kernel, shape.batch, shape.heads, shape.seq_len, shape.head_dim,
+                                      kv_heads=shape.kv_heads, causal=args.causal, query_len=shape.query_len,
                                       **params)
         diff = diff_counts(res.counts, predicted)
         out.update(counts=res.counts, predicted=predicted, diff=diff)
@@ -224,8 +233,11 @@ def cmd_run(args) -> int:
         print(json.dumps(out))
     else:
         ptxt = " ".join(f"{k}={v}" for k, v in params.items())
+        variant = "".join([f" H_kv={shape.kv_heads}" if shape.kv_heads is not None else "",
+                           f" N_q={shape.query_len}" if shape.query_len is not None else "",
+                           " causal" if args.causal else ""])
         print(f"kernel {args.kernel} on {out['device']}: B={shape.batch} H={shape.heads} "
-              f"N={shape.seq_len} d={shape.head_dim} {ptxt}")
+              f"N={shape.seq_len} d={shape.head_dim}{variant} {ptxt}")
         for name, e in errors.items():
             flag = "ok" if e <= TOLERANCE else "FAIL"
             print(f"rel. error {name:<4} {e:.3e}  (limit {TOLERANCE:.0e})  {flag}")

@@ -8,11 +8,17 @@ SIMLIB_SCHEDULE = {"tiled": "fa2", "naive": "naive"}
 
 
 def simlib_prediction(kernel: str, batch: int, heads: int, seq_len: int, head_dim: int, *,
-                      block_rows=None, block_cols=None, matmul_tile=None, softmax_threads=None) -> dict:
-    """simlib's four byte counts (totals over B·H) for ``kernel`` in {"tiled", "naive"}, fp32."""
+                      block_rows=None, block_cols=None, matmul_tile=None, softmax_threads=None,
+                      kv_heads=None, causal=False, query_len=None) -> dict:
+    """simlib's four byte counts (totals over B·H) for ``kernel`` in {"tiled", "naive"}, fp32.
+
+    ``seq_len`` is N_k; ``kv_heads`` (GQA/MQA), ``causal`` and ``query_len`` (N_q) go into simlib's
+    Workload as they are (None: H_kv = H, N_q = N_k).
+    """
     from simlib import Workload, count
 
-    wl = Workload(batch=batch, heads=heads, seq_len=seq_len, head_dim=head_dim, dtype="fp32")
+    wl = Workload(batch=batch, heads=heads, seq_len=seq_len, head_dim=head_dim, dtype="fp32",
+                  kv_heads=kv_heads, causal=bool(causal), query_len=query_len)
     if kernel == "tiled":
         r = count("fa2", wl, block_rows=block_rows, block_cols=block_cols)
     elif kernel == "naive":

@@ -13,6 +13,15 @@ thread (ty, tx) owns C[row, col]. For each chunk of T along k, the block copies 
 of B into shared memory (each thread one element, only valid elements), then every thread does
 its multiply-adds out of shared memory. Every element is read from HBM once per output tile that
 needs it, so A is re-read ⌈n/T⌉ times and B ⌈m/T⌉ times (docs/COUNTING.md §naive).
+
+Variants (the counts keep their form, with N_q query rows and N_k keys):
+
+* causal (a compile-time constant of the softmax factory): S is still computed whole (N_q × N_k,
+  as PyTorch's masked attention does); the softmax reads the whole row and treats keys beyond the
+  row's reach (k > q + N_k − N_q, aligned bottom-right) as −∞, so P holds zeros there. The traffic
+  is exactly the unmasked one.
+* GQA / MQA: K and V have H_kv heads (H_kv dividing H); the matmuls read operand B (K or V) from
+  head bh // (H / H_kv), so every query head still loads its K/V head's rows itself.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32  # module globals: the CUDA simulator swaps `cuda` in a kernel's globals
 
-from .checks import check_qkv, resolve_naive_params, scale_for, softmax_per_thread
+from .checks import check_attention_inputs, resolve_naive_params, scale_for, softmax_per_thread
 from .counting import add_counts, counts_from, new_counters, simulator_enabled
 
 
@@ -38,7 +47,7 @@ def matmul_kernel(tile: int, trans_b: bool, counting: bool):
     ZERO = np.float32(0.0)
 
     def matmul(a, b, c, alpha, counters):
-        # a: (B·H, m, k); b: (B·H, k, n) or (B·H, n, k) if TRANS_B; c: (B·H, m, n)
+        # a: (B·H, m, k); b: (B·H_kv, k, n) or (B·H_kv, n, k) if TRANS_B; c: (B·H, m, n)
         As = cuda.shared.array((T, T), float32)
         # One float of padding: the transposed store below writes a column of Bs, and a row
         # stride of T+1 floats puts those writes in different banks.
@@ -46,6 +55,9 @@ def matmul_kernel(tile: int, trans_b: bool, counting: bool):
         tx = cuda.threadIdx.x
         ty = cuda.threadIdx.y
         bh = cuda.blockIdx.z
+        # B is K or V, which may have fewer heads (GQA/MQA): query head bh uses K/V head bh // G,
+        # G = B·H / B·H_kv = H / H_kv (G = 1 for multi-head attention: b_bh = bh).
+        b_bh = bh // (c.shape[0] // b.shape[0])
         row0 = cuda.blockIdx.y * T
         col0 = cuda.blockIdx.x * T
         row = row0 + ty  # my output element C[row, col]
@@ -73,13 +85,13 @@ def matmul_kernel(tile: int, trans_b: bool, counting: bool):
                 # transposed, so the inner loop below reads Bs the same way in both cases.
                 brow = col0 + ty
                 if brow < n and tx < kk:
-                    Bs[tx, ty] = b[bh, brow, k0 + tx]
+                    Bs[tx, ty] = b[b_bh, brow, k0 + tx]
                     if COUNTING:
                         n_gr += 1
                         n_sw += 1
             else:
                 if ty < kk and col < n:
-                    Bs[ty, tx] = b[bh, k0 + ty, col]
+                    Bs[ty, tx] = b[b_bh, k0 + ty, col]
                     if COUNTING:
                         n_gr += 1
                         n_sw += 1
@@ -107,23 +119,26 @@ def matmul_kernel(tile: int, trans_b: bool, counting: bool):
 
 
 @functools.lru_cache(maxsize=None)
-def softmax_kernel(threads: int, per_thread: int, counting: bool):
-    """Row softmax, one block of ``threads`` threads per row, ⌈N/t⌉ elements per thread."""
+def softmax_kernel(threads: int, per_thread: int, counting: bool, causal: bool = False):
+    """Row softmax, one block of ``threads`` threads per row, ⌈N_k/t⌉ elements per thread."""
     TPB = threads
     PER = per_thread
     COUNTING = counting
+    CAUSAL = causal  # a closure constant like COUNTING: the plain build has no mask code
     NEG_INF = np.float32(-np.inf)
     ZERO = np.float32(0.0)
     ONE = np.float32(1.0)
 
     def softmax(s, p, counters):
-        # s, p: (B·H, N, N); grid (N, B·H): block (row, bh) handles S[bh, row, :]
+        # s, p: (B·H, N_q, N_k); grid (N_q, B·H): block (row, bh) handles S[bh, row, :]
         red = cuda.shared.array(TPB, float32)  # scratch for the two tree reductions
         x = cuda.local.array(PER, float32)  # my share of the row, kept in registers
         tid = cuda.threadIdx.x
         row = cuda.blockIdx.x
         bh = cuda.blockIdx.y
         n = s.shape[2]
+        if CAUSAL:
+            reach = row + n - s.shape[1]  # the last key this row may see: row + N_k − N_q
 
         n_gr = 0
         n_gw = 0
@@ -138,6 +153,12 @@ def softmax_kernel(threads: int, per_thread: int, counting: bool):
                 x[e] = s[bh, row, col]
                 if COUNTING:
                     n_gr += 1
+                if CAUSAL:
+                    # The whole row is read either way (the traffic does not change); a key beyond
+                    # the row's reach counts as −∞, so exp() below turns it into exactly 0. Key 0
+                    # is always visible (N_q <= N_k), so the row max is finite: no NaN.
+                    if col > reach:
+                        x[e] = NEG_INF
                 my_max = max(my_max, x[e])
 
         # Row max by a tree reduction: t partial writes, t-1 pair-combines, t reads of red[0].
@@ -200,14 +221,14 @@ def softmax_kernel(threads: int, per_thread: int, counting: bool):
             cuda.atomic.add(counters, 3, n_sw)
 
     softmax.__name__ = softmax.__qualname__ = (
-        f"softmax_t{TPB}_per{PER}{'_count' if COUNTING else ''}"
+        f"softmax_t{TPB}_per{PER}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
     )
     return cuda.jit(softmax)
 
 
 @dataclass
 class NaiveResult:
-    o: np.ndarray  # (B, H, N, d) fp32
+    o: np.ndarray  # (B, H, N_q, d) fp32
     matmul_tile: int
     softmax_threads: int
     counts: dict | None = None  # totals over the three launches when count=True
@@ -216,27 +237,37 @@ class NaiveResult:
 
 @dataclass(frozen=True)
 class NaivePlan:
-    shape: tuple  # (B, H, N, d)
+    shape: tuple  # (B, H, N, d), N = N_k
     matmul_tile: int
     softmax_threads: int
     counting: bool
+    causal: bool = False
+    kv_heads: int | None = None  # H_kv; None: H (multi-head)
+    query_len: int | None = None  # N_q; None: N
+
+    @property
+    def nq(self):
+        return self.shape[2] if self.query_len is None else self.query_len
 
     def kernels(self):
         t, ts, cnt = self.matmul_tile, self.softmax_threads, self.counting
         per = softmax_per_thread(self.shape[2], ts)
-        return matmul_kernel(t, True, cnt), softmax_kernel(ts, per, cnt), matmul_kernel(t, False, cnt)
+        return (matmul_kernel(t, True, cnt), softmax_kernel(ts, per, cnt, self.causal),
+                matmul_kernel(t, False, cnt))
 
     def grids(self):
-        b, h, n, d = self.shape
+        b, h, nk, d = self.shape
+        nq = self.nq
         t = self.matmul_tile
         return (
-            ((-(-n // t), -(-n // t), b * h), (t, t)),  # S = Q Kᵀ: n×n output
-            ((n, b * h), (self.softmax_threads,)),  # one block per row
-            ((-(-d // t), -(-n // t), b * h), (t, t)),  # O = P V: n×d output
+            ((-(-nk // t), -(-nq // t), b * h), (t, t)),  # S = Q Kᵀ: N_q×N_k output
+            ((nq, b * h), (self.softmax_threads,)),  # one block per row
+            ((-(-d // t), -(-nq // t), b * h), (t, t)),  # O = P V: N_q×d output
         )
 
     def launch(self, q, k, v, s, p, o, counters):
-        """Device arrays viewed as (B·H, N, d) and (B·H, N, N); three launches, no sync.
+        """Device arrays viewed as q, o (B·H, N_q, d), k, v (B·H_kv, N_k, d), s, p (B·H, N_q, N_k);
+        three launches, no sync.
 
         ``counters`` holds one int64[4] device array per launch (the same one three times is
         fine; the timing build never touches it but numba needs a typed argument).
@@ -249,33 +280,39 @@ class NaivePlan:
         pv[g3, b3](p, v, o, np.float32(1.0), counters[2])
 
 
-def plan_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, counting=False) -> NaivePlan:
-    shape = check_qkv(q, k, v)
+def plan_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, counting=False, causal=False) -> NaivePlan:
+    shape = check_attention_inputs(q, k, v, causal=causal)
     t, ts = resolve_naive_params(shape, matmul_tile, softmax_threads, simulator=simulator_enabled())
-    return NaivePlan((shape.batch, shape.heads, shape.seq_len, shape.head_dim), t, ts, bool(counting))
+    return NaivePlan((shape.batch, shape.heads, shape.seq_len, shape.head_dim), t, ts, bool(counting),
+                     bool(causal), shape.kv_heads, shape.query_len)
 
 
-def run_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, count=False) -> NaiveResult:
-    """Standard attention on host fp32 arrays (B, H, N, d); returns O (+ counts).
+def run_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, count=False, causal=False) -> NaiveResult:
+    """Standard attention on host fp32 arrays; returns O (+ counts).
 
+    q is (B, H, N_q, d), k and v (B, H_kv, N_k, d) with H_kv dividing H (N_q = N_k and H_kv = H
+    for plain multi-head self-attention); ``causal`` masks key k for query q when k > q + N_k − N_q.
     S, P and O are poisoned with NaN before the launches, so an element a kernel fails to write
     propagates to the output as NaN.
     """
-    plan = plan_naive(q, k, v, matmul_tile=matmul_tile, softmax_threads=softmax_threads, counting=count)
+    plan = plan_naive(q, k, v, matmul_tile=matmul_tile, softmax_threads=softmax_threads, counting=count,
+                      causal=causal)
     b, h, n, d = plan.shape
+    nq = plan.nq
+    hkv = h if plan.kv_heads is None else plan.kv_heads
     bh = b * h
-    dq = cuda.to_device(np.ascontiguousarray(q).reshape(bh, n, d))
-    dk = cuda.to_device(np.ascontiguousarray(k).reshape(bh, n, d))
-    dv = cuda.to_device(np.ascontiguousarray(v).reshape(bh, n, d))
-    ds = cuda.to_device(np.full((bh, n, n), np.nan, dtype=np.float32))
-    dp = cuda.to_device(np.full((bh, n, n), np.nan, dtype=np.float32))
-    do = cuda.to_device(np.full((bh, n, d), np.nan, dtype=np.float32))
+    dq = cuda.to_device(np.ascontiguousarray(q).reshape(bh, nq, d))
+    dk = cuda.to_device(np.ascontiguousarray(k).reshape(b * hkv, n, d))
+    dv = cuda.to_device(np.ascontiguousarray(v).reshape(b * hkv, n, d))
+    ds = cuda.to_device(np.full((bh, nq, n), np.nan, dtype=np.float32))
+    dp = cuda.to_device(np.full((bh, nq, n), np.nan, dtype=np.float32))
+    do = cuda.to_device(np.full((bh, nq, d), np.nan, dtype=np.float32))
     counters = (new_counters(), new_counters(), new_counters())
     plan.launch(dq, dk, dv, ds, dp, do, counters)
     if not simulator_enabled():
         cuda.synchronize()
     result = NaiveResult(
-        o=do.copy_to_host().reshape(b, h, n, d),
+        o=do.copy_to_host().reshape(b, h, nq, d),
         matmul_tile=plan.matmul_tile,
         softmax_threads=plan.softmax_threads,
     )

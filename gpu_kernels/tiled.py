@@ -17,6 +17,18 @@ The arithmetic, and therefore the SRAM counts, follow docs/COUNTING.md §fa2 exa
 scores written to Ss (running max in a register), P written over S, O_i += P V reading p from Ss
 and a V row from Vs. The counters are described in ``gpu_kernels.counting``.
 
+Variants (docs/COUNTING.md §fa2):
+
+* causal (a compile-time constant of the factory, so the plain build has no trace of it): query
+  row q sees keys k ≤ q + N_k − N_q (aligned bottom-right, as FlashAttention-2). A Q block skips
+  every K/V tile that starts beyond the reach of its last valid row; the tiles it does visit are
+  computed whole and the masked scores are set to −∞ before they are written to Ss, so the counts
+  are those of the whole visited tiles, exactly as simlib's ``visits.key_blocks_seen`` says.
+* GQA / MQA: K and V have H_kv heads, H_kv dividing H; query head h reads K/V head h // (H / H_kv).
+  Still one thread block per query head, so every query head streams its K/V head from HBM itself
+  (simlib's model: no reuse across the group in the forward pass).
+* N_q ≠ N_k (``query_len``): Q and O have N_q rows, K and V N_k.
+
 This kernel is for teaching, not for speed: one thread per row leaves most of the chip idle at
 small Br, and every product reads both operands from shared memory.
 """
@@ -30,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32  # module globals: the CUDA simulator swaps `cuda` in a kernel's globals
 
-from .checks import ITEMSIZE, SHARED_LIMIT_BYTES, check_qkv, resolve_tiled_blocks, scale_for
+from .checks import ITEMSIZE, SHARED_LIMIT_BYTES, check_attention_inputs, resolve_tiled_blocks, scale_for
 from .counting import counts_from, new_counters, simulator_enabled
 
 
@@ -47,19 +59,20 @@ def _pad(block_rows: int, block_cols: int, head_dim: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool):
-    """Compile-time shapes: one kernel per (d, Br, Bc, counting)."""
+def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, causal: bool = False):
+    """Compile-time shapes: one kernel per (d, Br, Bc, counting, causal)."""
     D, BR, BC = head_dim, block_rows, block_cols
     PAD = _pad(BR, BC, D)
     QS_COLS, SS_COLS = D + PAD, BC + PAD  # shapes must be plain constants for numba
     COUNTING = counting
+    CAUSAL = causal  # a closure constant like COUNTING: `if CAUSAL:` vanishes from the plain build
     SCALE = scale_for(D)  # float32(1/sqrt(d)): a Python float would turn the arithmetic into float64
     NEG_INF = np.float32(-np.inf)
     ZERO = np.float32(0.0)
     ONE = np.float32(1.0)
 
     def fa2_forward(q, k, v, o, lse, counters):
-        # q, k, v, o: (B·H, N, d); lse: (B·H, N); counters: int64[4]
+        # q, o: (B·H, N_q, d); k, v: (B·H_kv, N_k, d); lse: (B·H, N_q); counters: int64[4]
         Qs = cuda.shared.array((BR, QS_COLS), float32)
         Ks = cuda.shared.array((BC, D), float32)
         Vs = cuda.shared.array((BC, D), float32)
@@ -68,11 +81,24 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool):
 
         tid = cuda.threadIdx.x  # my query row inside the block
         i = cuda.blockIdx.x  # which query block
-        bh = cuda.blockIdx.y  # which batch·head
-        n = q.shape[1]
+        bh = cuda.blockIdx.y  # which batch·(query) head
+        # GQA/MQA: the G = H / H_kv query heads b·H + g·G ... b·H + g·G + G − 1 share K/V head
+        # b·H_kv + g, which is bh // G (B·H / B·H_kv = G). For multi-head attention G = 1: kv_bh = bh.
+        kv_bh = bh // (q.shape[0] // k.shape[0])
+        n_q = q.shape[1]
+        n_k = k.shape[1]
         q_start = i * BR
-        r = min(BR, n - q_start)  # valid rows in this block: the last block may be ragged
-        Tc = (n + BC - 1) // BC
+        r = min(BR, n_q - q_start)  # valid rows in this block: the last block may be ragged
+        Tc = (n_k + BC - 1) // BC
+        if CAUSAL:
+            # Query row q may see keys k <= q + off (bottom-right aligned: the last query sees every
+            # key). K/V tile j starts at key j·Bc; once that start lies beyond what this block's
+            # last valid row may see, the tile and all later ones are fully masked: stop before them.
+            # The bound is the same for every thread of the block, so the syncthreads() in the loop
+            # below are still reached by all of them.
+            off = n_k - n_q
+            Tc = min(Tc, (q_start + r - 1 + off) // BC + 1)
+            reach = q_start + tid + off  # the last key my row may see
 
         # Per-thread access counters (registers; free when COUNTING is False: the branches vanish).
         n_gr = 0
@@ -97,15 +123,15 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool):
 
         for j in range(Tc):
             k_start = j * BC
-            c = min(BC, n - k_start)  # valid key rows in this K/V block
+            c = min(BC, n_k - k_start)  # valid key rows in this K/V block
             # Everyone must be done with the previous K_j, V_j before they are overwritten
             # (and, for j = 0, the Q_i tile must be complete before anyone reads it).
             cuda.syncthreads()
             for idx in range(tid, c * D, BR):
                 row = idx // D
                 col = idx - row * D
-                Ks[row, col] = k[bh, k_start + row, col]
-                Vs[row, col] = v[bh, k_start + row, col]
+                Ks[row, col] = k[kv_bh, k_start + row, col]
+                Vs[row, col] = v[kv_bh, k_start + row, col]
                 if COUNTING:
                     n_gr += 2
                     n_sw += 2
@@ -121,6 +147,13 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool):
                         if COUNTING:
                             n_sr += 2
                     s *= SCALE
+                    if CAUSAL:
+                        # A visited tile is computed whole (the dot product above is done and
+                        # counted); a key beyond my reach gets score −∞, so exp() makes it 0 below.
+                        # No NaN: tile 0 holds key 0, which every row may see (off >= 0), so m is
+                        # finite after it, and exp(−inf − m) = 0 from then on.
+                        if k_start + cc > reach:
+                            s = NEG_INF
                     Ss[tid, cc] = s
                     if COUNTING:
                         n_sw += 1
@@ -170,15 +203,15 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool):
             cuda.atomic.add(counters, 3, n_sw)
 
     fa2_forward.__name__ = fa2_forward.__qualname__ = (
-        f"fa2_forward_d{D}_br{BR}_bc{BC}{'_count' if COUNTING else ''}"
+        f"fa2_forward_d{D}_br{BR}_bc{BC}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
     )
     return cuda.jit(fa2_forward)
 
 
 @dataclass
 class TiledResult:
-    o: np.ndarray  # (B, H, N, d) fp32
-    lse: np.ndarray  # (B, H, N) fp32
+    o: np.ndarray  # (B, H, N_q, d) fp32
+    lse: np.ndarray  # (B, H, N_q) fp32
     block_rows: int
     block_cols: int
     counts: dict | None = None  # hbm/sram read/write bytes when count=True
@@ -188,55 +221,67 @@ class TiledResult:
 class TiledPlan:
     """Everything a launch needs; built once, launched many times (the benchmark does)."""
 
-    shape: tuple  # (B, H, N, d)
+    shape: tuple  # (B, H, N, d), N = N_k
     block_rows: int
     block_cols: int
     counting: bool
+    causal: bool = False
+    kv_heads: int | None = None  # H_kv; None: H (multi-head)
+    query_len: int | None = None  # N_q; None: N
+
+    @property
+    def nq(self):
+        return self.shape[2] if self.query_len is None else self.query_len
 
     @property
     def grid(self):
-        b, h, n, _ = self.shape
-        return (-(-n // self.block_rows), b * h)
+        b, h, _, _ = self.shape
+        return (-(-self.nq // self.block_rows), b * h)
 
     @property
     def block(self):
         return (self.block_rows,)
 
     def kernel(self):
-        return fa2_kernel(self.shape[3], self.block_rows, self.block_cols, self.counting)
+        return fa2_kernel(self.shape[3], self.block_rows, self.block_cols, self.counting, self.causal)
 
     def launch(self, q, k, v, o, lse, counters):
-        """Device arrays viewed as (B·H, N, d) / (B·H, N); no checks, no sync."""
+        """Device arrays viewed as q, o (B·H, N_q, d), k, v (B·H_kv, N, d), lse (B·H, N_q); no
+        checks, no sync."""
         self.kernel()[self.grid, self.block](q, k, v, o, lse, counters)
 
 
-def plan_tiled(q, k, v, *, block_rows=None, block_cols=None, counting=False) -> TiledPlan:
-    shape = check_qkv(q, k, v)
+def plan_tiled(q, k, v, *, block_rows=None, block_cols=None, counting=False, causal=False) -> TiledPlan:
+    shape = check_attention_inputs(q, k, v, causal=causal)
     br, bc = resolve_tiled_blocks(shape, block_rows, block_cols)
-    return TiledPlan((shape.batch, shape.heads, shape.seq_len, shape.head_dim), br, bc, bool(counting))
+    return TiledPlan((shape.batch, shape.heads, shape.seq_len, shape.head_dim), br, bc, bool(counting),
+                     bool(causal), shape.kv_heads, shape.query_len)
 
 
-def run_tiled(q, k, v, *, block_rows=None, block_cols=None, count=False) -> TiledResult:
-    """FlashAttention-2 forward on host fp32 arrays (B, H, N, d); returns O, L (+ counts).
+def run_tiled(q, k, v, *, block_rows=None, block_cols=None, count=False, causal=False) -> TiledResult:
+    """FlashAttention-2 forward on host fp32 arrays; returns O, L (+ counts).
 
+    q is (B, H, N_q, d), k and v (B, H_kv, N_k, d) with H_kv dividing H (N_q = N_k and H_kv = H
+    for plain multi-head self-attention); ``causal`` masks key k for query q when k > q + N_k − N_q.
     Outputs are poisoned with NaN before the launch, so an element the kernel fails to write
     shows up as NaN.
     """
-    plan = plan_tiled(q, k, v, block_rows=block_rows, block_cols=block_cols, counting=count)
+    plan = plan_tiled(q, k, v, block_rows=block_rows, block_cols=block_cols, counting=count, causal=causal)
     b, h, n, d = plan.shape
-    bh = b * h
-    dq = cuda.to_device(np.ascontiguousarray(q).reshape(bh, n, d))
-    dk = cuda.to_device(np.ascontiguousarray(k).reshape(bh, n, d))
-    dv = cuda.to_device(np.ascontiguousarray(v).reshape(bh, n, d))
-    do = cuda.to_device(np.full((bh, n, d), np.nan, dtype=np.float32))
-    dl = cuda.to_device(np.full((bh, n), np.nan, dtype=np.float32))
+    nq = plan.nq
+    hkv = h if plan.kv_heads is None else plan.kv_heads
+    dq = cuda.to_device(np.ascontiguousarray(q).reshape(b * h, nq, d))
+    dk = cuda.to_device(np.ascontiguousarray(k).reshape(b * hkv, n, d))
+    dv = cuda.to_device(np.ascontiguousarray(v).reshape(b * hkv, n, d))
+    do = cuda.to_device(np.full((b * h, nq, d), np.nan, dtype=np.float32))
+    dl = cuda.to_device(np.full((b * h, nq), np.nan, dtype=np.float32))
     counters = new_counters()
     plan.launch(dq, dk, dv, do, dl, counters)
     if not simulator_enabled():
         cuda.synchronize()
     return TiledResult(
-        o=do.copy_to_host().reshape(b, h, n, d),
-        lse=dl.copy_to_host().reshape(b, h, n),
+        o=do.copy_to_host().reshape(b, h, nq, d),
+        lse=dl.copy_to_host().reshape(b, h, nq),
         block_rows=plan.block_rows,
         block_cols=plan.block_cols,
         counts=counts_from(counters) if count else None,

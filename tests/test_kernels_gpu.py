@@ -78,3 +78,77 @@ def test_timing_builds_have_no_atomics_and_no_float64():
     assert check_report(rows) == []
     assert all(r["atom"] == 0 for r in rows if r["build"] == "timing")
     assert all(r["atom"] == 4 for r in rows if r["build"] == "counting")
+
+
+# --- variants (issue 7): causal masking, GQA/MQA, N_q < N_k -----------------------------------
+
+@functools.lru_cache(maxsize=2)
+def _variant_case(b, h, hkv, n, nq, d, causal, seed):
+    from gpu_kernels import attention_reference, random_qkv
+
+    q, k, v = random_qkv(b, h, n, d, seed=seed, kv_heads=hkv, query_len=nq)
+    return (q, k, v), attention_reference(q, k, v, causal=causal)
+
+
+TILED_VARIANTS = [
+    # (B, H, H_kv, N_k, N_q, d, causal)
+    (1, 2, None, 4096, None, 64, True),  # causal
+    (1, 2, None, 4096, None, 128, True),  # causal, d = 128 (24×24 tiles)
+    (1, 4, 2, 4096, None, 64, False),  # GQA
+    (1, 4, 1, 4096, 3000, 64, True),  # MQA + causal + N_q < N_k (ragged blocks)
+]
+
+
+@pytest.mark.parametrize("b,h,hkv,n,nq,d,causal", TILED_VARIANTS)
+def test_tiled_gpu_variants(b, h, hkv, n, nq, d, causal):
+    from gpu_kernels import rel_error, run_tiled
+
+    (q, k, v), (ref_o, ref_lse) = _variant_case(b, h, hkv, n, nq, d, causal, 7 + n + d)
+    for count in (False, True):
+        res = run_tiled(q, k, v, count=count, causal=causal)
+        assert rel_error(res.o, ref_o) < TOL
+        assert rel_error(res.lse, ref_lse) < TOL
+    assert res.counts == _simlib("tiled", b, h, n, d, block_rows=res.block_rows, block_cols=res.block_cols,
+                                 kv_heads=hkv, causal=causal, query_len=nq)
+
+
+NAIVE_VARIANTS = [
+    (1, 2, None, 4096, None, 64, True),  # causal
+    (1, 4, 2, 4096, None, 64, False),  # GQA
+    (1, 4, 1, 4096, 3000, 64, True),  # MQA + causal + N_q < N_k
+]
+
+
+@pytest.mark.parametrize("b,h,hkv,n,nq,d,causal", NAIVE_VARIANTS)
+def test_naive_gpu_variants(b, h, hkv, n, nq, d, causal):
+    from gpu_kernels import rel_error, run_naive
+
+    (q, k, v), (ref_o, _) = _variant_case(b, h, hkv, n, nq, d, causal, 7 + n + d)
+    for count in (False, True):
+        res = run_naive(q, k, v, count=count, causal=causal)
+        assert rel_error(res.o, ref_o) < TOL
+    assert res.counts == _simlib("naive", b, h, n, d, matmul_tile=res.matmul_tile,
+                                 softmax_threads=res.softmax_threads, kv_heads=hkv, causal=causal, query_len=nq)
+
+
+def test_causal_timing_builds_have_no_atomics_and_no_float64():
+    """The causal builds (a separate compile-time constant) keep the one-source promise too."""
+    from numba import cuda, types
+
+    from gpu_kernels.asm import summarize_ptx
+    from gpu_kernels.checks import default_blocks, softmax_per_thread
+    from gpu_kernels.naive import softmax_kernel
+    from gpu_kernels.tiled import fa2_kernel
+
+    a3 = types.Array(types.float32, 3, "C")
+    a2 = types.Array(types.float32, 2, "C")
+    cnt = types.Array(types.int64, 1, "C")
+    cc = cuda.get_current_device().compute_capability
+    for counting in (False, True):
+        disps = [(fa2_kernel(d, *default_blocks(4096, d), counting, True), (a3, a3, a3, a3, a2, cnt))
+                 for d in (64, 128)]
+        disps.append((softmax_kernel(128, softmax_per_thread(4096, 128), counting, True), (a3, a3, cnt)))
+        for disp, sig in disps:
+            s = summarize_ptx(disp.compile(sig).inspect_asm(cc))
+            assert s["atom"] == (4 if counting else 0)
+            assert s["f64"] == 0
