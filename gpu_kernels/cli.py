@@ -319,3 +319,6 @@ def main(argv=None) -> int:
     except UsageError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
+    except BrokenPipeError:            # output piped into `head`: the reader left; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

@@ -106,3 +106,15 @@ def test_bad_sweep_fails_before_printing():
     p = cli("sweep", "--algorithm", "fa2", "--seq-len", "64,128", "--head-dim", "64", "--sram", "1KiB",
             "--block-cols", "1,2,3")
     assert p.returncode == 2 and p.stdout == "" and "block_cols" in p.stderr
+
+
+def test_closed_pipe_gives_no_traceback():
+    # `python -m simlib sweep ... | head -1`: the reader leaves after one line
+    p = subprocess.Popen([sys.executable, "-m", "simlib", "sweep", "--seq-len", "1:1048576", "--head-dim",
+                          "16,32,64,128", "--sram", "192KiB", "--csv", "-"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read()
+    p.wait()
+    assert "Traceback" not in err
