@@ -22,6 +22,11 @@
 # lecture counts each change exactly and ends with the question users ask most: how long a
 # conversation fits on my GPU?
 
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Speaker notes: the four variants change different terms of the same count. Causal removes tiles,
+# GQA removes K/V heads (from the cache, not from the forward's reads), decode removes the Q side
+# almost entirely, the backward adds Q/O/dO/dQ re-reads. Ask the class to guess each before the cell.
+
 # %% slideshow={"slide_type": "skip"}
 import matplotlib.pyplot as plt
 import numpy as np
@@ -105,6 +110,10 @@ for kv_heads in (32, 8, 1):
                  "decode FLOP/byte": dec.flops / dec.hbm_bytes})
 gqa_table = pd.DataFrame(rows)
 gqa_table
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Speaker notes: the prefill column does not move with kv_heads; the decode column falls by g. This
+# is why GQA was introduced for serving, not for training speed.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. Decode: one token against the cache is memory bound
@@ -200,6 +209,10 @@ display(Markdown(
     "removes four N×N passes), which is where the remaining distance lies. The paper's GFLOPs row "
     f"({std_row['paper_gflop']} and {fa_row['paper_gflop']}) does not follow from the stated workload: "
     f"4·N²·d·B·H alone is {Workload(1024, 64, batch=64, heads=16).flops / 1e9:.0f} GFLOP for the forward pass."))
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Speaker notes: the paper's 40.3 GB and 4.4 GB depend on kernel boundaries the paper does not list.
+# Show the causal/no-mask sensitivity; the 9–16× ratio is the robust lesson, not the third digit.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. The KV cache: how one long conversation fills a GPU
