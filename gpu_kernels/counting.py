@@ -9,7 +9,8 @@ memory access it counts and guarded by ``if COUNTING:``:
     SHARED_READ   elements loaded from shared memory (SRAM) by a thread
     SHARED_WRITE  elements stored to shared memory by a thread
 
-At the end each thread does one ``cuda.atomic.add`` per counter into an int64[4] array. numba
+At the end each thread does one ``cuda.atomic.add`` per counter into an int64[4] array
+(``flush.flush_counters``). numba
 treats a closure variable as a compile-time constant and prunes ``if False:`` branches, so the
 timing build (``counting=False``) contains no counter code and no atomics: ``gpu_kernels.asm``
 checks this in the PTX. The same source also runs under numba's CUDA simulator.

@@ -56,6 +56,7 @@ from numba import cuda, float32  # module globals: the CUDA simulator swaps `cud
 
 from .checks import ITEMSIZE, MAX_THREADS_PER_BLOCK, check_qkv
 from .counting import counts_from, new_counters, simulator_enabled
+from .flush import flush_counters
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -580,10 +581,7 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
             n_sr += TM * NTX
 
         if COUNTING:
-            cuda.atomic.add(counters, 0, n_gr)
-            cuda.atomic.add(counters, 1, n_gw)
-            cuda.atomic.add(counters, 2, n_sr)
-            cuda.atomic.add(counters, 3, n_sw)
+            flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
     fa2_fast.__name__ = fa2_fast.__qualname__ = (
         f"fa2_fast_d{D}_tm{TM}_tn{TN}_t{NTY}x{NTX}{'_async' if ASYNC else ''}_u{UNROLL}{'_count' if COUNTING else ''}"

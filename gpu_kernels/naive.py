@@ -35,6 +35,7 @@ from numba import cuda, float32  # module globals: the CUDA simulator swaps `cud
 
 from .checks import check_attention_inputs, resolve_naive_params, scale_for, softmax_per_thread
 from .counting import add_counts, counts_from, new_counters, simulator_enabled
+from .flush import flush_counters
 
 
 @functools.lru_cache(maxsize=None)
@@ -107,10 +108,7 @@ def matmul_kernel(tile: int, trans_b: bool, counting: bool):
             if COUNTING:
                 n_gw += 1
         if COUNTING:
-            cuda.atomic.add(counters, 0, n_gr)
-            cuda.atomic.add(counters, 1, n_gw)
-            cuda.atomic.add(counters, 2, n_sr)
-            cuda.atomic.add(counters, 3, n_sw)
+            flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
     matmul.__name__ = matmul.__qualname__ = (
         f"matmul_t{T}{'_bt' if TRANS_B else ''}{'_count' if COUNTING else ''}"
@@ -215,10 +213,7 @@ def softmax_kernel(threads: int, per_thread: int, counting: bool, causal: bool =
                     n_gw += 1
 
         if COUNTING:
-            cuda.atomic.add(counters, 0, n_gr)
-            cuda.atomic.add(counters, 1, n_gw)
-            cuda.atomic.add(counters, 2, n_sr)
-            cuda.atomic.add(counters, 3, n_sw)
+            flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
     softmax.__name__ = softmax.__qualname__ = (
         f"softmax_t{TPB}_per{PER}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"

@@ -44,6 +44,7 @@ from numba import cuda, float32  # module globals: the CUDA simulator swaps `cud
 
 from .checks import ITEMSIZE, SHARED_LIMIT_BYTES, check_attention_inputs, resolve_tiled_blocks, scale_for
 from .counting import counts_from, new_counters, simulator_enabled
+from .flush import flush_counters
 
 
 def _pad(block_rows: int, block_cols: int, head_dim: int) -> int:
@@ -197,10 +198,7 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
                 n_gw += D + 1
 
         if COUNTING:  # one atomic per counter per thread
-            cuda.atomic.add(counters, 0, n_gr)
-            cuda.atomic.add(counters, 1, n_gw)
-            cuda.atomic.add(counters, 2, n_sr)
-            cuda.atomic.add(counters, 3, n_sw)
+            flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
     fa2_forward.__name__ = fa2_forward.__qualname__ = (
         f"fa2_forward_d{D}_br{BR}_bc{BC}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"

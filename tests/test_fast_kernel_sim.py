@@ -19,22 +19,8 @@ from gpu_kernels.counting import COUNT_KEYS
 from gpu_kernels.fast import FastConfig, default_config, run_fast
 from gpu_kernels.reference import attention_reference, random_qkv, rel_error
 from simlib import Workload, count
+from kernel_helpers import TOL, ON_GPU, sim_only, ceil_div, lse_error
 from simlib.schedules.fa2_fast import kernel_defaults, smem_elements
-
-TOL = 1e-5
-ON_GPU = os.environ.get("FLASHIO_GPU") == "1"
-sim_only = pytest.mark.skipif(ON_GPU, reason="simulator tests run on the CPU")
-
-
-def ceil_div(a, b):
-    return -(-a // b)
-
-
-def lse_error(out, ref):
-    out = np.asarray(out, dtype=np.float64)
-    if not np.all(np.isfinite(out)):
-        return math.inf
-    return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), math.sqrt(ref.size)))
 
 
 def fa2_fast_closed_form(b, h, n, d, cfg):

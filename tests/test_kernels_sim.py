@@ -18,24 +18,10 @@ import pytest
 from gpu_kernels import attention_reference, default_blocks, random_qkv, rel_error, run_naive, run_tiled
 from gpu_kernels.counting import COUNT_KEYS
 from simlib import Workload, count
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TOL = 1e-5
-
-pytestmark = pytest.mark.skipif(os.environ.get("FLASHIO_GPU") == "1", reason="simulator tests run on the CPU")
+from kernel_helpers import REPO, TOL, sim_only, ceil_div, lse_error
 
 
-def ceil_div(a, b):
-    return -(-a // b)
-
-
-def lse_error(out, ref):
-    """Relative error of L with a floor of 1 per element: L = m + log l is a sum of scores whose
-    rounding error scales with |q|·|k|, not with |L| (for N = 1, L is one score that may be ~0)."""
-    out = np.asarray(out, dtype=np.float64)
-    if not np.all(np.isfinite(out)):
-        return math.inf
-    return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), math.sqrt(ref.size)))
+pytestmark = sim_only
 
 
 # --- closed forms from docs/COUNTING.md (elements per batch·head; × B·H × 4 bytes) -------------
