@@ -4,13 +4,11 @@ Presets live in data/hardware/<key>.json, each number with its source.
 The SRAM a tiled schedule may use is the level's `max_shared_per_block_bytes` (what one thread
 block can allocate), not the whole per-SM L1/shared capacity.
 """
-import json
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-PRESET_DIR = DATA_DIR / "hardware"
+from . import presets
+from .presets import DATA_DIR  # noqa: F401  (where claims, reproduce and the lectures find data/)
 
 
 @dataclass(frozen=True)
@@ -45,16 +43,13 @@ class Hardware:
 
 
 def preset_keys():
-    return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+    return presets.keys("hardware")
 
 
 @lru_cache(maxsize=None)
 def load_preset(key):
     """The Hardware preset `key` (e.g. 'a100-40gb'); ValueError naming `gpu` if unknown."""
-    path = PRESET_DIR / f"{key}.json"
-    if not path.is_file():
-        raise ValueError(f"gpu must be one of {', '.join(preset_keys())}, got {key!r}")
-    raw = json.loads(path.read_text())
+    raw = presets.read("hardware", key, "gpu")
     fields = MemoryLevel.__dataclass_fields__
     levels = tuple(MemoryLevel(**{k: v for k, v in lv.items() if k in fields}) for lv in raw["levels"])
     return Hardware(raw["key"], raw["name"], dict(raw["peak_flops"]), levels, raw["sm_count"],

@@ -6,17 +6,15 @@ head_dim · bytes. Worked number (Llama-3-8B, fp16): 2·32·8·128·2 B = 131,07
 weights 8,030,261,248 · 2 B = 16.06 GB, so on a 16 GiB (17.18 GB) GPU only 1.12 GB is left for the
 cache: 8,539 tokens at batch 1, before activations and the CUDA context.
 """
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 
 import pandas as pd
 
-from .hardware import DATA_DIR
+from . import presets
 from .units import dtype_bytes
 from .workload import check_positive_int
 
-MODEL_DIR = DATA_DIR / "models"
 WEIGHT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int4": 0.5}
 
 
@@ -55,15 +53,13 @@ class Model:
 
 
 def model_keys():
-    return sorted(p.stem for p in MODEL_DIR.glob("*.json"))
+    return presets.keys("models")
 
 
 @lru_cache(maxsize=None)
 def load_model(key):
-    path = MODEL_DIR / f"{key}.json"
-    if not path.is_file():
-        raise ValueError(f"model must be one of {', '.join(model_keys())}, got {key!r}")
-    raw = json.loads(path.read_text())
+    """The Model preset `key` (e.g. 'llama-3-8b'); ValueError naming `model` if unknown."""
+    raw = presets.read("models", key, "model")
     return Model(**{k: raw[k] for k in Model.__dataclass_fields__})
 
 
