@@ -3,8 +3,12 @@
 The logical counts (simlib.count) are kept exactly as they are. This package predicts what Nsight
 Compute measures: 32-byte sectors between L1 and L2 after warp coalescing, shared-memory
 wavefronts after bank conflicts and broadcasts, and DRAM bytes after reuse in L2.
+`predict` (kernels.py) does it for each launch of the numba kernels; `python -m
+simlib.physical.compare` puts it next to the recorded Nsight Compute profile.
 """
 from .coalescing import shared_wavefronts, warp_sectors
+from .kernels import METRICS, predict
 from .l2 import dram_reads_of_rereads
+from .occupancy import blocks_per_sm
 
-__all__ = ["dram_reads_of_rereads", "shared_wavefronts", "warp_sectors"]
+__all__ = ["METRICS", "blocks_per_sm", "dram_reads_of_rereads", "predict", "shared_wavefronts", "warp_sectors"]
