@@ -1,9 +1,11 @@
 """Two measurements the physical model's misses ask for (docs/ARCHITECTURE.md, lecture 5).
 
-1. Effective L2 capacity for re-reads: read a buffer of F bytes repeatedly (cupy sum, read-only)
-   and time it with CUDA events, F from 8 to 128 MiB. While the buffer fits in what L2 keeps for
+1. Effective L2 capacity for re-reads: one kernel reads a buffer of F bytes PASSES times over
+   (grid-stride, so between two reads of an element the whole buffer is touched: reuse distance F),
+   timed with CUDA events, F from 8 to 128 MiB. While the buffer fits in what L2 keeps for
    re-reads, the time per byte is L2's; past it, DRAM's. The knee is the capacity a reuse-distance
-   model should use (the H200 has 60 MiB of L2 in two partitions).
+   model should use (the H200 has 60 MiB of L2 in two partitions). (Run 4 used cupy's sum, one
+   pass per launch: its fixed cost hid the knee; this is the second attempt.)
 2. The tiled kernel's SASS on this machine (d = 64 and 128, default blocks): how many shared-memory
    loads (LDS) the compiled loops really issue, to compare with the model's one LDS per counted read.
 
@@ -23,23 +25,53 @@ from gpu_kernels.provenance import provenance, write_csv_atomic, write_json_atom
 OUT = os.environ.get("OUT") or "data/measurements"
 
 
-def l2_probe(sizes_mib=tuple(range(8, 129, 4)), reps=25):
-    import cupy as cp
+PASSES = 32
 
+
+def _reread_kernel():
+    from numba import cuda, float32
+
+    @cuda.jit
+    def reread(x, out, passes):
+        # four independent accumulators keep four loads in flight per thread
+        start = cuda.grid(1) * 4
+        stride = cuda.gridsize(1) * 4
+        a0 = float32(0.0)
+        a1 = float32(0.0)
+        a2 = float32(0.0)
+        a3 = float32(0.0)
+        for _ in range(passes):
+            for i in range(start, x.shape[0] - 3, stride):
+                a0 += x[i]
+                a1 += x[i + 1]
+                a2 += x[i + 2]
+                a3 += x[i + 3]
+        out[cuda.grid(1)] = a0 + a1 + a2 + a3     # keeps the loads alive
+
+    return reread
+
+
+def l2_probe(sizes_mib=tuple(range(8, 129, 4)), reps=7):
+    from numba import cuda
+
+    kernel = _reread_kernel()
+    blocks, threads = 132 * 8, 256
+    out = cuda.device_array(blocks * threads, dtype=np.float32)
     rows = []
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
     for mib in sizes_mib:
-        x = cp.random.standard_normal(mib * 2**20 // 4, dtype=cp.float32)
-        x.sum()                                   # warm-up: compile, and bring x into L2 if it fits
+        x = cuda.to_device(np.random.default_rng(mib).standard_normal(mib * 2**20 // 4).astype(np.float32))
+        kernel[blocks, threads](x, out, 1)        # compile and warm up
         times = []
         for _ in range(reps):
+            start, stop = cuda.event(), cuda.event()
             start.record()
-            x.sum()
+            kernel[blocks, threads](x, out, PASSES)
             stop.record()
             stop.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
+            times.append(cuda.event_elapsed_time(start, stop) * 1e-3)
         t = statistics.median(times)
-        rows.append({"footprint_mib": mib, "median_s": t, "read_gbps": mib * 2**20 / t / 1e9, "reps": reps})
+        rows.append({"footprint_mib": mib, "passes": PASSES, "median_s": t,
+                     "read_gbps": PASSES * mib * 2**20 / t / 1e9, "reps": reps})
         del x
     return rows
 
@@ -64,6 +96,14 @@ def tiled_sass(head_dim):
 def main():
     os.makedirs(OUT, exist_ok=True)
     rows = l2_probe()
+    if "--probe-only" in sys.argv:
+        write_csv_atomic(os.path.join(OUT, "l2_capacity_h200.csv"), rows, list(rows[0]))
+        write_json_atomic(os.path.join(OUT, "l2_capacity_h200.provenance.json"), provenance({
+            "what": "L2 effective capacity probe: a numba kernel reading F bytes PASSES times "
+                    "(grid-stride, reuse distance F), CUDA events, median of reps"}))
+        for r in rows:
+            print(f"{r['footprint_mib']:>5} MiB {r['read_gbps']:>9.0f} GB/s")
+        return
     write_csv_atomic(os.path.join(OUT, "l2_capacity_h200.csv"), rows, list(rows[0]))
     sass_rows = []
     for d in (64, 128):
