@@ -17,6 +17,7 @@ import statistics
 import sys
 
 import numpy as np
+from numba import cuda, float32  # module globals: the CUDA simulator swaps `cuda` in a kernel's globals
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -29,8 +30,6 @@ PASSES = 32
 
 
 def _reread_kernel():
-    from numba import cuda, float32
-
     @cuda.jit
     def reread(x, out, passes):
         # four independent accumulators keep four loads in flight per thread
@@ -52,8 +51,6 @@ def _reread_kernel():
 
 
 def l2_probe(sizes_mib=tuple(range(8, 129, 4)), reps=7):
-    from numba import cuda
-
     kernel = _reread_kernel()
     blocks, threads = 132 * 8, 256
     out = cuda.device_array(blocks * threads, dtype=np.float32)
@@ -77,8 +74,6 @@ def l2_probe(sizes_mib=tuple(range(8, 129, 4)), reps=7):
 
 
 def tiled_sass(head_dim):
-    from numba import cuda
-
     from gpu_kernels.checks import default_blocks
     from gpu_kernels.reference import random_qkv
     from gpu_kernels.tiled import fa2_kernel, run_tiled
