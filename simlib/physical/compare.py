@@ -32,10 +32,10 @@ COLUMNS = ("kernel", "launch", "batch", "heads", "seq_len", "head_dim", "params"
 CAUSES = {
     (K.DRAM_WRITE, "*", "*"): "ncu counts write-backs during the kernel only: dirty lines still in L2 "
                               "when it ends (up to 60 MiB) are written later, so ncu is below the bytes written",
-    (K.DRAM_READ, "tiled", "fa2"): "K/V re-read by a later wave at a reuse distance of 79 % of the L2 "
-                                   "(49.8 of 62.9 MB): an LRU of 60 MiB keeps them, the real L2 (two 30 MiB "
-                                   "partitions, hashed, not LRU) partly does not; with one partition as the "
-                                   "capacity the model gives 1.3x ncu, so the truth lies between",
+    (K.DRAM_READ, "tiled", "fa2"): "K/V re-read by a later wave at an estimated reuse distance of 49.8 MB "
+                                   "(lockstep waves); the L2 probe (l2_ncu_h200.csv) serves every re-read up "
+                                   "to 48 MiB, so capacity alone does not explain it: the lockstep-wave "
+                                   "estimate of the reuse distance is the likely error (open)",
     (K.DRAM_READ, "naive", "pv"): "likely P tiles fetched twice when the blocks sharing a row of P drift "
                                   "apart: the blocks in flight stream 4x the L2 in P at d=64 (2x at d=128, "
                                   "where two profiles gave 0.98 and 1.00); the lockstep-wave model assumes no drift",
