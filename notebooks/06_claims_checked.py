@@ -69,11 +69,21 @@ if provenance:
                       name="provenance").to_frame())
 speedups.round(3)
 
+# %% [markdown]
+# The teaching kernels above show the traffic, not the speed a real FlashAttention kernel reaches.
+# The side-by-side run (`compare_h200.csv`) has two like-for-like pairs, each from one code base:
+# cuBLAS-based standard attention against the optimised numba FlashAttention-2 kernel, and
+# PyTorch's math SDPA against its memory-efficient one. Claim (e) is judged on these.
+
+# %%
+optimised = claims.optimised_speedups()
+optimised.round(2)
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The verdicts
 
 # %%
-table = claims.verdicts(measurements, measured_dtype=MEASURED_DTYPE)
+table = claims.verdicts(measurements, measured_dtype=MEASURED_DTYPE, optimised=optimised)
 table
 
 # %% tags=["remove-input"]
@@ -182,6 +192,10 @@ for ((base, kernel), g), color in zip(measured_d.groupby(["baseline", "kernel"])
                                       ("black", "#e377c2", "#17becf", "#bcbd22", "#ff7f0e")):
     ax.semilogx(g.seq_len, g["speed-up"], "s", ms=10, mfc="none", mew=2, color=color,
                 label=f"measured H200 ({MEASURED_DTYPE}): {base} / {kernel}")
+opt64 = optimised[optimised.head_dim == 64] if len(optimised) else optimised
+for ((base, kernel), g), color in zip(opt64.groupby(["baseline", "kernel"]), ("#d62728", "#9467bd")):
+    ax.semilogx(g.seq_len, g["speed-up"], "D-", ms=8, color=color,
+                label=f"measured H200 ({MEASURED_DTYPE}, optimised): {base} / {kernel}")
 ax.axhspan(2, 4, color="#ffdd57", alpha=0.25, label="claim (e): 2–4×")
 ax.axvline(claims.SHORT_SEQ, color="black", ls=":", lw=1)
 ax.text(claims.SHORT_SEQ, ax.get_ylim()[1] * 0.95, " claim (h): 256 tokens", fontsize=9, va="top")

@@ -323,3 +323,39 @@ def test_notebook_stored_without_outputs_and_in_sync(path):
     py = jupytext.read(path.with_suffix(".py"))
     assert [(c.cell_type, c.source.strip()) for c in ipynb.cells] == \
            [(c.cell_type, c.source.strip()) for c in py.cells], "the .ipynb and .py differ: run jupytext --sync"
+
+
+def _write_compare(tmp_path, rows):
+    path = tmp_path / "compare.csv"
+    lines = ["variant,batch,heads,seq_len,head_dim,params,metric,value,unit,note"]
+    lines += [f"{v},1,16,{n},{d},,ms,{ms},ms (median)," for v, n, d, ms in rows]
+    lines += [f"{v},1,16,{n},{d},,status,ok,," for v, n, d, _ in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_optimised_speedups_pair_each_standard_with_its_flash_kernel(tmp_path):
+    path = _write_compare(tmp_path, [("cupy_naive", 4096, 64, 9.0), ("numba_fast", 4096, 64, 3.0),
+                                     ("torch_math", 4096, 64, 4.0), ("torch_efficient", 4096, 64, 2.5),
+                                     ("numba_naive", 4096, 64, 40.0)])
+    s = claims.optimised_speedups(path).set_index("baseline")
+    assert s.loc["cupy_naive", "speed-up"] == pytest.approx(3.0)      # 9 / 3
+    assert s.loc["torch_math", "speed-up"] == pytest.approx(1.6)      # 4 / 2.5
+    assert len(s) == 2
+
+
+def test_verdict_e_from_optimised_pairs(tmp_path):
+    inside = _write_compare(tmp_path, [("cupy_naive", 4096, 64, 9.0), ("numba_fast", 4096, 64, 3.0)])
+    assert claims.verdict_e(optimised=claims.optimised_speedups(inside)).verdict == claims.HOLDS
+    mixed = _write_compare(tmp_path, [("cupy_naive", 4096, 64, 9.0), ("numba_fast", 4096, 64, 3.0),
+                                      ("torch_math", 4096, 64, 3.0), ("torch_efficient", 4096, 64, 2.0)])
+    assert claims.verdict_e(optimised=claims.optimised_speedups(mixed)).verdict == claims.CONDITIONS
+    below = _write_compare(tmp_path, [("torch_math", 4096, 64, 3.0), ("torch_efficient", 4096, 64, 2.0)])
+    assert claims.verdict_e(optimised=claims.optimised_speedups(below)).verdict == claims.FAILS
+    short_only = _write_compare(tmp_path, [("cupy_naive", 1024, 64, 9.0), ("numba_fast", 1024, 64, 3.0)])
+    v = claims.verdict_e(optimised=claims.optimised_speedups(short_only))
+    assert v.measured == claims.NO_MEASUREMENT                       # N < 2K is not "long"
+
+
+def test_optimised_speedups_absent_file(tmp_path):
+    assert claims.optimised_speedups(tmp_path / "absent.csv").empty
