@@ -12,8 +12,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
+# JupyterLab refuses to start as root unless told; containers often run as root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q tests --nbmake --nbmake-timeout=300 notebooks
