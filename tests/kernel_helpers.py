@@ -1,6 +1,8 @@
 """Helpers shared by the kernel test files (simulator and GPU)."""
 import math
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -22,3 +24,12 @@ def lse_error(out, ref):
     if not np.all(np.isfinite(out)):
         return math.inf
     return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), math.sqrt(ref.size)))
+
+
+def run_cli(args, timeout=120):
+    """`python -m gpu_kernels ARGS` in a fresh process that decides on the simulator by itself."""
+    env = dict(os.environ)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)  # the CLI must decide by itself
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "gpu_kernels", *args], capture_output=True, text=True,
+                          cwd=REPO, env=env, timeout=timeout)

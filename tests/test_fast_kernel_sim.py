@@ -8,7 +8,6 @@ default configurations (more than 48 KiB of shared memory), counters on the GPU,
 """
 
 import math
-import os
 
 import numpy as np
 import pytest

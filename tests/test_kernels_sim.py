@@ -18,7 +18,7 @@ import pytest
 from gpu_kernels import attention_reference, default_blocks, random_qkv, rel_error, run_naive, run_tiled
 from gpu_kernels.counting import COUNT_KEYS
 from simlib import Workload, count
-from kernel_helpers import REPO, TOL, sim_only, ceil_div, lse_error
+from kernel_helpers import REPO, TOL, sim_only, ceil_div, lse_error, run_cli
 
 
 pytestmark = sim_only
@@ -225,12 +225,6 @@ def test_naive_param_checks():
 
 # --- CLI -----------------------------------------------------------------------------------------
 
-def _cli(args, simulator_env=True, timeout=120):
-    env = dict(os.environ)
-    env.pop("NUMBA_ENABLE_CUDASIM", None)  # the CLI must decide by itself
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "gpu_kernels", *args], capture_output=True, text=True,
-                          cwd=REPO, env=env, timeout=timeout)
 
 
 @pytest.mark.parametrize("args", [
@@ -238,7 +232,7 @@ def _cli(args, simulator_env=True, timeout=120):
     ["--kernel", "naive", "--seq-len", "6", "--head-dim", "16", "--batch", "2"],
 ])
 def test_cli_run_simulated_counted(args):
-    p = _cli(["run", *args, "--count", "--simulate", "--json"])
+    p = run_cli(["run", *args, "--count", "--simulate", "--json"])
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["ok"] is True
@@ -248,7 +242,7 @@ def test_cli_run_simulated_counted(args):
 
 
 def test_cli_run_text_output():
-    p = _cli(["run", "--kernel", "tiled", "--seq-len", "9", "--head-dim", "16", "--count", "--simulate"])
+    p = run_cli(["run", "--kernel", "tiled", "--seq-len", "9", "--head-dim", "16", "--count", "--simulate"])
     assert p.returncode == 0, p.stderr
     assert "hbm_read_bytes" in p.stdout and p.stdout.strip().endswith("OK")
 
@@ -265,12 +259,12 @@ def test_cli_without_gpu_says_so():
     if probe.stdout.strip() == "True":
         pytest.skip("a real GPU is present")
     for args in (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], ["bench"], ["profile"]):
-        p = _cli(args)
+        p = run_cli(args)
         assert p.returncode == 2
         assert p.stdout == ""
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and "no CUDA GPU" in lines[0], p.stderr
-    assert "--simulate" in _cli(["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16"]).stderr
+    assert "--simulate" in run_cli(["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16"]).stderr
 
 
 @pytest.mark.parametrize("args,names", [
@@ -293,7 +287,7 @@ def test_cli_without_gpu_says_so():
     ([], "required"),
 ])
 def test_cli_bad_input(args, names):
-    p = _cli(args)
+    p = run_cli(args)
     assert p.returncode == 2
     assert p.stdout == ""
     lines = p.stderr.strip().splitlines()

@@ -9,9 +9,6 @@ simulator runs one Python thread per CUDA thread.
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +16,7 @@ import pytest
 from gpu_kernels import attention_reference, random_qkv, rel_error, run_naive, run_tiled
 from gpu_kernels.counting import COUNT_KEYS
 from simlib import Workload, count
-from kernel_helpers import REPO, TOL, sim_only, ceil_div, lse_error
+from kernel_helpers import TOL, sim_only, ceil_div, lse_error, run_cli
 
 
 pytestmark = sim_only
@@ -263,12 +260,6 @@ def test_strict_check_qkv_is_unchanged():
 
 # --- CLI -----------------------------------------------------------------------------------------
 
-def _cli(args, timeout=120):
-    env = dict(os.environ)
-    env.pop("NUMBA_ENABLE_CUDASIM", None)  # the CLI must decide by itself
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "gpu_kernels", *args], capture_output=True, text=True,
-                          cwd=REPO, env=env, timeout=timeout)
 
 
 @pytest.mark.parametrize("args", [
@@ -277,7 +268,7 @@ def _cli(args, timeout=120):
     ["--kernel", "naive", "--seq-len", "7", "--head-dim", "16", "--heads", "2", "--kv-heads", "1", "--causal"],
 ])
 def test_cli_run_variants(args):
-    p = _cli(["run", *args, "--count", "--simulate", "--json", "--seed", "1"])
+    p = run_cli(["run", *args, "--count", "--simulate", "--json", "--seed", "1"])
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["ok"] is True and out["causal"] is True
@@ -297,7 +288,7 @@ def test_cli_run_variants(args):
     (["--query-len", "9", "--causal"], "causal needs query_len <= seq_len"),
 ])
 def test_cli_bad_variant_input(args, names):
-    p = _cli(["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16", "--simulate", *args])
+    p = run_cli(["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16", "--simulate", *args])
     assert p.returncode == 2
     assert p.stdout == ""
     lines = p.stderr.strip().splitlines()
