@@ -50,6 +50,37 @@ def _reread_kernel():
     return reread
 
 
+#: Blocks between the reader of an element in one pass and its reader in the next (rotating probe)
+ROTATE_BLOCKS = 131
+
+
+def _reread_rotating_kernel():
+    """The same re-read, but in pass p thread g reads what thread g + p·ROTATE_BLOCKS·256 read in
+    pass 0: every element is read by a block 131 blocks away each pass (another SM, and with the
+    round-robin block placement SMs of both L2 partitions), as the tiled kernel's K/V tiles are
+    read by every block of a head. The L1 of the previous reader cannot serve it, so every re-read
+    reaches L2; a line homed in one partition and read from the other may be held in both."""
+    @cuda.jit
+    def reread_rotating(x, out, passes):
+        g = cuda.grid(1)
+        threads = cuda.gridsize(1)
+        stride = threads * 4
+        a0 = float32(0.0)
+        a1 = float32(0.0)
+        a2 = float32(0.0)
+        a3 = float32(0.0)
+        for p in range(passes):
+            start = ((g + p * ROTATE_BLOCKS * cuda.blockDim.x) % threads) * 4
+            for i in range(start, x.shape[0] - 3, stride):
+                a0 += x[i]
+                a1 += x[i + 1]
+                a2 += x[i + 2]
+                a3 += x[i + 3]
+        out[g] = a0 + a1 + a2 + a3
+
+    return reread_rotating
+
+
 def l2_probe(sizes_mib=tuple(range(8, 129, 4)), reps=7):
     kernel = _reread_kernel()
     blocks, threads = 132 * 8, 256
@@ -88,14 +119,15 @@ def tiled_sass(head_dim):
     return sass, {"head_dim": head_dim, "block_rows": br, "block_cols": bc, **counts}
 
 
-NCU_SIZES_MIB = (16, 32, 48, 56, 64, 72, 80, 96, 128)
+NCU_SIZES_MIB = (8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128)
 NCU_PASSES = 8
 
 
-def ncu_driver():
+def ncu_driver(rotating=False):
     """One launch per footprint, for `ncu --metrics dram__bytes_read.sum` (the first launch, on
-    1 MiB, only compiles). DRAM bytes / (passes · F) is the fraction of re-reads L2 did not serve."""
-    kernel = _reread_kernel()
+    1 MiB, only compiles). DRAM bytes / (passes · F) is the fraction of re-reads L2 did not serve.
+    `rotating`: each pass reads every element from another block (see _reread_rotating_kernel)."""
+    kernel = _reread_rotating_kernel() if rotating else _reread_kernel()
     blocks, threads = 132 * 8, 256
     out = cuda.device_array(blocks * threads, dtype=np.float32)
     for mib in (1,) + NCU_SIZES_MIB:
@@ -107,7 +139,7 @@ def ncu_driver():
 
 def main():
     if "--ncu-driver" in sys.argv:
-        ncu_driver()
+        ncu_driver(rotating="--rotating" in sys.argv)
         return
     os.makedirs(OUT, exist_ok=True)
     rows = l2_probe()

@@ -52,13 +52,13 @@ VARIANTS = ("numba_naive", "numba_tiled", "numba_tiled_wide", "numba_fast", "cup
 def wide_blocks(seq_len: int, head_dim: int, block_cols: int = 8) -> tuple[int, int]:
     """Blocks for the readable kernel that keep more threads resident: Bc = 8 K/V rows and the
     largest Br (a multiple of 32 threads, one per query row) whose padded shared footprint
-    (Br·(d+1) + 2·Bc·d + Br·(Bc+1))·4 B fits in 48 KiB. d=64 → (128, 8); d=128 → (64, 8).
+    (``tiled.padded_shared_bytes``) fits in 48 KiB. d=64 → (128, 8); d=128 → (64, 8).
     Same kernel, same counted arithmetic; only the mapping (Timeloop's word) changes."""
     from .checks import SHARED_LIMIT_BYTES
+    from .tiled import padded_shared_bytes
 
     br = 32
-    while br + 32 <= 1024 and ((br + 32) * (head_dim + 1) + 2 * block_cols * head_dim
-                               + (br + 32) * (block_cols + 1)) * 4 <= SHARED_LIMIT_BYTES:
+    while br + 32 <= 1024 and padded_shared_bytes(br + 32, block_cols, head_dim) <= SHARED_LIMIT_BYTES:
         br += 32
     return min(br, seq_len), min(block_cols, seq_len)
 FIELDS = ["variant", "batch", "heads", "seq_len", "head_dim", "params", "metric", "value", "unit", "note"]

@@ -47,16 +47,30 @@ from .counting import counts_from, new_counters, simulator_enabled
 from .flush import flush_counters
 
 
+#: Padding of a Qs row, in floats: keeps rows 16-byte aligned (so the compiler can read Q with
+#: 16-byte LDS.128 loads) and puts the 8 rows read by a quarter-warp in 8 different bank groups.
+Q_PAD = 4
+#: Padding of an Ss row: an odd row stride puts the 32 rows a warp reads in 32 different banks.
+S_PAD = 1
+
+
 def _pad(block_rows: int, block_cols: int, head_dim: int) -> int:
-    """One extra float per row of Qs and Ss, if it still fits in 48 KiB.
+    """1 if the padded Qs and Ss rows still fit in 48 KiB, else 0 (no padding).
 
     Thread t reads row t of Qs and Ss. With a row length that is a multiple of 32 floats, all 32
-    threads of a warp hit the same shared-memory bank (a 32-way conflict); one float of padding
-    makes the row stride odd, so each thread lands in its own bank. Padding changes no count.
+    threads of a warp hit the same shared-memory bank (a 32-way conflict). Ss rows get one float
+    more (odd stride: each thread its own bank); Qs rows get four (Q_PAD), because the compiler
+    reads four consecutive Q floats with one 16-byte load, which it does only at a 16-byte aligned
+    address: a quarter-warp's 8 rows then start 4 banks apart and cover all 32. Padding changes
+    no count.
     """
+    return 1 if padded_shared_bytes(block_rows, block_cols, head_dim) <= SHARED_LIMIT_BYTES else 0
+
+
+def padded_shared_bytes(block_rows: int, block_cols: int, head_dim: int) -> int:
+    """Bytes of Qs, Ks, Vs and Ss with padded rows (Br = 128, Bc = 8, d = 64: 43,520 B)."""
     br, bc, d = block_rows, block_cols, head_dim
-    padded = (br * (d + 1) + 2 * bc * d + br * (bc + 1)) * ITEMSIZE
-    return 1 if padded <= SHARED_LIMIT_BYTES else 0
+    return (br * (d + Q_PAD) + 2 * bc * d + br * (bc + S_PAD)) * ITEMSIZE
 
 
 @functools.lru_cache(maxsize=None)
@@ -64,13 +78,21 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
     """Compile-time shapes: one kernel per (d, Br, Bc, counting, causal)."""
     D, BR, BC = head_dim, block_rows, block_cols
     PAD = _pad(BR, BC, D)
-    QS_COLS, SS_COLS = D + PAD, BC + PAD  # shapes must be plain constants for numba
+    QS_COLS, SS_COLS = D + Q_PAD * PAD, BC + S_PAD * PAD  # shapes must be plain constants for numba
     COUNTING = counting
     CAUSAL = causal  # a closure constant like COUNTING: `if CAUSAL:` vanishes from the plain build
     SCALE = scale_for(D)  # float32(1/sqrt(d)): a Python float would turn the arithmetic into float64
     NEG_INF = np.float32(-np.inf)
     ZERO = np.float32(0.0)
     ONE = np.float32(1.0)
+
+    # Why some hot loops below are `while` loops: numba lowers `for x in range(n)` to an iterator
+    # whose index LLVM cannot prove non-negative, so every array access in the loop keeps numba's
+    # negative-index wrap-around (`if x < 0: x += shape`) in 64-bit arithmetic. In the QK loop that
+    # was 22 instructions per multiply-add on sm_90, and it also stops the compiler from merging
+    # four Q (or K) reads into one 16-byte load. An explicit counter from 0 upwards is provably
+    # non-negative: the QK loop became 120 instructions for 64 multiply-adds (ptxas 13.0, d = 64).
+    # Loops that only touch the register array O_acc are fully unrolled either way and stay `for`.
 
     def fa2_forward(q, k, v, o, lse, counters):
         # q, o: (B·H, N_q, d); k, v: (B·H_kv, N_k, d); lse: (B·H, N_q); counters: int64[4]
@@ -109,13 +131,15 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
 
         # --- Load Q_i once. All Br threads copy the r×d tile together: consecutive threads take
         # consecutive elements, so a warp reads one contiguous stretch of HBM (coalesced).
-        for idx in range(tid, r * D, BR):
+        idx = tid
+        while idx < r * D:
             row = idx // D
             col = idx - row * D
             Qs[row, col] = q[bh, q_start + row, col]
             if COUNTING:
                 n_gr += 1
                 n_sw += 1
+            idx += BR
 
         m = NEG_INF  # running max of this row's scores
         l = ZERO  # running sum of exp(score - m)
@@ -128,7 +152,8 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
             # Everyone must be done with the previous K_j, V_j before they are overwritten
             # (and, for j = 0, the Q_i tile must be complete before anyone reads it).
             cuda.syncthreads()
-            for idx in range(tid, c * D, BR):
+            idx = tid
+            while idx < c * D:
                 row = idx // D
                 col = idx - row * D
                 Ks[row, col] = k[kv_bh, k_start + row, col]
@@ -136,6 +161,7 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
                 if COUNTING:
                     n_gr += 2
                     n_sw += 2
+                idx += BR
             cuda.syncthreads()  # K_j, V_j complete before anyone reads them
 
             if tid < r:  # threads of a ragged block's missing rows only help with the loads
@@ -143,10 +169,12 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
                 m_new = m
                 for cc in range(c):
                     s = ZERO
-                    for x in range(D):
+                    x = 0
+                    while x < D:
                         s += Qs[tid, x] * Ks[cc, x]
                         if COUNTING:
                             n_sr += 2
+                        x += 1
                     s *= SCALE
                     if CAUSAL:
                         # A visited tile is computed whole (the dot product above is done and
@@ -162,13 +190,15 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
 
                 # P̃_ij = exp(S_ij − m_new), written over S (nobody needs S again).
                 row_sum = ZERO
-                for cc in range(c):
+                cc = 0
+                while cc < c:
                     p = float32(math.exp(Ss[tid, cc] - m_new))
                     Ss[tid, cc] = p
                     if COUNTING:
                         n_sr += 1
                         n_sw += 1
                     row_sum += p
+                    cc += 1
 
                 # Online softmax: the old sum and output were scaled by exp(-m); rescale them to
                 # exp(-m_new). For j = 0, m = -inf and alpha = 0 (l and O_acc are 0 anyway).

@@ -37,6 +37,26 @@ def test_broadcast_is_one_wavefront():
     assert shared_wavefronts([128] * 32) == 1
 
 
+@pytest.mark.parametrize("lanes,expected", [(range(32), 2), (range(24), 2), (range(16), 1), (range(16, 32), 1)])
+def test_float4_broadcast_is_one_wavefront_per_half_warp(lanes, expected):
+    lanes = list(lanes)
+    assert shared_wavefronts([64] * len(lanes), access_bytes=16, lanes=lanes) == expected
+
+
+@pytest.mark.parametrize("stride_words,expected", [(4, 4), (68, 4), (64, 32), (65, 8)])
+def test_float4_rows_by_stride(stride_words, expected):
+    # 16 lanes × 16 B = 256 B: at least 2 wavefronts per half-warp. Stride 4 or 68 words: lanes t
+    # and t + 8 share 4 banks -> 2 per half. Stride 64: all 16 lanes in banks 0–3 -> 16 per half.
+    # Stride 65: lane t covers banks t … t + 3 (mod 32), so a bank holds up to 4 lanes: 4 per half.
+    addresses = [4 * stride_words * lane for lane in range(32)]
+    assert shared_wavefronts(addresses, access_bytes=16) == expected
+
+
+def test_access_width_is_checked():
+    with pytest.raises(ValueError, match="access_bytes"):
+        shared_wavefronts([0], access_bytes=8)
+
+
 def test_tile_reread_that_fits_l2_is_read_once():
     l2 = 60 * 2**20
     kv_head = 2 * 4096 * 64 * 4                      # K and V of one head, fp32: 2 MiB

@@ -36,15 +36,17 @@ def test_tiled_tiny_square_by_hand():
     # O: per block 8 instructions (one per column x), 4 lanes in 4 different rows -> 4 sectors:
     # 2 × 8 × 4 = 64; L: one instruction per block, 4 floats = 16 B -> 1 sector: 2.
     assert p[K.L1_ST] == 64 + 2
-    # Shared stores. Qs is 4×9 (padded: (4·9 + 2·4·8 + 4·5)·4 = 480 B ≤ 48 KiB), a copy
+    # Shared stores. Qs is 4×12 (padded by 4: (4·12 + 2·4·8 + 4·5)·4 = 528 B ≤ 48 KiB), a copy
     # instruction stays inside one row -> 1 wavefront: 2 blocks × 8 = 16. Ks, Vs (4×8, consecutive
     # words): 2 blocks × 2 K/V blocks × 2 × 8 = 64. S and P written to Ss (4×5, stride 5 words,
     # conflict free): 2 blocks × 2 × (4 + 4) = 32.
     assert p[K.SHARED_ST] == 16 + 64 + 32
-    # Shared loads per (block, K/V block), one warp: S = Q Kᵀ: 4 keys × 8 × (Qs + Ks) = 64 (Qs
-    # stride 9: conflict free; Ks: one word, broadcast); exp: 4; O += P V: 4 + 4 × 8 = 36.
-    # 104 × 2 × 2 = 416 (= N²(3d + 2) / lanes per warp = 64 · 26 / 4).
-    assert p[K.SHARED_LD] == 416
+    # Shared loads per (block, K/V block), one warp of 4 lanes (one half-warp). Rows of Q, K, V
+    # are read 16 B at a time (LDS.128): S = Q Kᵀ: 4 keys × (2 Q loads: lane t reads words
+    # 12t + x ... 12t + x + 3, banks 0–3, 12–15, 24–27, 4–7: 1 wavefront; 2 K loads, one address:
+    # 1 wavefront) = 16; exp: 4; O += P V: 4 + 4 keys × 2 V loads = 12. 32 × 2 × 2 = 128
+    # (= N²(3d/4 + 2) / lanes per warp = 64 · 8 / 4).
+    assert p[K.SHARED_LD] == 128
     # L2: every L1 sector is a request, 1.5 lookups each (two partitions); DRAM: Q, K, V once.
     assert p[K.L2_READ] == 80 * 1.5 and p[K.L2_WRITE] == 66 * 1.5
     assert p[K.DRAM_READ] == 3 * 8 * 8 * 4
@@ -62,8 +64,8 @@ def test_tiled_tiny_ragged_by_hand():
     # Qs copies 2r instructions per block (20), Ks/Vs 2·2c per (block, j) (3 × 40 = 120),
     # Ss 2c per (block, j) (3 × 20 = 60)
     assert p[K.SHARED_ST] == 20 + 120 + 60
-    # (3d + 2)·c = 26c shared loads per (block, j): 3 blocks × 26 × 10
-    assert p[K.SHARED_LD] == 3 * 26 * 10
+    # (3d/4 + 2)·c = 8c shared loads per (block, j), one wavefront each: 3 blocks × 8 × 10
+    assert p[K.SHARED_LD] == 3 * 8 * 10
 
 
 def test_tiled_uncoalesced_o_stores_are_eight_times_the_bytes():
@@ -181,7 +183,8 @@ def test_tile_reread_fits_l2_vs_not():
 
 def test_occupancy_by_hand():
     # tiled d=64: 48 threads (2 warps), 128 registers -> 2 × 4096 = 8192 per block -> 8 blocks;
-    # shared 46464 B + 1 KiB reserved -> 233472 // 47488 = 4. Four blocks.
+    # shared (48·68 + 2·48·64 + 48·49)·4 = 47040 B (ptxas says the same) + 1 KiB reserved ->
+    # 233472 // 48064 = 4. Four blocks.
     assert blocks_per_sm(48, 128, K.tiled_shared_bytes(48, 48, 64)) == 4
     # softmax t=128: 34 registers -> 34·32 = 1088, rounded up to 1280 per warp, 5120 per block:
     # 65536 // 5120 = 12 blocks (48 warps: the 72.5 % warps active ncu saw); 109 -> 3584 per warp,
@@ -199,8 +202,9 @@ def test_l2_partition_factor():
 
 
 def test_padding_rule_matches_the_kernel():
-    from gpu_kernels.tiled import _pad
+    from gpu_kernels.tiled import Q_PAD, S_PAD, _pad
 
+    assert (K.TILED_Q_PAD, K.TILED_S_PAD) == (Q_PAD, S_PAD)
     for br, bc, d in [(48, 48, 64), (24, 24, 128), (4, 4, 8), (64, 64, 64), (32, 96, 32)]:
         assert K.tiled_pad(br, bc, d) == _pad(br, bc, d)
 

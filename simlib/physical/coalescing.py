@@ -32,8 +32,16 @@ def warp_sectors(byte_addresses, access_bytes=4, sector_bytes=SECTOR_BYTES):
     return len(sectors)
 
 
-def shared_wavefronts(byte_addresses, banks=BANKS, word_bytes=BANK_WORD_BYTES):
-    """Wavefronts of one warp's shared-memory access of 4-byte words at `byte_addresses`.
+def shared_wavefronts(byte_addresses, access_bytes=4, lanes=None, banks=BANKS, word_bytes=BANK_WORD_BYTES):
+    """Wavefronts of one warp's shared-memory access of `access_bytes` each at `byte_addresses`.
+
+    4-byte accesses: the most-loaded bank's count of distinct words (lanes reading one word share
+    a broadcast). 16-byte accesses (LDS.128): served a half-warp at a time (lanes 0–15, then
+    16–31), each half as above with every lane covering 4 consecutive words; the halves add up.
+    `lanes` are the active lanes' positions in the warp (default 0, 1, 2, …). The half-warp rule
+    is not in NVIDIA's guide; it is what the H200 profile of the tiled kernel (run 3) shows: its
+    all-lanes-same-address LDS.128 of V cost 1.98 wavefronts with 24 active lanes and 1.47 on
+    average over warps of 32 and 16 lanes (docs/ARCHITECTURE.md).
 
     >>> shared_wavefronts([4 * lane for lane in range(32)])     # consecutive words: no conflict
     1
@@ -43,9 +51,19 @@ def shared_wavefronts(byte_addresses, banks=BANKS, word_bytes=BANK_WORD_BYTES):
     32
     >>> shared_wavefronts([4 * 65 * lane for lane in range(32)])  # padded stride 65: conflict free
     1
+    >>> shared_wavefronts([0] * 32, access_bytes=16)            # a float4 broadcast: one per half
+    2
+    >>> shared_wavefronts([4 * 68 * lane for lane in range(32)], access_bytes=16)  # float4 rows, stride 68
+    4
     """
-    words_per_bank = defaultdict(set)
-    for address in byte_addresses:
-        word = address // word_bytes
-        words_per_bank[word % banks].add(word)
-    return max((len(words) for words in words_per_bank.values()), default=0)
+    if access_bytes not in (4, 16):
+        raise ValueError(f"access_bytes must be 4 or 16, got {access_bytes}")
+    addresses = list(byte_addresses)
+    lanes = list(range(len(addresses))) if lanes is None else list(lanes)
+    group = 32 if access_bytes == 4 else 16
+    halves = defaultdict(lambda: defaultdict(set))
+    for lane, address in zip(lanes, addresses):
+        first = address // word_bytes
+        for word in range(first, first + access_bytes // word_bytes):
+            halves[lane // group][word % banks].add(word)
+    return sum(max(len(words) for words in per_bank.values()) for per_bank in halves.values())

@@ -12,7 +12,9 @@ name → predicted value for one launch of gpu_kernels' `naive` (launches "qk", 
    and the result is multiplied by how many such instructions the launch issues. Instructions
    that differ (a ragged last tile, a tile whose start is not 32-byte aligned, a copy-loop
    iteration that crosses a padded row) are separate classes. One source-level access is one
-   instruction (the compiled code: one LDS/STS/LDG/STG per access, see docs/ARCHITECTURE.md).
+   instruction (one LDS/STS/LDG/STG per access), except where the sm_90 SASS shows the compiler
+   merging four reads of a shared-memory row into one LDS.128 (the tiled kernel's Q, K and V
+   rows, `tiled_vector_width`; docs/ARCHITECTURE.md).
 2. **L1 → L2 sectors.** Global loads are not assumed to hit in L1 across instructions (no reuse
    inside a thread block; reuse between blocks depends on the undocumented block-to-SM placement),
    so every L1 sector is an L2 request, and every store sector is. The H200's L2 is two partitions
@@ -68,16 +70,34 @@ def l2_partition_factor(partitions=L2_PARTITIONS):
     return 1 + (partitions - 1) / partitions
 
 
+#: The tiled kernel pads each Qs row by 4 floats and each Ss row by 1 (gpu_kernels/tiled.py
+#: Q_PAD, S_PAD), if the padded tiles fit in 48 KiB; tests check the two agree.
+TILED_Q_PAD, TILED_S_PAD = 4, 1
+
+
 def tiled_pad(block_rows, block_cols, head_dim):
-    """The tiled kernel's padding: one float per row of Qs and Ss if the padded tiles fit in 48 KiB
-    (gpu_kernels/tiled.py `_pad`; tests check the two agree)."""
-    padded = (block_rows * (head_dim + 1) + 2 * block_cols * head_dim + block_rows * (block_cols + 1)) * ITEM
+    """1 if the tiled kernel pads its Qs and Ss rows (gpu_kernels/tiled.py `_pad`), else 0."""
+    padded = (block_rows * (head_dim + TILED_Q_PAD) + 2 * block_cols * head_dim
+              + block_rows * (block_cols + TILED_S_PAD)) * ITEM
     return 1 if padded <= SHARED_STATIC_LIMIT else 0
 
 
-def tiled_shared_bytes(block_rows, block_cols, head_dim):
+def tiled_layout(block_rows, block_cols, head_dim):
+    """(Qs row stride, Ss row stride) in floats."""
     pad = tiled_pad(block_rows, block_cols, head_dim)
-    return (block_rows * (head_dim + pad) + 2 * block_cols * head_dim + block_rows * (block_cols + pad)) * ITEM
+    return head_dim + TILED_Q_PAD * pad, block_cols + TILED_S_PAD * pad
+
+
+def tiled_shared_bytes(block_rows, block_cols, head_dim):
+    qs_cols, ss_cols = tiled_layout(block_rows, block_cols, head_dim)
+    return (block_rows * qs_cols + 2 * block_cols * head_dim + block_rows * ss_cols) * ITEM
+
+
+def tiled_vector_width(row_stride, head_dim):
+    """Floats per shared-memory load of a Q, K or V row in the compiled dot products: the compiler
+    merges four consecutive reads into one 16-byte LDS.128 when the row start is 16-byte aligned
+    (stride and d multiples of 4; seen in the sm_90 SASS for d = 8 ... 128), else reads 4 bytes."""
+    return 4 if row_stride % 4 == 0 and head_dim % 4 == 0 else 1
 
 
 class Tally:
@@ -136,25 +156,29 @@ def _copy_loop(total, nthreads, start_mod, row_len, shared_row_stride):
 
 @lru_cache(maxsize=None)
 def _tiled_pair(r, c, nthreads, d, qs_cols, ss_cols):
-    """Shared-memory instructions of one (Q block, K/V block) step after the loads, per block."""
+    """Shared-memory instructions of one (Q block, K/V block) step after the loads, per block.
+    Q, K and V rows are read `tiled_vector_width` floats per instruction."""
     tally = Tally()
+    vq, vkv = tiled_vector_width(qs_cols, d), tiled_vector_width(d, d)
     for warp in range(ceil_div(nthreads, WARP_SIZE)):
         tids = _lanes(warp, nthreads)
         tids = tids[tids < r]                       # `if tid < r`: rows of a ragged block idle
         if tids.size == 0:
             continue
+        lanes = (tids - WARP_SIZE * warp).tolist()
         for cc in range(c):
-            for x in range(d):                      # S_ij: Qs[tid, x] · Ks[cc, x] (a broadcast)
-                tally.add("shared_ld", shared_wavefronts(((tids * qs_cols + x) * ITEM).tolist()))
-                tally.add("shared_ld", shared_wavefronts([(cc * d + x) * ITEM] * tids.size))
+            for x in range(0, d, vq):               # S_ij: Qs[tid, x] (a row per lane) ...
+                tally.add("shared_ld", shared_wavefronts(((tids * qs_cols + x) * ITEM).tolist(), vq * ITEM, lanes))
+            for x in range(0, d, vkv):              # ... times Ks[cc, x] (one address: a broadcast)
+                tally.add("shared_ld", shared_wavefronts([(cc * d + x) * ITEM] * tids.size, vkv * ITEM, lanes))
             s_words = ((tids * ss_cols + cc) * ITEM).tolist()
             s = shared_wavefronts(s_words)
             tally.add("shared_st", s)               # Ss[tid, cc] = s
             tally.add("shared_ld", s)               # p = exp(Ss[tid, cc] − m)
             tally.add("shared_st", s)               # Ss[tid, cc] = p
             tally.add("shared_ld", s)               # p = Ss[tid, cc] for O += p V
-            for x in range(d):                      # Vs[cc, x], a broadcast
-                tally.add("shared_ld", shared_wavefronts([(cc * d + x) * ITEM] * tids.size))
+            for x in range(0, d, vkv):              # Vs[cc, x], a broadcast
+                tally.add("shared_ld", shared_wavefronts([(cc * d + x) * ITEM] * tids.size, vkv * ITEM, lanes))
     return tally
 
 
@@ -176,8 +200,7 @@ def _tiled_store(r, nthreads, d, start_mod):
 def _tiled(workload, block_rows, block_cols, hardware, registers):
     bh, n, d = workload.batch_heads, workload.seq_len, workload.head_dim
     br, bc = min(block_rows, n), min(block_cols, n)
-    pad = tiled_pad(br, bc, d)
-    qs_cols, ss_cols = d + pad, bc + pad
+    qs_cols, ss_cols = tiled_layout(br, bc, d)
     rows, cols = block_sizes(n, br), block_sizes(n, bc)
     tr, tc = len(rows), len(cols)
     heads = np.arange(bh)
