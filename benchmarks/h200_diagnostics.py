@@ -10,6 +10,8 @@
    loads (LDS) the compiled loops really issue, to compare with the model's one LDS per counted read.
 
     python3 benchmarks/h200_diagnostics.py      # files under $OUT (or data/measurements)
+    python3 benchmarks/h200_diagnostics.py --sass-only
+    ncu --metrics dram__bytes_read.sum,... python3 benchmarks/h200_diagnostics.py --ncu-driver [--rotating]
 """
 import os
 import re
@@ -142,6 +144,18 @@ def main():
         ncu_driver(rotating="--rotating" in sys.argv)
         return
     os.makedirs(OUT, exist_ok=True)
+    if "--sass-only" in sys.argv:
+        sass_rows = []
+        for d in (64, 128):
+            sass, summary = tiled_sass(d)
+            with open(os.path.join(OUT, f"sass_tiled_d{d}.txt"), "w") as f:
+                f.write(sass)
+            sass_rows.append(summary)
+            print(summary)
+        write_json_atomic(os.path.join(OUT, "sass_tiled_h200.provenance.json"), provenance({
+            "what": "the readable tiled kernel's SASS on this GPU (default blocks, timing build)",
+            "sass_counts": sass_rows}))
+        return
     rows = l2_probe()
     if "--probe-only" in sys.argv:
         write_csv_atomic(os.path.join(OUT, "l2_capacity_h200.csv"), rows, list(rows[0]))

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Run 9 on the device: the readable kernel's SASS, and the L2 re-read probe under ncu twice: each
+# element re-read by the same thread ("own") and by a block 131 blocks away ("rotating").
+# Files under $OUT. Usage: bash benchmarks/l2_sharing_run.sh
+set -u
+PY=${PY:-python3}
+METRICS=dram__bytes_read.sum,lts__t_sectors_op_read.sum,lts__t_sectors_srcunit_ltcfabric.sum
+$PY benchmarks/h200_diagnostics.py --sass-only
+for mode in own rotating; do
+  flag=""; [ "$mode" = rotating ] && flag="--rotating"
+  ncu --metrics $METRICS --cache-control all --clock-control none --csv \
+      $PY benchmarks/h200_diagnostics.py --ncu-driver $flag > "$OUT/l2_ncu_${mode}_h200.csv" 2> "$OUT/l2_ncu_${mode}_h200.log"
+  echo "$mode: rc=$? $(grep -c dram__bytes_read "$OUT/l2_ncu_${mode}_h200.csv") launches"
+done
+$PY -c "
+import os, sys; sys.path.insert(0, '.')
+from gpu_kernels.provenance import provenance, write_json_atomic
+from benchmarks import h200_diagnostics as d
+write_json_atomic(os.path.join(os.environ['OUT'], 'l2_ncu_h200.provenance.json'), provenance({
+    'what': 'ncu of the L2 re-read probe, own and rotating readers, sizes (MiB) %s, %d passes, '
+            '--cache-control all --clock-control none' % (d.NCU_SIZES_MIB, d.NCU_PASSES)}))
+"
