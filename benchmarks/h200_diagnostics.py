@@ -139,7 +139,25 @@ def ncu_driver(rotating=False):
         del x
 
 
+#: (N, d) of the tiled kernel launched for ncu's DRAM bytes (B = 1, H = 4, default blocks): the
+#: reuse distance of K/V re-reads grows with N
+TILED_NCU_SHAPES = tuple((n, d) for d in (64, 128) for n in (8192, 12288, 16384, 20480))
+
+
+def tiled_ncu_driver():
+    """One launch of the readable kernel per shape of TILED_NCU_SHAPES (ncu --kernel-name regex:fa2)."""
+    from gpu_kernels.reference import random_qkv
+    from gpu_kernels.tiled import run_tiled
+
+    for n, d in TILED_NCU_SHAPES:
+        q, k, v = random_qkv(1, 4, n, d)
+        run_tiled(q, k, v)
+
+
 def main():
+    if "--tiled-ncu-driver" in sys.argv:
+        tiled_ncu_driver()
+        return
     if "--ncu-driver" in sys.argv:
         ncu_driver(rotating="--rotating" in sys.argv)
         return
