@@ -83,6 +83,36 @@ def _reread_rotating_kernel():
     return reread_rotating
 
 
+#: Blocks of the shuffled probe: F/1024 bytes per block and pass (F a multiple of 4 MiB)
+SHUFFLE_BLOCKS = 1024
+
+
+def _reread_shuffled_kernel():
+    """The re-read with the buffer cut into SHUFFLE_BLOCKS chunks; in pass p block b reads chunk
+    order[p, b], a fresh random permutation per pass. Each line's next reader runs on a random SM,
+    so over the passes every line is read from SMs of both L2 partitions, as the tiled kernel's K/V
+    tiles are (every block of a head reads them). Reuse distance still F."""
+    @cuda.jit
+    def reread_shuffled(x, order, out, passes):
+        chunk = x.shape[0] // order.shape[1]
+        t = cuda.threadIdx.x * 4
+        step = cuda.blockDim.x * 4
+        a0 = float32(0.0)
+        a1 = float32(0.0)
+        a2 = float32(0.0)
+        a3 = float32(0.0)
+        for p in range(passes):
+            start = order[p, cuda.blockIdx.x] * chunk
+            for i in range(start + t, start + chunk - 3, step):
+                a0 += x[i]
+                a1 += x[i + 1]
+                a2 += x[i + 2]
+                a3 += x[i + 3]
+        out[cuda.grid(1)] = a0 + a1 + a2 + a3
+
+    return reread_shuffled
+
+
 def l2_probe(sizes_mib=tuple(range(8, 129, 4)), reps=7):
     kernel = _reread_kernel()
     blocks, threads = 132 * 8, 256
@@ -125,6 +155,20 @@ NCU_SIZES_MIB = (8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128)
 NCU_PASSES = 8
 
 
+def shuffled_ncu_driver():
+    """ncu_driver for the shuffled probe (the first launch, on 4 MiB, only compiles)."""
+    kernel = _reread_shuffled_kernel()
+    threads = 256
+    out = cuda.device_array(SHUFFLE_BLOCKS * threads, dtype=np.float32)
+    rng = np.random.default_rng(2026)
+    order = cuda.to_device(np.stack([rng.permutation(SHUFFLE_BLOCKS) for _ in range(NCU_PASSES)]))
+    for mib in (4,) + NCU_SIZES_MIB:
+        x = cuda.to_device(np.random.default_rng(mib).standard_normal(mib * 2**20 // 4).astype(np.float32))
+        kernel[SHUFFLE_BLOCKS, threads](x, order, out, NCU_PASSES)
+        cuda.synchronize()
+        del x
+
+
 def ncu_driver(rotating=False):
     """One launch per footprint, for `ncu --metrics dram__bytes_read.sum` (the first launch, on
     1 MiB, only compiles). DRAM bytes / (passes · F) is the fraction of re-reads L2 did not serve.
@@ -157,6 +201,9 @@ def tiled_ncu_driver():
 def main():
     if "--tiled-ncu-driver" in sys.argv:
         tiled_ncu_driver()
+        return
+    if "--shuffled-ncu-driver" in sys.argv:
+        shuffled_ncu_driver()
         return
     if "--ncu-driver" in sys.argv:
         ncu_driver(rotating="--rotating" in sys.argv)
