@@ -188,19 +188,24 @@ def ncu_driver(rotating=False):
 TILED_NCU_SHAPES = tuple((n, d) for d in (64, 128) for n in (8192, 12288, 16384, 20480))
 
 
-def tiled_ncu_driver():
-    """One launch of the readable kernel per shape of TILED_NCU_SHAPES (ncu --kernel-name regex:fa2)."""
+#: (N, d, H) of the readable kernel with 1, 2 and 3 heads: how the re-reads depend on the heads
+TILED_HEADS_NCU_SHAPES = tuple((n, d, h) for n, d in ((16384, 128), (16384, 64), (12288, 128)) for h in (1, 2, 3))
+
+
+def tiled_ncu_driver(shapes=None):
+    """One launch of the readable kernel per (N, d, H) (default: TILED_NCU_SHAPES with H = 4),
+    for ncu --kernel-name regex:fa2."""
     from gpu_kernels.reference import random_qkv
     from gpu_kernels.tiled import run_tiled
 
-    for n, d in TILED_NCU_SHAPES:
-        q, k, v = random_qkv(1, 4, n, d)
+    for n, d, h in shapes or [(n, d, 4) for n, d in TILED_NCU_SHAPES]:
+        q, k, v = random_qkv(1, h, n, d)
         run_tiled(q, k, v)
 
 
 def main():
     if "--tiled-ncu-driver" in sys.argv:
-        tiled_ncu_driver()
+        tiled_ncu_driver(TILED_HEADS_NCU_SHAPES if "--heads" in sys.argv else None)
         return
     if "--shuffled-ncu-driver" in sys.argv:
         shuffled_ncu_driver()
