@@ -30,12 +30,16 @@ def _run(cmd, timeout=20):
 
 
 def git_commit() -> str:
-    """HEAD of the checkout; on a machine that got a copy without .git (the device), the commit
-    named by FLASHIO_COMMIT, which the command that copied the tree sets."""
+    """The commit the tree came from: FLASHIO_COMMIT when the command that copied the tree set it
+    (the device machine gets a copy whose .git, if any, may be stale: run 8's reported an older
+    HEAD), else HEAD of the checkout ("-dirty" with uncommitted changes)."""
+    named = os.environ.get("FLASHIO_COMMIT")
+    if named:
+        return named + " (FLASHIO_COMMIT)"
     here = os.path.dirname(os.path.abspath(__file__))
     commit = _run(["git", "-C", here, "rev-parse", "HEAD"])
     if not commit:
-        return os.environ.get("FLASHIO_COMMIT", "unknown") + " (FLASHIO_COMMIT, no .git on this machine)"
+        return "unknown (no .git and no FLASHIO_COMMIT)"
     dirty = _run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"])
     return commit + ("-dirty" if dirty else "")
 

@@ -32,27 +32,18 @@ COLUMNS = ("kernel", "launch", "batch", "heads", "seq_len", "head_dim", "params"
 CAUSES = {
     (K.DRAM_WRITE, "*", "*"): "ncu counts write-backs during the kernel only: dirty lines still in L2 "
                               "when it ends (up to 60 MiB) are written later, so ncu is below the bytes written",
-    (K.DRAM_READ, "tiled", "fa2"): "K/V re-read by a later wave at an estimated reuse distance of 49.8 MB "
-                                   "(lockstep waves); the L2 probe (l2_ncu_h200.csv) serves every re-read up "
-                                   "to 48 MiB, so capacity alone does not explain it: the lockstep-wave "
-                                   "estimate of the reuse distance is the likely error (open)",
-    (K.DRAM_READ, "naive", "pv"): "likely P tiles fetched twice when the blocks sharing a row of P drift "
-                                  "apart: the blocks in flight stream 4x the L2 in P at d=64 (2x at d=128, "
-                                  "where two profiles gave 0.98 and 1.00); the lockstep-wave model assumes no drift",
-    (K.DRAM_READ, "*", "*"): "a few hundred kB of instruction/constant fetch on a small launch",
+    (K.DRAM_READ, "tiled", "fa2"): "the K/V of a head cut by a wave boundary is read again by the next wave; "
+                                   "the lockstep-wave model puts that re-read at <= 3 heads' K/V (47.5 MiB at "
+                                   "d=128), an L2 hit. Measured: alone (H=1) it hits (+0.8 % of K/V); beside the "
+                                   "next head's blocks (H=2-4) 74-85 % of it comes from DRAM at d=128 and 32 % at "
+                                   "d=64, more the larger a head's K/V and the faster the kernel (the 2.7x slower "
+                                   "run-3 build: 47 % and 15 %); lines read from all SMs start missing L2 at "
+                                   "32 MiB (shuffled probe). Lockstep waves underestimate the reuse distance",
     (K.L2_READ, "*", "*"): "L1 hits between co-resident blocks that load the same tile (placement of "
                            "blocks on SMs is not documented); the model counts no L1 reuse",
     (K.L2_WRITE, "tiled", "fa2"): "uncoalesced O stores (one 4-byte word per sector per instruction) are "
-                                  "partly merged before L2 at d=128; the model counts every sector",
+                                  "partly merged before L2; the model counts every sector",
     (K.L2_WRITE, "*", "*"): "store sectors merged or split by the L2 partitions unevenly",
-    (K.SHARED_LD, "tiled", "fa2"): "the H200 build issues fewer shared loads than the source has (one "
-                                   "per access, as CUDA 13.0's NVVM + ptxas compile it here: 198 registers at "
-                                   "d=128 against the H200 build's 254); likely part of the loop-invariant Q "
-                                   "row kept in registers; the H200 build's SASS would settle it",
-    (K.SHARED_LD, "*", "*"): "ncu counts a few more wavefronts than the conflict-free instructions need",
-    (K.SHARED_ST, "*", "*"): "ncu counts a few more wavefronts than the instructions need",
-    (K.L1_LD, "*", "*"): "unexpected",
-    (K.L1_ST, "*", "*"): "unexpected",
 }
 
 

@@ -238,15 +238,17 @@ def _tiled(workload, block_rows, block_cols, hardware, registers):
     waves = _waves(tr, bh, resident)
     wave_q = min(resident, tr * bh) * br * d * ITEM  # Q read and O written by one wave
     l2 = hardware.level("L2").capacity_bytes
-    kv_dram, distances = 0, []
+    kv_dram, distances, rereads = 0, [], 0
     for h in range(bh):
         mine = [k for k, heads_in in enumerate(waves) if h in heads_in]
         distance = _cross_wave_distance(waves, mine, h, kv_head, 2 * wave_q)
         distances.append(distance)
+        rereads += len(mine) - 1
         kv_dram += dram_reads_of_rereads(kv_head, len(mine), distance, l2)
     written = bh * n * (d + 1) * ITEM
     return tally, q_bytes + kv_dram, written, 0, 0, {
         "resident_blocks": resident, "waves": len(waves), "kv_reuse_distance_bytes": max(distances),
+        "kv_reread_bytes": rereads * kv_head,  # K/V a later wave reads again: L2 hits if the model holds
     }
 
 

@@ -1,0 +1,74 @@
+"""What the H200's L2 keeps, read from Nsight Compute runs of the probes and of the tiled kernel.
+
+The runs (benchmarks/h200_diagnostics.py, files in data/measurements/):
+
+* the re-read probe: F bytes read `passes` times over (reuse distance F). Each element is re-read by
+  the same thread (`own`), by a block 131 blocks away (`rotating`), or by a random block
+  (`shuffled`: every line is read from SMs of both L2 partitions, as K/V tiles are). DRAM bytes
+  minus the compulsory F, over the (passes − 1)·F re-read bytes, is the share L2 did not serve.
+* the tiled kernel at several (N, d, H): DRAM bytes minus the compulsory Q, K, V, over the K/V
+  bytes that a later wave reads again (the physical model's `kv_reread_bytes`), is the share of
+  those re-reads L2 did not serve. The model predicts 0 (every re-read distance ≤ the L2).
+
+Worked number (run 11): N = 16384, d = 128, H = 2: compulsory 50.3 MB, two cut heads re-read
+2 × 16.8 MB, ncu 75.3 MB → (75.3 − 50.3) / 33.6 = 74 % of the re-reads missed.
+"""
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..tiling import make_tiling
+from ..workload import Workload
+from .kernels import DRAM_READ, SHARED_STATIC_LIMIT, predict
+
+ITEM = 4
+MIB = 2**20
+
+
+def read_ncu_csv(path):
+    """ncu --csv output (its '==' lines skipped): one row per launch ID, one column per metric."""
+    lines = [ln for ln in Path(path).read_text().splitlines() if ln.startswith('"')]
+    raw = pd.read_csv(io.StringIO("\n".join(lines)), thousands=",")
+    raw["Metric Value"] = pd.to_numeric(raw["Metric Value"], errors="coerce")
+    return raw.pivot_table(index="ID", columns="Metric Name", values="Metric Value", aggfunc="first")
+
+
+def probe_misses(path, sizes_mib, passes):
+    """Footprint, DRAM bytes and the share of re-reads from DRAM, one row per launch of the probe.
+
+    `sizes_mib`: the footprint of each launch in launch order (the first launch included)."""
+    table = read_ncu_csv(path)
+    if len(table) != len(sizes_mib):
+        raise ValueError(f"{path}: {len(table)} launches, {len(sizes_mib)} sizes")
+    footprint = np.asarray(sizes_mib, dtype=float) * MIB
+    dram = table[DRAM_READ].to_numpy(dtype=float)
+    return pd.DataFrame({"footprint (MiB)": list(sizes_mib), "DRAM read (MB)": dram / 1e6,
+                         "re-reads missed": (dram - footprint) / ((passes - 1) * footprint)})
+
+
+def tiled_rereads(path, shapes, hardware, block_rows=None, block_cols=None):
+    """One row per launch of the tiled kernel at `shapes` ((N, d, H), B = 1, launch order).
+
+    Blocks default to the kernel's: the paper's rule for 48 KiB of static shared memory (simlib's
+    tiling; gpu_kernels.checks.default_blocks is the same). Registers come from the profile itself."""
+    table = read_ncu_csv(path)
+    if len(table) != len(shapes):
+        raise ValueError(f"{path}: {len(table)} launches, {len(shapes)} shapes")
+    rows = []
+    for (n, d, h), (_, launch) in zip(shapes, table.iterrows()):
+        w = Workload(seq_len=n, head_dim=d, batch=1, heads=h, dtype="fp32")
+        tiling = make_tiling(w, sram_bytes=SHARED_STATIC_LIMIT, block_rows=block_rows, block_cols=block_cols)
+        br, bc = tiling.block_rows, tiling.block_cols
+        p = predict("tiled", "fa2", w, {"block_rows": br, "block_cols": bc}, hardware,
+                    registers=int(launch["launch__registers_per_thread"]), details=True)
+        compulsory = 3 * h * n * d * ITEM
+        reread = p["model:kv_reread_bytes"]
+        extra = launch[DRAM_READ] - compulsory
+        rows.append({"N": n, "d": d, "H": h, "K/V per head (MiB)": 2 * n * d * ITEM / MIB,
+                     "waves": p["model:waves"], "reuse distance (MiB, model)": p["model:kv_reuse_distance_bytes"] / MIB,
+                     "re-read K/V (MB)": reread / 1e6, "DRAM read (MB)": launch[DRAM_READ] / 1e6,
+                     "model (MB)": p[DRAM_READ] / 1e6, "beyond compulsory (MB)": extra / 1e6,
+                     "re-reads missed": extra / reread if reread else np.nan})
+    return pd.DataFrame(rows)
