@@ -1,17 +1,19 @@
-"""Two measurements the physical model's misses ask for (docs/ARCHITECTURE.md, lecture 5).
+"""Measurements the physical model's misses ask for (docs/ARCHITECTURE.md, lecture 5).
 
-1. Effective L2 capacity for re-reads: one kernel reads a buffer of F bytes PASSES times over
-   (grid-stride, so between two reads of an element the whole buffer is touched: reuse distance F),
-   timed with CUDA events, F from 8 to 128 MiB. While the buffer fits in what L2 keeps for
-   re-reads, the time per byte is L2's; past it, DRAM's. The knee is the capacity a reuse-distance
-   model should use (the H200 has 60 MiB of L2 in two partitions). (Run 4 used cupy's sum, one
-   pass per launch: its fixed cost hid the knee; this is the second attempt.)
-2. The tiled kernel's SASS on this machine (d = 64 and 128, default blocks): how many shared-memory
-   loads (LDS) the compiled loops really issue, to compare with the model's one LDS per counted read.
+1. L2 re-reads, timed: one kernel reads a buffer of F bytes PASSES times over (grid-stride, so
+   between two reads of an element the whole buffer is touched: reuse distance F), CUDA events,
+   F from 8 to 128 MiB (`l2_capacity_h200.csv`).
+2. L2 re-reads under ncu (`--ncu-driver`, `--shuffled-ncu-driver`): DRAM bytes per footprint with
+   each element re-read by its own thread, by a block 131 blocks away (`--rotating`), or by a
+   random block each pass (every line read from both L2 partitions, as K/V tiles are).
+3. The readable tiled kernel under ncu at N = 8K–20K (`--tiled-ncu-driver`) and with 1–3 heads
+   (`--heads`): how much of a cut head's K/V re-read the L2 serves.
+4. The tiled kernel's SASS on this machine (d = 64 and 128, default blocks): which shared-memory
+   loads the compiled loops issue (LDS.128 for Q, K and V rows).
 
-    python3 benchmarks/h200_diagnostics.py      # files under $OUT (or data/measurements)
-    python3 benchmarks/h200_diagnostics.py --sass-only
+    python3 benchmarks/h200_diagnostics.py [--probe-only | --sass-only]   # files under $OUT
     ncu --metrics dram__bytes_read.sum,... python3 benchmarks/h200_diagnostics.py --ncu-driver [--rotating]
+    (benchmarks/l2_sharing_run.sh, l2_shuffled_run.sh and l2_heads_run.sh run 2-4 with ncu)
 """
 import os
 import re
@@ -214,44 +216,30 @@ def main():
         ncu_driver(rotating="--rotating" in sys.argv)
         return
     os.makedirs(OUT, exist_ok=True)
-    if "--sass-only" in sys.argv:
-        sass_rows = []
-        for d in (64, 128):
-            sass, summary = tiled_sass(d)
-            with open(os.path.join(OUT, f"sass_tiled_d{d}.txt"), "w") as f:
-                f.write(sass)
-            sass_rows.append(summary)
-            print(summary)
-        write_json_atomic(os.path.join(OUT, "sass_tiled_h200.provenance.json"), provenance({
-            "what": "the readable tiled kernel's SASS on this GPU (default blocks, timing build)",
-            "sass_counts": sass_rows}))
-        return
-    rows = l2_probe()
-    if "--probe-only" in sys.argv:
+    if "--sass-only" not in sys.argv:
+        rows = l2_probe()
         write_csv_atomic(os.path.join(OUT, "l2_capacity_h200.csv"), rows, list(rows[0]))
         write_json_atomic(os.path.join(OUT, "l2_capacity_h200.provenance.json"), provenance({
             "what": "L2 effective capacity probe: a numba kernel reading F bytes PASSES times "
                     "(grid-stride, reuse distance F), CUDA events, median of reps"}))
         for r in rows:
             print(f"{r['footprint_mib']:>5} MiB {r['read_gbps']:>9.0f} GB/s")
-        return
-    write_csv_atomic(os.path.join(OUT, "l2_capacity_h200.csv"), rows, list(rows[0]))
+    if "--probe-only" not in sys.argv:
+        write_sass()
+
+
+def write_sass():
+    """sass_tiled_d{64,128}.txt and their instruction counts (sass_tiled_h200.provenance.json)."""
     sass_rows = []
     for d in (64, 128):
         sass, summary = tiled_sass(d)
         with open(os.path.join(OUT, f"sass_tiled_d{d}.txt"), "w") as f:
             f.write(sass)
         sass_rows.append(summary)
-    write_json_atomic(os.path.join(OUT, "l2_capacity_h200.provenance.json"), provenance({
-        "what": "L2 effective capacity probe (cupy sum over F bytes, CUDA events, median) and the "
-                "tiled kernel's SASS instruction counts",
+        print(summary)
+    write_json_atomic(os.path.join(OUT, "sass_tiled_h200.provenance.json"), provenance({
+        "what": "the readable tiled kernel's SASS on this GPU (default blocks, timing build)",
         "sass_counts": sass_rows}))
-    print(f"{'MiB':>5} {'GB/s':>9}")
-    for r in rows:
-        print(f"{r['footprint_mib']:>5} {r['read_gbps']:>9.0f}")
-    for s in sass_rows:
-        print(s)
-
 
 if __name__ == "__main__":
     main()
