@@ -205,7 +205,52 @@ def tiled_ncu_driver(shapes=None):
         run_tiled(q, k, v)
 
 
+#: (N, d, H) of the traced launches: when and on which SM each block of the readable kernel ran
+TRACE_SHAPES = ((16384, 128, 1), (16384, 128, 2), (16384, 128, 4), (16384, 64, 4))
+
+
+def tiled_trace(n, d, heads):
+    """One traced launch of the readable kernel (default blocks, after a warm-up launch): a table
+    with one row per block (head, query block i, SM, start and end in ns from the first start)."""
+    import dataclasses
+
+    import pandas as pd
+
+    from gpu_kernels.reference import random_qkv
+    from gpu_kernels.tiled import plan_tiled
+
+    q, k, v = random_qkv(1, heads, n, d)
+    plan = dataclasses.replace(plan_tiled(q, k, v), trace=True)
+    tr, bh = plan.grid
+    dq, dk, dv = (cuda.to_device(x.reshape(heads, n, d)) for x in (q, k, v))
+    do = cuda.device_array((heads, n, d), np.float32)
+    dl = cuda.device_array((heads, n), np.float32)
+    for _ in range(2):  # the first launch compiles
+        counters = cuda.to_device(np.zeros(4 + 3 * tr * bh, np.int64))
+        plan.launch(dq, dk, dv, do, dl, counters)
+        cuda.synchronize()
+    rec = counters.copy_to_host()[4:].reshape(bh * tr, 3)
+    block = np.arange(bh * tr)
+    t0 = rec[:, 1].min()
+    return pd.DataFrame({"N": n, "d": d, "H": heads, "block_rows": plan.block_rows, "head": block // tr,
+                         "i": block % tr, "sm": rec[:, 0], "start_ns": rec[:, 1] - t0, "end_ns": rec[:, 2] - t0})
+
+
 def main():
+    if "--trace" in sys.argv:
+        import pandas as pd
+
+        table = pd.concat([tiled_trace(*shape) for shape in TRACE_SHAPES], ignore_index=True)
+        os.makedirs(OUT, exist_ok=True)
+        table.to_csv(os.path.join(OUT, "tiled_trace_h200.csv.tmp"), index=False)
+        os.replace(os.path.join(OUT, "tiled_trace_h200.csv.tmp"), os.path.join(OUT, "tiled_trace_h200.csv"))
+        write_json_atomic(os.path.join(OUT, "tiled_trace_h200.provenance.json"), provenance({
+            "what": "the readable kernel's trace build (thread 0 of each block records %smid and %globaltimer "
+                    "at the block's start and end), default blocks, B=1, shapes (N, d, H) %s; the second of "
+                    "two launches" % (TRACE_SHAPES,)}))
+        print(table.groupby(["N", "d", "H"]).agg(blocks=("i", "size"), sms=("sm", "nunique"),
+                                                 ms=("end_ns", lambda e: e.max() / 1e6)).to_string())
+        return
     if "--tiled-ncu-driver" in sys.argv:
         tiled_ncu_driver(TILED_HEADS_NCU_SHAPES if "--heads" in sys.argv else None)
         return

@@ -45,6 +45,7 @@ from numba import cuda, float32  # module globals: the CUDA simulator swaps `cud
 from .checks import ITEMSIZE, SHARED_LIMIT_BYTES, check_attention_inputs, resolve_tiled_blocks, scale_for
 from .counting import counts_from, new_counters, simulator_enabled
 from .flush import flush_counters
+from .timers import block_clocks
 
 
 #: Padding of a Qs row, in floats: keeps rows 16-byte aligned (so the compiler can read Q with
@@ -74,13 +75,20 @@ def padded_shared_bytes(block_rows: int, block_cols: int, head_dim: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, causal: bool = False):
-    """Compile-time shapes: one kernel per (d, Br, Bc, counting, causal)."""
+def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, causal: bool = False,
+               trace: bool = False):
+    """Compile-time shapes: one kernel per (d, Br, Bc, counting, causal, trace).
+
+    ``trace`` (a diagnostic, benchmarks/h200_diagnostics.py): thread 0 of each block records its SM
+    and the GPU clock at its start and end in ``counters[4 + 3·block + 0, 1, 2]`` (block = bh·Tr + i),
+    so the caller passes an int64 array of 4 + 3·blocks. Off, the branches vanish like COUNTING's."""
     D, BR, BC = head_dim, block_rows, block_cols
     PAD = _pad(BR, BC, D)
     QS_COLS, SS_COLS = D + Q_PAD * PAD, BC + S_PAD * PAD  # shapes must be plain constants for numba
     COUNTING = counting
     CAUSAL = causal  # a closure constant like COUNTING: `if CAUSAL:` vanishes from the plain build
+    TRACE = trace
+    smid, now = block_clocks()
     SCALE = scale_for(D)  # float32(1/sqrt(d)): a Python float would turn the arithmetic into float64
     NEG_INF = np.float32(-np.inf)
     ZERO = np.float32(0.0)
@@ -110,6 +118,11 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
         kv_bh = bh // (q.shape[0] // k.shape[0])
         n_q = q.shape[1]
         n_k = k.shape[1]
+        if TRACE:
+            slot = 4 + 3 * (bh * cuda.gridDim.x + i)
+            if tid == 0:
+                counters[slot] = smid()
+                counters[slot + 1] = now()
         q_start = i * BR
         r = min(BR, n_q - q_start)  # valid rows in this block: the last block may be ragged
         Tc = (n_k + BC - 1) // BC
@@ -227,11 +240,16 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
             if COUNTING:
                 n_gw += D + 1
 
+        if TRACE:
+            cuda.syncthreads()  # the block's last thread is done
+            if tid == 0:
+                counters[slot + 2] = now()
         if COUNTING:  # one atomic per counter per thread
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
     fa2_forward.__name__ = fa2_forward.__qualname__ = (
         f"fa2_forward_d{D}_br{BR}_bc{BC}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
+        f"{'_trace' if TRACE else ''}"
     )
     return cuda.jit(fa2_forward)
 
@@ -256,6 +274,7 @@ class TiledPlan:
     causal: bool = False
     kv_heads: int | None = None  # H_kv; None: H (multi-head)
     query_len: int | None = None  # N_q; None: N
+    trace: bool = False  # record each block's SM and start/end clock (fa2_kernel's `trace`)
 
     @property
     def nq(self):
@@ -271,7 +290,7 @@ class TiledPlan:
         return (self.block_rows,)
 
     def kernel(self):
-        return fa2_kernel(self.shape[3], self.block_rows, self.block_cols, self.counting, self.causal)
+        return fa2_kernel(self.shape[3], self.block_rows, self.block_cols, self.counting, self.causal, self.trace)
 
     def launch(self, q, k, v, o, lse, counters):
         """Device arrays viewed as q, o (B·H, N_q, d), k, v (B·H_kv, N, d), lse (B·H, N_q); no

@@ -438,7 +438,7 @@ fig, ax = plt.subplots(figsize=(6.6, 3.9))
 for name, t in probes.items():
     ax.plot(t["footprint (MiB)"], 100 * t["re-reads missed"].clip(lower=0), marker="o", label=name)
 ax.axvline(H200.level("L2").capacity_bytes / 2**20, color="black", ls="--", lw=1)
-ax.text(H200.level("L2").capacity_bytes / 2**20 + 1, 50, "L2 = 60 MiB", fontsize=10)
+ax.text(H200.level("L2").capacity_bytes / 2**20 + 1, 8, "L2 = 60 MiB", fontsize=10)
 ax.set_xlabel("reuse distance = buffer footprint (MiB)")
 ax.set_ylabel("re-reads served from DRAM (%)")
 ax.set_title("H200 L2: what a re-read finds (ncu, 8 passes)")
