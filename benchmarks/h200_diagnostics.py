@@ -245,9 +245,9 @@ def main():
         table.to_csv(os.path.join(OUT, "tiled_trace_h200.csv.tmp"), index=False)
         os.replace(os.path.join(OUT, "tiled_trace_h200.csv.tmp"), os.path.join(OUT, "tiled_trace_h200.csv"))
         write_json_atomic(os.path.join(OUT, "tiled_trace_h200.provenance.json"), provenance({
-            "what": "the readable kernel's trace build (thread 0 of each block records %smid and %globaltimer "
-                    "at the block's start and end), default blocks, B=1, shapes (N, d, H) %s; the second of "
-                    "two launches" % (TRACE_SHAPES,)}))
+            "what": "the readable kernel's trace build (thread 0 of each block records the SM id and the GPU "
+                    f"clock at the block's start and end), default blocks, B=1, shapes (N, d, H) {TRACE_SHAPES}; "
+                    "the second of two launches"}))
         print(table.groupby(["N", "d", "H"]).agg(blocks=("i", "size"), sms=("sm", "nunique"),
                                                  ms=("end_ns", lambda e: e.max() / 1e6)).to_string())
         return
