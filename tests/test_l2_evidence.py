@@ -22,9 +22,13 @@ def test_probe_misses_by_hand(tmp_path):
     mib = 2**20
     # 8 passes over F: F compulsory, then 7 re-reads. 8 MiB: nothing more (0 %); 64 MiB: half of
     # the 7 re-reads again (3.5 F more, 50 %)
-    path = ncu_csv(tmp_path, [{"dram__bytes_read.sum": 8 * mib}, {"dram__bytes_read.sum": int(64 * mib * 4.5)}])
+    path = ncu_csv(tmp_path, [
+        {"dram__bytes_read.sum": 8 * mib, "lts__t_sectors_op_read.sum": 1000, "lts__t_sectors_srcunit_ltcfabric.sum": 125},
+        {"dram__bytes_read.sum": int(64 * mib * 4.5), "lts__t_sectors_op_read.sum": 1000,
+         "lts__t_sectors_srcunit_ltcfabric.sum": 500}])
     table = E.probe_misses(path, (8, 64), passes=8)
     assert table["re-reads missed"].tolist() == [0.0, 0.5]
+    assert table["over the fabric"].tolist() == [0.125, 0.5]
     with pytest.raises(ValueError, match="2 launches, 3 sizes"):
         E.probe_misses(path, (8, 64, 96), passes=8)
 

@@ -33,12 +33,13 @@ CAUSES = {
     (K.DRAM_WRITE, "*", "*"): "ncu counts write-backs during the kernel only: dirty lines still in L2 "
                               "when it ends (up to 60 MiB) are written later, so ncu is below the bytes written",
     (K.DRAM_READ, "tiled", "fa2"): "the K/V of a head cut by a wave boundary is read again by the next wave; "
-                                   "the lockstep-wave model puts that re-read at <= 3 heads' K/V (47.5 MiB at "
-                                   "d=128), an L2 hit. Measured: alone (H=1) it hits (+0.8 % of K/V); beside the "
-                                   "next head's blocks (H=2-4) 74-85 % of it comes from DRAM at d=128 and 32 % at "
-                                   "d=64, more the larger a head's K/V and the faster the kernel (the 2.7x slower "
-                                   "run-3 build: 47 % and 15 %); lines read from all SMs start missing L2 at "
-                                   "32 MiB (shuffled probe). Lockstep waves underestimate the reuse distance",
+                                   "the model puts that re-read under 60 MiB of other data (an L2 hit). A trace "
+                                   "shows the waves in lockstep, and alone (H=1) the re-read hits; beside the next "
+                                   "head's blocks (H=2-4) 75-80 % of it comes from DRAM at d=128, 31 % at d=64. "
+                                   "Lines read by SMs on both L2 halves are kept in both (shuffled probe: misses "
+                                   "from 32 MiB, not 56), so one 30 MiB partition must hold a whole copy of the "
+                                   "head's K/V: about 61 % of the re-read misses at d=128, H=2 (75 % measured). "
+                                   "The model's one-level L2 does not see the partitions",
     (K.L2_READ, "*", "*"): "L1 hits between co-resident blocks that load the same tile (placement of "
                            "blocks on SMs is not documented); the model counts no L1 reuse",
     (K.L2_WRITE, "tiled", "fa2"): "uncoalesced O stores (one 4-byte word per sector per instruction) are "

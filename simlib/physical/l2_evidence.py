@@ -21,10 +21,11 @@ import pandas as pd
 
 from ..tiling import make_tiling
 from ..workload import Workload
-from .kernels import DRAM_READ, SHARED_STATIC_LIMIT, predict
+from .kernels import DRAM_READ, L2_READ, SHARED_STATIC_LIMIT, predict
 
 ITEM = 4
 MIB = 2**20
+FABRIC = "lts__t_sectors_srcunit_ltcfabric.sum"
 
 
 def read_ncu_csv(path):
@@ -44,8 +45,12 @@ def probe_misses(path, sizes_mib, passes):
         raise ValueError(f"{path}: {len(table)} launches, {len(sizes_mib)} sizes")
     footprint = np.asarray(sizes_mib, dtype=float) * MIB
     dram = table[DRAM_READ].to_numpy(dtype=float)
-    return pd.DataFrame({"footprint (MiB)": list(sizes_mib), "DRAM read (MB)": dram / 1e6,
-                         "re-reads missed": (dram - footprint) / ((passes - 1) * footprint)})
+    out = pd.DataFrame({"footprint (MiB)": list(sizes_mib), "DRAM read (MB)": dram / 1e6,
+                        "re-reads missed": (dram - footprint) / ((passes - 1) * footprint)})
+    if FABRIC in table and L2_READ in table:
+        # L2 sectors fetched from the other partition, per L2 read sector
+        out["over the fabric"] = (table[FABRIC] / table[L2_READ]).to_numpy(dtype=float)
+    return out
 
 
 def tiled_rereads(path, shapes, hardware, block_rows=None, block_cols=None):
