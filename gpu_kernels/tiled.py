@@ -10,7 +10,7 @@ Mapping (the simplest one that shows the algorithm, as in tspeterkim/flash-atten
 
     grid   = (Tr, B·H)        one thread block per (query block i, batch·head)
     block  = (Br,)            one thread per query row of the block
-    shared = Qs[Br, d], Ks[Bc, d], Vs[Bc, d], Ss[Br, Bc]
+    shared = Qs[Br, d + 4], Ks[Bc, d], Vs[Bc, d], Ss[Br, Bc + 1]   (row padding: _pad)
     per-thread registers: m, l, and the output row O_acc[d] (a local array)
 
 The arithmetic, and therefore the SRAM counts, follow docs/COUNTING.md §fa2 exactly:
