@@ -196,7 +196,7 @@ def _bench_one(ctx, kern, n, d, rows):
     if kern == "tiled":
         from .tiled import TiledPlan
 
-        plan = TiledPlan((batch, heads, n, d), params["block_rows"], params["block_cols"], False)
+        plan = TiledPlan(shape=(batch, heads, n, d), block_rows=params["block_rows"], block_cols=params["block_cols"])
 
         def call(i):
             q, k, v, o, lse = views[i]
@@ -204,7 +204,8 @@ def _bench_one(ctx, kern, n, d, rows):
     elif kern == "naive":
         from .naive import NaivePlan
 
-        plan = NaivePlan((batch, heads, n, d), params["matmul_tile"], params["softmax_threads"], False)
+        plan = NaivePlan(shape=(batch, heads, n, d), matmul_tile=params["matmul_tile"],
+                         softmax_threads=params["softmax_threads"])
         s_buf = cuda.device_array((bh, n, n), dtype=np.float32)
         p_buf = cuda.device_array((bh, n, n), dtype=np.float32)
 

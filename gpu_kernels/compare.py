@@ -273,7 +273,7 @@ def _make_variant(name, case: Case, fast_config=None):
         from .tiled import TiledPlan
 
         br, bc = default_blocks(n, d) if name == "numba_tiled" else wide_blocks(n, d)
-        plan = TiledPlan((b, h, n, d), br, bc, False)
+        plan = TiledPlan(shape=(b, h, n, d), block_rows=br, block_cols=bc)
 
         def call(i):
             f = sets[i]["nb3"]
@@ -285,7 +285,7 @@ def _make_variant(name, case: Case, fast_config=None):
         from .naive import NaivePlan
 
         t_mm, t_sm = resolve_naive_params(shape)
-        plan = NaivePlan((b, h, n, d), t_mm, t_sm, False)
+        plan = NaivePlan(shape=(b, h, n, d), matmul_tile=t_mm, softmax_threads=t_sm)
         keep["s"] = cuda.device_array((bh, n, n), dtype=np.float32)
         keep["p"] = cuda.device_array((bh, n, n), dtype=np.float32)
 
@@ -690,7 +690,7 @@ def launch_once(specs, fast_configs=None):
             br, bc = default_blocks(n, d)
             o = cp.full((16, n, d), cp.nan, dtype=cp.float32)
             lse = cp.full((16, n), cp.nan, dtype=cp.float32)
-            TiledPlan((1, 16, n, d), br, bc, False).launch(
+            TiledPlan(shape=(1, 16, n, d), block_rows=br, block_cols=bc).launch(
                 *[cuda.as_cuda_array(x).reshape(16, n, d) for x in (q, k, v)], cuda.as_cuda_array(o),
                 cuda.as_cuda_array(lse), cuda.to_device(np.zeros(4, dtype=np.int64)))
         else:

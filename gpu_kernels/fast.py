@@ -351,6 +351,19 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
 
     copy_async = copy_async if SIM else cuda.jit(device=True, inline=True)(copy_async)
 
+    def refill_async(sm, off, stride, src, next_first, n, more, r0, c4):
+        """Once everyone is done with a K (or V) tile: start copying the next block's tile into its
+        place if there is one (`more`), and close the commit group (an empty group after the last
+        block keeps the wait counts uniform). Returns the elements read from global memory."""
+        cuda.syncthreads()
+        got = 0
+        if more:
+            got = copy_async(sm, off, stride, src, next_first, n, r0, c4)
+        cp_commit()
+        return got
+
+    refill_async = refill_async if SIM else cuda.jit(device=True, inline=True)(refill_async)
+
     def fa2_fast(q, k, v, o, lse, counters, n):
         # q, k, v, o: flat (B·H·N·d,) fp32; lse: flat (B·H·N,); counters: int64[4]; n = N
         sm = cuda.shared.array(0, float32)
@@ -465,13 +478,10 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
                 n_sr += D * (TM + TN)
 
             if ASYNC:  # K_j is used up: start copying K_j+1 into its place
-                cuda.syncthreads()
-                if j + 1 < Tc:
-                    got = copy_async(sm, K_OFF, KSTR, k, head + k_start + BC, head + n, r0, c4)
-                    if COUNTING:
-                        n_gr += got
-                        n_sw += 4 * KV_ITERS
-                cp_commit()  # (an empty group after the last block keeps the wait counts uniform)
+                got = refill_async(sm, K_OFF, KSTR, k, head + k_start + BC, head + n, j + 1 < Tc, r0, c4)
+                if COUNTING and j + 1 < Tc:  # rows past N were zero-filled: stored all the same
+                    n_gr += got
+                    n_sw += 4 * KV_ITERS
 
             if k_start + BC > n:  # ragged last block: keys past N get score -inf (p = 0)
                 for b in range(TN):
@@ -538,13 +548,10 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
                 n_sr += BC * (TM + DX)
 
             if ASYNC:  # V_j is used up: start copying V_j+1 into its place
-                cuda.syncthreads()
-                if j + 1 < Tc:
-                    got = copy_async(sm, V_OFF, VSTR, v, head + k_start + BC, head + n, r0, c4)
-                    if COUNTING:
-                        n_gr += got
-                        n_sw += 4 * KV_ITERS
-                cp_commit()
+                got = refill_async(sm, V_OFF, VSTR, v, head + k_start + BC, head + n, j + 1 < Tc, r0, c4)
+                if COUNTING and j + 1 < Tc:  # rows past N were zero-filled: stored all the same
+                    n_gr += got
+                    n_sw += 4 * KV_ITERS
 
         # --- full row sums from the NTX partial sums, then O = acc / l and L = (m + log2 l)·ln 2.
         if SIM:

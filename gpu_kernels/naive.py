@@ -35,7 +35,8 @@ from numba import cuda, float32  # module globals: the CUDA simulator swaps `cud
 
 from .checks import check_attention_inputs, resolve_naive_params, scale_for, softmax_per_thread
 from .counting import add_counts, counts_from, new_counters, simulator_enabled
-from .flush import flush_counters
+from .flush import flush_counters, jit_named
+from .plan import KernelPlan
 
 
 @functools.lru_cache(maxsize=None)
@@ -110,10 +111,9 @@ def matmul_kernel(tile: int, trans_b: bool, counting: bool):
         if COUNTING:
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
-    matmul.__name__ = matmul.__qualname__ = (
+    return jit_named(matmul, (
         f"matmul_t{T}{'_bt' if TRANS_B else ''}{'_count' if COUNTING else ''}"
-    )
-    return cuda.jit(matmul)
+    ))
 
 
 @functools.lru_cache(maxsize=None)
@@ -215,10 +215,9 @@ def softmax_kernel(threads: int, per_thread: int, counting: bool, causal: bool =
         if COUNTING:
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
-    softmax.__name__ = softmax.__qualname__ = (
+    return jit_named(softmax, (
         f"softmax_t{TPB}_per{PER}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
-    )
-    return cuda.jit(softmax)
+    ))
 
 
 @dataclass
@@ -230,19 +229,10 @@ class NaiveResult:
     counts_by_launch: dict | None = None  # {"qk": ..., "softmax": ..., "pv": ...}
 
 
-@dataclass(frozen=True)
-class NaivePlan:
-    shape: tuple  # (B, H, N, d), N = N_k
+@dataclass(frozen=True, kw_only=True)
+class NaivePlan(KernelPlan):
     matmul_tile: int
     softmax_threads: int
-    counting: bool
-    causal: bool = False
-    kv_heads: int | None = None  # H_kv; None: H (multi-head)
-    query_len: int | None = None  # N_q; None: N
-
-    @property
-    def nq(self):
-        return self.shape[2] if self.query_len is None else self.query_len
 
     def kernels(self):
         t, ts, cnt = self.matmul_tile, self.softmax_threads, self.counting
@@ -278,8 +268,9 @@ class NaivePlan:
 def plan_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, counting=False, causal=False) -> NaivePlan:
     shape = check_attention_inputs(q, k, v, causal=causal)
     t, ts = resolve_naive_params(shape, matmul_tile, softmax_threads, simulator=simulator_enabled())
-    return NaivePlan((shape.batch, shape.heads, shape.seq_len, shape.head_dim), t, ts, bool(counting),
-                     bool(causal), shape.kv_heads, shape.query_len)
+    return NaivePlan(shape=(shape.batch, shape.heads, shape.seq_len, shape.head_dim), matmul_tile=t,
+                     softmax_threads=ts, counting=bool(counting), causal=bool(causal), kv_heads=shape.kv_heads,
+                     query_len=shape.query_len)
 
 
 def run_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, count=False, causal=False) -> NaiveResult:

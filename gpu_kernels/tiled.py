@@ -44,7 +44,8 @@ from numba import cuda, float32  # module globals: the CUDA simulator swaps `cud
 
 from .checks import ITEMSIZE, SHARED_LIMIT_BYTES, check_attention_inputs, resolve_tiled_blocks, scale_for
 from .counting import counts_from, new_counters, simulator_enabled
-from .flush import flush_counters
+from .flush import flush_counters, jit_named
+from .plan import KernelPlan
 from .timers import block_clocks
 
 
@@ -247,11 +248,10 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
         if COUNTING:  # one atomic per counter per thread
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
-    fa2_forward.__name__ = fa2_forward.__qualname__ = (
+    return jit_named(fa2_forward, (
         f"fa2_forward_d{D}_br{BR}_bc{BC}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
         f"{'_trace' if TRACE else ''}"
-    )
-    return cuda.jit(fa2_forward)
+    ))
 
 
 @dataclass
@@ -263,22 +263,13 @@ class TiledResult:
     counts: dict | None = None  # hbm/sram read/write bytes when count=True
 
 
-@dataclass(frozen=True)
-class TiledPlan:
+@dataclass(frozen=True, kw_only=True)
+class TiledPlan(KernelPlan):
     """Everything a launch needs; built once, launched many times (the benchmark does)."""
 
-    shape: tuple  # (B, H, N, d), N = N_k
     block_rows: int
     block_cols: int
-    counting: bool
-    causal: bool = False
-    kv_heads: int | None = None  # H_kv; None: H (multi-head)
-    query_len: int | None = None  # N_q; None: N
     trace: bool = False  # record each block's SM and start/end clock (fa2_kernel's `trace`)
-
-    @property
-    def nq(self):
-        return self.shape[2] if self.query_len is None else self.query_len
 
     @property
     def grid(self):
@@ -301,8 +292,8 @@ class TiledPlan:
 def plan_tiled(q, k, v, *, block_rows=None, block_cols=None, counting=False, causal=False) -> TiledPlan:
     shape = check_attention_inputs(q, k, v, causal=causal)
     br, bc = resolve_tiled_blocks(shape, block_rows, block_cols)
-    return TiledPlan((shape.batch, shape.heads, shape.seq_len, shape.head_dim), br, bc, bool(counting),
-                     bool(causal), shape.kv_heads, shape.query_len)
+    return TiledPlan(shape=(shape.batch, shape.heads, shape.seq_len, shape.head_dim), block_rows=br, block_cols=bc,
+                     counting=bool(counting), causal=bool(causal), kv_heads=shape.kv_heads, query_len=shape.query_len)
 
 
 def run_tiled(q, k, v, *, block_rows=None, block_cols=None, count=False, causal=False) -> TiledResult:
