@@ -36,6 +36,20 @@ MAX_REPS = 200
 MAX_SETS = 128
 
 
+def time_rotating(call, n_sets, reps, first=0):
+    """Milliseconds of `reps` calls, each between two CUDA events; call r gets input set
+    (first + r) mod n_sets, so consecutive calls read different input sets."""
+    from numba import cuda
+
+    starts = [cuda.event() for _ in range(reps)]
+    ends = [cuda.event() for _ in range(reps)]
+    for r in range(reps):
+        starts[r].record()
+        call((first + r) % n_sets)
+        ends[r].record()
+    ends[-1].synchronize()
+    return np.array([s.elapsed_time(e) for s, e in zip(starts, ends)])
+
 def _predicted_hbm(kernel, shape: Shape, params):
     """simlib's HBM bytes (read + write) for the tiling that ran; cupy: the paper's model (T = ∞)."""
     try:
@@ -241,14 +255,7 @@ def _bench_one(ctx, kern, n, d, rows):
     if reps * probe_s > left:
         return skip(f"time budget: one call took {probe_s:.2f} s, {max(left, 0):.0f} s left")
 
-    starts = [cuda.event() for _ in range(reps)]
-    ends = [cuda.event() for _ in range(reps)]
-    for r in range(reps):
-        starts[r].record()
-        call((r + 2) % n_sets)
-        ends[r].record()
-    ends[-1].synchronize()
-    times_ms = np.array([s.elapsed_time(e) for s, e in zip(starts, ends)])
+    times_ms = time_rotating(call, n_sets, reps, first=2)
 
     # The outputs of the last call must be finite (they were NaN before the first call).
     o_last = inputs.sets[(reps + 1) % n_sets][3]

@@ -42,6 +42,7 @@ import warnings
 
 import numpy as np
 
+from .bench import time_rotating
 from .checks import Shape, matmul_flops, scale_for
 from .provenance import provenance, write_csv_atomic, write_json_atomic
 
@@ -332,19 +333,6 @@ def _make_variant(name, case: Case, fast_config=None):
     raise ValueError(f"unknown variant {name!r}")
 
 
-def _time(call, n_sets, reps):
-    from numba import cuda
-
-    starts = [cuda.event() for _ in range(reps)]
-    ends = [cuda.event() for _ in range(reps)]
-    for r in range(reps):
-        starts[r].record()
-        call((r + 1) % n_sets)
-        ends[r].record()
-    ends[-1].synchronize()
-    return np.array([s.elapsed_time(e) for s, e in zip(starts, ends)])
-
-
 def _poison(case):
     for st in case.sets:
         st["o"].fill(np.nan)
@@ -368,7 +356,7 @@ def run_variant(name, case: Case, reps: int, fast_config=None) -> dict:
         o, lse = output(0)
         res.update(case.check(o, lse))
         res["ok"] = res["finite"] and res["rel_err_o"] <= TOLERANCE and res.get("rel_err_lse", 0.0) <= TOLERANCE
-        times = _time(call, case.n_sets, reps)
+        times = time_rotating(call, case.n_sets, reps, first=1)
         o_last, _ = output(reps % case.n_sets)
         res["finite_after_timing"] = bool(__import__("cupy").isfinite(o_last).all())
         res.update(status="ok", ms=float(np.median(times)), ms_p10=float(np.percentile(times, 10)),

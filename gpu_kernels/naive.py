@@ -285,7 +285,7 @@ def run_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, count=False, c
                       causal=causal)
     b, h, n, d = plan.shape
     nq = plan.nq
-    hkv = h if plan.kv_heads is None else plan.kv_heads
+    hkv = plan.n_kv_heads
     bh = b * h
     dq = cuda.to_device(np.ascontiguousarray(q).reshape(bh, nq, d))
     dk = cuda.to_device(np.ascontiguousarray(k).reshape(b * hkv, n, d))

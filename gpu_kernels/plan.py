@@ -22,3 +22,7 @@ class KernelPlan:
     @property
     def nq(self):
         return self.shape[2] if self.query_len is None else self.query_len
+
+    @property
+    def n_kv_heads(self):
+        return self.shape[1] if self.kv_heads is None else self.kv_heads

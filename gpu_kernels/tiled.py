@@ -307,7 +307,7 @@ def run_tiled(q, k, v, *, block_rows=None, block_cols=None, count=False, causal=
     plan = plan_tiled(q, k, v, block_rows=block_rows, block_cols=block_cols, counting=count, causal=causal)
     b, h, n, d = plan.shape
     nq = plan.nq
-    hkv = h if plan.kv_heads is None else plan.kv_heads
+    hkv = plan.n_kv_heads
     dq = cuda.to_device(np.ascontiguousarray(q).reshape(b * h, nq, d))
     dk = cuda.to_device(np.ascontiguousarray(k).reshape(b * hkv, n, d))
     dv = cuda.to_device(np.ascontiguousarray(v).reshape(b * hkv, n, d))
