@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-gpu slides report bench-trace clean
+.PHONY: lab test lint format test-gpu slides report bench-trace clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,16 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q tests --nbmake --nbmake-timeout=300 notebooks
+
+# Lint: ruff (rules and format) over the tree, mypy over simlib. `make format` applies ruff's fixes.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 test-gpu: $(STAMP)
 	$(BIN)/python -m pytest -q -m gpu tests
