@@ -30,8 +30,8 @@ def test_every_entry_cites_a_commit_and_a_function(entry):
     assert source["function"].startswith("run_mha_fwd_hdim")
 
 
-@pytest.mark.parametrize("head_dim, arch, dropout, causal", itertools.product(
-    (32, 64, 96, 128, 160, 192, 224, 256), ("sm80", "sm8x", "sm90"), (False, True), (False, True)))
+@pytest.mark.parametrize("head_dim, arch, dropout, causal", list(itertools.product(
+    (32, 64, 96, 128, 160, 192, 224, 256), ("sm80", "sm8x", "sm90"), (False, True), (False, True))))
 def test_every_case_has_a_tile(head_dim, arch, dropout, causal):
     e = lookup(ENTRIES, head_dim, arch, dropout, causal)
     assert e is not None
