@@ -37,7 +37,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from simlib import Workload, count, load_preset, preset_keys, roofline
-from simlib import charts
+from simlib.lectures import charts
 
 charts.use_style()
 N, D = 4096, 64           # the running example: 4K tokens, head dimension 64, fp16

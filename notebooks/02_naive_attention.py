@@ -36,7 +36,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from simlib import Workload, compulsory_bytes, count
-from simlib import charts, claims
+from simlib.lectures import charts, claims
 
 charts.use_style()
 N, D = 4096, 64
@@ -119,7 +119,7 @@ display(Markdown(
 #
 # One fp16 N×N matrix per head is 2·N² bytes. It becomes large when it is multiplied by heads, batch
 # and layers. Two model shapes: Llama-2-7B (from `data/models`, its published config) and a
-# GPT-2-medium-like shape (stated in `simlib/claims.py`).
+# GPT-2-medium-like shape (stated in `simlib/lectures/claims.py`).
 
 # %%
 pd.DataFrame(claims.model_configs()).T

@@ -36,7 +36,7 @@ from IPython.display import Markdown, display
 from matplotlib.patches import Patch
 
 from simlib import Workload, count, load_preset
-from simlib import charts
+from simlib.lectures import charts
 
 charts.use_style()
 rng = np.random.default_rng(2024)

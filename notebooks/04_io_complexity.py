@@ -40,7 +40,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from simlib import Workload, compulsory_bytes, count, load_preset, preset_keys, saha_ye_bytes
-from simlib import charts, claims
+from simlib.lectures import charts, claims
 
 charts.use_style()
 GPU = load_preset("h200")

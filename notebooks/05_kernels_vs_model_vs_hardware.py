@@ -32,7 +32,6 @@
 # the hardware, so that any gap is about the hardware and not about a bug.
 
 # %% slideshow={"slide_type": "skip"}
-import json
 import os
 
 # Live re-measurement needs an NVIDIA GPU: set FLASHIO_GPU=1. Otherwise numba's CUDA simulator
@@ -47,16 +46,17 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from gpu_kernels import random_qkv, run_naive, run_tiled
-from simlib import Workload, charts, count, load_preset
+from gpu_kernels.measure.manifest import lookup, run_of
+from simlib import Workload, count, load_preset
 from simlib.hardware import DATA_DIR
 from simlib.physical import kernels as K
 from simlib.physical.compare import OUT_CSV, PROFILE_CSV, TARGET_MIN_N, TOLERANCE, compare
+from simlib.lectures import charts, readers
 
 charts.use_style()
 pd.set_option("display.max_colwidth", 80)
 pd.set_option("display.width", 160)
 H200 = load_preset("h200")
-MEAS = DATA_DIR / "measurements"
 display(Markdown(f"Kernels run on: **{'the GPU (FLASHIO_GPU=1)' if LIVE_GPU else 'the numba CUDA simulator (CPU)'}**."))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -112,19 +112,17 @@ display(Markdown(
 
 # %%
 def provenance(name):
-    path = MEAS / name
-    if not path.is_file():
-        return {"file": name, "status": "not recorded yet"}
-    raw = json.loads(path.read_text())
-    return {"file": name, "GPU": raw.get("gpu_name"), "driver": raw.get("driver_version"),
+    path = lookup(name)
+    raw, run = readers.read_provenance(path), run_of(path)
+    return {"file": f"current/{name}", "run": run["run_id"], "GPU": raw.get("gpu_name"), "driver": raw.get("driver_version"),
             "CUDA runtime": raw.get("cuda_runtime_version"), "numba-cuda": raw.get("numba_cuda"),
             "Nsight Compute": (raw.get("ncu_version") or "—").split("(")[0].strip(),
             "date (UTC)": raw.get("date_utc"),
-            "commit": (raw.get("tree_commit") or raw.get("git_commit") or "unknown").split(":")[0],
+            "commit (manifest.csv)": run["commit"],
             "ncu options": raw.get("ncu_options", "—")}
 
 
-prov = pd.DataFrame([provenance("profile_h200.provenance.json"), provenance("bench_h200.provenance.json")])
+prov = pd.DataFrame([provenance("profile_h200.csv"), provenance("bench_h200.csv")])
 prov.T
 
 # %%
@@ -133,7 +131,7 @@ profile["value"] = pd.to_numeric(profile["value"], errors="coerce")
 ncu = profile[profile["source"] == "ncu"]
 p0 = prov.iloc[0]
 display(Markdown(
-    f"Profile: {p0['GPU']}, driver {p0['driver']}, {p0['date (UTC)']}, commit `{p0['commit']}`. "
+    f"Profile: {p0['GPU']}, driver {p0['driver']}, {p0['date (UTC)']}, {p0['run']}, commit `{p0['commit (manifest.csv)']}`. "
     f"Nsight Compute ran with `{p0['ncu options']}`: **`--cache-control all` flushes every cache before "
     f"each profiled launch**, so nothing carries over from one launch to the next — the S that the "
     f"naive `qk` launch writes is read back by `softmax` from DRAM, never from L2."))
@@ -225,17 +223,10 @@ display(Markdown(
 # (CUDA events, median of many calls, inputs rotated beyond L2; B = 1, H = 16).
 
 # %%
-bench_path = MEAS / "bench_h200.csv"
-if bench_path.is_file():
-    bench = pd.read_csv(bench_path)
-    bench["value"] = pd.to_numeric(bench["value"], errors="coerce")
-    times = bench[bench["metric"] == "time_ms_median"].pivot_table(
-        index=["head_dim", "seq_len"], columns="kernel", values="value")
-    times["speedup tiled/naive"] = times["naive"] / times["tiled"]
-    display(times.round(2))
-else:
-    times = None
-    display(Markdown("`bench_h200.csv` is not recorded yet: no measured times."))
+bench = readers.read_bench()
+times = readers.bench_times().pivot_table(index=["head_dim", "seq_len"], columns="kernel", values="time_ms")
+times["speedup tiled/naive"] = times["naive"] / times["tiled"]
+display(times.round(2))
 
 # %%
 if times is not None:
@@ -263,6 +254,7 @@ display(Markdown("**Achieved occupancy** (ncu `sm__warps_active`, % of the 64 wa
 display(occ.round(1))
 if times is not None and "tflops" in set(bench["metric"]):
     tf = bench[(bench["metric"] == "tflops") & (bench["kernel"] == "tiled")].set_index(["head_dim", "seq_len"])["value"]
+    tf = pd.to_numeric(tf)
     best = times.loc[(slice(None), [n for n in times.index.get_level_values(1) if n >= 4096]), "speedup tiled/naive"]
     display(Markdown(
         f"From N = 4096 on the tiled kernel runs {tf.loc[(slice(None), [n for n in tf.index.get_level_values(1) if n >= 4096])].min():.1f}–"
@@ -436,7 +428,7 @@ spec = importlib.util.spec_from_file_location("h200_diagnostics", DATA_DIR.paren
 diag = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(diag)
 first_launch = {"own": 1, "rotating": 1, "shuffled": 4}   # MiB of each probe's first (compiling) launch
-probes = {name: l2_evidence.probe_misses(MEAS / f"l2_ncu_{name}_h200.csv", (mib,) + diag.NCU_SIZES_MIB, diag.NCU_PASSES)
+probes = {name: l2_evidence.probe_misses(lookup(f"l2_ncu_{name}_h200.csv"), (mib,) + diag.NCU_SIZES_MIB, diag.NCU_PASSES)
           for name, mib in first_launch.items()}
 l2_table = pd.concat({name: t.set_index("footprint (MiB)")["re-reads missed"] for name, t in probes.items()}, axis=1)
 l2_table.style.format("{:.1%}")
@@ -479,8 +471,8 @@ display(Markdown(
 # predicts 0 % in every row (each reuse distance is under 60 MiB).
 
 # %%
-tiled_n = l2_evidence.tiled_rereads(MEAS / "tiled_l2_ncu_h200.csv", [(n, d, 4) for n, d in diag.TILED_NCU_SHAPES], H200)
-tiled_h = l2_evidence.tiled_rereads(MEAS / "tiled_heads_l2_ncu_h200.csv", diag.TILED_HEADS_NCU_SHAPES, H200)
+tiled_n = l2_evidence.tiled_rereads(lookup("tiled_l2_ncu_h200.csv"), [(n, d, 4) for n, d in diag.TILED_NCU_SHAPES], H200)
+tiled_h = l2_evidence.tiled_rereads(lookup("tiled_heads_l2_ncu_h200.csv"), diag.TILED_HEADS_NCU_SHAPES, H200)
 reread_cols = ["N", "d", "H", "K/V per head (MiB)", "waves", "reuse distance (MiB, model)", "re-read K/V (MB)",
                "DRAM read (MB)", "model (MB)", "re-reads missed"]
 tiled_all = pd.concat([tiled_n, tiled_h], ignore_index=True)[reread_cols]
@@ -506,7 +498,7 @@ plt.show()
 # start to its end, coloured by head:
 
 # %%
-trace = pd.read_csv(MEAS / "tiled_trace_h200.csv")
+trace = pd.read_csv(lookup("tiled_trace_h200.csv"))
 trace["start (ms)"], trace["end (ms)"] = trace["start_ns"] / 1e6, trace["end_ns"] / 1e6
 four_heads = trace[(trace["N"] == 16384) & (trace["d"] == 128) & (trace["H"] == 4)].reset_index(drop=True)
 fig, ax = plt.subplots(figsize=(7.2, 4.0))
@@ -537,7 +529,7 @@ two_heads.round(2)
 alone = tiled_h[(tiled_h["N"] == 16384) & (tiled_h["d"] == 128) & (tiled_h["H"] == 1)].iloc[0]
 beside = tiled_h[(tiled_h["N"] == 16384) & (tiled_h["d"] == 128) & (tiled_h["H"] == 2)].iloc[0]
 four = tiled_n[(tiled_n["N"] == 16384) & (tiled_n["d"] == 128)].iloc[0]
-run3 = pd.read_csv(MEAS / "profile_h200_run3.csv")
+run3 = pd.read_csv(lookup("profile_h200.csv", run_id="run03"))
 run3_dram = run3[(run3["kernel"] == "tiled") & (run3["metric"] == K.DRAM_READ) & (run3["seq_len"] == 16384)
                  & (run3["head_dim"] == 128) & (run3["launch"] == "fa2")]["value"].sum()
 run3_missed = (run3_dram - 3 * 4 * 16384 * 128 * 4) / (four["re-read K/V (MB)"] * 1e6)
@@ -574,16 +566,12 @@ display(Markdown(
 # same HBM traffic as the teaching kernel (the fa2 schedule), arranged for the compute units.
 
 # %%
-cmp_path = MEAS / "compare_h200.csv"
-try:
-    cmp = pd.read_csv(cmp_path)
-    cmp["value"] = pd.to_numeric(cmp["value"], errors="coerce")
-    ms = cmp[cmp["metric"] == "ms"].pivot_table(index=["head_dim", "seq_len"], columns="variant", values="value")
-    display(Markdown(f"Median milliseconds, B = {cmp['batch'].iloc[0]}, H = {cmp['heads'].iloc[0]}, fp32 "
-                     f"(`{cmp_path.name}`; provenance in `{cmp_path.stem}.provenance.json`):"))
-    display(ms.round(2))
-except (OSError, KeyError, ValueError, pd.errors.ParserError) as exc:
-    display(Markdown(f"No comparison recorded yet ({type(exc).__name__})."))
+cmp_path = lookup("compare_h200.csv")
+cmp = readers.compare_times(cmp_path)
+ms = cmp.pivot_table(index=["head_dim", "seq_len"], columns="kernel", values="time_ms")
+display(Markdown(f"Median milliseconds, B = {cmp['batch'].iloc[0]}, H = {cmp['heads'].iloc[0]}, fp32 "
+                 f"(`current/{cmp_path.name}`, {run_of(cmp_path)['run_id']} in `manifest.csv`):"))
+display(ms.round(2))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary

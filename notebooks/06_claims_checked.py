@@ -18,9 +18,9 @@
 #
 # Two widely read explainer posts on FlashAttention make eight arithmetic claims. Each is checked
 # here against the exact model (`simlib`) and, where the claim is about wall-clock time, against the
-# recorded measurements in `data/measurements/bench_h200.csv` (if that file exists yet).
+# recorded H200 measurements in `data/measurements/current/`.
 #
-# The logic lives in `simlib/claims.py` (functions returning DataFrames, unit-tested in
+# The logic lives in `simlib/lectures/claims.py` (functions returning DataFrames, unit-tested in
 # `tests/test_notebook_helpers.py` against hand derivations); this notebook shows the numbers.
 # Verdicts: **holds**, **holds with conditions** (true under stated assumptions), **does not hold**.
 
@@ -34,7 +34,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from simlib import charts, claims, load_preset
+from gpu_kernels.measure.manifest import lookup, run_of
+from simlib import load_preset
+from simlib.lectures import charts, claims, readers
 
 charts.use_style()
 pd.set_option("display.max_colwidth", None)
@@ -42,31 +44,22 @@ pd.set_option("display.max_colwidth", None)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Recorded measurements
 #
-# Read defensively: a missing or unreadable file means "no recorded measurement yet", never an
-# invented number.
+# Read from `data/measurements/current/` with the schema each file's writer produces
+# (`simlib/lectures/readers.py`); the run that measured each file is a row of `manifest.csv`.
 
 # %%
 # the recorded kernels compute in fp32: the numba kernels are fp32 only (gpu_kernels/checks.py) and
 # the cuBLAS baseline runs fp32 with TF32 off (see the provenance record below)
 MEASURED_DTYPE = "fp32"
-measurements = claims.load_measurements()
-times = claims.measured_times(measurements)
-speedups = claims.measured_speedups(times)
-if measurements is None:
-    status = f"`{claims.MEASUREMENTS_CSV.relative_to(claims.DATA_DIR.parent)}` is not there yet: {claims.NO_MEASUREMENT}."
-elif not len(times):
-    status = (f"`{claims.MEASUREMENTS_CSV.name}` has {len(measurements)} rows, but no wall-time metric "
-              f"could be read from them: {claims.NO_MEASUREMENT}.")
-else:
-    status = (f"`{claims.MEASUREMENTS_CSV.name}`: {len(measurements)} rows; wall times for kernels "
-              f"{', '.join(sorted(times.kernel.unique()))} at N = "
-              f"{', '.join(str(n) for n in sorted(times.seq_len.unique()))}.")
-display(Markdown(status))
-provenance = claims.load_provenance()
-if provenance:
-    display(pd.Series({k: provenance[k] for k in ("gpu_name", "date_utc", "what", "driver_version", "numba_cuda",
-                                                   "cupy", "kernels", "cupy_naive") if k in provenance},
-                      name="provenance").to_frame())
+speedups = claims.teaching_speedups()
+bench_path = lookup("bench_h200.csv")
+display(Markdown(f"`current/{bench_path.name}` ({run_of(bench_path)['run_id']}, commit "
+                 f"{run_of(bench_path)['commit']}): numba naive vs readable tiled kernel at N = "
+                 f"{', '.join(charts.tokens_label(n) for n in sorted(speedups.seq_len))}, d = {claims.DEFAULT_HEAD_DIM}."))
+provenance = readers.read_provenance(bench_path)
+display(pd.Series({k: provenance[k] for k in ("gpu_name", "date_utc", "what", "driver_version", "numba_cuda",
+                                               "cupy", "kernels", "cupy_naive") if k in provenance},
+                  name="provenance").to_frame())
 speedups.round(3)
 
 # %% [markdown]
@@ -83,7 +76,7 @@ optimised.round(2)
 # ## The verdicts
 
 # %%
-table = claims.verdicts(measurements, measured_dtype=MEASURED_DTYPE, optimised=optimised)
+table = claims.verdicts(speedups, optimised, measured_dtype=MEASURED_DTYPE)
 table
 
 # %% tags=["remove-input"]
@@ -117,7 +110,7 @@ display(Markdown(
 # ## (c) "Gigabytes" for the fp16 N×N matrix
 #
 # Two model shapes: Llama-2-7B (published config in `data/models`) and a GPT-2-medium-like shape
-# (stated in `simlib/claims.py`).
+# (stated in `simlib/lectures/claims.py`).
 
 # %%
 pd.DataFrame(claims.model_configs()).T

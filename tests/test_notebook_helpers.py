@@ -1,4 +1,4 @@
-"""The lecture helpers (simlib/charts.py, simlib/claims.py) and the stored notebooks.
+"""The lecture helpers (simlib/lectures: charts, claims, readers) and the stored notebooks.
 
 Claim numbers are checked against hand derivations written out here, independent of simlib's code:
 the paper's element counts (naive reads 3Nd + 2N², writes 2N² + Nd; FA2 reads Nd + Tr·2Nd, writes
@@ -19,7 +19,7 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from simlib import charts, claims  # noqa: E402
+from simlib.lectures import charts, claims, readers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -31,7 +31,7 @@ MiB, GiB = 2**20, 2**30
 # ---------------------------------------------------------------------------------------------
 
 def test_doctests():
-    for module in (charts, claims):
+    for module in (charts, claims, readers):
         failures, _ = doctest.testmod(module)
         assert failures == 0, module.__name__
 
@@ -193,8 +193,7 @@ def test_claim_g_oom():
     assert g.loc[(claims.LLAMA, "training", 1), "N×N alone exceed HBM"]
 
 
-def test_verdict_table_without_measurements(tmp_path):
-    assert claims.load_measurements(tmp_path / "absent.csv") is None
+def test_verdict_table_without_measurements():
     table = claims.verdicts(None)
     assert list(table.index) == list("abcdefgh")
     assert set(table.verdict) <= {claims.HOLDS, claims.CONDITIONS, claims.FAILS}
@@ -206,92 +205,81 @@ def test_verdict_table_without_measurements(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# measurements: read defensively
+# measurements: one fixed schema per writer, loud when it differs
 # ---------------------------------------------------------------------------------------------
 
-def write(tmp_path, text):
-    path = tmp_path / "bench.csv"
+BENCH_HEADER = "kernel,batch,heads,seq_len,head_dim,params,metric,value,unit,note\n"
+
+
+def write(tmp_path, text, name="bench.csv"):
+    path = tmp_path / name
     path.write_text(text)
     return path
 
 
-def test_long_format_measurements(tmp_path):
-    path = write(tmp_path, "kernel,batch,heads,seq_len,head_dim,metric,value,unit\n"
-                           "naive,1,8,4096,64,time_median,3.0,ms\n"
-                           "naive,1,8,4096,64,time_std,0.2,ms\n"
-                           "tiled,1,8,4096,64,time_median,1.0,ms\n"
-                           "tiled,1,8,4096,64,hbm_read_bytes,123,B\n"
-                           "naive,1,8,128,64,time_median,30,us\n"
-                           "tiled,1,8,128,64,time_median,25,us\n")
-    times = claims.measured_times(claims.load_measurements(path))
-    assert len(times) == 4
-    t = times.set_index(["kernel", "seq_len"])["time_s"]
-    assert t[("naive", 4096)] == pytest.approx(3e-3) and t[("tiled", 128)] == pytest.approx(25e-6)
-    s = claims.measured_speedups(times).set_index("seq_len")["speed-up"]
-    assert s[4096] == pytest.approx(3.0) and s[128] == pytest.approx(1.2)
-    table = claims.verdicts(claims.load_measurements(path))
+def test_bench_reader_keeps_the_median_of_the_fastest_params(tmp_path):
+    # the layout of gpu_kernels' bench CSV: a params column, percentiles, a status row
+    path = write(tmp_path, BENCH_HEADER +
+                 "cupy_naive,1,16,4096,64,tf32=False,time_ms_median,7.0,ms,\n"
+                 "cupy_naive,1,16,4096,64,tf32=False,time_ms_p10,6.0,ms,\n"
+                 "naive,1,16,4096,64,matmul_tile=16,time_ms_median,36.0,ms,\n"
+                 "naive,1,16,32768,64,matmul_tile=16,status,skipped,,too big\n"
+                 "tiled,1,16,4096,64,block_rows=48;block_cols=48,time_ms_median,12.0,ms,\n"
+                 "tiled,1,16,4096,64,block_rows=24;block_cols=24,time_ms_median,18.0,ms,\n"
+                 "tiled,1,16,4096,64,block_rows=48;block_cols=48,tflops,1.2,TFLOP/s,\n"
+                 "naive,1,16,256,64,matmul_tile=16,time_ms_median,0.30,ms,\n"
+                 "tiled,1,16,256,64,block_rows=48;block_cols=48,time_ms_median,0.25,ms,\n")
+    times = readers.bench_times(path)
+    assert len(times) == 5
+    tiled = times[(times.kernel == "tiled") & (times.seq_len == 4096)].iloc[0]
+    assert tiled.time_ms == 12.0 and tiled.params == "block_rows=48;block_cols=48"     # fastest tile kept
+    s = claims.teaching_speedups(path).set_index("seq_len")["speed-up"]
+    assert s[4096] == pytest.approx(36 / 12) and s[256] == pytest.approx(0.30 / 0.25)
+    table = claims.verdicts(claims.teaching_speedups(path))
     assert table.loc["e", "verdict"] == claims.HOLDS            # 3× at N ≥ 2K
-    assert table.loc["h", "verdict"] == claims.HOLDS            # 1.2× at 128 < 3× at 4K
+    assert table.loc["h", "verdict"] == claims.HOLDS            # 1.2× at 256 < 3× at 4K
     assert "3.0×" in table.loc["e", "number"]
 
 
-def test_wide_format_and_unit_suffix(tmp_path):
-    path = write(tmp_path, "kernel,N,d,time_ms\nnaive,8192,64,12\nfa2,8192,64,1.5\n")
-    s = claims.measured_speedups(claims.measured_times(claims.load_measurements(path)))
-    assert s["speed-up"].item() == pytest.approx(8.0)
-    assert claims.verdict_e(claims.load_measurements(path)).verdict == claims.CONDITIONS   # > 4×
+def test_a_file_without_its_writers_columns_fails_loudly_naming_file_and_column(tmp_path):
+    path = write(tmp_path, "kernel,N,d,time_ms\nnaive,8192,64,12\n")
+    with pytest.raises(readers.MeasurementFileError, match=r"bench.csv: missing column\(s\) batch, heads, seq_len"):
+        readers.bench_times(path)
+    path = write(tmp_path, "kernel,batch,heads,seq_len,head_dim,params,metric,value,unit,note\n", name="cmp.csv")
+    with pytest.raises(readers.MeasurementFileError, match="cmp.csv: missing column.s. variant"):
+        readers.compare_times(path)
 
 
-def test_slow_flash_kernel(tmp_path):
-    path = write(tmp_path, "kernel,seq_len,head_dim,metric,value\n"
-                           "naive,4096,64,median_time_s,0.0015\ntiled,4096,64,median_time_s,0.001\n")
-    frame = claims.load_measurements(path)
+def test_a_non_numeric_time_fails_loudly(tmp_path):
+    path = write(tmp_path, BENCH_HEADER + "naive,1,16,4096,64,,time_ms_median,fast,ms,\n")
+    with pytest.raises(ValueError):
+        readers.bench_times(path)
+
+
+def test_teaching_kernels_above_four_or_below_two(tmp_path):
+    fast = write(tmp_path, BENCH_HEADER + "naive,1,16,8192,64,,time_ms_median,12,ms,\n"
+                                          "tiled,1,16,8192,64,,time_ms_median,1.5,ms,\n")
+    assert claims.verdict_e(claims.teaching_speedups(fast)).verdict == claims.CONDITIONS   # 8× > 4×
+    slow = write(tmp_path, BENCH_HEADER + "naive,1,16,4096,64,,time_ms_median,1.5,ms,\n"
+                                          "tiled,1,16,4096,64,,time_ms_median,1.0,ms,\n", name="slow.csv")
     # fp16 kernels at 1.5×: the fp16 model says ≥ 2× is possible, so the claim is not reproduced
-    assert claims.verdict_e(frame, measured_dtype="fp16").verdict == claims.FAILS
+    assert claims.verdict_e(claims.teaching_speedups(slow), measured_dtype="fp16").verdict == claims.FAILS
     # fp32 kernels: compute bound, the fp32 model itself predicts ~1×: outside the claim's regime
-    v = claims.verdict_e(frame, measured_dtype="fp32")
+    v = claims.verdict_e(claims.teaching_speedups(slow), measured_dtype="fp32")
     assert v.verdict == claims.CONDITIONS and "compute bound" in v.model
 
 
-def test_bench_schema_with_params_and_two_baselines(tmp_path):
-    # the layout of gpu_kernels' bench CSV: a params column, percentiles, a status row
-    path = write(tmp_path, "kernel,batch,heads,seq_len,head_dim,params,metric,value,unit,note\n"
-                           "cupy_naive,1,16,4096,64,tf32=False,time_ms_median,7.0,ms,\n"
-                           "cupy_naive,1,16,4096,64,tf32=False,time_ms_p10,6.0,ms,\n"
-                           "naive,1,16,4096,64,matmul_tile=16,time_ms_median,36.0,ms,\n"
-                           "naive,1,16,32768,64,matmul_tile=16,status,skipped,,too big\n"
-                           "tiled,1,16,4096,64,block_rows=48;block_cols=48,time_ms_median,12.0,ms,\n"
-                           "tiled,1,16,4096,64,block_rows=24;block_cols=24,time_ms_median,18.0,ms,\n"
-                           "tiled,1,16,4096,64,block_rows=48;block_cols=48,tflops,1.2,TFLOP/s,\n")
-    times = claims.measured_times(claims.load_measurements(path))
-    tiled = times[times.kernel == "tiled"].iloc[0]
-    assert len(times) == 3 and tiled.time_s == pytest.approx(12e-3)       # fastest tile kept
-    assert tiled.params == "block_rows=48;block_cols=48"
-    s = claims.measured_speedups(times).set_index("baseline")["speed-up"]
-    assert s["naive"] == pytest.approx(3.0) and s["cupy_naive"] == pytest.approx(7 / 12)
-    chosen = claims.like_for_like(claims.measured_speedups(times))
-    assert list(chosen.baseline) == ["naive"]                               # same code base
-    assert claims.verdict_e(claims.load_measurements(path)).verdict == claims.HOLDS
-
-
-def test_provenance_is_optional(tmp_path):
-    path = write(tmp_path, "kernel,seq_len,time_ms\nnaive,1,1\n")
-    assert claims.load_provenance(path) is None
+def test_provenance_sidecar(tmp_path):
+    path = write(tmp_path, "x\n")
+    with pytest.raises(FileNotFoundError, match="bench.csv: no provenance sidecar"):
+        readers.read_provenance(path)
     (tmp_path / "bench.provenance.json").write_text('{"gpu_name": "X"}')
-    assert claims.load_provenance(path) == {"gpu_name": "X"}
+    assert readers.read_provenance(path) == {"gpu_name": "X"}
 
 
-@pytest.mark.parametrize("text", [
-    "",                                                   # empty file
-    "kernel,seq_len,metric,value\nnaive,4096,flops,3\n",  # no time metric
-    "a,b\n1,2\n",                                        # no recognisable columns
-    "kernel,seq_len,metric,value\nnaive,4096,time,3\n",   # time without a unit
-])
-def test_uninterpretable_measurements_fall_back(tmp_path, text):
-    frame = claims.load_measurements(write(tmp_path, text))
-    assert claims.measured_speedups(claims.measured_times(frame)).empty
-    assert claims.verdict_e(frame).measured == claims.NO_MEASUREMENT
-    assert claims.verdict_h(frame).measured == claims.NO_MEASUREMENT
+def test_committed_measurements_read_with_their_schemas():
+    assert set(readers.bench_times().kernel) == {"cupy_naive", "naive", "tiled"}
+    assert {"numba_fast", "torch_math", "torch_efficient", "cupy_naive"} <= set(readers.compare_times().kernel)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,5 +345,3 @@ def test_verdict_e_from_optimised_pairs(tmp_path):
     assert v.measured == claims.NO_MEASUREMENT                       # N < 2K is not "long"
 
 
-def test_optimised_speedups_absent_file(tmp_path):
-    assert claims.optimised_speedups(tmp_path / "absent.csv").empty

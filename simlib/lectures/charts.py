@@ -188,9 +188,7 @@ def bytes_axis(ax, axis="y", label="HBM traffic", binary=False):
 
     Call it after plotting: the tick spacing depends on the data range.
     """
-    from matplotlib.ticker import LogLocator, NullFormatter
-
-    from matplotlib.ticker import FixedLocator
+    from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter
 
     target = ax.yaxis if axis == "y" else ax.xaxis
     lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
@@ -275,7 +273,7 @@ def draw_tiling_step(ax, n, block_rows, block_cols, i, j, order="fa2", title=Non
     """
     from matplotlib.patches import Rectangle
 
-    from .tiling import block_sizes
+    from ..tiling import block_sizes
 
     rows = np.concatenate([[0], np.cumsum(block_sizes(n, block_rows))])
     cols = np.concatenate([[0], np.cumsum(block_sizes(n, block_cols))])

@@ -2,41 +2,33 @@
 
 Each `claim_<letter>()` returns a pandas DataFrame of the numbers behind one claim, computed with
 simlib (`count`, `roofline`, the presets in data/hardware) or, for the measured claims (e) and (h),
-read from data/measurements/bench_h200.csv when that file exists. `verdicts()` turns them into one
-row per claim: what the post says, what the model says, what was measured, and the verdict
+read from the H200 measurements in data/measurements/current/ (`readers`). `verdicts()` turns them
+into one row per claim: what the post says, what the model says, what was measured, and the verdict
 (holds / holds with conditions / does not hold) with its number. Nothing here is typed in by hand
 except the claims themselves and the stated model configurations (assumptions, not results).
 
 Hand check of (a): 4096² = 16,777,216 scores per head (16.8 M); 4000² = 16,000,000.
 """
-import json
 import math
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .. import count
+from ..hardware import load_preset
+from ..kvcache import load_model
+from ..roofline import roofline
+from ..units import STAT_BYTES
+from ..workload import Workload
+from . import readers
 from .charts import fit_loglog_slope, fmt_bytes, fmt_count, tokens_label
-from .hardware import DATA_DIR, load_preset
-from .kvcache import load_model
-from .model import count
-from .roofline import roofline
-from .units import STAT_BYTES
-from .workload import Workload
 
 HOLDS = "holds"
 CONDITIONS = "holds with conditions"
 FAILS = "does not hold"
 NO_MEASUREMENT = "no recorded measurement yet"
 
-MEASUREMENTS_CSV = DATA_DIR / "measurements" / "bench_h200.csv"
-COMPARE_CSV = DATA_DIR / "measurements" / "compare_h200.csv"
-# (standard attention, FlashAttention) pairs of the side-by-side run, each from one code base:
-# cuBLAS matmuls + elementwise softmax vs the optimised numba FA2 kernel; PyTorch's math vs
-# memory-efficient SDPA backends
-OPTIMISED_PAIRS = (("cupy_naive", "numba_fast"), ("torch_math", "torch_efficient"))
 GIB = 2**30
 
 #: The two model shapes of claims (c) and (g). Llama-2-7B comes from data/models (its published
@@ -44,7 +36,7 @@ GIB = 2**30
 #: dimension 64 (d_model 1024; Radford et al. 2019, and the paper's Figure 2 workload in data/papers.json).
 GPT2 = "GPT-2-medium-like"
 LLAMA_KEY = "llama-2-7b"
-GPT2_CONFIG = {"layers": 24, "heads": 16, "head_dim": 64, "source": "stated in simlib/claims.py"}
+GPT2_CONFIG = {"layers": 24, "heads": 16, "head_dim": 64, "source": "stated in simlib/lectures/claims.py"}
 
 
 def _llama():
@@ -212,155 +204,29 @@ def slopes_d(detail):
 
 
 # ---------------------------------------------------------------------------------------------
-# measurements (claims e and h)
+# measurements (claims e and h): fixed-schema readers in readers.py
 # ---------------------------------------------------------------------------------------------
 
-_ALIASES = {
-    "kernel": ("kernel", "algorithm", "impl", "implementation", "name"),
-    "seq_len": ("seq_len", "n", "seqlen", "seq", "sequence_length", "nk"),
-    "head_dim": ("head_dim", "d", "headdim"),
-    "batch": ("batch", "b", "batch_size"),
-    "heads": ("heads", "h", "num_heads"),
-    "metric": ("metric", "measure", "quantity"),
-    "value": ("value", "val", "result"),
-    "unit": ("unit", "units"),
-    "params": ("params", "parameters", "config", "variant_params"),
-}
-_TIME_UNITS = {"s": 1.0, "sec": 1.0, "seconds": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-_TIME_NAME = re.compile(r"(time|wall|latency|duration|elapsed|runtime)", re.I)
-_NOT_CENTRAL = re.compile(r"(^|[_\s])(std|stdev|sd|iqr|min|max|p\d+|q\d+|count|n_?reps?|warmup|ci\d*)([_\s]|$)",
-                          re.I)
+#: (standard attention, FlashAttention) pairs of one code base each. Teaching kernels
+#: (`bench_h200.csv`): the numba naive kernel vs the readable numba FA2 kernel. Optimised
+#: (`compare_h200.csv`): cuBLAS matmuls + elementwise softmax vs the optimised numba FA2 kernel;
+#: PyTorch's math vs memory-efficient SDPA backends.
+TEACHING_PAIRS = (("naive", "tiled"),)
+OPTIMISED_PAIRS = (("cupy_naive", "numba_fast"), ("torch_math", "torch_efficient"))
 
 
-def load_measurements(path=None):
-    """The recorded benchmark CSV as a DataFrame, or None if it does not exist or cannot be read."""
-    path = Path(path) if path is not None else MEASUREMENTS_CSV
-    if not path.is_file():
-        return None
-    try:
-        frame = pd.read_csv(path, comment="#")
-    except (OSError, ValueError, pd.errors.ParserError):
-        return None
-    return frame if len(frame) else None
+def teaching_speedups(path=None, head_dim=DEFAULT_HEAD_DIM):
+    """naive / tiled time of the teaching kernels per N at `head_dim` (`bench_h200.csv`)."""
+    s = readers.speedups(readers.bench_times(path), TEACHING_PAIRS)
+    return s[s.head_dim == head_dim].reset_index(drop=True)
 
 
-def load_provenance(path=None):
-    """The measurement's provenance record (<csv stem>.provenance.json) as a dict, or None."""
-    path = Path(path) if path is not None else MEASUREMENTS_CSV
-    record = path.with_name(path.stem + ".provenance.json")
-    if not record.is_file():
-        return None
-    try:
-        return json.loads(record.read_text())
-    except (OSError, ValueError):
-        return None
+def optimised_speedups(path=None):
+    """Standard / FlashAttention time for each pair of OPTIMISED_PAIRS and shape (`compare_h200.csv`)."""
+    return readers.speedups(readers.compare_times(path), OPTIMISED_PAIRS)
 
 
-def _column(frame, role):
-    lower = {str(c).strip().lower(): c for c in frame.columns}
-    for alias in _ALIASES[role]:
-        if alias in lower:
-            return lower[alias]
-    return None
-
-
-def _unit_of(name, unit=None):
-    if isinstance(unit, str) and unit.strip().lower() in _TIME_UNITS:
-        return _TIME_UNITS[unit.strip().lower()]
-    m = re.search(r"(?:^|[_\s(\[])(s|sec|seconds|ms|us|µs|ns)[)\]]?$", str(name).strip().lower())
-    return _TIME_UNITS[m.group(1)] if m else None
-
-
-def measured_times(frame):
-    """Per (kernel, shape) wall time in seconds from a long (metric/value) or wide CSV.
-
-    Keeps the central time metric (median preferred, then mean, then any time metric without a
-    spread word such as std/min/max/p10). A kernel measured with several parameter sets (a `params`
-    column, e.g. tile sizes) at the same shape keeps its fastest one, named in `params`. Returns an
-    empty DataFrame when nothing can be interpreted.
-    """
-    columns = ["kernel", "seq_len", "head_dim", "batch", "heads", "params", "metric", "time_s"]
-    if frame is None or not len(frame):
-        return pd.DataFrame(columns=columns)
-    kernel, seq = _column(frame, "kernel"), _column(frame, "seq_len")
-    if kernel is None or seq is None:
-        return pd.DataFrame(columns=columns)
-    shape_cols = {role: _column(frame, role) for role in ("head_dim", "batch", "heads", "params")}
-    metric, value, unit = _column(frame, "metric"), _column(frame, "value"), _column(frame, "unit")
-    records = []
-    if metric is not None and value is not None:                 # long format
-        for _, row in frame.iterrows():
-            name = str(row[metric])
-            if not _TIME_NAME.search(name) or _NOT_CENTRAL.search(name.replace("time", "")):
-                continue
-            scale = _unit_of(name, row[unit] if unit is not None else None)
-            if scale is None:
-                continue
-            records.append((row, name, pd.to_numeric(row[value], errors="coerce") * scale))
-    else:                                                        # wide format
-        for col in frame.columns:
-            name = str(col)
-            if not _TIME_NAME.search(name) or _NOT_CENTRAL.search(name.replace("time", "")):
-                continue
-            scale = _unit_of(name)
-            if scale is None:
-                continue
-            for _, row in frame.iterrows():
-                records.append((row, name, pd.to_numeric(row[col], errors="coerce") * scale))
-    out = []
-    for row, name, seconds in records:
-        if not np.isfinite(seconds) or seconds <= 0:
-            continue
-        rec = {"kernel": str(row[kernel]), "seq_len": int(row[seq]), "metric": name, "time_s": float(seconds)}
-        for role, col in shape_cols.items():
-            present = col is not None and pd.notna(row[col])
-            rec[role] = (str(row[col]) if role == "params" else int(row[col])) if present else None
-        out.append(rec)
-    if not out:
-        return pd.DataFrame(columns=columns)
-    times = pd.DataFrame(out)[columns]
-    rank = times["metric"].str.lower().map(lambda m: 0 if "median" in m else 1 if "mean" in m else 2)
-    times = times.assign(_rank=rank, _params=times["params"].fillna(""))
-    keys = ["kernel", "seq_len", "head_dim", "batch", "heads"]
-    central = times.sort_values("_rank").groupby(keys + ["_params"], dropna=False, sort=False).head(1)
-    fastest = central.sort_values("time_s").groupby(keys, dropna=False, sort=False).head(1)
-    return fastest.drop(columns=["_rank", "_params"]).sort_values(keys).reset_index(drop=True)
-
-
-def measured_speedups(times):
-    """Baseline time / kernel time for every shape where both were measured.
-
-    Baselines are the kernels whose name contains 'naive' (standard attention); every other kernel
-    is compared with each of them. One row per (baseline, kernel, shape).
-    """
-    columns = ["seq_len", "head_dim", "batch", "heads", "baseline", "kernel", "baseline_s", "kernel_s",
-               "speed-up"]
-    if times is None or not len(times):
-        return pd.DataFrame(columns=columns)
-    is_naive = times["kernel"].str.contains("naive", case=False)
-    if not is_naive.any() or is_naive.all():
-        return pd.DataFrame(columns=columns)
-    keys = ["seq_len", "head_dim", "batch", "heads"]
-    base = times[is_naive][keys + ["kernel", "time_s"]].rename(columns={"kernel": "baseline",
-                                                                       "time_s": "baseline_s"})
-    merged = times[~is_naive].merge(base, on=keys, how="inner").rename(columns={"time_s": "kernel_s"})
-    merged["speed-up"] = merged["baseline_s"] / merged["kernel_s"]
-    return merged[columns].sort_values(["baseline", "kernel", "head_dim", "seq_len"]).reset_index(drop=True)
-
-
-def like_for_like(speedups, head_dim=DEFAULT_HEAD_DIM):
-    """The comparison a verdict uses: the baseline named exactly 'naive' if there is one (same code
-    base as the tiled kernel), else the first baseline; the model's head dimension if measured."""
-    if not len(speedups):
-        return speedups
-    names = sorted(speedups["baseline"].unique())
-    baseline = "naive" if "naive" in names else names[0]
-    part = speedups[speedups["baseline"] == baseline]
-    if (part["head_dim"] == head_dim).any():
-        part = part[part["head_dim"] == head_dim]
-    return part
-
-
+# ---------------------------------------------------------------------------------------------
 # ---------------------------------------------------------------------------------------------
 # (e) 2–4× speed-up for long sequences
 # ---------------------------------------------------------------------------------------------
@@ -398,30 +264,6 @@ def model_speedups(seq_lens, head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU, dtype="
 
 def claim_e(seq_lens=(2048, 4096, 8192, 16384), head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU):
     return model_speedups(seq_lens, head_dim, gpu)
-
-
-def optimised_speedups(path=None, pairs=OPTIMISED_PAIRS):
-    """Standard / FlashAttention time for each pair of OPTIMISED_PAIRS and shape of the side-by-side
-    run (`compare_h200.csv`: columns variant, seq_len, head_dim, metric, value; metric 'ms' is the
-    median). An empty DataFrame when the file is absent or holds no such pair."""
-    columns = ["baseline", "kernel", "seq_len", "head_dim", "baseline_ms", "kernel_ms", "speed-up"]
-    path = Path(path) if path is not None else COMPARE_CSV
-    try:
-        frame = pd.read_csv(path)
-        ms = frame[frame["metric"] == "ms"].assign(value=lambda f: pd.to_numeric(f["value"], errors="coerce"))
-        ms = ms.set_index(["variant", "seq_len", "head_dim"])["value"]
-    except (OSError, ValueError, KeyError, pd.errors.ParserError):
-        return pd.DataFrame(columns=columns)
-    rows = []
-    for baseline, kernel in pairs:
-        if baseline not in ms.index.get_level_values(0) or kernel not in ms.index.get_level_values(0):
-            continue
-        for (n, d), t_base in ms[baseline].items():
-            t_kernel = ms[kernel].get((n, d))
-            if t_kernel is not None and t_kernel > 0 and t_base > 0:
-                rows.append({"baseline": baseline, "kernel": kernel, "seq_len": int(n), "head_dim": int(d),
-                             "baseline_ms": t_base, "kernel_ms": t_kernel, "speed-up": t_base / t_kernel})
-    return pd.DataFrame(rows, columns=columns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -555,6 +397,8 @@ def _n_range(values):
 
 
 def _measured_line(speedups, select):
+    if speedups is None or not len(speedups):
+        return None, None
     part = speedups[select(speedups["seq_len"])]
     if not len(part):
         return None, None
@@ -565,12 +409,12 @@ def _measured_line(speedups, select):
     return "; ".join(lines), part
 
 
-def verdict_e(measurements=None, gpu=DEFAULT_GPU, measured_dtype="fp32", optimised=None):
+def verdict_e(teaching=None, optimised=None, gpu=DEFAULT_GPU, measured_dtype="fp32"):
     """(e) from the optimised pairs of the side-by-side run (`optimised`, from `optimised_speedups`)
-    when given, else from the teaching kernels' measurement, else from the model.
+    when given, else from the teaching kernels (`teaching`, from `teaching_speedups`), else the model.
 
-    Optimised pairs (`optimised_speedups`, N ≥ 2K): every speed-up within 2–4× holds; some within
-    and some outside holds with conditions; none reaching 2× does not hold.
+    Optimised pairs (N ≥ 2K): every speed-up within 2–4× holds; some within and some outside holds
+    with conditions; none reaching 2× does not hold.
     Teaching kernels only: measured 2–4× holds; above 4× holds with conditions (faster than claimed).
     Below 2× it does not hold, unless the model for the measured kernels' dtype also predicts below
     2× while the fp16 model reaches 2×: then the kernels are outside the memory-bound regime the
@@ -581,8 +425,7 @@ def verdict_e(measurements=None, gpu=DEFAULT_GPU, measured_dtype="fp32", optimis
     model = (f"HBM roofline ({load_preset(gpu).name}, fp16, d = 64, N 2K–16K): fa2 "
              f"{_range(m['HBM-roofline speed-up fa2'])}, fa1 {_range(m['HBM-roofline speed-up fa1'])}; "
              f"with the teaching kernel's SRAM term: {_range(m['full-roofline speed-up fa2'])}")
-    speedups = measured_speedups(measured_times(measurements))
-    text, _ = _measured_line(speedups, lambda n: n >= LONG_SEQ)
+    text, part = _measured_line(teaching, lambda n: n >= LONG_SEQ)
     long_opt = optimised[optimised["seq_len"] >= LONG_SEQ] if optimised is not None and len(optimised) else None
     if long_opt is not None and len(long_opt):
         lines = [f"{b} / {k}: {_range(g['speed-up'])} ({_n_range(g.seq_len)}, d = "
@@ -592,7 +435,6 @@ def verdict_e(measurements=None, gpu=DEFAULT_GPU, measured_dtype="fp32", optimis
         verdict = HOLDS if within.all() else CONDITIONS if within.any() else FAILS
         measured = "; ".join(lines) + (f"; teaching kernels: {text}" if text else "")
         return Verdict("e", CLAIMS["e"], model, measured, verdict, "; ".join(lines))
-    _, part = _measured_line(like_for_like(speedups), lambda n: n >= LONG_SEQ)
     overlaps = min(hbm) <= 4 and max(hbm) >= 2
     if part is None:
         return Verdict("e", CLAIMS["e"], model, NO_MEASUREMENT,
@@ -640,19 +482,19 @@ def verdict_g():
                    f"{llama.loc['training', 'N×N matrices (GiB)']:.0f} GiB vs {cap:.0f} GiB (training)")
 
 
-def verdict_h(measurements=None, gpu=DEFAULT_GPU):
+def verdict_h(teaching=None, gpu=DEFAULT_GPU):
+    """(h) from the teaching kernels' speed-ups (`teaching_speedups`): holds if the speed-up at
+    N ≤ 256 is below the one at N ≥ 2K."""
     m = claim_h(gpu=gpu).set_index("N")
     short_fa1 = m.loc[SHORT_SEQ, "HBM-roofline speed-up fa1"]
     long_fa1 = m.loc[4096, "HBM-roofline speed-up fa1"]
     short_fa2 = m.loc[SHORT_SEQ, "HBM-roofline speed-up fa2"]
     saved = m.loc[SHORT_SEQ, "naive − fa2 HBM time per head (µs)"]
-    model = (f"HBM roofline: fa1 {short_fa1:.1f}× at N = 256 vs {long_fa1:.1f}× at 4K (diminishing); "
-             f"fa2 (Br = d) {short_fa2:.1f}× at every N; time saved per head at 256: {saved * 1e3:.0f} ns "
+    model = (f"HBM roofline: fa1 {short_fa1:.1f}× at N = 256 vs {long_fa1:.1f}× at 4K; "
+             f"fa2 {short_fa2:.1f}× at N = 256; time saved per head at 256: {saved * 1e3:.0f} ns "
              f"(no launch overhead in the model)")
-    speedups = measured_speedups(measured_times(measurements))
-    text, _ = _measured_line(speedups, lambda n: n <= SHORT_SEQ)
-    _, short = _measured_line(like_for_like(speedups), lambda n: n <= SHORT_SEQ)
-    _, long = _measured_line(like_for_like(speedups), lambda n: n >= LONG_SEQ)
+    text, short = _measured_line(teaching, lambda n: n <= SHORT_SEQ)
+    _, long = _measured_line(teaching, lambda n: n >= LONG_SEQ)
     if short is None:
         return Verdict("h", CLAIMS["h"], model, NO_MEASUREMENT, CONDITIONS,
                        f"model fa1 {short_fa1:.1f}× at 256 vs {long_fa1:.1f}× at 4K")
@@ -666,11 +508,11 @@ def verdict_h(measurements=None, gpu=DEFAULT_GPU):
                    f"measured {s:.1f}× at N ≤ 256 vs {lg:.1f}× at N ≥ 2K ({label})")
 
 
-def verdicts(measurements=None, gpu=DEFAULT_GPU, measured_dtype="fp32", optimised=None):
+def verdicts(teaching=None, optimised=None, gpu=DEFAULT_GPU, measured_dtype="fp32"):
     """One row per claim: the post, the model, the measurement, the verdict and its number."""
     rows = [verdict_a(), verdict_b(), verdict_c(), verdict_d(),
-            verdict_e(measurements, gpu, measured_dtype, optimised),
-            verdict_f(), verdict_g(), verdict_h(measurements, gpu)]
+            verdict_e(teaching, optimised, gpu, measured_dtype),
+            verdict_f(), verdict_g(), verdict_h(teaching, gpu)]
     return pd.DataFrame([{"claim": v.claim, "the post says": v.post, "the model says": v.model,
                           "measured": v.measured, "verdict": v.verdict, "number": v.number}
                          for v in rows]).set_index("claim")
