@@ -5,8 +5,8 @@
 34340864
 """
 from .bounds import compulsory_bytes, saha_ye_bytes
+from .counts import ALGORITHMS, Result, count
 from .hardware import Hardware, MemoryLevel, load_preset, preset_keys
-from .model import ALGORITHMS, Result, count
 from .roofline import Roofline, roofline
 from .tiling import Tiling, block_sizes, make_tiling
 from .units import DTYPE_BYTES, parse_size

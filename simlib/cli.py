@@ -1,24 +1,42 @@
-"""Command line: `python -m simlib count ...` and `python -m simlib sweep ...`.
+"""Command line: `python -m simlib count|sweep|kvcache|figure2 ...`.
 
-Bad input exits with status 2 and one line on stderr naming the parameter; nothing on stdout.
+The schedule flags (--block-rows, --matmul-tile, --splits, --dropout/--no-dropout, --threads, ...)
+are made from the schedules' own `Parameter`s (simlib/schedules/), so a new schedule's parameters
+appear here without an edit. Every number is parsed exactly (integers; sizes with Decimal) and
+bounded. `--sram` and `--gpu` together: the SRAM size given wins over the preset's shared memory
+per block, the preset still gives the roofline, and the output says which SRAM was used.
+
+Errors: bad input exits 2 with one line on stderr naming the parameter, before any work starts
+(output files are checked first) and with nothing on stdout; an OSError or MemoryError exits 1,
+Ctrl-C exits 130, each with one line on stderr and no traceback.
 """
+from __future__ import annotations
+
 import argparse
 import itertools
 import json
 import os
+import re
 import sys
-import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pandas as pd
 
 from .bounds import compulsory_bytes, saha_ye_bytes
-from .hardware import load_preset, preset_keys
+from .counts import ALGORITHMS, Result, all_parameters, count, schedule_of
+from .hardware import Hardware, load_preset, preset_keys
 from .kvcache import WEIGHT_BYTES, load_model, max_context, model_keys
-from .model import ALGORITHMS, count
 from .reproduce import figure2_left
 from .roofline import roofline
+from .safe_write import check_destination, write_atomic
+from .schedule_protocol import Parameter
 from .units import DTYPE_BYTES, parse_size
-from .workload import Workload
+from .workload import MAX_BATCH_HEADS, MAX_HEAD_DIM, MAX_SEQ_LEN, Workload
+
+#: A sweep evaluates at most this many configurations (a typo such as 1:2**40 is refused).
+MAX_SWEEP_ROWS = 100_000
+_INT_RE = re.compile(r"[0-9]{1,20}", re.ASCII)
 
 
 class UsageError(Exception):
@@ -28,51 +46,117 @@ class UsageError(Exception):
 class Parser(argparse.ArgumentParser):
     """argparse that reports a usage error in one line instead of usage text plus a line."""
 
-    def error(self, message):
-        raise UsageError(message)
+    def error(self, message: str) -> Any:
+        raise UsageError(message.replace("\n", " "))
 
 
-def positive_int_list(text):
-    """'64' → [64]; '256,1024' → [256, 1024]; '256:4096' → powers of two 256, 512, …, 4096."""
-    if ":" in text:
-        start, stop = (int(x) for x in text.split(":"))
-        if start < 1 or stop < start:
-            raise argparse.ArgumentTypeError(f"range {text!r} needs 1 ≤ START ≤ STOP")
-        values = []
-        while start <= stop:
-            values.append(start)
-            start *= 2
-        return values
-    return [int(x) for x in text.split(",")]
+def positive_int(text: str, name: str = "value", maximum: int | None = None) -> int:
+    """An integer ≥ 1 written in ASCII digits (at most 20), at most `maximum`."""
+    if not _INT_RE.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    value = int(text.strip())
+    if value < 1 or (maximum is not None and value > maximum):
+        limit = f"from 1 to {maximum:,}" if maximum is not None else "≥ 1"
+        raise argparse.ArgumentTypeError(f"must be an integer {limit}, got {text!r}")
+    return value
 
 
-def _add_common(p, many):
-    kind = positive_int_list if many else int
+def int_type(name: str, maximum: int | None, many: bool) -> Callable[[str], Any]:
+    """argparse type: one positive int, or (many) '64', '256,1024' or '256:4096' (doubling)."""
+    def one(text: str) -> int:
+        return positive_int(text, name, maximum)
+
+    def several(text: str) -> list[int]:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) != 2:
+                raise argparse.ArgumentTypeError(f"range {text!r} must be START:STOP")
+            start, stop = one(parts[0]), one(parts[1])
+            if stop < start:
+                raise argparse.ArgumentTypeError(f"range {text!r} needs START ≤ STOP")
+            values = []
+            while start <= stop:
+                values.append(start)
+                start *= 2
+            return values
+        return [one(part) for part in text.split(",")]
+
+    return several if many else one
+
+
+def size_type(name: str, many: bool) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            if many:
+                return [parse_size(part, name) for part in text.split(",")]
+            return parse_size(text, name)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
+def pair_type(name: str, many: bool) -> Callable[[str], Any]:
+    def one(text: str) -> tuple[int, int]:
+        parts = text.lower().split("x")
+        if len(parts) != 2:
+            raise argparse.ArgumentTypeError(f"expected ROWSxCOLS such as 32x8, got {text!r}")
+        return positive_int(parts[0], name, 1024), positive_int(parts[1], name, 1024)
+
+    return (lambda text: [one(part) for part in text.split(",")]) if many else one
+
+
+def key_type(name: str, valid: Callable[[], list[str]]) -> Callable[[str], str]:
+    """A preset key, looked up by key only (no paths): the valid keys are listed otherwise."""
+    def parse(text: str) -> str:
+        keys = valid()
+        if text not in keys:
+            raise argparse.ArgumentTypeError(f"must be one of {', '.join(keys)} (a preset key), got {text!r}")
+        return text
+    return parse
+
+
+def schedule_flag(p: argparse.ArgumentParser, param: Parameter, many: bool) -> None:
+    """One CLI flag from a schedule Parameter, its help naming the schedules that take it."""
+    takers = [name for name in ALGORITHMS if schedule_of(name).parameter(param.name)]
+    text = f"{param.help} [{', '.join(takers)}]"
+    if param.kind == "int":
+        p.add_argument(param.flag, type=int_type(param.flag, MAX_SEQ_LEN, many), help=text)
+    elif param.kind == "pair":
+        p.add_argument(param.flag, type=pair_type(param.flag, many), help=text)
+    elif param.kind == "choice":
+        p.add_argument(param.flag, choices=param.choices, help=text)
+    else:
+        p.add_argument(param.flag, action=argparse.BooleanOptionalAction, default=None, help=text)
+
+
+def _add_common(p: argparse.ArgumentParser, many: bool) -> None:
     algo_help = f"one of {', '.join(ALGORITHMS)}" + (" (comma list)" if many else "")
     if many:
         p.add_argument("--algorithm", default=",".join(ALGORITHMS), help=algo_help)
     else:
         p.add_argument("--algorithm", required=True, choices=ALGORITHMS, help=algo_help)
-    p.add_argument("--seq-len", type=kind, required=True, help="N" + (": list or START:STOP (doubling)" if many else ""))
-    p.add_argument("--head-dim", type=kind, required=True, help="d")
-    p.add_argument("--batch", type=kind, default=[1] if many else 1)
-    p.add_argument("--heads", type=kind, default=[1] if many else 1)
+    lists = ": list or START:STOP (doubling)" if many else ""
+    p.add_argument("--seq-len", type=int_type("--seq-len", MAX_SEQ_LEN, many), required=True, help="N" + lists)
+    p.add_argument("--head-dim", type=int_type("--head-dim", MAX_HEAD_DIM, many), required=True, help="d" + lists)
+    p.add_argument("--batch", type=int_type("--batch", MAX_BATCH_HEADS, many), default=[1] if many else 1)
+    p.add_argument("--heads", type=int_type("--heads", MAX_BATCH_HEADS, many), default=[1] if many else 1)
+    p.add_argument("--kv-heads", type=int_type("--kv-heads", MAX_BATCH_HEADS, many),
+                   help="GQA/MQA: K/V heads, dividing --heads (default: --heads)")
+    p.add_argument("--query-len", type=int_type("--query-len", MAX_SEQ_LEN, many),
+                   help="queries per head (decode: new tokens; default: --seq-len)")
     p.add_argument("--dtype", default="fp16", choices=tuple(DTYPE_BYTES))
-    p.add_argument("--sram", help="SRAM bytes for the tiling, e.g. 196608 or 192KiB" + (" (comma list)" if many else ""))
-    p.add_argument("--gpu", help=f"hardware preset ({', '.join(preset_keys())}): its SRAM per block and a roofline estimate")
-    p.add_argument("--block-rows", type=kind, help="Br (fa1, fa2)")
-    p.add_argument("--block-cols", type=kind, help="Bc (fa1, fa2)")
-    p.add_argument("--matmul-tile", type=kind, help="naive, naive_bwd: shared-memory matmul tile T (default ∞: the paper's count)")
-    p.add_argument("--softmax-threads", type=kind, help="naive: threads per softmax row (shared-memory reductions)")
-    p.add_argument("--kv-heads", type=kind, help="GQA/MQA: K/V heads, dividing --heads (default: --heads)")
-    p.add_argument("--query-len", type=kind, help="queries per head (decode: new tokens; default: --seq-len)")
     p.add_argument("--causal", action="store_true", help="causal mask (fully masked tiles are skipped)")
-    p.add_argument("--splits", type=kind, help="decode: flash-decoding split-K chunks (default 1)")
-    p.add_argument("--no-dropout", action="store_true", help="unfused, unfused_bwd: no dropout kernel")
+    p.add_argument("--sram", type=size_type("--sram", many),
+                   help="SRAM bytes for the tiling, e.g. 196608 or 192KiB (wins over --gpu's)"
+                   + (" (comma list)" if many else ""))
+    p.add_argument("--gpu", type=key_type("--gpu", preset_keys),
+                   help=f"hardware preset ({', '.join(preset_keys())}): its SRAM per block and a roofline")
+    for param in all_parameters().values():
+        schedule_flag(p, param, many)
     p.add_argument("--trace", action="store_true", help="walk the loop nest instead of the closed form")
 
 
-def build_parser():
+def build_parser() -> Parser:
     parser = Parser(prog="python -m simlib", description="Exact HBM/SRAM traffic of attention schedules.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p_count = sub.add_parser("count", help="traffic of one configuration")
@@ -82,49 +166,43 @@ def build_parser():
     _add_common(p_sweep, many=True)
     p_sweep.add_argument("--csv", help="write CSV to this file ('-' for stdout) instead of a table")
     p_kv = sub.add_parser("kvcache", help="weights + KV cache of a model on a GPU: the longest context that fits")
-    p_kv.add_argument("--model", required=True, help=f"one of {', '.join(model_keys())}")
+    p_kv.add_argument("--model", required=True, type=key_type("--model", model_keys),
+                      help=f"one of {', '.join(model_keys())}")
     memory = p_kv.add_mutually_exclusive_group(required=True)
-    memory.add_argument("--gpu-memory", help="GPU memory, e.g. 16GiB or 16GB")
-    memory.add_argument("--gpu", help="a hardware preset whose HBM capacity to use")
-    p_kv.add_argument("--batch", type=int, default=1)
+    memory.add_argument("--gpu-memory", type=size_type("--gpu-memory", False), help="GPU memory, e.g. 16GiB or 16GB")
+    memory.add_argument("--gpu", type=key_type("--gpu", preset_keys), help="a hardware preset whose HBM capacity to use")
+    p_kv.add_argument("--batch", type=int_type("--batch", MAX_BATCH_HEADS, False), default=1)
     p_kv.add_argument("--weight-dtype", default="fp16", choices=tuple(WEIGHT_BYTES))
     p_kv.add_argument("--kv-dtype", default="fp16", choices=tuple(DTYPE_BYTES))
     p_kv.add_argument("--reserve", default="0", help="memory set aside for activations and the CUDA context")
     p_kv.add_argument("--json", action="store_true")
     p_fig = sub.add_parser("figure2", help="Figure 2 (left) of the FlashAttention paper: HBM GB, model vs paper")
-    p_fig.add_argument("--sram", default="192KiB", help="SRAM for FlashAttention's blocks (default: the paper's 192 KB)")
+    p_fig.add_argument("--sram", type=size_type("--sram", False), default=192 * 1024,
+                       help="SRAM for FlashAttention's blocks (default: the paper's 192 KB)")
     return parser
 
 
-def _sram(args_sram, hardware):
-    if args_sram is not None:
-        return parse_size(args_sram, "sram")
-    return hardware.sram_bytes if hardware else None
+def sram_for(schedule_sram: str, sram: int | None, hardware: Hardware | None) -> tuple[int | None, str | None]:
+    """(SRAM bytes to pass to count(), where they came from): --sram wins over the preset's."""
+    if schedule_sram == "unused":
+        return None, None
+    if sram is not None:
+        source = "--sram" + (f" (not {hardware.key}'s {hardware.sram_bytes:,} B)" if hardware else "")
+        return sram, source
+    if hardware is not None:
+        return hardware.sram_bytes, f"{hardware.key} preset (shared memory per block)"
+    return None, None
 
 
-NEEDS_SRAM = ("fa1", "fa2", "flash_bwd", "decode")
-
-
-def schedule_options(algorithm, block_rows, block_cols, matmul_tile, softmax_threads, splits, no_dropout):
-    """The keyword arguments of count() that `algorithm` takes, from the CLI's flags.
-
-    A flag given for an algorithm that does not take it is passed on, so count() refuses it by name.
-    """
-    return dict(block_rows=block_rows, block_cols=block_cols, matmul_tile=matmul_tile,
-                softmax_threads=softmax_threads, splits=splits, dropout=False if no_dropout else None)
-
-
-def evaluate(algorithm, workload, sram, hardware, options, trace):
+def evaluate(algorithm: str, workload: Workload, sram: int | None, hardware: Hardware | None,
+             options: dict[str, object], trace: bool) -> tuple[Result, dict[str, Any]]:
     """count() plus bounds and (with a preset) the roofline, as one flat dict."""
-    if algorithm in NEEDS_SRAM and sram is None and (options.get("block_rows") is None
-                                                     or options.get("block_cols") is None):
-        raise ValueError("sram: give --sram or --gpu (or --block-rows and --block-cols)")
-    if algorithm not in NEEDS_SRAM and not (algorithm == "naive" and options.get("matmul_tile")):
-        sram = None   # only the tiled schedules (and naive's matmul tile) use SRAM capacity
-    result = count(algorithm, workload, sram_bytes=sram, method="trace" if trace else "closed", **options)
+    used, source = sram_for(schedule_of(algorithm).sram, sram, hardware)
+    result = count(algorithm, workload, sram_bytes=used, method="trace" if trace else "closed", **options)
     row = result.to_dict()
+    row["sram_source"] = source
     row["compulsory_hbm_bytes"] = compulsory_bytes(workload)
-    row["saha_ye_bytes_asymptotic"] = saha_ye_bytes(workload, sram) if sram else None
+    row["saha_ye_bytes_asymptotic"] = saha_ye_bytes(workload, used) if used else None
     if hardware:
         roof = roofline(result, hardware)
         row.update(gpu=hardware.key, roofline_s=roof.time_s, compute_s=roof.compute_s,
@@ -133,31 +211,37 @@ def evaluate(algorithm, workload, sram, hardware, options, trace):
     return result, row
 
 
-def _fmt_bytes(n):
+def options_of(args: argparse.Namespace, algorithm: str, only_applicable: bool) -> dict[str, object]:
+    """The schedule keywords from the flags; with `only_applicable`, those the algorithm takes."""
+    schedule = schedule_of(algorithm)
+    names = all_parameters()
+    return {name: getattr(args, name) for name in names
+            if not only_applicable or schedule.parameter(name) is not None}
+
+
+def fmt_bytes(n: int) -> str:
+    """'68,681,728 B (65.50 MiB)'."""
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
             return f"{n:,} B ({n / size:.2f} {unit})"
     return f"{n:,} B"
 
 
-def print_count(result, row):
+def print_count(result: Result, row: dict[str, Any]) -> None:
     w = result.workload
     print(f"{result.algorithm}: N={w.seq_len} d={w.head_dim} B={w.batch} H={w.heads} {w.dtype} "
           f"({w.element_bytes} B/element, row statistics fp32)"
           + (f", kv_heads={w.n_kv_heads}" if w.group > 1 else "") + (f", queries={w.nq}" if w.nq != w.nk else "")
           + (", causal" if w.causal else ""))
     if result.sram_bytes:
-        print(f"SRAM {result.sram_bytes:,} B → M = {result.sram_bytes // w.element_bytes:,} elements")
-    if result.block_rows:
-        print(f"tiles: Br={result.block_rows} Bc={result.block_cols} Tr={result.tr} Tc={result.tc}")
-    elif result.algorithm in ("naive", "naive_bwd"):
-        print(f"matmul tile T={row['matmul_tile'] or '∞ (operands read once)'}, "
-              f"softmax threads/row={row['softmax_threads'] or 'none (no shared-memory reduction)'}")
+        print(f"SRAM {result.sram_bytes:,} B → M = {result.sram_bytes // w.element_bytes:,} elements "
+              f"[{row['sram_source']}]")
+    print(result.mapping.summary())
     for key in ("hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "sram_read_bytes", "sram_write_bytes",
                 "compulsory_hbm_bytes"):
-        print(f"  {key:<24}{_fmt_bytes(row[key])}")
+        print(f"  {key:<24}{fmt_bytes(row[key])}")
     if row["saha_ye_bytes_asymptotic"]:
-        print(f"  {'saha_ye (asymptotic)':<24}{_fmt_bytes(int(row['saha_ye_bytes_asymptotic']))}  "
+        print(f"  {'saha_ye (asymptotic)':<24}{fmt_bytes(int(row['saha_ye_bytes_asymptotic']))}  "
               "min(N²d²/M, N²d/√M), constant 1")
     print(f"  {'flops':<24}{row['flops']:,}  (performed; useful forward FLOPs {row['useful_flops']:,})")
     if "roofline_s" in row:
@@ -173,49 +257,58 @@ def print_count(result, row):
                             fill_value=0).to_string())
 
 
-def write_atomic(path, text):
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+def workload_of(args: argparse.Namespace) -> Workload:
+    return Workload(args.seq_len, args.head_dim, args.batch, args.heads, args.dtype,
+                    kv_heads=args.kv_heads, causal=args.causal, query_len=args.query_len)
 
 
-def run_count(args):
+def run_count(args: argparse.Namespace) -> None:
+    if args.sram is not None and schedule_of(args.algorithm).sram == "unused":
+        raise ValueError(f"--sram does not apply to {args.algorithm} (it uses no shared-memory tiles)")
     hardware = load_preset(args.gpu) if args.gpu else None
-    sram = _sram(args.sram, hardware)
-    workload = Workload(args.seq_len, args.head_dim, args.batch, args.heads, args.dtype,
-                        kv_heads=args.kv_heads, causal=args.causal, query_len=args.query_len)
-    options = schedule_options(args.algorithm, args.block_rows, args.block_cols, args.matmul_tile,
-                               args.softmax_threads, args.splits, args.no_dropout)
-    result, row = evaluate(args.algorithm, workload, sram, hardware, options, args.trace)
+    result, row = evaluate(args.algorithm, workload_of(args), args.sram, hardware,
+                           options_of(args, args.algorithm, only_applicable=False), args.trace)
     if args.json:
         print(json.dumps(row))
     else:
         print_count(result, row)
 
 
-def run_sweep(args):
+def sweep_configs(args: argparse.Namespace, algorithms: list[str]) -> list[tuple[Any, ...]]:
+    """Every (algorithm, workload fields, sram, parameter values) of the sweep, checked for size."""
+    none: list[Any] = [None]
+    names = list(all_parameters())
+    axes = [algorithms, args.seq_len, args.head_dim, args.batch, args.heads, args.kv_heads or none,
+            args.query_len or none, args.sram or none]
+    axes += [getattr(args, name) if isinstance(getattr(args, name), list) else [getattr(args, name)]
+             for name in names]
+    total = 1
+    for axis in axes:
+        total *= len(axis)
+    if total > MAX_SWEEP_ROWS:
+        raise ValueError(f"sweep: {total:,} configurations, more than {MAX_SWEEP_ROWS:,}; give shorter lists")
+    return list(itertools.product(*axes))
+
+
+def run_sweep(args: argparse.Namespace) -> None:
+    if args.csv is not None and args.csv != "-":
+        check_destination(args.csv, "--csv")
     hardware = load_preset(args.gpu) if args.gpu else None
     algorithms = args.algorithm.split(",")
     for a in algorithms:
-        if a not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {a!r}")
-    srams = [parse_size(s, "sram") for s in args.sram.split(",")] if args.sram else [_sram(None, hardware)]
-    none = [None]
+        schedule_of(a)
+    names = list(all_parameters())
     rows = []
-    for algo, n, d, b, h, kvh, q, sram, br, bc, t, st, sp in itertools.product(
-            algorithms, args.seq_len, args.head_dim, args.batch, args.heads, args.kv_heads or none,
-            args.query_len or none, srams, args.block_rows or none, args.block_cols or none,
-            args.matmul_tile or none, args.softmax_threads or none, args.splits or none):
+    for algo, n, d, b, h, kvh, q, sram, *values in sweep_configs(args, algorithms):
         workload = Workload(n, d, b, h, args.dtype, kv_heads=kvh, causal=args.causal, query_len=q)
-        options = schedule_options(algo, br, bc, t, st, sp, args.no_dropout)
+        given = dict(zip(names, values))
         # in a sweep over several algorithms, each takes only the flags that apply to it
-        options = {k: v for k, v in options.items() if v is None or k in ACCEPTS[algo]}
+        options = {k: v for k, v in given.items() if schedule_of(algo).parameter(k) is not None}
         rows.append(evaluate(algo, workload, sram, hardware, options, args.trace)[1])
     frame = pd.DataFrame(rows).drop_duplicates()
-    for col in ("block_rows", "block_cols", "tr", "tc", "sram_bytes", "matmul_tile", "softmax_threads"):
-        if col in frame:
+    for col in frame.columns:          # integer columns with gaps stay integers (not 232448.0)
+        values = [row[col] for row in rows if row.get(col) is not None]
+        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             frame[col] = frame[col].astype("Int64")
     if args.csv == "-":
         print(frame.to_csv(index=False), end="")
@@ -228,18 +321,10 @@ def run_sweep(args):
         print(frame[cols].to_string(index=False))
 
 
-ACCEPTS = {
-    "naive": {"matmul_tile", "softmax_threads"}, "naive_bwd": {"matmul_tile"},
-    "fa1": {"block_rows", "block_cols"}, "fa2": {"block_rows", "block_cols"}, "fa2_fast": {"block_rows", "block_cols"},
-    "flash_bwd": {"block_rows", "block_cols"}, "decode": {"block_cols", "splits"},
-    "unfused": {"dropout"}, "unfused_bwd": {"dropout"},
-}
-
-
-def run_kvcache(args):
+def run_kvcache(args: argparse.Namespace) -> None:
     model = load_model(args.model)
-    gpu_bytes = load_preset(args.gpu).level("HBM").capacity_bytes if args.gpu else parse_size(args.gpu_memory, "gpu-memory")
-    reserve = 0 if args.reserve in ("0", 0) else parse_size(args.reserve, "reserve")
+    gpu_bytes = load_preset(args.gpu).level("HBM").capacity_bytes if args.gpu else args.gpu_memory
+    reserve = 0 if args.reserve.strip() == "0" else parse_size(args.reserve, "--reserve")
     tokens = max_context(model, gpu_bytes, args.batch, args.weight_dtype, args.kv_dtype, reserve)
     row = {"model": model.key, "params": model.params, "gpu_bytes": gpu_bytes, "batch": args.batch,
            "weight_dtype": args.weight_dtype, "kv_dtype": args.kv_dtype, "reserve_bytes": reserve,
@@ -249,29 +334,48 @@ def run_kvcache(args):
     if args.json:
         print(json.dumps(row))
         return
-    print(f"{model.name}: {model.params:,} parameters → weights {_fmt_bytes(row['weight_bytes'])} in {args.weight_dtype}")
+    print(f"{model.name}: {model.params:,} parameters → weights {fmt_bytes(row['weight_bytes'])} in {args.weight_dtype}")
     print(f"KV cache: 2·{model.num_hidden_layers} layers·{model.num_key_value_heads} kv_heads·{model.head_dim}·"
           f"{DTYPE_BYTES[args.kv_dtype]} B = {row['kv_bytes_per_token']:,} B per token")
-    print(f"GPU memory {_fmt_bytes(gpu_bytes)}, reserve {_fmt_bytes(reserve)}, batch {args.batch}: "
+    print(f"GPU memory {fmt_bytes(gpu_bytes)}, reserve {fmt_bytes(reserve)}, batch {args.batch}: "
           f"longest context that fits = {tokens:,} tokens (the model was trained to {model.max_position_embeddings:,})")
 
 
-def run_figure2(args):
-    frame = figure2_left(parse_size(args.sram, "sram"))
+def run_figure2(args: argparse.Namespace) -> None:
+    frame = figure2_left(args.sram)
     print(frame.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
 
 
 COMMANDS = {"count": run_count, "sweep": run_sweep, "kvcache": run_kvcache, "figure2": run_figure2}
 
 
-def main(argv=None):
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail a second time."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         COMMANDS[args.command](args)
+        sys.stdout.flush()
     except (UsageError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:            # `python -m simlib ... | head`: the reader left; no traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 1
+    except OSError as exc:             # a full disk, /dev/full, a file that vanished
+        _quiet_stdout()
+        print(f"error: {exc.strerror or exc}" + (f": {exc.filename!r}" if exc.filename else ""), file=sys.stderr)
+        return 1
+    except MemoryError:
+        print("error: out of memory (try a smaller --seq-len or the closed form)", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
     return 0

@@ -3,9 +3,14 @@
 Presets live in data/hardware/<key>.json, each number with its source.
 The SRAM a tiled schedule may use is the level's `max_shared_per_block_bytes` (what one thread
 block can allocate), not the whole per-SM L1/shared capacity.
+
+>>> h200 = load_preset("h200")
+>>> h200.sram_bytes, h200.level("HBM").bandwidth_bytes_per_s    # 227 KiB per block, 4.8 TB/s
+(232448, 4800000000000)
 """
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
+from typing import Any
 
 from . import presets
 from .presets import DATA_DIR  # noqa: F401  (where claims, reproduce and the lectures find data/)
@@ -24,32 +29,38 @@ class MemoryLevel:
 class Hardware:
     key: str
     name: str
-    peak_flops: dict          # dtype -> FLOP/s
-    levels: tuple             # MemoryLevel, closest to compute first
+    peak_flops: dict[str, float]          # dtype -> FLOP/s
+    levels: tuple[MemoryLevel, ...]       # closest to compute first
     sm_count: int
-    sources: dict
+    sources: dict[str, str]
 
-    def level(self, name):
+    def level(self, name: str) -> MemoryLevel:
         for level in self.levels:
             if level.name == name:
                 return level
         raise ValueError(f"{self.key} has no memory level {name!r}")
 
     @property
-    def sram_bytes(self):
+    def sram_bytes(self) -> int:
         """Shared memory one thread block may use: the M of the paper's tiling."""
         sram = self.level("SRAM")
         return sram.max_shared_per_block_bytes or sram.capacity_bytes
 
 
-def preset_keys():
+def preset_keys() -> list[str]:
     return presets.keys("hardware")
 
 
-@lru_cache(maxsize=None)
-def load_preset(key):
-    """The Hardware preset `key` (e.g. 'a100-40gb'); ValueError naming `gpu` if unknown."""
-    raw = presets.read("hardware", key, "gpu")
+def load_preset(key: str) -> Hardware:
+    """The Hardware preset `key` (e.g. 'a100-40gb'); ValueError naming `gpu` and the keys if unknown."""
+    if not isinstance(key, str) or key not in preset_keys():
+        presets.read("hardware", key, "gpu")      # raises, listing the valid keys
+    return _load(key)
+
+
+@cache
+def _load(key: str) -> Hardware:
+    raw: dict[str, Any] = presets.read("hardware", key, "gpu")
     fields = MemoryLevel.__dataclass_fields__
     levels = tuple(MemoryLevel(**{k: v for k, v in lv.items() if k in fields}) for lv in raw["levels"])
     return Hardware(raw["key"], raw["name"], dict(raw["peak_flops"]), levels, raw["sm_count"],

@@ -5,9 +5,14 @@ against the published parameter count. KV cache per token = 2 (K and V) · layer
 head_dim · bytes. Worked number (Llama-3-8B, fp16): 2·32·8·128·2 B = 131,072 B = 128 KiB per token;
 weights 8,030,261,248 · 2 B = 16.06 GB, so on a 16 GiB (17.18 GB) GPU only 1.12 GB is left for the
 cache: 8,539 tokens at batch 1, before activations and the CUDA context.
+
+>>> m = load_model("llama-3-8b")
+>>> m.kv_bytes_per_token(), m.weight_bytes(), max_context(m, 16 * 2**30)
+(131072, 16060522496, 8539)
 """
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import pandas as pd
 
@@ -15,7 +20,7 @@ from . import presets
 from .units import dtype_bytes
 from .workload import check_positive_int
 
-WEIGHT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int4": 0.5}
+WEIGHT_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5}
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,7 @@ class Model:
     published_params: float
 
     @property
-    def params(self):
+    def params(self) -> int:
         """Llama-style count: embeddings (+ untied LM head), per layer q, k, v, o projections, a
         SwiGLU MLP (3 matrices) and two RMSNorm weights, plus the final norm."""
         h, layers = self.hidden_size, self.num_hidden_layers
@@ -43,36 +48,48 @@ class Model:
         embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
         return embeddings + layers * per_layer + h
 
-    def kv_bytes_per_token(self, kv_dtype="fp16"):
+    def kv_bytes_per_token(self, kv_dtype: str = "fp16") -> int:
         return 2 * self.num_hidden_layers * self.num_key_value_heads * self.head_dim * dtype_bytes(kv_dtype)
 
-    def weight_bytes(self, weight_dtype="fp16"):
+    def weight_bytes(self, weight_dtype: str = "fp16") -> int:
         if weight_dtype not in WEIGHT_BYTES:
             raise ValueError(f"weight_dtype must be one of {', '.join(WEIGHT_BYTES)}, got {weight_dtype!r}")
         return int(self.params * WEIGHT_BYTES[weight_dtype])
 
 
-def model_keys():
+def model_keys() -> list[str]:
     return presets.keys("models")
 
 
-@lru_cache(maxsize=None)
-def load_model(key):
-    """The Model preset `key` (e.g. 'llama-3-8b'); ValueError naming `model` if unknown."""
+def load_model(key: str) -> Model:
+    """The Model preset `key` (e.g. 'llama-3-8b'); ValueError naming `model` and the keys if unknown."""
+    if not isinstance(key, str) or key not in model_keys():
+        presets.read("models", key, "model")       # raises, listing the valid keys
+    return _load(key)
+
+
+@cache
+def _load(key: str) -> Model:
     raw = presets.read("models", key, "model")
     return Model(**{k: raw[k] for k in Model.__dataclass_fields__})
 
 
-def max_context(model, gpu_bytes, batch=1, weight_dtype="fp16", kv_dtype="fp16", reserve_bytes=0):
+def max_context(model: Model, gpu_bytes: int, batch: int = 1, weight_dtype: str = "fp16",
+                kv_dtype: str = "fp16", reserve_bytes: int = 0) -> int:
     """Longest context (tokens per sequence) whose KV cache fits beside the weights; 0 if the weights
-    alone do not fit. `reserve_bytes` sets aside memory for activations and the CUDA context."""
-    check_positive_int("gpu_bytes", gpu_bytes)
-    check_positive_int("batch", batch)
+    alone do not fit. `reserve_bytes` (≥ 0) sets aside memory for activations and the CUDA context."""
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a Model (e.g. load_model('llama-3-8b')), got {model!r}")
+    gpu_bytes = check_positive_int("gpu_bytes", gpu_bytes)
+    batch = check_positive_int("batch", batch)
+    if isinstance(reserve_bytes, bool) or not isinstance(reserve_bytes, int) or reserve_bytes < 0:
+        raise ValueError(f"reserve_bytes must be an integer ≥ 0, got {reserve_bytes!r}")
     free = gpu_bytes - reserve_bytes - model.weight_bytes(weight_dtype)
     return max(0, free // (batch * model.kv_bytes_per_token(kv_dtype)))
 
 
-def memory_table(model, contexts, batch=1, weight_dtype="fp16", kv_dtype="fp16"):
+def memory_table(model: Model, contexts: Iterable[int], batch: int = 1, weight_dtype: str = "fp16",
+                 kv_dtype: str = "fp16") -> pd.DataFrame:
     """Weights and KV cache in bytes for each context length (a DataFrame)."""
     weights = model.weight_bytes(weight_dtype)
     per_token = model.kv_bytes_per_token(kv_dtype)

@@ -13,8 +13,8 @@ import json
 
 import pandas as pd
 
+from .counts import count
 from .hardware import DATA_DIR
-from .model import count
 from .workload import Workload
 
 GPT2_MEDIUM = Workload(seq_len=1024, head_dim=64, batch=64, heads=16, dtype="fp16", causal=True)

@@ -7,29 +7,49 @@ an upper bound on the shared-memory bandwidth a kernel needs, so SRAM binds only
 
 Worked number: fa2, N=4096, d=64, fp16, B·H=1 on an A100 (312 TFLOP/s fp16, 1.555 TB/s HBM):
 4.29 GFLOP / 312e12 = 13.8 µs of compute; HBM traffic ≈ 68 MB / 1.555e12 = 43.5 µs → memory bound.
+
+>>> from simlib import Workload, count, load_preset
+>>> r = count("naive", Workload(4096, 64))
+>>> roof = roofline(r, load_preset("a100-40gb"))
+>>> roof.bound, round(roof.level_s["HBM"] * 1e6, 1)     # 136.3 MB / 1.555 TB/s
+('memory (HBM)', 87.6)
 """
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
+
+from .hardware import Hardware
+
+if TYPE_CHECKING:
+    from .counts import Result
 
 
 @dataclass(frozen=True)
 class Roofline:
     compute_s: float
-    level_s: dict            # level name -> seconds to move that level's bytes
+    level_s: dict[str, float]     # level name -> seconds to move that level's bytes
     time_s: float
     bound: str               # "compute" or "memory (<level>)"
     arithmetic_intensity: float   # FLOPs per HBM byte
     ridge_point: float            # peak FLOP/s / HBM bandwidth: above it, compute bound
 
-    def frame(self):
+    def frame(self) -> pd.DataFrame:
         rows = [{"term": "compute", "seconds": self.compute_s}]
         rows += [{"term": f"{name} traffic", "seconds": s} for name, s in self.level_s.items()]
         return pd.DataFrame(rows)
 
 
-def roofline(result, hardware, levels=("HBM",)):
+def roofline(result: Result, hardware: Hardware, levels: tuple[str, ...] = ("HBM",)) -> Roofline:
     """Roofline estimate for a `Result` on `hardware`; `levels` are the memory levels that bind."""
+    from .counts import Result
+
+    if not isinstance(result, Result):
+        raise TypeError(f"result must be a simlib Result (from count()), got {type(result).__name__}")
+    if not isinstance(hardware, Hardware):
+        raise TypeError(f"hardware must be a simlib Hardware (e.g. load_preset('h200')), got {hardware!r}")
     dtype = result.workload.dtype
     peak = hardware.peak_flops.get(dtype)
     if peak is None:

@@ -4,19 +4,33 @@ M = SRAM bytes / element bytes. Bc = ⌈M / 4d⌉, Br = min(Bc, d), capped at th
 queries respectively.
 Worked number: A100 with 192 KiB SRAM in fp16 → M = 98304; d = 64 → Bc = ⌈98304/256⌉ = 384,
 Br = min(384, 64) = 64; N = 4096 → Tr = 64, Tc = 11 (the last K/V block holds 4096 − 10·384 = 256 rows).
+
+>>> from simlib import Workload
+>>> t = make_tiling(Workload(4096, 64), sram_bytes=192 * 1024)
+>>> t.block_rows, t.block_cols, t.tr, t.tc
+(64, 384, 64, 11)
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from .workload import check_positive_int
+from .schedule_protocol import Parameter, ParamValue
+from .workload import Workload, check_positive_int
+
+BLOCK_ROWS = Parameter("block_rows", "Br: query rows per block (default: from the SRAM size)")
+BLOCK_COLS = Parameter("block_cols", "Bc: key/value rows per block (default: from the SRAM size)")
 
 
-def ceil_div(a, b):
+def ceil_div(a: int, b: int) -> int:
+    """⌈a / b⌉ for positive ints, exactly.
+
+    >>> ceil_div(4096, 384)
+    11
+    """
     return -(-a // b)
 
 
-def block_sizes(n, block):
+def block_sizes(n: int, block: int) -> np.ndarray:
     """Valid rows of each block when `n` rows are cut into blocks of `block`: the last may be ragged.
 
     >>> block_sizes(10, 4).tolist()
@@ -37,15 +51,26 @@ class Tiling:
     key_len: int
 
     @property
-    def tr(self):
+    def tr(self) -> int:
         return ceil_div(self.query_len, self.block_rows)
 
     @property
-    def tc(self):
+    def tc(self) -> int:
         return ceil_div(self.key_len, self.block_cols)
 
+    def as_dict(self) -> dict[str, ParamValue]:
+        return {"block_rows": self.block_rows, "block_cols": self.block_cols, "tr": self.tr, "tc": self.tc}
 
-def sram_elements(sram_bytes, element_bytes, head_dim):
+    def summary(self) -> str:
+        return f"tiles: Br={self.block_rows} Bc={self.block_cols} Tr={self.tr} Tc={self.tc}"
+
+
+def tile_trace_size(workload: Workload, tiling: Tiling) -> tuple[int, int]:
+    """(longest array, tiles) a tiled trace walks: one array entry per (Q block, K/V block) tile."""
+    return max(tiling.tr, tiling.tc), tiling.tr * tiling.tc
+
+
+def sram_elements(sram_bytes: int, element_bytes: int, head_dim: int) -> int:
     """M, the SRAM capacity in elements; ValueError if it cannot hold one row each of Q, K, V, O."""
     check_positive_int("sram_bytes", sram_bytes)
     m = sram_bytes // element_bytes
@@ -57,24 +82,31 @@ def sram_elements(sram_bytes, element_bytes, head_dim):
     return m
 
 
-def max_block(sram_bytes, element_bytes, head_dim):
-    """⌈M / 4d⌉: the paper's largest block, a quarter of SRAM per tile (rounded up as the paper does)."""
+def max_block(sram_bytes: int, element_bytes: int, head_dim: int) -> int:
+    """⌈M / 4d⌉: the paper's largest block, a quarter of SRAM per tile (rounded up as the paper does).
+
+    >>> max_block(192 * 1024, 2, 64)
+    384
+    """
     return ceil_div(sram_elements(sram_bytes, element_bytes, head_dim), 4 * head_dim)
 
 
-def make_tiling(workload, sram_bytes=None, block_rows=None, block_cols=None):
+def make_tiling(workload: Workload, sram_bytes: int | None = None, block_rows: int | None = None,
+                block_cols: int | None = None) -> Tiling:
     """The tiling for a workload: the paper's defaults, or explicit blocks checked against SRAM.
 
     An explicit block must be at most ⌈M / 4d⌉ rows (the paper's quarter of SRAM per tile). Without
     `sram_bytes` both blocks must be given and nothing is checked against a capacity.
     """
     d = workload.head_dim
-    for name, value in (("block_rows", block_rows), ("block_cols", block_cols)):
-        if value is not None:
-            check_positive_int(name, value)
+    if block_rows is not None:
+        block_rows = check_positive_int("block_rows", block_rows)
+    if block_cols is not None:
+        block_cols = check_positive_int("block_cols", block_cols)
     if sram_bytes is None:
         if block_rows is None or block_cols is None:
-            raise ValueError("sram_bytes is required unless block_rows and block_cols are both given")
+            raise ValueError("sram_bytes (--sram or --gpu) is required unless block_rows and block_cols "
+                             "are both given")
     else:
         limit = max_block(sram_bytes, workload.element_bytes, d)
         for name, value in (("block_rows", block_rows), ("block_cols", block_cols)):
@@ -87,4 +119,5 @@ def make_tiling(workload, sram_bytes=None, block_rows=None, block_cols=None):
             block_cols = limit
         if block_rows is None:
             block_rows = min(limit, d)
+    assert block_rows is not None and block_cols is not None
     return Tiling(min(block_rows, workload.nq), min(block_cols, workload.nk), workload.nq, workload.nk)

@@ -6,6 +6,7 @@ fp32, as are flash-decoding's partial outputs (O_part, lse_part) and the backwar
 mask Z is one byte per element; everything else has the workload dtype.
 """
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -18,8 +19,11 @@ OPS = ("read", "write")
 STAT_TENSORS = frozenset({"l", "m", "L", "red", "O_part", "lse_part", "D"})   # always fp32
 BYTE_TENSORS = frozenset({"Z"})                                              # one byte each
 
+TrafficKey = tuple[str, str, str, str]        # (level, op, tensor, phase)
+Count = int | np.integer | np.ndarray    # an event's elements: a number or one per tile
 
-def tensor_bytes(tensor, element_bytes):
+
+def tensor_bytes(tensor: str, element_bytes: int) -> int:
     """Bytes per element of `tensor` in a workload whose dtype has `element_bytes`."""
     if tensor in STAT_TENSORS:
         return STAT_BYTES
@@ -37,18 +41,18 @@ class Event(NamedTuple):
     op: str
     tensor: str
     phase: str
-    elements: object
+    elements: Count
 
 
 class Traffic:
     """Elements moved, per (level, op, tensor, phase), for one batch·head."""
 
-    def __init__(self, counts=None):
-        self.counts = Counter()
+    def __init__(self, counts: Mapping[TrafficKey, int] | None = None) -> None:
+        self.counts: Counter[TrafficKey] = Counter()
         for key, value in (counts or {}).items():
             self.add(*key, value)
 
-    def add(self, level, op, tensor, phase, elements):
+    def add(self, level: str, op: str, tensor: str, phase: str, elements: Count) -> None:
         if level not in LEVELS or op not in OPS:
             raise ValueError(f"unknown level/op {level!r}/{op!r}")
         total = int(np.sum(elements, dtype=np.int64)) if isinstance(elements, np.ndarray) else int(elements)
@@ -56,26 +60,26 @@ class Traffic:
             self.counts[(level, op, tensor, phase)] += total
 
     @classmethod
-    def from_events(cls, events):
+    def from_events(cls, events: Iterable[Event]) -> "Traffic":
         traffic = cls()
         for event in events:
             traffic.add(*event)
         return traffic
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Traffic) and self.counts == other.counts
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Traffic({dict(sorted(self.counts.items()))})"
 
-    def elements(self, level=None, op=None, tensor=None):
+    def elements(self, level: str | None = None, op: str | None = None, tensor: str | None = None) -> int:
         """Sum of elements matching the given fields (None matches all)."""
         return sum(
             n for (lv, o, t, _), n in self.counts.items()
             if (level is None or lv == level) and (op is None or o == op) and (tensor is None or t == tensor)
         )
 
-    def bytes(self, element_bytes, level=None, op=None):
+    def bytes(self, element_bytes: int, level: str | None = None, op: str | None = None) -> int:
         """Bytes matching `level`/`op`, with fp32 statistics and `element_bytes` for the rest."""
         return sum(
             n * tensor_bytes(t, element_bytes)
@@ -83,7 +87,7 @@ class Traffic:
             if (level is None or lv == level) and (op is None or o == op)
         )
 
-    def frame(self, element_bytes, scale=1):
+    def frame(self, element_bytes: int, scale: int = 1) -> pd.DataFrame:
         """A DataFrame with one row per (level, op, tensor, phase): elements and bytes (× `scale`)."""
         rows = [
             {"level": lv, "op": o, "tensor": t, "phase": p, "elements": n * scale,

@@ -1,49 +1,58 @@
-"""Element sizes and human-readable byte sizes.
+"""Element sizes and human-readable byte sizes, parsed exactly (no float).
 
 >>> parse_size("192KiB")
 196608
+>>> parse_size("0.5MiB"), parse_size("100 KB")
+(524288, 100000)
 >>> DTYPE_BYTES["fp16"] * 4096 * 64   # one fp16 Q of N=4096, d=64: 512 KiB
 524288
 """
 import re
+from decimal import Decimal
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 STAT_BYTES = 4  # row statistics l, m and the logsumexp L are always fp32
 
 _SIZE_UNITS = {
     "": 1, "b": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30,
-    "k": 2**10, "m": 2**20, "g": 2**30,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+    "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
 }
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_SIZE_RE = re.compile(r"([0-9]{1,30}(?:\.[0-9]{1,30})?) ?([a-zA-Z]{0,3})", re.ASCII)
+#: The largest size accepted: 2⁶⁰ bytes (1 EiB), far beyond any memory; larger is a typo.
+MAX_SIZE_BYTES = 2**60
 
 
-def parse_size(text, name="sram"):
-    """Parse '196608', '192KiB', '192 KB' (decimal), '0.5MiB' into bytes (an int).
+def parse_size(text: object, name: str = "sram") -> int:
+    """Parse 196608, '196608', '192KiB', '192 KB' (decimal), '0.5MiB' into bytes (an int), exactly.
 
-    Raises ValueError naming `name` for anything else, or for a size that is not a whole number of
-    bytes or not positive.
+    Raises ValueError naming `name` for anything else: a size that is not a whole number of bytes,
+    not positive, or above 2⁶⁰ bytes (1 EiB).
     """
-    if isinstance(text, int) and not isinstance(text, bool):
+    if isinstance(text, bool):
+        raise ValueError(f"{name}: cannot parse size {text!r} (use bytes or e.g. 192KiB, 100KB, 1MiB)")
+    if isinstance(text, int):
         value = text
     else:
-        match = _SIZE_RE.match(str(text))
+        match = _SIZE_RE.fullmatch(text.strip()) if isinstance(text, str) and len(text) <= 80 else None
         unit = match.group(2).lower() if match else None
-        if not match or unit not in _SIZE_UNITS:
+        if match is None or unit not in _SIZE_UNITS:
             raise ValueError(f"{name}: cannot parse size {text!r} (use bytes or e.g. 192KiB, 100KB, 1MiB)")
-        exact = float(match.group(1)) * _SIZE_UNITS[unit]
-        if exact != int(exact):
+        exact = Decimal(match.group(1)) * _SIZE_UNITS[unit]
+        if exact != exact.to_integral_value():
             raise ValueError(f"{name}: {text!r} is not a whole number of bytes")
         value = int(exact)
     if value <= 0:
         raise ValueError(f"{name} must be positive, got {text!r}")
+    if value > MAX_SIZE_BYTES:
+        raise ValueError(f"{name}: {text!r} is more than 2**60 bytes (1 EiB)")
     return value
 
 
-def dtype_bytes(dtype):
+def dtype_bytes(dtype: str) -> int:
     """Bytes per element of a workload dtype; ValueError naming `dtype` if unknown."""
     try:
         return DTYPE_BYTES[dtype]
-    except KeyError:
+    except (KeyError, TypeError):
         raise ValueError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}") from None

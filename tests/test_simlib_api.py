@@ -142,3 +142,24 @@ def test_roofline_sram_binds_only_when_asked():
     both = roofline(r, hw, levels=("HBM", "SRAM"))
     assert both.bound == "memory (SRAM)"
     assert both.time_s == pytest.approx((r.sram_read_bytes + r.sram_write_bytes) / 1e12)
+
+
+def test_every_schedule_follows_the_protocol_and_the_cli_has_its_flags():
+    from simlib.cli import build_parser
+    from simlib.counts import all_parameters
+    from simlib.schedules import NAMES, SCHEDULES
+
+    assert tuple(SCHEDULES) == NAMES
+    flags = build_parser()._subparsers._group_actions[0].choices["count"]._option_string_actions
+    for schedule in SCHEDULES.values():
+        assert schedule.description and schedule.sram in ("sizes", "checks", "unused")
+        for p in schedule.parameters:
+            assert all_parameters()[p.name] == p and p.flag in flags and p.help
+        assert "--no-dropout" in flags                       # the bool parameter's negative form
+
+
+def test_result_serialisation_is_the_mappings_own_fields():
+    r = count("decode", Workload(512, 64, heads=4, kv_heads=1, query_len=1), sram_bytes="64KiB", splits=4)
+    d = r.to_dict()
+    assert (d["block_cols"], d["splits"], d["block_rows"], d["tr"]) == (128, 4, None, None)  # ⌈32768/256⌉
+    assert count("fa2_fast", Workload(256, 64)).to_dict()["thread_rows"] == 32

@@ -50,8 +50,8 @@ def test_sweep_csv_has_one_row_per_config(tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["--algorithm", "fa3", "--seq-len", "64", "--head-dim", "64", "--sram", "1KiB"], "--algorithm"),
-    (["--algorithm", "fa2", "--seq-len", "0", "--head-dim", "64", "--sram", "1KiB"], "seq_len"),
-    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "-1", "--sram", "1KiB"], "head_dim"),
+    (["--algorithm", "fa2", "--seq-len", "0", "--head-dim", "64", "--sram", "1KiB"], "--seq-len"),
+    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "-1", "--sram", "1KiB"], "--head-dim"),
     (["--algorithm", "fa2", "--seq-len", "x", "--head-dim", "64", "--sram", "1KiB"], "--seq-len"),
     (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--dtype", "fp8", "--sram", "1KiB"], "--dtype"),
     (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "lots"], "sram"),
@@ -88,7 +88,7 @@ def test_figure2_prints_both_rows():
     ("count", ["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--heads", "4", "--kv-heads", "3",
                "--sram", "1KiB"], "kv_heads"),
     ("count", ["--algorithm", "decode", "--seq-len", "64", "--head-dim", "64", "--causal", "--sram", "64KiB"], "causal"),
-    ("count", ["--algorithm", "decode", "--seq-len", "0", "--head-dim", "64", "--sram", "64KiB"], "seq_len"),
+    ("count", ["--algorithm", "decode", "--seq-len", "0", "--head-dim", "64", "--sram", "64KiB"], "--seq-len"),
     ("count", ["--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--splits", "3"], "splits"),
     ("kvcache", ["--model", "gpt-5", "--gpu-memory", "16GiB"], "model"),
     ("kvcache", ["--model", "llama-3-8b", "--gpu-memory", "lots"], "gpu-memory"),

@@ -1,33 +1,54 @@
-"""Schedules. Each provides `trace(workload, mapping)` (yields Events per unit of work),
-`closed_form(workload, mapping)` (the same Traffic from formulas), `flops(workload, mapping)`
-(matmul FLOPs performed per unit) and `units(workload)` (how many units: B·H, or B·kv_heads for
-decode)."""
-from typing import Callable, NamedTuple
+"""The registry of schedules: every name `count()` and the CLI accept, and nothing else.
 
-from . import decode, fa1, fa2, fa2_fast, flash_bwd, naive, naive_bwd, unfused
+A schedule is one module, `simlib/schedules/<name>.py`, that ends with
+
+    SCHEDULE = Schedule(name=..., description=..., parameters=(...), sram=..., build=...,
+                        trace=..., closed_form=..., flops=..., units=..., trace_size=...)
+
+(`simlib.schedule_protocol`), and owns everything about itself:
+
+- its **mapping**: a frozen dataclass with `as_dict()` (its parameters as flat fields: the keys
+  `Result.to_dict()` and the sweep CSV show) and `summary()` (one line for the CLI's text output);
+- `parameters`: the explicit `Parameter`s it accepts (name, one-line help, kind: "int", "bool",
+  "pair" or "choice"). `count()` takes them as keywords and checks their kind; the CLI makes one
+  flag per parameter name (`block_rows` → `--block-rows`) from the same objects, with the help;
+- `sram`: "sizes" (the SRAM size sets its default tiles), "checks" (it only checks explicit tiles
+  against it) or "unused" (an SRAM size is refused);
+- `build(workload, sram_bytes, **parameters)`: the mapping, validated (ValueError naming the
+  parameter); `trace(workload, mapping)`: Events per unit of work, walking the loop nest;
+  `closed_form(workload, mapping)`: the same Traffic from formulas, in exact Python ints;
+  `flops(workload, mapping)`: matmul FLOPs performed per unit; `units(workload)`: how many units
+  (B·H, or B·kv_heads for decode); `trace_size(workload, mapping)`: (longest array, total entries)
+  of the trace, so that `count()` refuses a trace too large before it starts.
+
+Adding a schedule is that one file plus its name in `NAMES` below, one line (docs/COUNTING.md,
+"Adding a schedule"); the module's name is the schedule's name.
+
+>>> sorted(SCHEDULES)[:3]
+['decode', 'fa1', 'fa2']
+"""
+from importlib import import_module
+
+from ..schedule_protocol import Schedule
+
+NAMES = (
+    "naive",
+    "fa1",
+    "fa2",
+    "fa2_fast",
+    "decode",
+    "naive_bwd",
+    "flash_bwd",
+    "unfused",
+    "unfused_bwd",
+)
 
 
-class Schedule(NamedTuple):
-    trace: Callable
-    closed_form: Callable
-    flops: Callable
-    units: Callable
-    description: str
+def _load(name: str) -> Schedule:
+    schedule = import_module(f"{__name__}.{name}").SCHEDULE
+    if not isinstance(schedule, Schedule) or schedule.name != name:
+        raise ImportError(f"simlib/schedules/{name}.py must define SCHEDULE = Schedule(name={name!r}, ...)")
+    return schedule
 
 
-def _from(module, description):
-    return Schedule(module.trace, module.closed_form, module.flops, module.units, description)
-
-
-SCHEDULES = {
-    "naive": _from(naive, "standard attention forward, S and P in HBM (Algorithm 0)"),
-    "fa1": _from(fa1, "FlashAttention forward, outer loop over K/V blocks (Algorithm 1)"),
-    "fa2": _from(fa2, "FlashAttention-2 forward, outer loop over Q blocks"),
-    "fa2_fast": _from(fa2_fast, "FlashAttention-2 forward as the register-tiled kernel `fast` runs it"),
-    "decode": _from(decode, "decode step against a KV cache, flash-decoding split-K"),
-    "naive_bwd": _from(naive_bwd, "standard attention backward (Algorithm 3)"),
-    "flash_bwd": _from(flash_bwd, "FlashAttention backward with recomputation (Algorithm 4)"),
-    "unfused": _from(unfused, "PyTorch-style unfused forward: scale, mask, softmax, dropout as kernels"),
-    "unfused_bwd": Schedule(unfused.trace_backward, unfused.closed_form_backward, unfused.flops_backward,
-                            unfused.units, "PyTorch-style unfused backward"),
-}
+SCHEDULES: dict[str, Schedule] = {name: _load(name) for name in NAMES}

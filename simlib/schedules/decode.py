@@ -10,12 +10,25 @@ s·R·(d+1) fp32 written and read back. FLOPs 4·R·L·d, so the arithmetic inte
 4·R·L·d / (2·L·d·bytes) ≈ 2·R/bytes FLOP/B: about 1 for MHA in fp16 (R = 1), about g for GQA.
 Worked number (Llama-3-8B layer, fp16, L=8192, d=128, g=4, q_len=1, s=1): K+V = 2·8192·128·2 B =
 4 MiB per KV head, FLOPs 4·4·8192·128 = 16.8 M → intensity 4.0 FLOP/B.
+
+>>> from simlib import Workload
+>>> w = Workload(8192, 128, heads=32, kv_heads=8, query_len=1)
+>>> t = closed_form(w, DecodeMapping(block_cols=64))
+>>> t.elements("HBM", "read", "K") + t.elements("HBM", "read", "V"), flops(w, DecodeMapping(64))
+(2097152, 16777216)
 """
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..tiling import block_sizes, ceil_div
+import numpy as np
+
+from ..schedule_protocol import Parameter, ParamValue, Schedule
+from ..tiling import BLOCK_COLS, block_sizes, ceil_div, make_tiling, max_block
 from ..traffic import Event, Traffic
+from ..workload import Workload
 from .fa2 import tile_counts, tile_events
+
+SPLITS = Parameter("splits", "flash-decoding split-K chunks of the cache (default 1)")
 
 
 @dataclass(frozen=True)
@@ -23,21 +36,40 @@ class DecodeMapping:
     block_cols: int       # K/V tile rows Bc inside a split
     splits: int = 1       # flash-decoding split-K chunks s
 
+    def as_dict(self) -> dict[str, ParamValue]:
+        return {"block_cols": self.block_cols, "splits": self.splits}
 
-def units(workload):
+    def summary(self) -> str:
+        return f"tiles: Bc={self.block_cols}, flash-decoding splits={self.splits}"
+
+
+def units(workload: Workload) -> int:
     return workload.batch * workload.n_kv_heads
 
 
-def packed_rows(workload):
+def packed_rows(workload: Workload) -> int:
     return workload.group * workload.nq
 
 
-def split_lengths(workload, mapping):
+def build(workload: Workload, sram_bytes: int | None, block_cols: int | None = None,
+          splits: int | None = None) -> DecodeMapping:
+    """Bc as fa2's (from SRAM or explicit); the group's packed query rows must fit a block."""
+    if workload.causal:
+        raise ValueError("causal: a decode step attends the whole cache; use causal with prefill algorithms")
+    tiling = make_tiling(workload, sram_bytes, 1, block_cols)
+    if sram_bytes is not None and packed_rows(workload) > max_block(sram_bytes, workload.element_bytes,
+                                                                    workload.head_dim):
+        raise ValueError(f"query_len: the packed query block of group·query_len = {packed_rows(workload)} "
+                         f"rows does not fit in sram_bytes={sram_bytes}")
+    return DecodeMapping(tiling.block_cols, splits or 1)
+
+
+def split_lengths(workload: Workload, mapping: DecodeMapping) -> np.ndarray:
     """Keys per split: ⌈L/s⌉ each, the last ragged (fewer splits if L < s)."""
     return block_sizes(workload.nk, ceil_div(workload.nk, mapping.splits))
 
 
-def trace(workload, mapping):
+def trace(workload: Workload, mapping: DecodeMapping) -> Iterator[Event]:
     rows, d = packed_rows(workload), workload.head_dim
     chunks = split_lengths(workload, mapping)
     for keys in chunks:
@@ -55,7 +87,7 @@ def trace(workload, mapping):
         yield Event("HBM", "write", "O", "reduce", rows * d)
 
 
-def closed_form(workload, mapping):
+def closed_form(workload: Workload, mapping: DecodeMapping) -> Traffic:
     rows, nk, d = packed_rows(workload), workload.nk, workload.head_dim
     s = ceil_div(nk, ceil_div(nk, mapping.splits))     # splits actually made
     counts = tile_counts(rows * nk, nk, d, "load_kv")
@@ -74,5 +106,17 @@ def closed_form(workload, mapping):
     return Traffic(counts)
 
 
-def flops(workload, mapping):
+def flops(workload: Workload, mapping: DecodeMapping) -> int:
     return 4 * packed_rows(workload) * workload.nk * workload.head_dim
+
+
+def trace_size(workload: Workload, mapping: DecodeMapping) -> tuple[int, int]:
+    tiles = ceil_div(workload.nk, mapping.block_cols)
+    return max(tiles, mapping.splits), tiles + mapping.splits
+
+
+SCHEDULE = Schedule(
+    name="decode", description="decode step against a KV cache, flash-decoding split-K",
+    parameters=(BLOCK_COLS, SPLITS), sram="sizes", build=build, trace=trace,
+    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+)

@@ -6,22 +6,32 @@ HBM reads 2Nd + Tc·2Nd elements + Tc·2N stats; writes Nd + Tc·Nd elements + 2
 Worked number (N=4096, d=64, Bc=384 → Tc=11): reads 524,288 + 11·524,288 = 6,291,456 elements and
 90,112 stats; writes 262,144 + 11·262,144 = 3,145,728 elements and 8,192 + 90,112 = 98,304 stats.
 SRAM accesses follow docs/COUNTING.md §fa1.
+
+>>> from simlib import Workload
+>>> t = closed_form(Workload(4096, 64), Tiling(64, 384, 4096, 4096))
+>>> t.elements("HBM", "read", "K") + t.elements("HBM", "read", "V") + t.elements("HBM", "read", "Q") \
+...     + t.elements("HBM", "read", "O"), t.elements("HBM", "read", "l") + t.elements("HBM", "read", "m")
+(6291456, 90112)
 """
+from collections.abc import Iterator
+
 import numpy as np
 
-from ..tiling import block_sizes
+from ..schedule_protocol import Schedule
+from ..tiling import BLOCK_COLS, BLOCK_ROWS, Tiling, block_sizes, make_tiling, tile_trace_size
 from ..traffic import Event, Traffic
+from ..workload import Workload
 from .fa2 import tile_counts, tile_events
-from .visits import queries_seen_by_formula, query_blocks_seen
+from .visits import query_blocks_seen, visited_by_kv_blocks
 
 STAGED = (("Q", True), ("O", True), ("l", False), ("m", False))   # (tensor, is a d-wide row)
 
 
-def units(workload):
+def units(workload: Workload) -> int:
     return workload.batch_heads
 
 
-def trace(workload, tiling):
+def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
     """Walk the loop nest; the inner loop over Q blocks is vectorised (one array entry per tile)."""
     nq, d = workload.nq, workload.head_dim
     yield Event("HBM", "write", "O", "init", nq * d)
@@ -41,16 +51,9 @@ def trace(workload, tiling):
             yield Event("HBM", "write", tensor, "store", seen * (d if wide else 1))
 
 
-def visited(workload, tiling):
-    """(Σ c_j·queries_j, Σ queries_j): score pairs computed and Q/O rows staged per K/V block."""
-    queries = queries_seen_by_formula(workload, tiling)
-    cols = block_sizes(workload.nk, tiling.block_cols)
-    return int(np.dot(cols, queries)), int(queries.sum())
-
-
-def closed_form(workload, tiling):
+def closed_form(workload: Workload, tiling: Tiling) -> Traffic:
     nq, nk, d = workload.nq, workload.nk, workload.head_dim
-    pairs, q_rows = visited(workload, tiling)          # no mask: nq·nk and Tc·nq
+    pairs, q_rows = visited_by_kv_blocks(workload, tiling)   # no mask: nq·nk and Tc·nq
     counts = tile_counts(pairs, nk, d, "load_kv")      # every K/V block is loaded once
     counts.update({
         ("HBM", "write", "O", "init"): nq * d,
@@ -66,5 +69,12 @@ def closed_form(workload, tiling):
     return Traffic(counts)
 
 
-def flops(workload, tiling):
-    return 4 * visited(workload, tiling)[0] * workload.head_dim
+def flops(workload: Workload, tiling: Tiling) -> int:
+    return 4 * visited_by_kv_blocks(workload, tiling)[0] * workload.head_dim
+
+
+SCHEDULE = Schedule(
+    name="fa1", description="FlashAttention forward, outer loop over K/V blocks (Algorithm 1)",
+    parameters=(BLOCK_ROWS, BLOCK_COLS), sram="sizes", build=make_tiling, trace=trace,
+    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size,
+)

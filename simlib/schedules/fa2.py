@@ -6,19 +6,26 @@ HBM reads Nd + Tr·2Nd elements, writes Nd elements + N fp32 stats (no mask; cau
 Worked number (N=4096, d=64, Br=64, Bc=384 → Tr=64): reads 262,144 + 64·524,288 = 33,816,576
 elements, writes 262,144 elements + 4,096 stats.
 SRAM accesses follow docs/COUNTING.md §fa2 (the `tiled` kernel's code).
+
+>>> from simlib import Workload
+>>> t = closed_form(Workload(4096, 64), Tiling(64, 384, 4096, 4096))
+>>> t.elements("HBM", "read"), t.elements("HBM", "write")
+(33816576, 266240)
 """
-import numpy as np
+from collections.abc import Iterator
 
-from ..tiling import block_sizes
-from ..traffic import Event, Traffic
-from .visits import key_blocks_seen, keys_seen_by_formula
+from ..schedule_protocol import Schedule
+from ..tiling import BLOCK_COLS, BLOCK_ROWS, Tiling, block_sizes, make_tiling, tile_trace_size
+from ..traffic import Count, Event, Traffic, TrafficKey
+from ..workload import Workload
+from .visits import key_blocks_seen, visited_by_q_blocks
 
 
-def units(workload):
+def units(workload: Workload) -> int:
     return workload.batch_heads
 
 
-def trace(workload, tiling):
+def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
     """Walk the loop nest; the inner loop over K/V blocks is vectorised (one array entry per tile)."""
     d = workload.head_dim
     cols = block_sizes(workload.nk, tiling.block_cols)        # c_j for every K/V block
@@ -33,7 +40,7 @@ def trace(workload, tiling):
         yield Event("HBM", "write", "L", "store", r)
 
 
-def tile_events(r, cols, d, kv_phase):
+def tile_events(r: Count, cols: Count, d: int, kv_phase: str) -> Iterator[Event]:
     """One Q block of r rows against K/V blocks of `cols` rows (an array): loads and tile arithmetic."""
     for tensor in ("K", "V"):
         yield Event("HBM", "read", tensor, kv_phase, cols * d)
@@ -50,9 +57,9 @@ def tile_events(r, cols, d, kv_phase):
     yield Event("SRAM", "read", "V", "pv", r * cols * d)
 
 
-def tile_counts(pairs, kv_rows, d, kv_phase):
+def tile_counts(pairs: int, kv_rows: int, d: int, kv_phase: str) -> dict[TrafficKey, int]:
     """Closed-form twin of `tile_events`: `pairs` = Σ r·c over visited tiles, `kv_rows` = Σ c."""
-    counts = {}
+    counts: dict[TrafficKey, int] = {}
     for tensor in ("K", "V"):
         counts[("HBM", "read", tensor, kv_phase)] = kv_rows * d
         counts[("SRAM", "write", tensor, kv_phase)] = kv_rows * d
@@ -68,16 +75,9 @@ def tile_counts(pairs, kv_rows, d, kv_phase):
     return counts
 
 
-def visited_pairs(workload, tiling):
-    """(Σ r_i·keys_i, Σ keys_i) over Q blocks: score pairs computed and K/V rows loaded."""
-    keys = keys_seen_by_formula(workload, tiling)
-    rows = block_sizes(workload.nq, tiling.block_rows)
-    return int(np.dot(rows, keys)), int(keys.sum())
-
-
-def closed_form(workload, tiling):
+def closed_form(workload: Workload, tiling: Tiling) -> Traffic:
     nq, d = workload.nq, workload.head_dim
-    pairs, kv_rows = visited_pairs(workload, tiling)   # no mask: nq·nk and Tr·nk
+    pairs, kv_rows = visited_by_q_blocks(workload, tiling)   # no mask: nq·nk and Tr·nk
     counts = tile_counts(pairs, kv_rows, d, "load_kv")
     counts.update({
         ("HBM", "read", "Q", "load_q"): nq * d,
@@ -88,6 +88,13 @@ def closed_form(workload, tiling):
     return Traffic(counts)
 
 
-def flops(workload, tiling):
+def flops(workload: Workload, tiling: Tiling) -> int:
     """Matmul FLOPs performed per unit: 4·d per computed score (diagonal tiles computed whole)."""
-    return 4 * visited_pairs(workload, tiling)[0] * workload.head_dim
+    return 4 * visited_by_q_blocks(workload, tiling)[0] * workload.head_dim
+
+
+SCHEDULE = Schedule(
+    name="fa2", description="FlashAttention-2 forward, outer loop over Q blocks",
+    parameters=(BLOCK_ROWS, BLOCK_COLS), sram="sizes", build=make_tiling, trace=trace,
+    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size,
+)

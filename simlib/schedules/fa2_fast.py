@@ -16,21 +16,32 @@ full Br and Bc while HBM counts use valid rows. Per (Q block, K/V block) pair, i
 Per Q block: Q lands (writes Br·d); the final row sums write red Br·NTX and read red Br·NTX².
 Per score that is d/TN + 2·d/TM + NTX + NTX/TN reads (49 for d = 64, TM×TN = 4×8, NTX = 8; 84 for
 d = 128, 8×4, NTX = 16) where the one-thread-per-row fa2 kernel needs 3d + 2 (194; 386).
-docs/COUNTING.md §fa2_fast has the details. The defaults are the kernel's (fast.default_config):
+docs/COUNTING.md §fa2_fast has the details. The defaults are the kernel's (kernel_layout.fast_default_config):
 d = 128 (a multiple of 64 above 64): TM×TN = 8×4, NTY×NTX = 16×16; otherwise 4×8, 32×NTX with
 NTX = 8 (4 when d is not a multiple of 32).
 
 Worked number (N = 4096, d = 64, TM×TN = 4×8, NTY×NTX = 32×8 → Br = 128, Bc = 64, Tr = 32, Tc = 64):
 HBM reads Nd + Tr·2Nd = 262,144 + 32·524,288 = 17,039,360 elements; SRAM reads 49·N² + N·NTX²
 (the final row sums) = 822,083,584 + 262,144 = 822,345,728.
+
+>>> from simlib import Workload
+>>> m = build(Workload(4096, 64), None)
+>>> t = closed_form(Workload(4096, 64), m)
+>>> (m.block_rows, m.block_cols), t.elements("HBM", "read"), t.elements("SRAM", "read")
+((128, 64), 17039360, 822345728)
 """
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..tiling import Tiling, block_sizes, ceil_div
-from ..traffic import Event, Traffic
-from ..workload import check_positive_int
+from ..kernel_layout import FastConfig, fast_default_config
+from ..schedule_protocol import Parameter, ParamValue, Schedule
+from ..tiling import BLOCK_COLS, BLOCK_ROWS, Tiling, block_sizes, ceil_div, tile_trace_size
+from ..traffic import Count, Event, Traffic, TrafficKey
+from ..workload import Workload, check_positive_int
+
+THREADS = Parameter("threads", "thread grid NTY×NTX per block, e.g. 32x8 (default: the kernel's)", kind="pair")
 
 
 @dataclass(frozen=True)
@@ -44,61 +55,48 @@ class FastMapping(Tiling):
     thread_cols: int = 8
 
     @property
-    def tm(self):
+    def tm(self) -> int:
         return self.block_rows // self.thread_rows
 
     @property
-    def tn(self):
+    def tn(self) -> int:
         return self.block_cols // self.thread_cols
 
+    def as_dict(self) -> dict[str, ParamValue]:
+        return {**super().as_dict(), "thread_rows": self.thread_rows, "thread_cols": self.thread_cols}
 
-def kernel_defaults(head_dim):
-    """(TM, TN, NTY, NTX) of gpu_kernels.fast.default_config(head_dim) (a test keeps them equal)."""
-    if head_dim % 64 == 0 and head_dim > 64:
-        return 8, 4, 16, 16
-    ntx = 8
-    while ntx > 4 and head_dim % (4 * ntx):
-        ntx //= 2
-    return 4, 8, 32, ntx
+    def summary(self) -> str:
+        return (f"{super().summary()}; threads {self.thread_rows}×{self.thread_cols}, "
+                f"micro-tile TM×TN = {self.tm}×{self.tn}")
 
 
-def make_fast_mapping(workload, sram_bytes=None, block_rows=None, block_cols=None, threads=None):
+def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = None,
+          block_cols: int | None = None, threads: tuple[int, int] | None = None) -> FastMapping:
     """The kernel's default tiles and threads for head_dim, or explicit ones, checked."""
     if workload.causal:
         raise ValueError("causal: fa2_fast has no causal mask (the kernel computes every tile)")
     d = workload.head_dim
-    tm, tn, nty, ntx = kernel_defaults(d)
+    kernel = fast_default_config(d)
+    tm, tn, nty, ntx = kernel.tm, kernel.tn, kernel.nty, kernel.ntx
     if threads is not None:
-        if not (isinstance(threads, (tuple, list)) and len(threads) == 2):
-            raise ValueError(f"threads must be a pair (thread_rows, thread_cols), got {threads!r}")
         nty, ntx = threads
-        check_positive_int("threads[0] (thread_rows)", nty)
-        check_positive_int("threads[1] (thread_cols)", ntx)
-    br = nty * tm if block_rows is None else block_rows
-    bc = ntx * tn if block_cols is None else block_cols
-    check_positive_int("block_rows", br)
-    check_positive_int("block_cols", bc)
+    br = check_positive_int("block_rows", nty * tm if block_rows is None else block_rows)
+    bc = check_positive_int("block_cols", ntx * tn if block_cols is None else block_cols)
     if br % nty or bc % ntx:
         raise ValueError(f"block_rows={br} and block_cols={bc} must be multiples of the thread grid "
                          f"{nty}×{ntx} (each thread owns a TM×TN micro-tile)")
     if sram_bytes is not None:
-        need = smem_elements(d, br, bc, nty, ntx) * workload.element_bytes
+        need = FastConfig(d, br // nty, bc // ntx, ntx=ntx, nty=nty).smem_elements * workload.element_bytes
         if need > sram_bytes:
             raise ValueError(f"sram_bytes={sram_bytes}: fa2_fast with Br={br}, Bc={bc}, d={d} needs {need} bytes")
     return FastMapping(br, bc, workload.nq, workload.nk, nty, ntx)
 
 
-def smem_elements(d, br, bc, nty, ntx):
-    """Shared-memory footprint of the kernel's layout (padded rows), in elements."""
-    p_stride = bc + (ntx - bc) % 32
-    return br * (d + 4) + bc * (d + 4) + bc * d + br * p_stride + br * ntx
-
-
-def units(workload):
+def units(workload: Workload) -> int:
     return workload.batch_heads
 
 
-def _pair_events(m, d, tiles):
+def _pair_events(m: FastMapping, d: int, tiles: Count) -> list[tuple[str, str, str, str, Count]]:
     """Tile arithmetic of `tiles` (Q block, K/V block) pairs (an int or an array of ones)."""
     br, bc, nty, ntx = m.block_rows, m.block_cols, m.thread_rows, m.thread_cols
     return [
@@ -114,7 +112,7 @@ def _pair_events(m, d, tiles):
     ]
 
 
-def _block_events(m, d, blocks):
+def _block_events(m: FastMapping, d: int, blocks: Count) -> list[tuple[str, str, str, str, Count]]:
     br, ntx = m.block_rows, m.thread_cols
     return [
         ("SRAM", "write", "Q", "load_q", blocks * br * d),
@@ -123,7 +121,7 @@ def _block_events(m, d, blocks):
     ]
 
 
-def trace(workload, mapping):
+def trace(workload: Workload, mapping: FastMapping) -> Iterator[Event]:
     """Walk the loop nest: Q blocks outside, K/V blocks inside (vectorised, one entry per block)."""
     d = workload.head_dim
     cols = block_sizes(workload.nk, mapping.block_cols)  # valid rows c_j of every K/V block
@@ -140,10 +138,10 @@ def trace(workload, mapping):
         yield Event("HBM", "write", "L", "store", r)
 
 
-def closed_form(workload, mapping):
+def closed_form(workload: Workload, mapping: FastMapping) -> Traffic:
     nq, nk, d = workload.nq, workload.nk, workload.head_dim
     tr, tc = ceil_div(nq, mapping.block_rows), ceil_div(nk, mapping.block_cols)
-    counts = {
+    counts: dict[TrafficKey, int] = {
         ("HBM", "read", "Q", "load_q"): nq * d,
         ("HBM", "read", "K", "load_kv"): tr * nk * d,
         ("HBM", "read", "V", "load_kv"): tr * nk * d,
@@ -151,12 +149,19 @@ def closed_form(workload, mapping):
         ("HBM", "write", "L", "store"): nq,
     }
     for level, op, tensor, phase, n in _pair_events(mapping, d, tr * tc) + _block_events(mapping, d, tr):
-        counts[(level, op, tensor, phase)] = n
+        counts[(level, op, tensor, phase)] = int(n)
     return Traffic(counts)
 
 
-def flops(workload, mapping):
+def flops(workload: Workload, mapping: FastMapping) -> int:
     """Matmul FLOPs the kernel executes: whole tiles, padding included (4·d per computed score)."""
     rows = ceil_div(workload.nq, mapping.block_rows) * mapping.block_rows
     cols = ceil_div(workload.nk, mapping.block_cols) * mapping.block_cols
     return 4 * rows * cols * workload.head_dim
+
+
+SCHEDULE = Schedule(
+    name="fa2_fast", description="FlashAttention-2 forward as the register-tiled kernel `fast` runs it",
+    parameters=(BLOCK_ROWS, BLOCK_COLS, THREADS), sram="checks", build=build, trace=trace,
+    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size,
+)

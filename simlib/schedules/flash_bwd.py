@@ -8,21 +8,30 @@ FLOPs 10·N²·d: S recomputed, dV, dP, dQ, dK. SRAM traffic of the backward is 
 kernel implements it here).
 Worked number (N=1024, d=64, Bc=384 → Tc=3): reads 131,072 + 786,432 = 917,504 elements and 6,144
 stats; writes 196,608 + 196,608 + 131,072 = 524,288 elements.
-"""
-import numpy as np
 
-from ..tiling import block_sizes
+>>> from simlib import Workload
+>>> t = closed_form(Workload(1024, 64), Tiling(64, 384, 1024, 1024))
+>>> t.elements("HBM", "read") - t.elements("HBM", "read", "l") - t.elements("HBM", "read", "m")
+917504
+>>> t.elements("HBM", "write")
+524288
+"""
+from collections.abc import Iterator
+
+from ..schedule_protocol import Schedule
+from ..tiling import BLOCK_COLS, BLOCK_ROWS, Tiling, block_sizes, make_tiling, tile_trace_size
 from ..traffic import Event, Traffic
-from .visits import queries_seen_by_formula, query_blocks_seen
+from ..workload import Workload
+from .visits import query_blocks_seen, visited_by_kv_blocks
 
 STAGED = (("Q", True), ("O", True), ("dO", True), ("dQ", True), ("l", False), ("m", False))
 
 
-def units(workload):
+def units(workload: Workload) -> int:
     return workload.batch_heads
 
 
-def trace(workload, tiling):
+def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
     nq, nk, d = workload.nq, workload.nk, workload.head_dim
     for tensor, n in (("dQ", nq), ("dK", nk), ("dV", nk)):
         yield Event("HBM", "write", tensor, "init", n * d)
@@ -40,14 +49,9 @@ def trace(workload, tiling):
         yield Event("HBM", "write", "dV", "store", c * d)
 
 
-def _visited(workload, tiling):
-    queries = queries_seen_by_formula(workload, tiling)
-    return int(np.dot(block_sizes(workload.nk, tiling.block_cols), queries)), int(queries.sum())
-
-
-def closed_form(workload, tiling):
+def closed_form(workload: Workload, tiling: Tiling) -> Traffic:
     nq, nk, d = workload.nq, workload.nk, workload.head_dim
-    q_rows = _visited(workload, tiling)[1]            # no mask: Tc·nq
+    q_rows = visited_by_kv_blocks(workload, tiling)[1]      # no mask: Tc·nq
     counts = {
         ("HBM", "write", "dQ", "init"): nq * d,
         ("HBM", "write", "dK", "init"): nk * d,
@@ -63,5 +67,12 @@ def closed_form(workload, tiling):
     return Traffic(counts)
 
 
-def flops(workload, tiling):
-    return 10 * _visited(workload, tiling)[0] * workload.head_dim
+def flops(workload: Workload, tiling: Tiling) -> int:
+    return 10 * visited_by_kv_blocks(workload, tiling)[0] * workload.head_dim
+
+
+SCHEDULE = Schedule(
+    name="flash_bwd", description="FlashAttention backward with recomputation (Algorithm 4)",
+    parameters=(BLOCK_ROWS, BLOCK_COLS), sram="sizes", build=make_tiling, trace=trace,
+    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size,
+)

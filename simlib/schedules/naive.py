@@ -7,13 +7,27 @@ reads 3Nd + 2N², writes 2N² + Nd elements.
 Worked number (N=4096, d=64, T=∞): reads 3·262,144 + 2·16,777,216 = 34,340,864 elements, writes
 2·16,777,216 + 262,144 = 33,816,576 elements: 137 MB in fp16 per head, against fa2's 68 MB.
 With T=16 the kernel re-reads Q and K ⌈4096/16⌉ = 256 times each.
+
+>>> from simlib import Workload
+>>> t = closed_form(Workload(4096, 64), NaiveMapping())
+>>> t.elements("HBM", "read"), t.elements("HBM", "write")
+(34340864, 33816576)
+>>> closed_form(Workload(4096, 64), NaiveMapping(matmul_tile=16)).elements("HBM", "read", "Q")
+67108864
 """
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..tiling import block_sizes, ceil_div
-from ..traffic import Event, Traffic
+from ..schedule_protocol import Parameter, ParamValue, Schedule
+from ..tiling import block_sizes, ceil_div, sram_elements
+from ..traffic import Event, Traffic, TrafficKey
+from ..workload import Workload
+
+MATMUL_TILE = Parameter("matmul_tile", "T: square shared-memory tile of the two matmuls (default ∞: the paper's count)")
+SOFTMAX_THREADS = Parameter("softmax_threads", "threads per softmax row, a power of two ≥ 2 "
+                                               "(shared-memory reductions; default: none)")
 
 
 @dataclass(frozen=True)
@@ -24,8 +38,34 @@ class NaiveMapping:
     matmul_tile: int | None = None
     softmax_threads: int | None = None
 
+    def as_dict(self) -> dict[str, ParamValue]:
+        return {"matmul_tile": self.matmul_tile, "softmax_threads": self.softmax_threads}
 
-def reduction_accesses(threads):
+    def summary(self) -> str:
+        return (f"matmul tile T={self.matmul_tile or '∞ (operands read once)'}, "
+                f"softmax threads/row={self.softmax_threads or 'none (no shared-memory reduction)'}")
+
+
+def build(workload: Workload, sram_bytes: int | None, matmul_tile: int | None = None,
+          softmax_threads: int | None = None) -> NaiveMapping:
+    """Check T against SRAM (two T×T tiles) and t (a power of two ≥ 2)."""
+    if matmul_tile is not None and sram_bytes is not None:
+        m = sram_elements(sram_bytes, workload.element_bytes, workload.head_dim)
+        if 2 * matmul_tile**2 > m:
+            raise ValueError(f"matmul_tile={matmul_tile} does not fit in SRAM: two T×T tiles need "
+                             f"{2 * matmul_tile**2} elements, sram_bytes={sram_bytes} holds {m}")
+    if softmax_threads is not None and (softmax_threads < 2 or softmax_threads & (softmax_threads - 1)):
+        raise ValueError(f"softmax_threads must be a power of two ≥ 2, got {softmax_threads}")
+    return NaiveMapping(matmul_tile, softmax_threads)
+
+
+def matmul_trace_size(m: int, n: int, k: int, tile: int | None) -> tuple[int, int]:
+    """(longest array, entries) of `_matmul_trace`: per row tile, one entry per (col tile, chunk)."""
+    per_row = ceil_div(n, tile or n) * ceil_div(k, tile or k)
+    return per_row, ceil_div(m, tile or m) * per_row
+
+
+def reduction_accesses(threads: int) -> tuple[int, int]:
     """(writes, reads) of one shared-memory tree reduction over `threads` partials.
 
     t partial writes, t−1 pair-combines (2 reads + 1 write each), t reads of the result:
@@ -34,7 +74,8 @@ def reduction_accesses(threads):
     return 2 * threads - 1, 3 * threads - 2
 
 
-def _matmul_trace(a, b, out, m, n, k, tile, phase):
+def _matmul_trace(a: str, b: str, out: str, m: int, n: int, k: int, tile: int | None,
+                  phase: str) -> Iterator[Event]:
     """Events of C (m×n) = A (m×k)·B (k×n) with tile T; row tiles looped, column tiles vectorised."""
     cols = block_sizes(n, tile or n)
     chunks = block_sizes(k, tile or k)
@@ -50,11 +91,11 @@ def _matmul_trace(a, b, out, m, n, k, tile, phase):
         yield Event("HBM", "write", out, phase, r * cols)
 
 
-def units(workload):
+def units(workload: Workload) -> int:
     return workload.batch_heads
 
 
-def trace(workload, mapping):
+def trace(workload: Workload, mapping: NaiveMapping) -> Iterator[Event]:
     """S = QKᵀ, softmax row by row, O = PV. A causal mask is applied in the softmax pass, which
     still reads and writes whole rows (as PyTorch's masked softmax does)."""
     nq, nk, d = workload.nq, workload.nk, workload.head_dim
@@ -69,7 +110,8 @@ def trace(workload, mapping):
     yield from _matmul_trace("P", "V", "O", nq, d, nk, mapping.matmul_tile, "pv")
 
 
-def _matmul_closed_form(counts, a, b, out, m, n, k, tile, phase):
+def _matmul_closed_form(counts: dict[TrafficKey, int], a: str, b: str, out: str, m: int, n: int, k: int,
+                        tile: int | None, phase: str) -> None:
     a_loads = m * k * ceil_div(n, tile or n)   # A re-read once per column tile
     b_loads = n * k * ceil_div(m, tile or m)   # B re-read once per row tile
     for tensor, loads in ((a, a_loads), (b, b_loads)):
@@ -79,9 +121,9 @@ def _matmul_closed_form(counts, a, b, out, m, n, k, tile, phase):
     counts[("HBM", "write", out, phase)] = m * n
 
 
-def closed_form(workload, mapping):
+def closed_form(workload: Workload, mapping: NaiveMapping) -> Traffic:
     nq, nk, d = workload.nq, workload.nk, workload.head_dim
-    counts = {
+    counts: dict[TrafficKey, int] = {
         ("HBM", "read", "S", "softmax"): nq * nk,
         ("HBM", "write", "P", "softmax"): nq * nk,
     }
@@ -94,6 +136,19 @@ def closed_form(workload, mapping):
     return Traffic(counts)
 
 
-def flops(workload, mapping):
+def flops(workload: Workload, mapping: NaiveMapping) -> int:
     """The full S is computed, masked or not: 4·nq·nk·d per head."""
     return 4 * workload.nq * workload.nk * workload.head_dim
+
+
+def trace_size(workload: Workload, mapping: NaiveMapping) -> tuple[int, int]:
+    nq, nk, d, t = workload.nq, workload.nk, workload.head_dim, mapping.matmul_tile
+    (qk_long, qk_all), (pv_long, pv_all) = matmul_trace_size(nq, nk, d, t), matmul_trace_size(nq, d, nk, t)
+    return max(nq, qk_long, pv_long), nq + qk_all + pv_all
+
+
+SCHEDULE = Schedule(
+    name="naive", description="standard attention forward, S and P in HBM (Algorithm 0)",
+    parameters=(MATMUL_TILE, SOFTMAX_THREADS), sram="checks", build=build, trace=trace,
+    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+)

@@ -11,24 +11,49 @@ Backward: read P in dV; write dP; dropout r+w, read Z; softmax r dP, r P, w dS; 
 read dS twice (dQ, dK): 9 + 2 (causal) + 2 (dropout) passes, + 1 byte per score.
 Worked number (GPT-2 medium, N=1024, d=64, causal, dropout, fp16, B·H=1024): 23 passes × 2 B × 2²⁰
 scores × 1024 heads = 49.4 GB, + 2 × 1.07 GB of dropout masks.
+This module is the forward (`unfused`); unfused_bwd.py the backward, with the same mapping.
+
+>>> from simlib import Workload
+>>> t = closed_form(Workload(1024, 64, causal=True), UnfusedMapping(dropout=True))
+>>> (t.elements("HBM") - 4 * 1024 * 64 - 1024**2) // 1024**2     # N×N passes of the dtype, + Z
+10
 """
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..schedule_protocol import Parameter, ParamValue, Schedule
 from ..traffic import Event, Traffic
+from ..workload import Workload
+
+DROPOUT = Parameter("dropout", "a dropout kernel with a one-byte mask Z (default True)", kind="bool")
 
 
 @dataclass(frozen=True)
 class UnfusedMapping:
     dropout: bool = True
 
+    def as_dict(self) -> dict[str, ParamValue]:
+        return {"dropout": self.dropout}
 
-def units(workload):
+    def summary(self) -> str:
+        return f"one kernel per step, dropout {'on (one-byte mask)' if self.dropout else 'off'}"
+
+
+def build(workload: Workload, sram_bytes: int | None, dropout: bool | None = None) -> UnfusedMapping:
+    return UnfusedMapping(True if dropout is None else dropout)
+
+
+def units(workload: Workload) -> int:
     return workload.batch_heads
 
 
-def forward_steps(causal, dropout):
+Step = tuple[str, tuple[str, ...], tuple[str, ...]]
+MatmulIO = dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]]
+
+
+def forward_steps(causal: bool, dropout: bool) -> list[Step]:
     """(phase, reads, writes) of N×N tensors per kernel of the forward pass, in launch order."""
-    steps = [("qk", (), ("S",)), ("scale", ("S",), ("S",))]
+    steps: list[Step] = [("qk", (), ("S",)), ("scale", ("S",), ("S",))]
     if causal:
         steps.append(("mask", ("S",), ("S",)))
     steps.append(("softmax", ("S",), ("P",)))
@@ -38,28 +63,11 @@ def forward_steps(causal, dropout):
     return steps
 
 
-def backward_steps(causal, dropout):
-    steps = [("dv", ("P",), ()), ("dp", (), ("dP",))]
-    if dropout:
-        steps.append(("dropout_bwd", ("dP", "Z"), ("dP",)))
-    steps.append(("softmax_bwd", ("dP", "P"), ("dS",)))
-    if causal:
-        steps.append(("mask_bwd", ("dS",), ("dS",)))
-    steps += [("scale_bwd", ("dS",), ("dS",)), ("dq", ("dS",), ()), ("dk", ("dS",), ())]
-    return steps
-
-
 # N×d operands of the matrix products: phase -> (reads, writes); x is nq- or nk-long
-FORWARD_MATMUL_IO = {"qk": ((("Q", "nq"), ("K", "nk")), ()), "pv": ((("V", "nk"),), (("O", "nq"),))}
-BACKWARD_MATMUL_IO = {
-    "dv": ((("dO", "nq"),), (("dV", "nk"),)),
-    "dp": ((("dO", "nq"), ("V", "nk")), ()),
-    "dq": ((("K", "nk"),), (("dQ", "nq"),)),
-    "dk": ((("Q", "nq"),), (("dK", "nk"),)),
-}
+FORWARD_MATMUL_IO: MatmulIO = {"qk": ((("Q", "nq"), ("K", "nk")), ()), "pv": ((("V", "nk"),), (("O", "nq"),))}
 
 
-def _trace(workload, steps, matmul_io):
+def steps_trace(workload: Workload, steps: list[Step], matmul_io: MatmulIO) -> Iterator[Event]:
     pairs = workload.nq * workload.nk
     rows = {"nq": workload.nq, "nk": workload.nk}
     for phase, reads, writes in steps:
@@ -74,15 +82,11 @@ def _trace(workload, steps, matmul_io):
             yield Event("HBM", "write", tensor, phase, rows[length] * workload.head_dim)
 
 
-def trace(workload, mapping):
-    yield from _trace(workload, forward_steps(workload.causal, mapping.dropout), FORWARD_MATMUL_IO)
+def trace(workload: Workload, mapping: UnfusedMapping) -> Iterator[Event]:
+    yield from steps_trace(workload, forward_steps(workload.causal, mapping.dropout), FORWARD_MATMUL_IO)
 
 
-def trace_backward(workload, mapping):
-    yield from _trace(workload, backward_steps(workload.causal, mapping.dropout), BACKWARD_MATMUL_IO)
-
-
-def closed_form(workload, mapping):
+def closed_form(workload: Workload, mapping: UnfusedMapping) -> Traffic:
     """The forward's traffic per tensor, written out as formulas."""
     pairs, nd_q, nd_k = workload.nq * workload.nk, workload.nq * workload.head_dim, workload.nk * workload.head_dim
     c, p = workload.causal, mapping.dropout
@@ -99,26 +103,17 @@ def closed_form(workload, mapping):
     })
 
 
-def closed_form_backward(workload, mapping):
-    pairs, nd_q, nd_k = workload.nq * workload.nk, workload.nq * workload.head_dim, workload.nk * workload.head_dim
-    c, p = workload.causal, mapping.dropout
-    return Traffic({
-        ("HBM", "read", "P", "dv"): pairs, ("HBM", "read", "dO", "dv"): nd_q, ("HBM", "write", "dV", "dv"): nd_k,
-        ("HBM", "read", "dO", "dp"): nd_q, ("HBM", "read", "V", "dp"): nd_k, ("HBM", "write", "dP", "dp"): pairs,
-        ("HBM", "read", "dP", "dropout_bwd"): pairs * p, ("HBM", "read", "Z", "dropout_bwd"): pairs * p,
-        ("HBM", "write", "dP", "dropout_bwd"): pairs * p,
-        ("HBM", "read", "dP", "softmax_bwd"): pairs, ("HBM", "read", "P", "softmax_bwd"): pairs,
-        ("HBM", "write", "dS", "softmax_bwd"): pairs,
-        ("HBM", "read", "dS", "mask_bwd"): pairs * c, ("HBM", "write", "dS", "mask_bwd"): pairs * c,
-        ("HBM", "read", "dS", "scale_bwd"): pairs, ("HBM", "write", "dS", "scale_bwd"): pairs,
-        ("HBM", "read", "dS", "dq"): pairs, ("HBM", "read", "K", "dq"): nd_k, ("HBM", "write", "dQ", "dq"): nd_q,
-        ("HBM", "read", "dS", "dk"): pairs, ("HBM", "read", "Q", "dk"): nd_q, ("HBM", "write", "dK", "dk"): nd_k,
-    })
-
-
-def flops(workload, mapping):
+def flops(workload: Workload, mapping: UnfusedMapping) -> int:
     return 4 * workload.nq * workload.nk * workload.head_dim
 
 
-def flops_backward(workload, mapping):
-    return 8 * workload.nq * workload.nk * workload.head_dim
+def trace_size(workload: Workload, mapping: UnfusedMapping) -> tuple[int, int]:
+    """No arrays: one event per tensor and kernel."""
+    return 1, 1
+
+
+SCHEDULE = Schedule(
+    name="unfused", description="PyTorch-style unfused forward: scale, mask, softmax, dropout as kernels",
+    parameters=(DROPOUT,), sram="unused", build=build, trace=trace,
+    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+)
