@@ -36,6 +36,7 @@ NAMES = (
     "fa1",
     "fa2",
     "fa2_fast",
+    "fa2_tc",
     "decode",
     "naive_bwd",
     "flash_bwd",

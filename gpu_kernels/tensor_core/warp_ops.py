@@ -1,0 +1,271 @@
+"""Tensor-core building blocks for numba.cuda: mma.sync, ldmatrix, cp.async, fp32 -> 16-bit packing,
+quad reductions. Each has two implementations with the same per-lane semantics:
+
+* on the GPU, an ``@intrinsic`` whose codegen emits one inline-PTX instruction (numba-cuda has no
+  wmma/mma API; llvmlite's ``ir.InlineAsm`` reaches any PTX instruction);
+* under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, CI), a Python function that reproduces
+  the PTX ISA's fragment layout exactly. The simulator runs every CUDA thread as a Python thread, so a
+  warp-collective instruction becomes: each lane writes its operands to a per-block shared scratch,
+  a barrier, each lane computes its own result registers from its warp's 32 entries, a barrier. The
+  simulator has no warp barrier, so the block barrier stands in: every warp of a block must reach
+  every collective the same number of times (the kernels here compute whole tiles, so they do).
+
+Registers (PTX ISA, "Warp-level matrix fragments for mma.m16n8k16 with floating point type"):
+lane = 4·g + t (g = groupID 0..7, t = threadID_in_group 0..3); a 32-bit register holds two 16-bit
+values, the lower column (or k) index in the low half.
+
+    A (16×16, row-major), four registers: a0 = A[g, 2t:2t+2], a1 = A[g+8, 2t:2t+2],
+                                           a2 = A[g, 2t+8:2t+10], a3 = A[g+8, 2t+8:2t+10]
+    B (16×8, "col"), two registers:        b0 = B[2t:2t+2, g], b1 = B[2t+8:2t+10, g]
+    C, D (16×8, fp32), four floats:        c0, c1 = C[g, 2t], C[g, 2t+1]; c2, c3 = C[g+8, 2t], C[g+8, 2t+1]
+
+ldmatrix.sync.aligned.m8n8.x4.shared.b16: lanes 8i..8i+7 give the shared addresses of rows 0..7 of
+8×8 matrix i (16 bytes each); lane 4g + t receives in register i the pair (row g, columns 2t, 2t+1)
+of matrix i, or with ``.trans`` the pair (rows 2t, 2t+1, column g).
+
+Arrays are uint16 bit patterns (``dtypes``) indexed by element; an ldmatrix row address or a cp.async
+destination must be a multiple of 8 elements (16 bytes).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+from numba import cuda, float64  # under the simulator, `cuda` is swapped per kernel launch
+
+from .dtypes import check_dtype, from_bits, to_bits
+
+
+class WarpOps(NamedTuple):
+    mma: object  # (a0..a3, b0, b1, c0..c3) -> (d0..d3): D = A·B + C, fp32 accumulation
+    ldsm_x4: object  # (smem, idx) -> 4 registers: four 8×8 matrices
+    ldsm_x4_t: object  # the same with .trans
+    cp_async16: object  # (smem, sidx, gmem, gidx, nbytes): copy nbytes (0 or 16) of 16, zero-fill the rest
+    cp_commit: object  # () close a group of cp.async copies
+    cp_wait_all: object  # () wait until all of this thread's groups have landed
+    pack2: object  # (lo, hi) fp32 -> one register of two 16-bit values, round to nearest even
+    to_f32: object  # (uint16 bits) -> fp32
+    quad_max: object  # x -> max over the 4 lanes of my quad (lanes 4g..4g+3: one row of an mma tile)
+    quad_sum: object  # x -> sum over my quad, as the butterfly (x + x^1) + (x^2 + x^3)
+
+
+@functools.cache
+def warp_ops(dtype: str, simulator: bool) -> WarpOps:
+    """The building blocks for `dtype` ('bf16' or 'fp16'): GPU intrinsics, or simulator functions."""
+    check_dtype(dtype)
+    return _simulated(dtype) if simulator else _intrinsics(dtype)
+
+
+# --- simulator ------------------------------------------------------------------------------------
+
+_LANE = np.arange(32)
+_G, _T = _LANE >> 2, _LANE & 3
+_XCHG_COLS = 8
+
+
+def _warp_gather(values):
+    """All 32 lanes' `values` (a tuple of at most 8 numbers) as a (32, len) float64 array.
+
+    float64 holds a uint32 register or an fp32 value exactly. Two block barriers: the first makes
+    every lane's entry visible, the second keeps the scratch from being overwritten by a faster lane's
+    next collective before everyone has read it."""
+    xchg = cuda.shared.array((1024, _XCHG_COLS), float64)  # one scratch per launch (keyed by this line)
+    tid = cuda.threadIdx.x
+    for i, x in enumerate(values):
+        xchg[tid, i] = x
+    cuda.syncthreads()
+    base = tid - (tid & 31)
+    out = xchg[base:base + 32, :len(values)].copy()
+    cuda.syncthreads()
+    return out
+
+
+def _halves(regs, dtype):
+    """uint32 registers (any shape) -> fp32 values of their (low, high) halves, shape (..., 2)."""
+    r = np.asarray(regs, dtype=np.uint64).astype(np.uint32)
+    return np.stack([from_bits((r & 0xFFFF).astype(np.uint16), dtype),
+                     from_bits((r >> 16).astype(np.uint16), dtype)], axis=-1)
+
+
+def _simulated(dtype: str) -> WarpOps:
+    def mma(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        regs = _warp_gather((a0, a1, a2, a3, b0, b1))
+        h = _halves(regs, dtype).astype(np.float64)  # (lane, register, half)
+        a = np.empty((16, 16))
+        b = np.empty((16, 8))
+        for e in range(2):
+            a[_G, 2 * _T + e] = h[:, 0, e]
+            a[_G + 8, 2 * _T + e] = h[:, 1, e]
+            a[_G, 2 * _T + 8 + e] = h[:, 2, e]
+            a[_G + 8, 2 * _T + 8 + e] = h[:, 3, e]
+            b[2 * _T + e, _G] = h[:, 4, e]
+            b[2 * _T + 8 + e, _G] = h[:, 5, e]
+        d = a @ b
+        lane = cuda.threadIdx.x & 31
+        g, t = lane >> 2, lane & 3
+        return (np.float32(d[g, 2 * t] + c0), np.float32(d[g, 2 * t + 1] + c1),
+                np.float32(d[g + 8, 2 * t] + c2), np.float32(d[g + 8, 2 * t + 1] + c3))
+
+    def _ldsm(smem, idx, trans):
+        rows = _warp_gather((idx,))[:, 0].astype(np.int64)  # lane 8i + r: row r of matrix i
+        lane = cuda.threadIdx.x & 31
+        g, t = lane >> 2, lane & 3
+        out = []
+        for i in range(4):
+            if trans:
+                lo, hi = smem[rows[8 * i + 2 * t] + g], smem[rows[8 * i + 2 * t + 1] + g]
+            else:
+                lo, hi = smem[rows[8 * i + g] + 2 * t], smem[rows[8 * i + g] + 2 * t + 1]
+            out.append(int(lo) | (int(hi) << 16))
+        return tuple(out)
+
+    def ldsm_x4(smem, idx):
+        return _ldsm(smem, idx, False)
+
+    def ldsm_x4_t(smem, idx):
+        return _ldsm(smem, idx, True)
+
+    def cp_async16(smem, sidx, gmem, gidx, nbytes):
+        """The copy happens at once (nothing to wait for); bytes past `nbytes` are zero-filled."""
+        for e in range(8):
+            smem[sidx + e] = gmem[gidx + e] if 2 * e < nbytes else 0
+
+    def nop():
+        pass
+
+    def pack2(lo, hi):
+        bits = to_bits(np.array([lo, hi], dtype=np.float32), dtype)
+        return int(bits[0]) | (int(bits[1]) << 16)
+
+    def to_f32(bits):
+        return from_bits(np.array([bits], dtype=np.uint16), dtype)[0]
+
+    def quad_max(x):
+        v = _warp_gather((x,))[:, 0].astype(np.float32)
+        q = (cuda.threadIdx.x & 31) & ~3
+        return max(max(v[q], v[q + 1]), max(v[q + 2], v[q + 3]))
+
+    def quad_sum(x):
+        v = _warp_gather((x,))[:, 0].astype(np.float32)
+        lane = cuda.threadIdx.x & 31
+        return (v[lane] + v[lane ^ 1]) + (v[lane ^ 2] + v[lane ^ 3])
+
+    return WarpOps(*(cuda.jit(device=True)(f) for f in (
+        mma, ldsm_x4, ldsm_x4_t, cp_async16, nop, nop, pack2, to_f32, quad_max, quad_sum)))
+
+
+# --- GPU: inline PTX --------------------------------------------------------------------------------
+
+def _intrinsics(dtype: str) -> WarpOps:
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    ptx_type = {"bf16": "bf16", "fp16": "f16"}[dtype]
+    i32, i64, f32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
+
+    def asm(builder, ret, args, text, constraints):
+        fnty = ir.FunctionType(ret, [a.type for a in args])
+        return builder.call(ir.InlineAsm(fnty, text, constraints, side_effect=True), args)
+
+    def element_address(context, builder, aryty, ary, idx):
+        """Flat address of element `idx` of a numba array (a generic pointer, as an i64)."""
+        data = context.make_array(aryty)(context, builder, ary).data
+        return builder.ptrtoint(builder.gep(data, [idx]), i64)
+
+    @intrinsic
+    def mma(typingctx, a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        ret = types.UniTuple(types.float32, 4)
+        u32, fl = types.uint32, types.float32
+        sig = ret(u32, u32, u32, u32, u32, u32, fl, fl, fl, fl)
+
+        def codegen(context, builder, signature, args):
+            args = [context.cast(builder, v, ty, to) for v, ty, to in zip(args, signature.args, sig.args)]
+            out = asm(builder, ir.LiteralStructType([f32] * 4), args,
+                      f"mma.sync.aligned.m16n8k16.row.col.f32.{ptx_type}.{ptx_type}.f32 "
+                      "{$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
+                      "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f")
+            return context.make_tuple(builder, ret, [builder.extract_value(out, i) for i in range(4)])
+
+        return sig, codegen
+
+    def ldmatrix(trans):
+        suffix = ".trans" if trans else ""
+
+        @intrinsic
+        def ldsm(typingctx, smem, idx):
+            ret = types.UniTuple(types.uint32, 4)
+
+            def codegen(context, builder, signature, args):
+                addr = element_address(context, builder, signature.args[0], args[0], args[1])
+                out = asm(builder, ir.LiteralStructType([i32] * 4), [addr],
+                          "{ .reg .u64 sa; cvta.to.shared.u64 sa, $4; "
+                          f"ldmatrix.sync.aligned.m8n8.x4{suffix}.shared.b16 {{$0,$1,$2,$3}}, [sa]; }}",
+                          "=r,=r,=r,=r,l,~{memory}")
+                return context.make_tuple(builder, ret, [builder.extract_value(out, i) for i in range(4)])
+
+            return ret(smem, idx), codegen
+
+        return ldsm
+
+    @intrinsic
+    def cp_async16(typingctx, smem, sidx, gmem, gidx, nbytes):
+        def codegen(context, builder, signature, args):
+            sa = element_address(context, builder, signature.args[0], args[0], args[1])
+            ga = element_address(context, builder, signature.args[2], args[2], args[3])
+            n = context.cast(builder, args[4], signature.args[4], types.uint32)
+            asm(builder, ir.VoidType(), [sa, ga, n],
+                "{ .reg .u64 sa, ga; cvta.to.shared.u64 sa, $0; cvta.to.global.u64 ga, $1; "
+                "cp.async.cg.shared.global [sa], [ga], 16, $2; }", "l,l,r,~{memory}")
+            return context.get_dummy_value()
+
+        return types.void(smem, sidx, gmem, gidx, nbytes), codegen
+
+    def plain(text):
+        @intrinsic
+        def op(typingctx):
+            def codegen(context, builder, signature, args):
+                asm(builder, ir.VoidType(), [], text, "~{memory}")
+                return context.get_dummy_value()
+
+            return types.void(), codegen
+
+        return op
+
+    @intrinsic
+    def pack2(typingctx, lo, hi):
+        def codegen(context, builder, signature, args):
+            lo_, hi_ = (context.cast(builder, v, t, types.float32) for v, t in zip(args, signature.args))
+            # cvt.rn.<t>x2.f32 d, a, b puts a in the upper half and b in the lower half
+            return asm(builder, i32, [hi_, lo_], f"cvt.rn.{ptx_type}x2.f32 $0, $1, $2;", "=r,f,f")
+
+        return types.uint32(lo, hi), codegen
+
+    @intrinsic
+    def to_f32(typingctx, bits):
+        text = ("cvt.f32.f16 $0, $1;" if dtype == "fp16" else
+                "{ .reg .b32 t; cvt.u32.u16 t, $1; shl.b32 t, t, 16; mov.b32 $0, t; }")
+
+        def codegen(context, builder, signature, args):
+            b = context.cast(builder, args[0], signature.args[0], types.uint16)
+            return asm(builder, f32, [b], text, "=f,h")
+
+        return types.float32(bits), codegen
+
+    full = np.uint32(0xFFFFFFFF)
+    one, two = np.int32(1), np.int32(2)
+
+    @cuda.jit(device=True, inline=True)
+    def quad_max(x):
+        x = max(x, cuda.shfl_xor_sync(full, x, one))
+        return max(x, cuda.shfl_xor_sync(full, x, two))
+
+    @cuda.jit(device=True, inline=True)
+    def quad_sum(x):
+        x = x + cuda.shfl_xor_sync(full, x, one)
+        return x + cuda.shfl_xor_sync(full, x, two)
+
+    return WarpOps(mma, ldmatrix(False), ldmatrix(True), cp_async16, plain("cp.async.commit_group;"),
+                   plain("cp.async.wait_all;"), pack2, to_f32, quad_max, quad_sum)
