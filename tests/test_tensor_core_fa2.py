@@ -153,19 +153,18 @@ def test_fa2_tc_causal_closed_form_equals_trace(n, nq, br, bc):
 # --- GPU ------------------------------------------------------------------------------------------
 
 GPU_CASES = [
-    (1, 2, None, 1000, None, 64, False),
-    (2, 2, None, 4096, None, 128, False),
-    (1, 2, None, 4096, None, 64, True),
-    (1, 2, None, 3001, None, 128, True),
-    (1, 4, 2, 3000, 2000, 64, True),  # GQA + N_q < N_k
-    (1, 4, 1, 2048, 777, 128, False),  # MQA
+    # (B, H, H_kv, N_k, N_q, d, causal, dtype): ragged N everywhere but one
+    (1, 2, None, 1000, None, 64, False, "bf16"),
+    (2, 2, None, 4096, None, 128, False, "fp16"),
+    (1, 2, None, 3001, None, 128, True, "bf16"),
+    (1, 4, 2, 3000, 2000, 64, True, "fp16"),  # GQA + N_q < N_k
+    (1, 4, 1, 2048, 777, 128, False, "bf16"),  # MQA
 ]
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
-@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal", GPU_CASES)
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,dtype", GPU_CASES)
 def test_fa2_tc_gpu(b, h, hkv, nk, nq, d, causal, dtype):
     check_case(b, h, hkv, nk, nq, d, causal, TcConfig(d), dtype, seed=nk + d)
 

@@ -22,7 +22,8 @@ DTYPES = ["bf16", "fp16"]
 def _tile_kernel(dtype):
     from gpu_kernels.tensor_core.warp_ops import warp_ops
 
-    ops = warp_ops(dtype, simulator_enabled())
+    mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, to_f32, quad_max, quad_sum = warp_ops(
+        dtype, simulator_enabled())
     ZERO = np.float32(0.0)
     LOW = np.uint32(0xFFFF)
     SIXTEEN = np.uint32(16)
@@ -33,24 +34,24 @@ def _tile_kernel(dtype):
         sbk = cuda.shared.array(128, uint16)  # B stored k-major: 16 rows (k) × 8 (n), like V
         sz = cuda.shared.array(8, uint16)  # one zero-filled 16-byte copy
         lane = cuda.threadIdx.x
-        ops.cp_async16(sa, 8 * lane, a, 8 * lane, 16)  # 32 chunks of 8 elements: one per lane
+        cp_async16(sa, 8 * lane, a, 8 * lane, 16)  # 32 chunks of 8 elements: one per lane
         if lane < 16:
-            ops.cp_async16(sbn, 8 * lane, bn, 8 * lane, 16)
-            ops.cp_async16(sbk, 8 * lane, bk, 8 * lane, 16)
+            cp_async16(sbn, 8 * lane, bn, 8 * lane, 16)
+            cp_async16(sbk, 8 * lane, bk, 8 * lane, 16)
         if lane == 0:
-            ops.cp_async16(sz, 0, a, 0, 0)
-        ops.cp_commit()
-        ops.cp_wait_all()
+            cp_async16(sz, 0, a, 0, 0)
+        cp_commit()
+        cp_wait_all()
         cuda.syncthreads()
         # A: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15)
         row = (lane & 7) + ((lane >> 3) & 1) * 8
-        a0, a1, a2, a3 = ops.ldsm_x4(sa, row * 16 + (lane >> 4) * 8)
+        a0, a1, a2, a3 = ldsm_x4(sa, row * 16 + (lane >> 4) * 8)
         # B n-major: matrices (n 0-7, k 0-7) -> b0, (n 0-7, k 8-15) -> b1 (lanes 16-31 repeat them)
-        b0, b1, _, _ = ops.ldsm_x4(sbn, (lane & 7) * 16 + ((lane >> 3) & 1) * 8)
-        e0, e1, e2, e3 = ops.mma(a0, a1, a2, a3, b0, b1, ZERO, ZERO, ZERO, ZERO)
+        b0, b1, _, _ = ldsm_x4(sbn, (lane & 7) * 16 + ((lane >> 3) & 1) * 8)
+        e0, e1, e2, e3 = mma(a0, a1, a2, a3, b0, b1, ZERO, ZERO, ZERO, ZERO)
         # B k-major, transposed on the way: matrices (k 0-7) -> b0, (k 8-15) -> b1
-        t0, t1, _, _ = ops.ldsm_x4_t(sbk, ((lane & 7) + ((lane >> 3) & 1) * 8) * 8)
-        f0, f1, f2, f3 = ops.mma(a0, a1, a2, a3, t0, t1, e0, e1, e2, e3)  # accumulates onto the first D
+        t0, t1, _, _ = ldsm_x4_t(sbk, ((lane & 7) + ((lane >> 3) & 1) * 8) * 8)
+        f0, f1, f2, f3 = mma(a0, a1, a2, a3, t0, t1, e0, e1, e2, e3)  # accumulates onto the first D
         g = lane >> 2
         t = lane & 3
         d_n[g * 8 + 2 * t] = e0
@@ -61,15 +62,15 @@ def _tile_kernel(dtype):
         d_k[g * 8 + 2 * t + 1] = f1
         d_k[(g + 8) * 8 + 2 * t] = f2
         d_k[(g + 8) * 8 + 2 * t + 1] = f3
-        p = ops.pack2(e0, e1)
+        p = pack2(e0, e1)
         packed[2 * lane] = p & LOW
         packed[2 * lane + 1] = p >> SIXTEEN
-        unpacked[lane] = ops.to_f32(sa[lane])
+        unpacked[lane] = to_f32(sa[lane])
         if lane < 8:
-            unpacked[32 + lane] = ops.to_f32(sz[lane])
+            unpacked[32 + lane] = to_f32(sz[lane])
         x = float32(lane * 7 % 11) - float32(5.0)
-        reduced[2 * lane] = ops.quad_max(x)
-        reduced[2 * lane + 1] = ops.quad_sum(x)
+        reduced[2 * lane] = quad_max(x)
+        reduced[2 * lane + 1] = quad_sum(x)
 
     return cuda.jit(tile)
 

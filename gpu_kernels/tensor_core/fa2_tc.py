@@ -109,7 +109,7 @@ def default_config(head_dim: int) -> TcConfig:
     return TcConfig(head_dim).check()
 
 
-def tile_copier(ops, D, ROWS, NT, COUNTING):
+def tile_copier(cp_async16, D, ROWS, NT):
     """A device function: my share of the cp.async copies of a ROWS×D tile into swizzled shared memory.
 
     Thread t copies the 16-byte chunks t, t + NT, ...; chunk c is (row c // CH, column chunk c % CH),
@@ -127,10 +127,10 @@ def tile_copier(ops, D, ROWS, NT, COUNTING):
             ch = c - row * CH
             dst = row * D + ((ch ^ (row & 7)) << 3)
             if row < valid:
-                ops.cp_async16(smem, dst, src, (first_row + row) * D + (ch << 3), 16)
+                cp_async16(smem, dst, src, (first_row + row) * D + (ch << 3), 16)
                 got += 16
             else:
-                ops.cp_async16(smem, dst, src, first_row * D, 0)
+                cp_async16(smem, dst, src, first_row * D, 0)
         return got, 16 * ITERS
 
     return copy_tile
@@ -145,10 +145,13 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
     """The kernel for one (config, dtype, build); compiled on first launch."""
     D, BC, BR, NT = cfg.head_dim, cfg.block_cols, cfg.block_rows, cfg.threads
     KQ, NS, NO, KP = D // 16, BC // 8, D // 8, BC // 16  # Q k-steps, S n-tiles, O n-tiles, P k-steps
+    Q_ELEMS, KV_ELEMS = BR * D, BC * D  # array shapes must be plain constants for numba
     COUNTING, CAUSAL = counting, causal
-    ops = warp_ops(dtype, simulator)
-    copy_q = _device(tile_copier(ops, D, BR, NT, COUNTING), simulator)
-    copy_kv = _device(tile_copier(ops, D, BC, NT, COUNTING), simulator)
+    # numba resolves a closure variable that is a function, not an attribute of a tuple: unpack
+    mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, _, quad_max, quad_sum = warp_ops(
+        dtype, simulator)
+    copy_q = _device(tile_copier(cp_async16, D, BR, NT), simulator)
+    copy_kv = _device(tile_copier(cp_async16, D, BC, NT), simulator)
     C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
     F_LN2 = np.float32(LN2)
     NEG_INF = np.float32(-np.inf)
@@ -159,9 +162,9 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
 
     def fa2_tc(q, k, v, o, lse, counters, n_q, n_k, group):
         # q, o: flat (B·H·N_q·d,) uint16 bits; k, v: flat (B·H_kv·N_k·d,); lse: (B·H·N_q,) fp32
-        Qs = cuda.shared.array(BR * D, uint16)
-        Ks = cuda.shared.array(BC * D, uint16)
-        Vs = cuda.shared.array(BC * D, uint16)
+        Qs = cuda.shared.array(Q_ELEMS, uint16)
+        Ks = cuda.shared.array(KV_ELEMS, uint16)
+        Vs = cuda.shared.array(KV_ELEMS, uint16)
         qa = cuda.local.array((KQ, 4), uint32)  # Q fragments (A operand), all of d
         s = cuda.local.array((NS, 4), float32)  # S, then P, of my warp's 16 rows × Bc
         acc = cuda.local.array((NO, 4), float32)  # O of my warp's 16 rows × d
@@ -192,11 +195,11 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
         got, put = copy_q(Qs, q, bh * n_q + q_start, r, tid)
         j = tc - 1
         got2, put2 = copy_kv(Ks, k, kv_bh * n_k + j * BC, min(BC, n_k - j * BC), tid)
-        ops.cp_commit()
+        cp_commit()
         if COUNTING:
             n_gr += got + got2
             n_sw += put + put2
-        ops.cp_wait_all()
+        cp_wait_all()
         cuda.syncthreads()
         # ldmatrix lane roles: A (Q) matrices are (rows 0-7 | 8-15) × (k 0-7 | 8-15), lane 8m + x gives
         # row x of matrix m; B (K) matrices are (keys 0-7 | 8-15) × (k 0-7 | 8-15) in the order b0, b1
@@ -205,7 +208,7 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
         a_row = 16 * w + (lane & 7) + ((lane >> 3) & 1) * 8
         a_ch = lane >> 4
         for kk in range(KQ):
-            qa[kk, 0], qa[kk, 1], qa[kk, 2], qa[kk, 3] = ops.ldsm_x4(
+            qa[kk, 0], qa[kk, 1], qa[kk, 2], qa[kk, 3] = ldsm_x4(
                 Qs, a_row * D + (((2 * kk + a_ch) ^ swz) << 3))
         if COUNTING:
             n_sr += 16 * KQ
@@ -227,10 +230,10 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
             k_start = j * BC
             c = min(BC, n_k - k_start)  # valid keys of this block
             if jj > 0:
-                ops.cp_wait_all()  # my copies of K_j have landed
+                cp_wait_all()  # my copies of K_j have landed
                 cuda.syncthreads()  # everyone's; and everyone is done reading V_j+1
             got, put = copy_kv(Vs, v, kv_bh * n_k + k_start, c, tid)
-            ops.cp_commit()
+            cp_commit()
             if COUNTING:
                 n_gr += got
                 n_sw += put
@@ -241,11 +244,11 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
                     s[t, e] = ZERO
             for kk in range(KQ):
                 for p in range(NS // 2):
-                    b0, b1, b2, b3 = ops.ldsm_x4(Ks, (16 * p + k_row) * D + (((2 * kk + k_ch) ^ swz) << 3))
-                    s[2 * p, 0], s[2 * p, 1], s[2 * p, 2], s[2 * p, 3] = ops.mma(
+                    b0, b1, b2, b3 = ldsm_x4(Ks, (16 * p + k_row) * D + (((2 * kk + k_ch) ^ swz) << 3))
+                    s[2 * p, 0], s[2 * p, 1], s[2 * p, 2], s[2 * p, 3] = mma(
                         qa[kk, 0], qa[kk, 1], qa[kk, 2], qa[kk, 3], b0, b1,
                         s[2 * p, 0], s[2 * p, 1], s[2 * p, 2], s[2 * p, 3])
-                    s[2 * p + 1, 0], s[2 * p + 1, 1], s[2 * p + 1, 2], s[2 * p + 1, 3] = ops.mma(
+                    s[2 * p + 1, 0], s[2 * p + 1, 1], s[2 * p + 1, 2], s[2 * p + 1, 3] = mma(
                         qa[kk, 0], qa[kk, 1], qa[kk, 2], qa[kk, 3], b2, b3,
                         s[2 * p + 1, 0], s[2 * p + 1, 1], s[2 * p + 1, 2], s[2 * p + 1, 3])
             if COUNTING:
@@ -267,8 +270,8 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
             for t in range(NS):
                 mx_lo = max(mx_lo, max(s[t, 0], s[t, 1]))
                 mx_hi = max(mx_hi, max(s[t, 2], s[t, 3]))
-            m_new_lo = max(m_lo, ops.quad_max(mx_lo) * C)
-            m_new_hi = max(m_hi, ops.quad_max(mx_hi) * C)
+            m_new_lo = max(m_lo, quad_max(mx_lo) * C)
+            m_new_hi = max(m_hi, quad_max(mx_hi) * C)
             # a row that has seen only masked keys keeps m = −∞: subtract 0 instead (p = exp2(−∞) = 0)
             # and leave l and O as they are (rescale 1), so no −∞ − (−∞) = NaN appears
             mu_lo = ZERO if m_new_lo == NEG_INF else m_new_lo
@@ -295,40 +298,40 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
                 acc[t, 2] *= alpha_hi
                 acc[t, 3] *= alpha_hi
 
-            ops.cp_wait_all()  # my copies of V_j have landed
+            cp_wait_all()  # my copies of V_j have landed
             cuda.syncthreads()  # everyone's; and everyone is done reading K_j
             if j > 0:
                 got, put = copy_kv(Ks, k, kv_bh * n_k + k_start - BC, BC, tid)
-                ops.cp_commit()
+                cp_commit()
                 if COUNTING:
                     n_gr += got
                     n_sw += put
 
             # --- O += P V_j: n-tiles 2kk, 2kk + 1 of P are the A fragment of k-step kk
             for kk in range(KP):
-                a0 = ops.pack2(s[2 * kk, 0], s[2 * kk, 1])
-                a1 = ops.pack2(s[2 * kk, 2], s[2 * kk, 3])
-                a2 = ops.pack2(s[2 * kk + 1, 0], s[2 * kk + 1, 1])
-                a3 = ops.pack2(s[2 * kk + 1, 2], s[2 * kk + 1, 3])
+                a0 = pack2(s[2 * kk, 0], s[2 * kk, 1])
+                a1 = pack2(s[2 * kk, 2], s[2 * kk, 3])
+                a2 = pack2(s[2 * kk + 1, 0], s[2 * kk + 1, 1])
+                a3 = pack2(s[2 * kk + 1, 2], s[2 * kk + 1, 3])
                 for p in range(NO // 2):
-                    b0, b1, b2, b3 = ops.ldsm_x4_t(Vs, (16 * kk + v_row) * D + (((2 * p + v_ch) ^ swz) << 3))
-                    acc[2 * p, 0], acc[2 * p, 1], acc[2 * p, 2], acc[2 * p, 3] = ops.mma(
+                    b0, b1, b2, b3 = ldsm_x4_t(Vs, (16 * kk + v_row) * D + (((2 * p + v_ch) ^ swz) << 3))
+                    acc[2 * p, 0], acc[2 * p, 1], acc[2 * p, 2], acc[2 * p, 3] = mma(
                         a0, a1, a2, a3, b0, b1, acc[2 * p, 0], acc[2 * p, 1], acc[2 * p, 2], acc[2 * p, 3])
-                    acc[2 * p + 1, 0], acc[2 * p + 1, 1], acc[2 * p + 1, 2], acc[2 * p + 1, 3] = ops.mma(
+                    acc[2 * p + 1, 0], acc[2 * p + 1, 1], acc[2 * p + 1, 2], acc[2 * p + 1, 3] = mma(
                         a0, a1, a2, a3, b2, b3,
                         acc[2 * p + 1, 0], acc[2 * p + 1, 1], acc[2 * p + 1, 2], acc[2 * p + 1, 3])
             if COUNTING:
                 n_sr += 16 * KP * (NO // 2)
 
         # --- O = O / l in the dtype, L = (m + log2 l)·ln 2 in fp32
-        l_lo = ops.quad_sum(l_lo)
-        l_hi = ops.quad_sum(l_hi)
+        l_lo = quad_sum(l_lo)
+        l_hi = quad_sum(l_hi)
         inv_lo = ONE / l_lo
         inv_hi = ONE / l_hi
         for t in range(NO):
             col = 8 * t + 2 * tq
-            lo = ops.pack2(acc[t, 0] * inv_lo, acc[t, 1] * inv_lo)
-            hi = ops.pack2(acc[t, 2] * inv_hi, acc[t, 3] * inv_hi)
+            lo = pack2(acc[t, 0] * inv_lo, acc[t, 1] * inv_lo)
+            hi = pack2(acc[t, 2] * inv_hi, acc[t, 3] * inv_hi)
             if row_lo < n_q:
                 o[(bh * n_q + row_lo) * D + col] = lo & LOW
                 o[(bh * n_q + row_lo) * D + col + 1] = lo >> SIXTEEN
