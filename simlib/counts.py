@@ -157,7 +157,8 @@ def build_mapping(schedule: Schedule, workload: Workload, sram_bytes: int | None
             takes = ", ".join(p.name for p in schedule.parameters) or "none"
             raise ValueError(f"{name} does not apply to {schedule.name} (it takes: {takes})")
     checked = {p.name: p.check(params.get(p.name), schedule.name) for p in schedule.parameters}
-    return schedule.build(workload, sram_bytes, **checked)
+    mapping: Mapping = schedule.build(workload, sram_bytes, **checked)
+    return mapping
 
 
 def check_traceable(schedule: Schedule, workload: Workload, mapping: Mapping) -> None:

@@ -8,26 +8,35 @@ on an A100. Conventions:
   SRAM size given (default: the paper's 192 KB per SM);
 - GB = 10⁹ bytes.
 The paper's numbers come from data/papers.json.
+
+Worked number (standard): 1024 heads × (23 N×N passes × 2 B + two 1-byte masks) × 2²⁰ scores, plus
+12 N×d transfers × 2 B × 65,536: 1024 × 51,904,512 B = 53.15 GB (the paper measured 40.3).
+
+>>> frame = figure2_left()
+>>> round(float(frame.loc[0, "model_hbm_gb"]), 2), float(frame.loc[0, "paper_hbm_gb"])
+(53.15, 40.3)
 """
 import json
+from typing import Any
 
 import pandas as pd
 
 from .counts import count
-from .hardware import DATA_DIR
+from .presets import DATA_DIR
 from .workload import Workload
 
 GPT2_MEDIUM = Workload(seq_len=1024, head_dim=64, batch=64, heads=16, dtype="fp16", causal=True)
 
 
-def paper_figure2_left():
-    return json.loads((DATA_DIR / "papers.json").read_text())["flashattention"]["figure_2_left"]
+def paper_figure2_left() -> dict[str, Any]:
+    figure: dict[str, Any] = json.loads((DATA_DIR / "papers.json").read_text())["flashattention"]["figure_2_left"]
+    return figure
 
 
-def figure2_left(sram_bytes=192 * 1024, workload=GPT2_MEDIUM):
+def figure2_left(sram_bytes: int = 192 * 1024, workload: Workload = GPT2_MEDIUM) -> pd.DataFrame:
     """A DataFrame: model HBM GB (forward, backward, total) and FLOPs next to the paper's numbers."""
     paper = paper_figure2_left()
-    cases = (("standard", "unfused", "unfused_bwd", {}, paper["standard_attention"]),
+    cases: tuple[tuple[str, str, str, dict[str, Any], dict[str, Any]], ...] = (("standard", "unfused", "unfused_bwd", {}, paper["standard_attention"]),
              ("FlashAttention", "fa1", "flash_bwd", {"sram_bytes": sram_bytes}, paper["flashattention"]))
     rows = []
     for label, fwd_name, bwd_name, kw, published in cases:

@@ -11,8 +11,8 @@ Worked number: fa2, N=4096, d=64, fp16, B·H=1 on an A100 (312 TFLOP/s fp16, 1.5
 >>> from simlib import Workload, count, load_preset
 >>> r = count("naive", Workload(4096, 64))
 >>> roof = roofline(r, load_preset("a100-40gb"))
->>> roof.bound, round(roof.level_s["HBM"] * 1e6, 1)     # 136.3 MB / 1.555 TB/s
-('memory (HBM)', 87.6)
+>>> roof.bound, round(roof.level_s["HBM"] * 1e6, 1)     # 136,314,880 B / 1.555 TB/s = 87.7 µs
+('memory (HBM)', 87.7)
 """
 from __future__ import annotations
 
@@ -64,8 +64,10 @@ def roofline(result: Result, hardware: Hardware, levels: tuple[str, ...] = ("HBM
     binding = {name: level_s[name] for name in levels if name in level_s}
     if not binding:
         raise ValueError(f"{hardware.key} has no bandwidth for levels {levels}")
-    slowest = max(binding, key=binding.get)
+    slowest = max(binding, key=lambda name: binding[name])
     time_s = max(compute_s, binding[slowest])
     bound = "compute" if compute_s >= level_s[slowest] else f"memory ({slowest})"
     hbm_bw = hardware.level("HBM").bandwidth_bytes_per_s
+    if not hbm_bw:
+        raise ValueError(f"{hardware.key} has no HBM bandwidth")
     return Roofline(compute_s, level_s, time_s, bound, result.flops / result.hbm_bytes, peak / hbm_bw)

@@ -2,8 +2,13 @@
 
 A schedule emits `Event`s: (level, op, tensor, phase, elements). `Traffic` sums them per key and
 turns elements into bytes: the row statistics (l, m, L) and the softmax reduction scratch (red) are
-fp32, as are flash-decoding's partial outputs (O_part, lse_part) and the backward's D; the dropout
+fp32, as are flash-decoding's partial outputs (O_part, lse_part), the backward's D and the fp32
+accumulators some kernels keep in HBM (O_acc, dQ_acc); the dropout
 mask Z is one byte per element; everything else has the workload dtype.
+
+>>> t = Traffic({("HBM", "read", "Q", "load_q"): 262144, ("HBM", "write", "L", "store"): 4096})
+>>> t.bytes(2, "HBM", "read"), t.bytes(2, "HBM", "write")     # N·d fp16 elements; N fp32 stats
+(524288, 16384)
 """
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -16,7 +21,7 @@ from .units import STAT_BYTES
 
 LEVELS = ("HBM", "SRAM")
 OPS = ("read", "write")
-STAT_TENSORS = frozenset({"l", "m", "L", "red", "O_part", "lse_part", "D"})   # always fp32
+STAT_TENSORS = frozenset({"l", "m", "L", "red", "O_part", "lse_part", "D", "O_acc", "dQ_acc"})  # always fp32
 BYTE_TENSORS = frozenset({"Z"})                                              # one byte each
 
 TrafficKey = tuple[str, str, str, str]        # (level, op, tensor, phase)

@@ -25,7 +25,7 @@ def check_positive_int(name: str, value: object, maximum: int | None = None) -> 
     if isinstance(value, bool):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     try:
-        number = operator.index(value)  # type: ignore[call-overload]
+        number = operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         raise ValueError(f"{name} must be a positive integer, got {value!r}") from None
     if number < 1:

@@ -22,20 +22,23 @@ def fa2(n, d, br, bc, causal=False, nq=None):
     for i0, i1 in _blocks(nq, br):
         for _ in range(i0, i1):
             for _ in range(d):
-                c["HBM read"] += 1; c["SRAM write"] += 1          # Q_i row element lands
+                c["HBM read"] += 1
+                c["SRAM write"] += 1          # Q_i row element lands
         for j0, j1 in _blocks(n, bc):
             if not _visible(i1, j0, nq, n, causal):
                 continue
             for _ in range(j0, j1):
                 for _ in range(2 * d):
-                    c["HBM read"] += 1; c["SRAM write"] += 1      # K_j and V_j elements land
+                    c["HBM read"] += 1
+                    c["SRAM write"] += 1      # K_j and V_j elements land
             for _ in range(i0, i1):                               # one thread per query row
                 for _ in range(j0, j1):
                     for _ in range(d):
                         c["SRAM read"] += 2                       # Q[row,k] and K[col,k]
                     c["SRAM write"] += 1                          # score into S
                 for _ in range(j0, j1):
-                    c["SRAM read"] += 1; c["SRAM write"] += 1     # p = exp(S - m) over S
+                    c["SRAM read"] += 1
+                    c["SRAM write"] += 1     # p = exp(S - m) over S
                 for _ in range(j0, j1):
                     c["SRAM read"] += 1                           # p
                     for _ in range(d):
@@ -54,18 +57,23 @@ def fa1(n, d, br, bc, causal=False, nq=None):
     for j0, j1 in _blocks(n, bc):
         for _ in range(j0, j1):
             for _ in range(2 * d):
-                c["HBM read"] += 1; c["SRAM write"] += 1
+                c["HBM read"] += 1
+                c["SRAM write"] += 1
         for i0, i1 in _blocks(nq, br):
             if not _visible(i1, j0, nq, n, causal):
                 continue
             for _ in range(i0, i1):
-                c["HBM read"] += 2 * d; c["SRAM write"] += 2 * d           # Q_i, O_i rows
-                c["HBM read stat"] += 2; c["SRAM write stat"] += 2         # l_i, m_i
+                c["HBM read"] += 2 * d
+                c["SRAM write"] += 2 * d           # Q_i, O_i rows
+                c["HBM read stat"] += 2
+                c["SRAM write stat"] += 2         # l_i, m_i
                 for _ in range(j0, j1):
                     c["SRAM read"] += 2 * d + 1 + 1 + d                     # scores, exp, p, V row
                     c["SRAM write"] += 2                                    # S, P
-                c["SRAM read"] += d; c["SRAM read stat"] += 2               # update reads O, l, m
-                c["HBM write"] += d; c["HBM write stat"] += 2               # store O, l, m
+                c["SRAM read"] += d
+                c["SRAM read stat"] += 2               # update reads O, l, m
+                c["HBM write"] += d
+                c["HBM write stat"] += 2               # store O, l, m
     return c
 
 
@@ -75,7 +83,8 @@ def _matmul(c, m, n, k, t):
         for c0, c1 in _blocks(n, t_n):
             for k0, k1 in _blocks(k, t_k):
                 loads = (r1 - r0) * (k1 - k0) + (k1 - k0) * (c1 - c0)
-                c["HBM read"] += loads; c["SRAM write"] += loads
+                c["HBM read"] += loads
+                c["SRAM write"] += loads
                 for _ in range((r1 - r0) * (c1 - c0)):
                     for _ in range(k0, k1):
                         c["SRAM read"] += 2
@@ -86,13 +95,15 @@ def naive(n, d, tile, threads):
     c = Counter()
     _matmul(c, n, n, d, tile)                     # S = Q Kᵀ
     for _ in range(n):                            # softmax, one block per row
-        c["HBM read"] += n; c["HBM write"] += n
+        c["HBM read"] += n
+        c["HBM write"] += n
         if threads:
             for _ in range(2):                    # max, then sum
                 c["SRAM write stat"] += threads   # partials
                 stride = threads // 2
                 while stride:
-                    c["SRAM read stat"] += 2 * stride; c["SRAM write stat"] += stride
+                    c["SRAM read stat"] += 2 * stride
+                    c["SRAM write stat"] += stride
                     stride //= 2
                 c["SRAM read stat"] += threads    # every thread reads the result
     _matmul(c, n, d, n, tile)                     # O = P V
@@ -120,7 +131,8 @@ def naive_bwd(n, d, tile):
     c = Counter()
     _matmul(c, n, d, n, tile)                     # dV = Pᵀ dO
     _matmul(c, n, n, d, tile)                     # dP = dO Vᵀ
-    c["HBM read"] += 2 * n * n; c["HBM write"] += n * n          # dS from P and dP
+    c["HBM read"] += 2 * n * n
+    c["HBM write"] += n * n          # dS from P and dP
     _matmul(c, n, d, n, tile)                     # dQ = dS K
     _matmul(c, n, d, n, tile)                     # dK = dSᵀ Q
     return c
@@ -133,11 +145,14 @@ def decode(n, d, group, q_len, bc, splits):
     chunks = _blocks(n, chunk)
     c = Counter()
     for k0, k1 in chunks:
-        c["HBM read"] += rows * d; c["SRAM write"] += rows * d
+        c["HBM read"] += rows * d
+        c["SRAM write"] += rows * d
         for j0, j1 in _blocks(k1 - k0, bc):
             cols = j1 - j0
-            c["HBM read"] += 2 * cols * d; c["SRAM write"] += 2 * cols * d
-            c["SRAM read"] += rows * cols * (3 * d + 2); c["SRAM write"] += 2 * rows * cols
+            c["HBM read"] += 2 * cols * d
+            c["SRAM write"] += 2 * cols * d
+            c["SRAM read"] += rows * cols * (3 * d + 2)
+            c["SRAM write"] += 2 * rows * cols
         if len(chunks) == 1:
             c["HBM write"] += rows * d
         else:

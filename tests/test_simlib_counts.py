@@ -1,11 +1,11 @@
 """Closed forms equal traces; both equal the paper's formulas and an element-by-element count."""
 import math
 
+import brute_force
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import brute_force
 from simlib import Workload, count
 from simlib.tiling import make_tiling
 from simlib.units import STAT_BYTES
@@ -57,7 +57,8 @@ def test_closed_form_equals_trace(config):
 
 
 def paper_hbm_elements(algorithm, n, d, tr, tc):
-    """(element reads, stat reads, element writes, stat writes) from ../shared/DESIGN.md's contract."""
+    """(element reads, stat reads, element writes, stat writes): the paper's Algorithms 0 and 1 and the
+    FA2 loop order, as docs/COUNTING.md's HBM table states them."""
     if algorithm == "naive":
         return 3 * n * d + 2 * n * n, 0, 2 * n * n + n * d, 0
     if algorithm == "fa1":

@@ -155,6 +155,12 @@ def test_negative_reserve_is_refused():
                    "--reserve")
 
 
+def test_sram_smaller_than_one_element_is_refused_not_divided_by():
+    # found by the fuzz test below: naive with --sram 1 divided by M = 0 in the Saha–Ye bound
+    assert refused(*run("count", "--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--sram", "1"),
+                   "sram")
+
+
 def test_wrong_types_name_the_parameter():
     with pytest.raises(TypeError, match="workload must be a simlib.Workload, got NoneType"):
         count("naive", None)
@@ -254,7 +260,7 @@ FLAGS = [(cmd, flag) for cmd in ("count", "sweep") for flag in (
 FLAGS += [("sweep", "--csv"), ("kvcache", "--gpu-memory"), ("kvcache", "--reserve"), ("kvcache", "--batch"),
           ("kvcache", "--model"), ("figure2", "--sram")]
 ALGO_FOR = {"--block-rows": "fa2", "--block-cols": "fa2", "--splits": "decode", "--threads": "fa2_fast"}
-FUZZ_EXAMPLES = 1500
+FUZZ_EXAMPLES = int(os.environ.get("SIMLIB_FUZZ_EXAMPLES", 1500))
 NUMBERISH = st.from_regex(r"\A[-+ 0-9.,:xkKmMgGiIbBeE_]{0,24}\Z")
 
 

@@ -9,8 +9,8 @@ SRAM accesses follow docs/COUNTING.md §fa1.
 
 >>> from simlib import Workload
 >>> t = closed_form(Workload(4096, 64), Tiling(64, 384, 4096, 4096))
->>> t.elements("HBM", "read", "K") + t.elements("HBM", "read", "V") + t.elements("HBM", "read", "Q") \
-...     + t.elements("HBM", "read", "O"), t.elements("HBM", "read", "l") + t.elements("HBM", "read", "m")
+>>> stats = t.elements("HBM", "read", "l") + t.elements("HBM", "read", "m")
+>>> t.elements("HBM", "read") - stats, stats
 (6291456, 90112)
 """
 from collections.abc import Iterator

@@ -30,7 +30,8 @@ def key_blocks_seen(workload: Workload, tiling: Tiling, last_query: int) -> np.n
     cols = block_sizes(workload.nk, tiling.block_cols)
     if not workload.causal:
         return np.ones(len(cols), dtype=bool)
-    return starts(cols) <= last_query + workload.nk - workload.nq
+    seen: np.ndarray = starts(cols) <= last_query + workload.nk - workload.nq
+    return seen
 
 
 def query_blocks_seen(workload: Workload, tiling: Tiling, first_key: int) -> np.ndarray:
@@ -38,14 +39,15 @@ def query_blocks_seen(workload: Workload, tiling: Tiling, first_key: int) -> np.
     rows = block_sizes(workload.nq, tiling.block_rows)
     if not workload.causal:
         return np.ones(len(rows), dtype=bool)
-    return starts(rows) + rows - 1 + workload.nk - workload.nq >= first_key
+    seen: np.ndarray = starts(rows) + rows - 1 + workload.nk - workload.nq >= first_key
+    return seen
 
 
 def floor_sum(n: int, m: int, a: int, b: int) -> int:
     """Σ_{i=0}^{n−1} ⌊(a·i + b)/m⌋ for n, a, b ≥ 0 and m ≥ 1, exactly, in O(log m) steps.
 
-    >>> floor_sum(5, 3, 2, 1), sum((2 * i + 1) // 3 for i in range(5))
-    (6, 6)
+    >>> floor_sum(5, 3, 2, 1), sum((2 * i + 1) // 3 for i in range(5))    # 0 + 1 + 1 + 2 + 3
+    (7, 7)
     """
     total = 0
     while n > 0:
