@@ -1,0 +1,526 @@
+"""Energy on the H200 from NVML: the per-level calibration and the attention kernels, in one run.
+
+Usage on the device (one call, about 3 minutes):
+
+    python3 benchmarks/energy_h200.py --out $OUT [--budget-s 200]
+
+Part 1, calibration (``energy_calibration_h200.csv``, one row per micro-benchmark and repeat): each
+looped for ``--calib-s`` seconds between two steps of the energy counter
+(``gpu_kernels.measure.energy``), ``--repeats`` times, in this order per repeat:
+
+    idle       nothing running (the board's floor)
+    static     a nanosleep kernel on every SM: clocks up, almost no work (the model's static power)
+    hbm_copy   cupy device-to-device copy of 2 GiB: bytes read + written
+    l2_read    a 16 MiB fp32 buffer (≪ 60 MiB L2) re-read 256 times per launch, each pass by a block
+               131 blocks away (another SM, so L1 cannot serve it); one FADD per 4 B loaded
+    smem_read  every thread re-reads 16 shared-memory words per trip (conflict-free, the address
+               changes per trip so nothing is hoisted); one FADD per 4 B loaded
+    fp32_fma   gpu_kernels.measure.ceilings' FFMA-chain kernel (2 FLOP per FFMA)
+    tc_mma     a register-only mma.sync m16n8k16 bf16 loop (gpu_kernels.tensor_core.warp_ops), 4
+               independent accumulators per warp, 4096 FLOP per mma
+    tc_matmul  torch bf16 matmul 8192³ (2·n³ FLOP): the tensor cores with their operand traffic
+
+``simlib.energy.calibrate`` turns these rows into pJ per byte and per FLOP (the one derivation).
+
+Part 2, attention (``energy_attention_h200.csv``): every kernel the project times, d = 64, at
+N ∈ {1024, 4096, 16384} with B·H = 128, 32, 16 (H = 16), forward, and forward + backward for the
+torch backends: checked first (output poisoned, sampled rows against gpu_kernels.reference's
+float64 attention), then looped for ``--kernel-s`` seconds between counter steps. Inputs rotate
+over sets that together exceed twice the L2. Order: N = 4096 first, then 16384, the backward
+passes, then 1024, so a run cut short by ``--budget-s`` keeps what the claim needs.
+
+Each file is rewritten with its provenance sidecar after every row (gpu_kernels.measure.provenance).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CALIB_FIELDS = ["bench", "repeat", "units", "unit", "calls", "seconds", "joules", "watts", "steps_seen",
+                "sm_mhz", "sm_mhz_min", "sm_mhz_max", "mem_mhz", "temp_c_start", "temp_c", "power_w",
+                "rate_per_s", "note"]
+ATTN_FIELDS = ["variant", "dtype", "pass", "batch", "heads", "seq_len", "head_dim", "status", "rel_err",
+               "calls", "seconds", "ms_per_call", "joules", "watts", "joules_per_call", "steps_seen",
+               "sm_mhz", "sm_mhz_min", "mem_mhz", "temp_c", "params", "note"]
+HEADS, HEAD_DIM = 16, 64
+BATCH_HEADS = {1024: 128, 4096: 32, 16384: 16}
+BF16_TOL, FP32_TOL = 2e-2, 1e-4
+
+
+# --- calibration kernels ----------------------------------------------------------------------------
+
+
+def spin_kernel():
+    from numba import cuda, uint32
+
+    @cuda.jit
+    def spin(out, trips):
+        for _ in range(trips):
+            cuda.nanosleep(uint32(1000))
+        if cuda.grid(1) == 0:
+            out[0] = trips
+
+    return spin
+
+
+ROTATE_BLOCKS = 131
+
+
+def l2_read_kernel():
+    """Pass p: thread g reads what thread g + p·131·256 read in pass 0 (another SM each pass)."""
+    from numba import cuda, float32
+
+    @cuda.jit(fastmath=True)
+    def l2_read(x, out, passes):
+        g = cuda.grid(1)
+        threads = cuda.gridsize(1)
+        stride = threads * 4
+        a0 = float32(0)
+        a1 = float32(0)
+        a2 = float32(0)
+        a3 = float32(0)
+        for p in range(passes):
+            start = ((g + p * ROTATE_BLOCKS * cuda.blockDim.x) % threads) * 4
+            for i in range(start, x.shape[0] - 3, stride):
+                a0 += x[i]
+                a1 += x[i + 1]
+                a2 += x[i + 2]
+                a3 += x[i + 3]
+        out[g] = a0 + a1 + a2 + a3
+
+    return l2_read
+
+
+SMEM_WORDS, SMEM_THREADS = 16, 256
+
+
+def smem_read_kernel():
+    """Each trip: 16 conflict-free 4-byte shared loads per thread at lane t ^ (trip mod 32)."""
+    from numba import cuda, float32, int32
+
+    @cuda.jit(fastmath=True)
+    def smem_read(out, trips):
+        sm = cuda.shared.array(SMEM_WORDS * SMEM_THREADS, float32)
+        t = cuda.threadIdx.x
+        for j in range(SMEM_WORDS):
+            sm[j * SMEM_THREADS + t] = float32(t + j) * float32(1e-6)
+        cuda.syncthreads()
+        acc = cuda.local.array(SMEM_WORDS, float32)
+        for j in range(SMEM_WORDS):
+            acc[j] = float32(0)
+        lane_base = t & int32(~31)
+        for it in range(trips):
+            x = lane_base + ((t ^ it) & int32(31))
+            for j in range(SMEM_WORDS):
+                acc[j] += sm[j * SMEM_THREADS + x]
+        s = float32(0)
+        for j in range(SMEM_WORDS):
+            s += acc[j]
+        out[cuda.grid(1)] = s
+
+    return smem_read
+
+
+MMA_CHAINS = 4
+
+
+def mma_kernel():
+    """A register-only bf16 mma.sync loop: 4 independent accumulator tiles per warp."""
+    from numba import cuda, float32, uint32
+
+    from gpu_kernels.tensor_core.warp_ops import warp_ops
+
+    mma = warp_ops("bf16", False).mma
+
+    @cuda.jit
+    def mma_loop(out, trips):
+        lane = cuda.threadIdx.x
+        a = uint32(0x3F803F80 + lane)  # bf16 pairs near 1.0
+        b = uint32(0x3C003C00 + lane)
+        z = float32(0)
+        c0, c1, c2, c3, d0, d1, d2, d3 = z, z, z, z, z, z, z, z
+        e0, e1, e2, e3, f0, f1, f2, f3 = z, z, z, z, z, z, z, z
+        for _ in range(trips):  # MMA_CHAINS = 4 independent accumulator tiles
+            c0, c1, c2, c3 = mma(a, a, a, a, b, b, c0, c1, c2, c3)
+            d0, d1, d2, d3 = mma(a, a, a, a, b, b, d0, d1, d2, d3)
+            e0, e1, e2, e3 = mma(a, a, a, a, b, b, e0, e1, e2, e3)
+            f0, f1, f2, f3 = mma(a, a, a, a, b, b, f0, f1, f2, f3)
+        out[cuda.grid(1)] = c0 + c1 + c2 + c3 + d0 + d1 + d2 + d3 + e0 + e1 + e2 + e3 + f0 + f1 + f2 + f3
+
+    return mma_loop
+
+
+def calibration_benches(sms):
+    """(name, unit, units per call, call, note) for every micro-benchmark; buffers made here."""
+    import cupy as cp
+    import torch
+    from numba import cuda
+
+    from gpu_kernels.measure.ceilings import _ffma_kernel
+
+    benches = []
+    out = cuda.device_array(sms * 64 * 256, dtype=np.float32)
+    spin = spin_kernel()
+    benches.append(("static", "launches", 1, lambda: spin[sms * 8, 256](out, 2000),
+                    f"nanosleep(1000 ns) x 2000 per thread, {sms * 8}x256 threads"))
+    nbytes = 2 * 1024**3
+    a = cp.random.standard_normal(nbytes // 4, dtype=cp.float32)
+    b = cp.empty_like(a)
+
+    def copy():
+        b[...] = a
+
+    benches.append(("hbm_copy", "bytes", 2 * nbytes, copy, "cupy copy of 2 GiB, bytes read + written"))
+    l2_elems = 16 * 2**20 // 4
+    x = cuda.to_device(np.random.default_rng(1).standard_normal(l2_elems).astype(np.float32))
+    l2k, l2_passes, l2_grid = l2_read_kernel(), 256, sms * 8
+    benches.append(("l2_read", "bytes", l2_passes * l2_elems * 4,
+                    lambda: l2k[l2_grid, 256](x, out, l2_passes),
+                    f"16 MiB fp32 re-read {l2_passes}x per launch, reader rotated {ROTATE_BLOCKS} blocks per pass,"
+                    " one FADD per 4 B"))
+    smk, sm_trips, sm_grid = smem_read_kernel(), 4096, sms * 8
+    benches.append(("smem_read", "bytes", sm_grid * SMEM_THREADS * sm_trips * SMEM_WORDS * 4,
+                    lambda: smk[sm_grid, SMEM_THREADS](out, sm_trips),
+                    f"{SMEM_WORDS} conflict-free LDS.32 per thread per trip, {sm_trips} trips, "
+                    f"{sm_grid}x{SMEM_THREADS} threads, one FADD per 4 B"))
+    ffma, f_trips, f_grid = _ffma_kernel(), 256, sms * 16
+    benches.append(("fp32_fma", "flop", 2 * 64 * f_trips * 256 * f_grid,
+                    lambda: ffma[f_grid, 256](out, f_trips),
+                    f"ceilings FFMA chains, {64 * f_trips} FFMA per thread, {f_grid}x256 threads"))
+    try:
+        mk, m_trips, m_grid = mma_kernel(), 2048, sms * 4
+        benches.append(("tc_mma", "flop", 4096 * MMA_CHAINS * m_trips * 4 * m_grid,
+                        lambda: mk[m_grid, 128](out, m_trips),
+                        f"mma.sync m16n8k16 bf16, {MMA_CHAINS} chains x {m_trips} trips per warp, "
+                        f"{m_grid}x128 threads"))
+    except Exception as e:  # D's intrinsics not usable here: recorded in the log, the rest goes on
+        print(f"tc_mma unavailable: {type(e).__name__}: {e}", flush=True)
+    n = 8192
+    ma = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    mb = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    mc = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+    benches.append(("tc_matmul", "flop", 2 * n**3, lambda: torch.matmul(ma, mb, out=mc),
+                    "torch bf16 matmul 8192^3 on random data"))
+    return benches, (a, b, x, out, ma, mb, mc)
+
+
+# --- attention variants -----------------------------------------------------------------------------
+
+
+def torch_sets(batch, n, dtype, count, grad=False):
+    import torch
+
+    def one():
+        return [torch.randn(batch, HEADS, n, HEAD_DIM, device="cuda", dtype=torch.float32).to(dtype)
+                .requires_grad_(grad) for _ in range(3)]
+
+    return [one() for _ in range(count)]
+
+
+def sampled_error(o, q, k, v, rng):
+    """‖O − ref‖/‖ref‖ on 48 sampled rows of the first and the last batch·head, float64 reference on
+    the inputs as the kernel saw them (already rounded to its dtype)."""
+    from gpu_kernels.reference import attention_reference
+
+    def host(t):
+        return t.detach().float().cpu().numpy() if hasattr(t, "detach") else np.asarray(t.get(), np.float32)
+
+    b, h, n, _ = q.shape
+    rows = np.unique(np.concatenate(([0, n - 1], rng.choice(n, size=min(n, 48), replace=False))))
+    num = den = 0.0
+    for bi, hi in sorted({(0, 0), (b - 1, h - 1)}):
+        ref, _ = attention_reference(host(q[bi, hi])[rows][None, None], host(k[bi, hi])[None, None],
+                                     host(v[bi, hi])[None, None])
+        got = host(o[bi, hi])[rows].astype(np.float64)
+        num += float(np.sum((got - ref[0, 0]) ** 2))
+        den += float(np.sum(ref[0, 0] ** 2))
+    return math.sqrt(num / den) if np.isfinite(num) else math.inf
+
+
+def torch_variant(backend_name, dtype_name, n, backward):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype_name]
+    backend = getattr(SDPBackend, backend_name)
+    batch = BATCH_HEADS[n] // HEADS
+    sets = torch_sets(batch, n, dtype, 3, grad=backward)
+    dout = torch.randn(batch, HEADS, n, HEAD_DIM, device="cuda", dtype=torch.float32).to(dtype)
+    state = {}
+
+    def call(i):
+        q, k, v = sets[i % len(sets)]
+        with sdpa_kernel([backend]):
+            o = F.scaled_dot_product_attention(q, k, v)
+            if backward:
+                torch.autograd.grad(o, (q, k, v), dout)
+        state["o"] = o
+
+    def check():
+        call(0)
+        torch.cuda.synchronize()
+        return state["o"], sets[0]
+
+    return call, check, {"backend": backend_name, "torch": torch.__version__, "allow_tf32": False}
+
+
+def fa2_tc_variant(n):
+    import torch
+
+    from gpu_kernels.counting import new_counters
+    from gpu_kernels.tensor_core.bench import bits_view
+    from gpu_kernels.tensor_core.fa2_tc import Fa2TcPlan, TcConfig
+
+    batch = BATCH_HEADS[n] // HEADS
+    sets = torch_sets(batch, n, torch.bfloat16, 3)
+    cfg = TcConfig(HEAD_DIM).check()
+    plan = Fa2TcPlan((batch, HEADS, HEADS, n, n, HEAD_DIM), cfg, "bf16")
+    o = torch.full((batch, HEADS, n, HEAD_DIM), float("nan"), device="cuda", dtype=torch.bfloat16)
+    lse = torch.empty(batch, HEADS, n, device="cuda", dtype=torch.float32)
+    counters = new_counters()
+    views = [[bits_view(t) for t in s] for s in sets]
+    ov, lv = bits_view(o), bits_view(lse)
+
+    def call(i):
+        plan.launch(*views[i % len(views)], ov, lv, counters)
+
+    def check():
+        call(0)
+        torch.cuda.synchronize()
+        return o, sets[0]
+
+    return call, check, {"block_rows": cfg.block_rows, "block_cols": getattr(cfg, "block_cols", None)}
+
+
+def numba_variant(name, n, rng):
+    """gpu_kernels.measure.variants' runner on a Case (fp32, its own float64 check)."""
+    from gpu_kernels.device import l2_bytes
+    from gpu_kernels.measure.cases import Case
+    from gpu_kernels.measure.variants import make
+    from simlib import Workload
+
+    w = Workload(seq_len=n, head_dim=HEAD_DIM, batch=BATCH_HEADS[n] // HEADS, heads=HEADS, dtype="fp32")
+    case = Case(w, l2_bytes(), rng)
+    variant = make(name, case)
+
+    def call(i):
+        variant.call(i % case.n_sets)
+
+    def check():
+        from numba import cuda
+
+        case.poison()
+        variant.call(0)
+        cuda.synchronize()
+        o, lse = variant.output(0)
+        res = case.check(o, lse)
+        return res["rel_err_o"] if res["finite"] else math.inf
+
+    return call, check, dict(variant.params), (case, variant)
+
+
+def attention_plan(seq_lens, with_tc):
+    """(variant, dtype, pass, N) in the order they run (see the module docstring)."""
+    fwd = [("torch_math", "bf16"), ("torch_flash", "bf16"), ("torch_efficient", "bf16"), ("torch_cudnn", "bf16"),
+           ("torch_math", "fp32"), ("torch_efficient", "fp32"), ("numba_naive", "fp32"), ("numba_tiled", "fp32"),
+           ("numba_fast", "fp32"), ("cupy_naive", "fp32")]
+    if with_tc:
+        fwd.insert(4, ("fa2_tc", "bf16"))
+    bwd = [("torch_math", "bf16"), ("torch_flash", "bf16"), ("torch_cudnn", "bf16"), ("torch_math", "fp32"),
+           ("torch_efficient", "fp32")]
+    order = [n for n in (4096, 16384, 1024) if n in seq_lens]
+    plan = [(v, dt, "fwd", n) for n in order[:2] for v, dt in fwd]
+    plan += [(v, dt, "fwd_bwd", n) for n in order[:2] for v, dt in bwd]
+    plan += [(v, dt, "fwd", n) for n in order[2:] for v, dt in fwd]
+    plan += [(v, dt, "fwd_bwd", n) for n in order[2:] for v, dt in bwd]
+    return plan
+
+
+TORCH_BACKENDS = {"torch_math": "MATH", "torch_flash": "FLASH_ATTENTION", "torch_efficient": "EFFICIENT_ATTENTION",
+                  "torch_cudnn": "CUDNN_ATTENTION"}
+
+
+def run_one(variant, dtype, pas, n, counter, seconds, rng) -> dict:
+    """Check, then measure one (variant, dtype, pass, N); every buffer dies when this returns."""
+    import torch
+
+    from gpu_kernels.measure import energy
+
+    if variant in TORCH_BACKENDS:
+        call, check, params = torch_variant(TORCH_BACKENDS[variant], dtype, n, pas == "fwd_bwd")
+    elif variant == "fa2_tc":
+        call, check, params = fa2_tc_variant(n)
+    else:
+        call, check, params, _keep = numba_variant(variant, n, rng)
+    if variant in TORCH_BACKENDS or variant == "fa2_tc":
+        o, (q, k, v) = check()
+        err = sampled_error(o, q, k, v, rng)
+        del o, q, k, v
+        sync = torch.cuda.synchronize
+    else:
+        from numba import cuda
+
+        err = check()
+        sync = cuda.synchronize
+    t0 = time.perf_counter()
+    call(1)
+    sync()
+    one = time.perf_counter() - t0
+    idx = [0]
+
+    def step():
+        idx[0] += 1
+        call(idx[0])
+
+    res = energy.measure(step, sync, counter, seconds, call_seconds=one)
+    tol = BF16_TOL if dtype == "bf16" else FP32_TOL
+    return {**res, "status": "ok" if err <= tol else "WRONG RESULT", "rel_err": err,
+            "ms_per_call": 1e3 * res["seconds"] / res["calls"], "joules_per_call": res["joules"] / res["calls"],
+            "params": ";".join(f"{a}={b}" for a, b in params.items())}
+
+
+def run_attention(counter, plan, seconds, rng, deadline, save, rows):
+    from gpu_kernels.measure.timing import _free_device_memory
+
+    for variant, dtype, pas, n in plan:
+        row = {"variant": variant, "dtype": dtype, "pass": pas, "batch": BATCH_HEADS[n] // HEADS, "heads": HEADS,
+               "seq_len": n, "head_dim": HEAD_DIM}
+        left = deadline - time.monotonic()
+        if left < seconds + 3:
+            row.update(status="skipped", note=f"time budget: {left:.0f} s left")
+        else:
+            try:
+                row.update(run_one(variant, dtype, pas, n, counter, seconds, rng))
+            except Exception as e:  # one variant's failure (unsupported dtype, OOM) must not lose the rest
+                text = str(e).splitlines()[0][:200] if str(e) else ""
+                row.update(status="error", note=f"{type(e).__name__}: {text}")
+            _free_device_memory()
+        rows.append({k: row.get(k, "") for k in ATTN_FIELDS})
+        if row["status"] != "skipped":
+            print(f"{variant:16s} {dtype} {pas:7s} N={n:6d} {row['status']:6s} {row.get('ms_per_call', 0):9.3f} ms "
+                  f"{row.get('joules_per_call', 0):9.4f} J {row.get('watts') or 0:6.0f} W err {row.get('rel_err', '')} "
+                  f"{row.get('note', '')}", flush=True)
+        save()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--calib-s", type=float, default=3.0)
+    p.add_argument("--kernel-s", type=float, default=1.2)
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--budget-s", type=float, default=200.0)
+    p.add_argument("--seq-lens", default="1024,4096,16384")
+    args = p.parse_args(argv)
+    from gpu_kernels.measure.provenance import check_output_dir, csv_text, provenance, write_measurement
+
+    check_output_dir(args.out)
+    seq_lens = [int(s) for s in args.seq_lens.split(",")]
+    deadline = time.monotonic() + args.budget_s
+    from numba import cuda
+
+    from gpu_kernels.device import silence_performance_warning
+    from gpu_kernels.measure import energy
+
+    silence_performance_warning()
+    counter = energy.NvmlCounter(0)
+    sms = int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+    meta = {"what": "NVML total-energy counter (nvmlDeviceGetTotalEnergyConsumption), edge-aligned windows "
+                    "(gpu_kernels.measure.energy); board energy, idle not subtracted in the raw rows",
+            "limits": counter.limits(), "state_at_start": counter.state(), "calib_s": args.calib_s,
+            "kernel_s": args.kernel_s, "repeats": args.repeats, "budget_s": args.budget_s}
+    try:
+        import pynvml
+        import torch
+
+        meta.update(torch=torch.__version__, torch_cuda=torch.version.cuda,
+                    nvml_driver=pynvml.nvmlSystemGetDriverVersion())
+    except Exception:
+        pass
+    record = provenance(meta)
+    calib_path = os.path.join(args.out, "energy_calibration_h200.csv")
+    attn_path = os.path.join(args.out, "energy_attention_h200.csv")
+    calib_rows, attn_rows = [], []
+
+    def save_calib():
+        write_measurement(calib_path, csv_text(calib_rows, CALIB_FIELDS), record)
+
+    def save_attn():
+        write_measurement(attn_path, csv_text(attn_rows, ATTN_FIELDS), record)
+
+    benches, keep = calibration_benches(sms)
+    import torch
+
+    def sync_all():
+        cuda.synchronize()
+        torch.cuda.synchronize()
+
+    usable = []
+    for bench in benches:  # compile and warm up every kernel once; one that fails is dropped
+        try:
+            bench[3]()
+            cuda.synchronize()
+            torch.cuda.synchronize()
+            usable.append(bench)
+        except Exception as e:
+            print(f"{bench[0]} failed to run: {type(e).__name__}: {str(e)[:300]}", flush=True)
+    benches = usable
+    for rep in range(args.repeats):
+        res = energy.measure_idle(counter, args.calib_s)
+        calib_rows.append({"bench": "idle", "repeat": rep, "units": 0, "unit": "", **res, "note": "sleep"})
+        print(f"idle      rep {rep}: {res['watts']:7.1f} W  SM {res['sm_mhz']} MHz  {res['temp_c']} C", flush=True)
+        for name, unit, units, call, note in benches:
+            t0 = time.perf_counter()
+            call()
+            sync_all()
+            one = time.perf_counter() - t0
+            try:
+                res = energy.measure(call, sync_all, counter, args.calib_s, call_seconds=one)
+            except Exception as e:
+                print(f"{name} rep {rep} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                continue
+            rate = units * res["calls"] / res["seconds"]
+            calib_rows.append({"bench": name, "repeat": rep, "units": units * res["calls"], "unit": unit, **res,
+                               "rate_per_s": rate, "note": note})
+            print(f"{name:9s} rep {rep}: {res['watts']:7.1f} W  {rate:.3e} {unit}/s  SM {res['sm_mhz']} MHz "
+                  f"{res['temp_c']} C  steps {res['steps_seen']}", flush=True)
+            save_calib()
+    calib_rows = [{k: r.get(k, "") for k in CALIB_FIELDS} for r in calib_rows]
+    save_calib()
+    del keep, benches
+    from gpu_kernels.measure.timing import _free_device_memory
+
+    _free_device_memory()
+    with_tc = True
+    try:
+        import gpu_kernels.tensor_core.fa2_tc  # noqa: F401
+    except Exception as e:
+        with_tc = False
+        print(f"fa2_tc unavailable: {e}", flush=True)
+    rng = np.random.default_rng(2026)
+    try:
+        run_attention(counter, attention_plan(seq_lens, with_tc), args.kernel_s, rng, deadline, save_attn,
+                      attn_rows)
+    except Exception:
+        traceback.print_exc()
+    idle = energy.measure_idle(counter, args.calib_s)
+    calib_rows.append({k: v for k, v in {"bench": "idle", "repeat": args.repeats, "units": 0, "unit": "", **idle,
+                                         "note": "sleep, after the attention runs"}.items() if k in CALIB_FIELDS})
+    save_calib()
+    print(f"idle at the end: {idle['watts']:.1f} W, {idle['temp_c']} C", flush=True)
+
+
+if __name__ == "__main__":
+    main()
