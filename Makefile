@@ -31,8 +31,12 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test-gpu: $(STAMP)
-	$(BIN)/python -m pytest -q -m gpu tests
+# GPU tests, on a machine with a CUDA GPU. Uses $(PYTHON) itself (no .venv: the device machine's python3
+# has pytest, numba, cupy and torch): `make test-gpu` there, `make test-gpu PYTHON=.venv/bin/python` here.
+# FLASHIO_GPU=1 takes the kernels off the simulator; tests/conftest.py stops in one line without a GPU and
+# fails the run if no GPU test passed.
+test-gpu:
+	FLASHIO_GPU=1 $(PYTHON) -m pytest -q -p no:cacheprovider -m gpu -rfs tests
 
 # Lectures as reveal.js slides: slide types and speaker notes come from the cells' slideshow metadata,
 # cells tagged remove-input show only their output. Open build/slides/NN_topic.slides.html and press S

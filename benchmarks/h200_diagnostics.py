@@ -25,9 +25,18 @@ from numba import cuda, float32  # module globals: the CUDA simulator swaps `cud
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpu_kernels.provenance import provenance, write_csv_atomic, write_json_atomic  # noqa: E402
+from gpu_kernels.measure.provenance import csv_text, provenance, write_measurement  # noqa: E402
+from simlib.kernel_layout import tiled_default_blocks  # noqa: E402
 
-OUT = os.environ.get("OUT") or "data/measurements"
+# what the ncu drivers launch, in one place with its reader (lecture 5 reads them there too)
+from simlib.physical.l2_evidence import (  # noqa: E402
+    NCU_PASSES,
+    NCU_SIZES_MIB,
+    TILED_HEADS_NCU_SHAPES,
+    TILED_NCU_SHAPES,
+)
+
+OUT = os.environ.get("OUT", "")  # the run folder the device returns (required where files are written)
 
 
 PASSES = 32
@@ -139,11 +148,10 @@ def l2_probe(sizes_mib=tuple(range(8, 129, 4)), reps=7):
 
 
 def tiled_sass(head_dim):
-    from gpu_kernels.checks import default_blocks
     from gpu_kernels.reference import random_qkv
     from gpu_kernels.tiled import fa2_kernel, run_tiled
 
-    br, bc = default_blocks(4096, head_dim)
+    br, bc = tiled_default_blocks(4096, head_dim)
     q, k, v = random_qkv(1, 1, 256, head_dim)
     run_tiled(q, k, v, block_rows=br, block_cols=bc)
     cuda.synchronize()
@@ -151,10 +159,6 @@ def tiled_sass(head_dim):
     sass = "\n".join(kernel.inspect_sass().values()) if isinstance(kernel.inspect_sass(), dict) else kernel.inspect_sass()
     counts = {op: len(re.findall(rf"\b{op}(\.\w+)*\b", sass)) for op in ("LDS", "STS", "LDG", "STG", "FFMA", "LDL", "STL")}
     return sass, {"head_dim": head_dim, "block_rows": br, "block_cols": bc, **counts}
-
-
-NCU_SIZES_MIB = (8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128)
-NCU_PASSES = 8
 
 
 def shuffled_ncu_driver():
@@ -183,15 +187,6 @@ def ncu_driver(rotating=False):
         kernel[blocks, threads](x, out, NCU_PASSES)
         cuda.synchronize()
         del x
-
-
-#: (N, d) of the tiled kernel launched for ncu's DRAM bytes (B = 1, H = 4, default blocks): the
-#: reuse distance of K/V re-reads grows with N
-TILED_NCU_SHAPES = tuple((n, d) for d in (64, 128) for n in (8192, 12288, 16384, 20480))
-
-
-#: (N, d, H) of the readable kernel with 1, 2 and 3 heads: how the re-reads depend on the heads
-TILED_HEADS_NCU_SHAPES = tuple((n, d, h) for n, d in ((16384, 128), (16384, 64), (12288, 128)) for h in (1, 2, 3))
 
 
 def tiled_ncu_driver(shapes=None):
@@ -237,14 +232,15 @@ def tiled_trace(n, d, heads):
 
 
 def main():
+    drivers = ("--tiled-ncu-driver", "--shuffled-ncu-driver", "--ncu-driver")
+    if not OUT and not any(flag in sys.argv for flag in drivers):
+        sys.exit("error: set OUT to the folder for the files (e.g. $OUT on the device machine)")
     if "--trace" in sys.argv:
         import pandas as pd
 
         table = pd.concat([tiled_trace(*shape) for shape in TRACE_SHAPES], ignore_index=True)
         os.makedirs(OUT, exist_ok=True)
-        table.to_csv(os.path.join(OUT, "tiled_trace_h200.csv.tmp"), index=False)
-        os.replace(os.path.join(OUT, "tiled_trace_h200.csv.tmp"), os.path.join(OUT, "tiled_trace_h200.csv"))
-        write_json_atomic(os.path.join(OUT, "tiled_trace_h200.provenance.json"), provenance({
+        write_measurement(os.path.join(OUT, "tiled_trace_h200.csv"), table.to_csv(index=False), provenance({
             "what": "the readable kernel's trace build (thread 0 of each block records the SM id and the GPU "
                     f"clock at the block's start and end), default blocks, B=1, shapes (N, d, H) {TRACE_SHAPES}; "
                     "the second of two launches"}))
@@ -263,8 +259,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     if "--sass-only" not in sys.argv:
         rows = l2_probe()
-        write_csv_atomic(os.path.join(OUT, "l2_capacity_h200.csv"), rows, list(rows[0]))
-        write_json_atomic(os.path.join(OUT, "l2_capacity_h200.provenance.json"), provenance({
+        write_measurement(os.path.join(OUT, "l2_capacity_h200.csv"), csv_text(rows, list(rows[0])), provenance({
             "what": "L2 effective capacity probe: a numba kernel reading F bytes PASSES times "
                     "(grid-stride, reuse distance F), CUDA events, median of reps"}))
         for r in rows:
@@ -274,17 +269,13 @@ def main():
 
 
 def write_sass():
-    """sass_tiled_d{64,128}.txt and their instruction counts (sass_tiled_h200.provenance.json)."""
-    sass_rows = []
+    """sass_tiled_d{64,128}.txt, each with its sidecar (its instruction counts under sass_counts)."""
     for d in (64, 128):
         sass, summary = tiled_sass(d)
-        with open(os.path.join(OUT, f"sass_tiled_d{d}.txt"), "w") as f:
-            f.write(sass)
-        sass_rows.append(summary)
+        write_measurement(os.path.join(OUT, f"sass_tiled_d{d}.txt"), sass, provenance({
+            "what": "the readable tiled kernel's SASS on this GPU (default blocks, timing build)",
+            "sass_counts": summary}))
         print(summary)
-    write_json_atomic(os.path.join(OUT, "sass_tiled_h200.provenance.json"), provenance({
-        "what": "the readable tiled kernel's SASS on this GPU (default blocks, timing build)",
-        "sass_counts": sass_rows}))
 
 if __name__ == "__main__":
     main()

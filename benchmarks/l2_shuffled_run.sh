@@ -13,10 +13,12 @@ ncu --metrics $METRICS,launch__registers_per_thread --kernel-name regex:fa2_forw
 echo "tiled: rc=$? $(grep -c dram__bytes_read "$OUT/tiled_l2_ncu_h200.csv") launches"
 $PY -c "
 import os, sys; sys.path.insert(0, '.')
-from gpu_kernels.provenance import provenance, write_json_atomic
-from benchmarks import h200_diagnostics as d
-write_json_atomic(os.path.join(os.environ['OUT'], 'l2_ncu_shuffled_tiled_h200.provenance.json'), provenance({
-    'what': 'ncu of the shuffled L2 re-read probe (%d blocks, sizes (MiB) %s, %d passes, one random permutation '
+from gpu_kernels.measure.provenance import attach, provenance
+from simlib.physical import l2_evidence as d
+from benchmarks.h200_diagnostics import SHUFFLE_BLOCKS
+record = provenance({'what': 'ncu of the shuffled L2 re-read probe (%d blocks, sizes (MiB) %s, %d passes, one random permutation '
             'per pass, seed 2026) and of the tiled kernel at %s (N, d), B=1, H=4, default blocks; '
-            '--cache-control all --clock-control none' % (d.SHUFFLE_BLOCKS, d.NCU_SIZES_MIB, d.NCU_PASSES, d.TILED_NCU_SHAPES)}))
+            '--cache-control all --clock-control none' % (SHUFFLE_BLOCKS, d.NCU_SIZES_MIB, d.NCU_PASSES, d.TILED_NCU_SHAPES)})
+for name in ('l2_ncu_shuffled_h200.csv', 'l2_ncu_shuffled_h200.log', 'tiled_l2_ncu_h200.csv', 'tiled_l2_ncu_h200.log'):
+    attach(os.path.join(os.environ['OUT'], name), record)
 "

@@ -15,9 +15,11 @@ for cfg in "64 48 48" "64 128 8" "128 24 24" "128 64 8"; do
 done
 $PY -c "
 import os, sys; sys.path.insert(0, '.')
-from gpu_kernels.provenance import provenance, write_json_atomic
-write_json_atomic(os.path.join(os.environ['OUT'], 'readable_ncu_h200.provenance.json'), provenance({
-    'what': 'ncu sections Occupancy, WarpStateStats, SchedulerStats, LaunchStats of the readable tiled kernel, '
+from gpu_kernels.measure.provenance import attach, provenance
+from simlib.physical import l2_evidence as d
+record = provenance({'what': 'ncu sections Occupancy, WarpStateStats, SchedulerStats, LaunchStats of the readable tiled kernel, '
             'N=4096, B=1, H=16, (d, Br, Bc) in (64,48,48), (64,128,8), (128,24,24), (128,64,8); '
-            '--clock-control none --csv --page details --print-units base'}))
+            '--clock-control none --csv --page details --print-units base'})
+for name in ('readable_ncu_h200.csv', 'readable_ncu_h200.log'):
+    attach(os.path.join(os.environ['OUT'], name), record)
 "

@@ -1,8 +1,8 @@
 """Readable kernel vs numba naive at N = 4096 for two wide-block shapes (a benchmark, GPU only).
 
-The `numba_tiled_wide` variant of `gpu_kernels.compare` uses `wide_blocks(n, d, block_cols)`; this
-runs the comparison for Bc = 8 (Br = 128 at d = 64) and Bc = 16 (Br = 96), writing
-compare_wide_bc<Bc>.csv with provenance under $OUT. Prediction, written before the run
+The `numba_tiled_wide` variant of the harness (gpu_kernels.measure.variants) uses
+`simlib.kernel_layout.tiled_wide_blocks(n, d, block_cols)`; this runs the harness for Bc = 8 (Br = 128 at
+d = 64) and Bc = 16 (Br = 96), writing compare_wide_bc<Bc>.csv with provenance under $OUT. Prediction, written before the run
 (docs/performance.md §6): Bc = 16 halves the barriers per key for 15 instead of 16 warps per SM:
 18.4 → about 17.5 ms at d = 64.
 """
@@ -12,11 +12,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpu_kernels import compare  # noqa: E402
+from gpu_kernels.device import require_gpu  # noqa: E402
+from gpu_kernels.measure import harness, variants  # noqa: E402
+from simlib.kernel_layout import tiled_wide_blocks  # noqa: E402
 
-OUT = os.environ.get("OUT") or "data/measurements"
-original = compare.wide_blocks
+OUT = os.environ["OUT"]
+require_gpu("wide_blocks_sweep")
 for block_cols in (8, 16):
-    compare.wide_blocks = functools.partial(original, block_cols=block_cols)
-    compare.run_compare(out_dir=OUT, tag=f"wide_bc{block_cols}", seq_lens=(4096,), head_dims=(64,),
-                        variants=("numba_naive", "numba_tiled_wide"), progress=False)
+    variants.tiled_wide_blocks = functools.partial(tiled_wide_blocks, block_cols=block_cols)
+    harness.run(out_dir=OUT, tag=f"wide_bc{block_cols}", seq_lens=(4096,), head_dims=(64,),
+                variants=("numba_naive", "numba_tiled_wide"), progress=False)

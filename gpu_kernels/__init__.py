@@ -6,10 +6,9 @@
 Each kernel is one source compiled with counters on (``count=True``) or off (for timing), and runs
 on a GPU or under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, set before numba is
 imported). Importing this package does not import numba; the names below load it on first use.
-CLI: ``python -m gpu_kernels {run,bench,profile,asm}``.
+CLI: ``python -m gpu_kernels`` (run, bench, compare, tune, ncu, profile, asm, model-vs-ncu, import-run).
+The layout rules (padding, default tiles, the fast kernel's config) live in ``simlib.kernel_layout``.
 """
-
-from .checks import default_blocks  # noqa: F401  (plain Python)
 
 _LAZY = {
     "run_naive": ".naive",
@@ -21,7 +20,7 @@ _LAZY = {
     "random_qkv": ".reference",
 }
 
-__all__ = ["default_blocks", *_LAZY]
+__all__ = list(_LAZY)
 
 
 def __getattr__(name):

@@ -39,12 +39,14 @@ def summarize_ptx(ptx: str) -> dict:
 
 def _cases(head_dim: int = 64, seq_len: int = 4096):
     """(name, dispatcher factory(counting), launch args on tiny inputs) for each kernel."""
-    from .checks import default_blocks, softmax_per_thread
+    from simlib.kernel_layout import NAIVE_DEFAULTS_GPU, tiled_default_blocks
+
+    from .checks import softmax_per_thread
     from .naive import matmul_kernel, softmax_kernel
     from .tiled import fa2_kernel
 
-    br, bc = default_blocks(seq_len, head_dim)
-    t_mm, t_sm = 16, 128
+    br, bc = tiled_default_blocks(seq_len, head_dim)
+    t_mm, t_sm = NAIVE_DEFAULTS_GPU["matmul_tile"], NAIVE_DEFAULTS_GPU["softmax_threads"]
     per = softmax_per_thread(seq_len, t_sm)
     return [
         (f"tiled fa2 d={head_dim} Br={br} Bc={bc}", lambda c: fa2_kernel(head_dim, br, bc, c), "fa2"),
@@ -117,20 +119,3 @@ def format_report(rows: list[dict]) -> str:
     for r in rows:
         lines.append("  ".join(str(r[c]).ljust(widths[c]) for c in cols))
     return "\n".join(lines)
-
-
-if __name__ == "__main__":  # python -m gpu_kernels.asm
-    import json
-    import sys
-
-    allrows = []
-    for d in (64, 128):
-        allrows += ptx_report(head_dim=d)
-    print(format_report(allrows))
-    problems = check_report(allrows)
-    for p in problems:
-        print("PROBLEM:", p)
-    if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as f:
-            json.dump({"rows": allrows, "problems": problems}, f, indent=1)
-    sys.exit(1 if problems else 0)

@@ -1,8 +1,18 @@
-"""``python -m gpu_kernels``: run a kernel and check it, benchmark, profile, look at the PTX.
+"""``python -m gpu_kernels``: run a kernel and check it, time it, profile it, look at its PTX.
 
-Arguments are parsed and checked before numba is imported, because numba's CUDA simulator must
-be switched on (``NUMBA_ENABLE_CUDASIM=1``) before the import. Every bad argument ends the
-program with exit code 2 and one line on stderr naming the parameter; nothing goes to stdout.
+    run           one kernel on fresh random inputs (GPU or --simulate), checked, counters vs simlib
+    bench         the harness (measure/harness.py): numba naive and tiled vs cupy, N 256-32768
+    compare       the same harness: every variant (fast kernel, torch SDPA...) at N 1K, 4K, 16K
+    tune          the fast kernel's configuration sweep        ncu      Nsight Compute on the fast kernel
+    profile       Nsight Compute per launch, next to simlib    asm      PTX of timing vs counting builds
+    model-vs-ncu  the physical model next to a recorded profile (CPU)
+    import-run    add a device run's folder to data/measurements (measure/manifest.py, CPU)
+
+Arguments and output destinations are checked before numba is imported (numba's CUDA simulator
+must be switched on before the import) and before any work starts. Every bad argument, a missing
+GPU, an unwritable destination, running out of memory or Ctrl-C ends the program with one line on
+stderr and a non-zero exit (2 for usage and no GPU, 1 for failed work, 130 for Ctrl-C); nothing
+else goes to stdout. Measured files are written with their provenance (measure/provenance.py).
 """
 
 from __future__ import annotations
@@ -13,10 +23,9 @@ import os
 import sys
 
 from . import checks
+from .device import NO_GPU, NoGPU, require_gpu, select_backend
 
 TOLERANCE = 1e-5  # relative error allowed against the float64 reference (fp32 arithmetic)
-NO_GPU = "no CUDA GPU found; use --simulate to run on numba's CUDA simulator (CPU, slow: keep N and d small)"
-NO_GPU_ONLY = "no CUDA GPU found; `{cmd}` needs a real GPU (only `run --simulate` works without one)"
 
 
 class UsageError(Exception):
@@ -57,9 +66,20 @@ def _int_list(text):
     return values
 
 
+def _add_out(p, default_tag="h200"):
+    p.add_argument("--out", required=True, help="folder for the files (e.g. $OUT on the device machine)")
+    p.add_argument("--tag", default=default_tag, help="file names: <what>_<tag>.csv and its .provenance.json")
+    p.add_argument("--run-id", default=None, help="the run's id in every sidecar (default: FLASHIO_RUN_ID or "
+                                                 "<UTC time>-<commit>)")
+    p.add_argument("--no-progress", action="store_true")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from .measure.variants import VARIANTS
+
     p = _Parser(prog="python -m gpu_kernels", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", metavar="{run,bench,profile,asm}", required=True)
+    sub = p.add_subparsers(dest="command", required=True,
+                           metavar="{run,bench,compare,tune,ncu,profile,asm,model-vs-ncu,import-run}")
 
     r = sub.add_parser("run", help="run one kernel on fresh random inputs and check it")
     r.add_argument("--kernel", choices=("naive", "tiled"), required=True)
@@ -83,24 +103,44 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=_seed, default=None, help="random seed (default: fresh inputs every run)")
     r.add_argument("--logit-scale", type=_positive_float, default=1.0, help="multiply Q (every logit) by this")
 
-    b = sub.add_parser("bench", help="time the kernels and cupy's naive attention on the GPU")
-    b.add_argument("--out", default="data/measurements")
-    b.add_argument("--tag", default="h200", help="file names: bench_<tag>.csv, bench_<tag>.provenance.json")
-    b.add_argument("--seq-lens", type=_int_list, default=[2**i for i in range(8, 16)])
-    b.add_argument("--head-dims", type=_int_list, default=[64, 128])
-    b.add_argument("--batch", type=_positive_int, default=1)
-    b.add_argument("--heads", type=_positive_int, default=16)
-    b.add_argument("--reps", type=_positive_int, default=10, help="timed calls per config, at least")
-    b.add_argument("--budget-s", type=_positive_float, default=240.0, help="stop timing new configs after this")
-    b.add_argument("--kernels", default="cupy_naive,naive,tiled")
-    b.add_argument("--no-progress", action="store_true")
-    b.add_argument("--compare", action="store_true",
-                   help="side by side: numba naive/tiled/fast, cupy naive, torch SDPA math/efficient "
-                        "(gpu_kernels.compare; default N 1024,4096,16384; writes compare_<tag>.csv)")
+    for name, seq_lens, variants, help_text in (
+            ("bench", [2**i for i in range(8, 16)], "cupy_naive,numba_naive,numba_tiled",
+             "time numba naive and tiled and cupy's naive attention (the harness)"),
+            ("compare", [1024, 4096, 16384], ",".join(VARIANTS),
+             "every variant side by side: numba, cupy, torch SDPA (the harness)")):
+        b = sub.add_parser(name, help=help_text)
+        _add_out(b)
+        b.add_argument("--seq-lens", type=_int_list, default=seq_lens)
+        b.add_argument("--head-dims", type=_int_list, default=[64, 128])
+        b.add_argument("--batch", type=_positive_int, default=1)
+        b.add_argument("--heads", type=_positive_int, default=16)
+        b.add_argument("--reps", type=_positive_int, default=10, help="timed calls per config")
+        b.add_argument("--budget-s", type=_positive_float, default=240.0 if name == "bench" else None,
+                       help="skip configs predicted not to fit in what is left of this")
+        b.add_argument("--variants", default=variants, help=f"comma-separated, from {', '.join(VARIANTS)}")
+        b.add_argument("--configs", default="", help="fast kernel: JSON {d: FastConfig keyword arguments}")
+        b.add_argument("--tuned", default="", help="fast kernel: a tune JSON, its best config per d")
+        b.add_argument("--seed", type=_seed, default=None)
+
+    t = sub.add_parser("tune", help="time the fast kernel's configuration sweep")
+    _add_out(t)
+    t.add_argument("--seq-lens", type=_int_list, default=[4096, 16384])
+    t.add_argument("--reps", type=_positive_int, default=10)
+
+    n = sub.add_parser("ncu", help="Nsight Compute on the fast kernel and torch's efficient kernel")
+    _add_out(n)
+    n.add_argument("--specs", default="fast:4096:64,fast:4096:128,torch_efficient:4096:64,torch_efficient:4096:128")
+    n.add_argument("--sections-spec", default="fast:4096:64,fast:4096:128,torch_efficient:4096:64")
+    n.add_argument("--configs", default="")
+    n.add_argument("--tuned", default="")
+    n.add_argument("--timeout-s", type=_positive_float, default=300.0, help="per ncu process")
+
+    ln = sub.add_parser("launch", help="(the program `ncu` profiles) one launch per spec variant:N:d")
+    ln.add_argument("--specs", required=True)
+    ln.add_argument("--configs", default="")
 
     f = sub.add_parser("profile", help="Nsight Compute counters per kernel launch, next to simlib")
-    f.add_argument("--out", default="data/measurements")
-    f.add_argument("--tag", default="h200")
+    _add_out(f)
     f.add_argument("--seq-lens", type=_int_list, default=[1024, 4096, 16384])
     f.add_argument("--head-dims", type=_int_list, default=[64, 128])
     f.add_argument("--batch", type=_positive_int, default=1)
@@ -108,19 +148,26 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--kernels", default="naive,tiled")
     f.add_argument("--ncu", default=None, help="path of ncu (default: found on PATH or under /opt/nvidia)")
     f.add_argument("--timeout-s", type=_positive_float, default=240.0, help="per ncu process")
-    f.add_argument("--no-progress", action="store_true")
 
     a = sub.add_parser("asm", help="PTX of the timing and counting builds: atomics, float64, local memory")
     a.add_argument("--head-dims", type=_int_list, default=[64, 128])
     a.add_argument("--json", dest="json_out", default=None, help="also write the table to this JSON file")
+    a.add_argument("--run-id", default=None)
+
+    m = sub.add_parser("model-vs-ncu", help="the physical model next to a recorded profile (CPU)")
+    m.add_argument("--profile", default=None, help="profile CSV (default: data/measurements/current/profile_h200.csv)")
+    m.add_argument("--out", default=None, help="output CSV (default: data/measurements/current/model_vs_ncu_h200.csv)")
+
+    sub.add_parser("import-run", help="add a device run's folder to data/measurements (see its --help)",
+                   add_help=False)
     return p
 
 
-def _kernel_list(text, allowed):
+def _name_list(text, allowed, option):
     names = [x.strip() for x in text.split(",") if x.strip()]
     bad = [x for x in names if x not in allowed]
     if not names or bad:
-        raise UsageError(f"argument --kernels: unknown kernel(s) {bad or text!r}; choose from {', '.join(allowed)}")
+        raise UsageError(f"argument {option}: unknown name(s) {bad or text!r}; choose from {', '.join(allowed)}")
     return names
 
 
@@ -145,26 +192,6 @@ def _validate_run(args):
     return shape, params
 
 
-def _select_backend(simulate: bool):
-    """Set the simulator switch, then import numba (never before this point)."""
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if simulate else "0"
-    if simulate:
-        # The simulator runs a Python thread per CUDA thread and a polling manager; a short GIL
-        # switch interval makes its syncthreads() rounds far cheaper.
-        sys.setswitchinterval(5e-4)
-    import warnings
-
-    from numba import cuda
-
-    try:
-        from numba.core.errors import NumbaPerformanceWarning
-
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
-    except ImportError:  # pragma: no cover
-        pass
-    return cuda
-
-
 def _device_name(cuda, simulate):
     if simulate:
         return "numba CUDA simulator"
@@ -174,9 +201,13 @@ def _device_name(cuda, simulate):
 
 def cmd_run(args) -> int:
     shape, params = _validate_run(args)
-    cuda = _select_backend(args.simulate)
-    if not args.simulate and not cuda.is_available():
-        raise UsageError(NO_GPU)
+    if args.simulate:
+        cuda = select_backend(True)
+    else:
+        try:
+            cuda = require_gpu("run")
+        except NoGPU:
+            raise UsageError(NO_GPU) from None
 
     from .counting import COUNT_KEYS
     from .reference import attention_reference, random_qkv, rel_error
@@ -208,7 +239,7 @@ def cmd_run(args) -> int:
         "tolerance": TOLERANCE,
     }
     if args.count:
-        from .model import diff_counts, simlib_prediction
+        from .prediction import diff_counts, simlib_prediction
 
         predicted = simlib_prediction(args.kernel, shape.batch, shape.heads, shape.seq_len, shape.head_dim,
                                       kv_heads=shape.kv_heads, causal=args.causal, query_len=shape.query_len,
@@ -238,44 +269,116 @@ def cmd_run(args) -> int:
     return 0 if ok else 1
 
 
-def _require_gpu(command):
-    cuda = _select_backend(False)
-    if not cuda.is_available():
-        raise UsageError(NO_GPU_ONLY.format(cmd=command))
-    return cuda
+def _configs(args):
+    """{d: FastConfig} from --configs JSON and --tuned FILE, checked before any work."""
+    from .measure.tuning import configs_from_json, configs_from_tune_file
+
+    try:
+        cfgs = configs_from_json(args.configs)
+    except (ValueError, TypeError, AttributeError) as e:
+        raise UsageError(f"argument --configs: not JSON of {{d: FastConfig arguments}} ({e})") from None
+    if getattr(args, "tuned", ""):
+        try:
+            cfgs = {**configs_from_tune_file(args.tuned), **cfgs}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise UsageError(f"argument --tuned: cannot read a tune result from {args.tuned!r} ({e})") from None
+    for cfg in cfgs.values():
+        try:
+            cfg.check()
+        except ValueError as e:
+            raise UsageError(f"argument --configs: {e}") from None
+    return cfgs
 
 
-def cmd_bench(args) -> int:
-    kernels = _kernel_list(args.kernels, ("cupy_naive", "naive", "tiled"))
-    _require_gpu("bench")
-    if args.compare:
-        from .compare import run_compare
+def _prepare_out(args):
+    """The output folder and run id, checked before any work (and before numba is imported); the
+    folder is created by ``_make_out`` once the GPU is there."""
+    from .measure.provenance import check_output_dir, set_run_id
 
-        default_n = build_parser().parse_args(["bench"]).seq_lens
-        seq_lens = [1024, 4096, 16384] if args.seq_lens == default_n else args.seq_lens
-        csv_path, _, _ = run_compare(out_dir=args.out, tag=args.tag, seq_lens=seq_lens, head_dims=args.head_dims,
-                                     batch=args.batch, heads=args.heads, reps=args.reps,
-                                     progress=not args.no_progress)
-        print(f"wrote {csv_path}")
-        return 0
-    from .bench import run_bench
+    try:
+        check_output_dir(args.out)
+        if getattr(args, "run_id", None):
+            set_run_id(args.run_id)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
-    csv_path, _ = run_bench(out_dir=args.out, tag=args.tag, seq_lens=args.seq_lens, head_dims=args.head_dims,
-                            batch=args.batch, heads=args.heads, min_reps=args.reps, budget_s=args.budget_s,
-                            kernels=kernels, progress=not args.no_progress)
+
+def _make_out(args):
+    os.makedirs(args.out, exist_ok=True)
+
+
+def cmd_harness(args) -> int:
+    from .measure.variants import VARIANTS
+
+    variants = _name_list(args.variants, VARIANTS, "--variants")
+    configs = _configs(args)
+    _prepare_out(args)
+    require_gpu(args.command)
+    _make_out(args)
+    from .measure.harness import run
+
+    csv_path, results = run(out_dir=args.out, prefix=args.command, tag=args.tag, seq_lens=args.seq_lens,
+                            head_dims=args.head_dims, batch=args.batch, heads=args.heads, reps=args.reps,
+                            variants=variants, fast_configs=configs, budget_s=args.budget_s,
+                            progress=not args.no_progress, seed=args.seed)
     print(f"wrote {csv_path}")
+    return 0 if all(r.get("status") != "ok" or r.get("ok") for r in results) else 1
+
+
+def cmd_tune(args) -> int:
+    _prepare_out(args)
+    require_gpu("tune")
+    _make_out(args)
+    import json
+
+    from .measure.provenance import provenance, write_measurement
+    from .measure.tuning import best_configs, config_dict, sweep_configs, tune
+
+    cfgs = sweep_configs()
+    res = tune(cfgs, seq_lens=args.seq_lens, reps=args.reps, progress=not args.no_progress)
+    best = best_configs(res, cfgs)
+    path = os.path.join(args.out, f"tune_{args.tag}.json")
+    text = json.dumps({"results": res, "best": {str(d): config_dict(c) for d, c in best.items()}}, indent=1,
+                      default=str)
+    write_measurement(path, text, provenance({"what": "fast kernel configuration sweep"}))
+    for d, cfg in best.items():
+        print(f"best d={d}: {cfg}")
+    return 0
+
+
+def cmd_ncu(args) -> int:
+    configs = _configs(args)
+    _prepare_out(args)
+    require_gpu("ncu")
+    _make_out(args)
+    from .measure.ncu import run_ncu
+
+    rc = run_ncu(args.specs.split(","), args.out, args.tag, configs, timeout_s=args.timeout_s,
+                 sections_spec=args.sections_spec)
+    print(f"ncu returncode {rc}")
+    return 0 if rc == 0 else 1
+
+
+def cmd_launch(args) -> int:
+    configs = _configs(args)
+    require_gpu("launch")
+    from .measure.ncu import launch_once
+
+    launch_once(args.specs.split(","), configs)
     return 0
 
 
 def cmd_profile(args) -> int:
-    kernels = _kernel_list(args.kernels, ("naive", "tiled"))
-    _require_gpu("profile")
-    from .profile import run_profile
+    kernels = _name_list(args.kernels, ("naive", "tiled"), "--kernels")
+    _prepare_out(args)
+    require_gpu("profile")
+    _make_out(args)
+    from .measure.ncu_profile import run_profile
 
     try:
-        csv_path, _ = run_profile(out_dir=args.out, tag=args.tag, seq_lens=args.seq_lens, head_dims=args.head_dims,
-                                  batch=args.batch, heads=args.heads, kernels=kernels, ncu=args.ncu,
-                                  timeout_s=args.timeout_s, progress=not args.no_progress)
+        csv_path = run_profile(out_dir=args.out, tag=args.tag, seq_lens=args.seq_lens, head_dims=args.head_dims,
+                               batch=args.batch, heads=args.heads, kernels=kernels, ncu=args.ncu,
+                               timeout_s=args.timeout_s, progress=not args.no_progress)
     except RuntimeError as e:  # ncu missing or no counters (e.g. a sandbox without profiler access)
         sys.stderr.write(f"error: {e}\n")
         return 1
@@ -284,7 +387,18 @@ def cmd_profile(args) -> int:
 
 
 def cmd_asm(args) -> int:
-    _select_backend(False)
+    if args.json_out:
+        from simlib.safe_write import check_destination
+
+        from .measure.provenance import set_run_id
+
+        try:
+            check_destination(args.json_out, "--json")
+            if args.run_id:
+                set_run_id(args.run_id)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    require_gpu("asm")
     from .asm import check_report, format_report, ptx_report
 
     rows = []
@@ -295,19 +409,83 @@ def cmd_asm(args) -> int:
     for p in problems:
         print("PROBLEM:", p)
     if args.json_out:
-        from .provenance import write_json_atomic
+        from .measure.provenance import provenance, write_measurement
 
-        write_json_atomic(args.json_out, {"rows": rows, "problems": problems})
+        write_measurement(args.json_out, json.dumps({"rows": rows, "problems": problems}, indent=1),
+                          provenance({"what": "PTX of the timing and counting builds"}))
     return 1 if problems else 0
 
 
+def cmd_model_vs_ncu(args) -> int:
+    from simlib.physical import model_vs_ncu as M
+    from simlib.safe_write import check_destination
+
+    from .measure.provenance import provenance, sidecar_path, write_measurement
+
+    profile = args.profile or str(M.PROFILE_CSV)
+    out = args.out or str(M.OUT_CSV)
+    try:
+        check_destination(out, "--out")
+        if not os.path.isfile(profile):
+            raise ValueError(f"--profile: {profile!r} is not a file")
+        frame = M.compare(profile)
+    except (ValueError, KeyError) as e:
+        raise UsageError(str(e)) from None
+    import hashlib
+
+    source = {"profile": os.path.basename(profile),
+              "profile_sha256": hashlib.sha256(open(profile, "rb").read()).hexdigest()}
+    if os.path.isfile(sidecar_path(profile)):
+        with open(sidecar_path(profile)) as f:
+            source["profile_run_id"] = json.load(f).get("run_id")
+    write_measurement(out, frame.to_csv(index=False, lineterminator="\n"),
+                      provenance({"what": "computed, not measured: simlib.physical.model_vs_ncu.compare of "
+                                          "the profile", **source}, gpu=False))
+    targets = frame[frame["target"]]
+    print(f"wrote {out} ({len(frame)} rows); targets met: {int(targets['within_5pct'].sum())} of {len(targets)}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "bench": cmd_harness, "compare": cmd_harness, "tune": cmd_tune, "ncu": cmd_ncu,
+            "launch": cmd_launch, "profile": cmd_profile, "asm": cmd_asm, "model-vs-ncu": cmd_model_vs_ncu}
+
+
+def _quiet_stdout():
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["import-run"]:
+        from .measure.manifest import main as import_run
+
+        return import_run(argv[1:])
     try:
         args = build_parser().parse_args(argv)
-        return {"run": cmd_run, "bench": cmd_bench, "profile": cmd_profile, "asm": cmd_asm}[args.command](args)
+        status = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a full disk or closed pipe shows up here, not at exit
+        return status
     except UsageError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
-    except BrokenPipeError:            # output piped into `head`: the reader left; no traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except NoGPU as e:
+        sys.stderr.write(f"error: {e}\n")
+        return 2
+    except BrokenPipeError:  # output piped into `head`: the reader left; no traceback
+        _quiet_stdout()
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted (files already written are complete, each with its provenance)\n")
+        return 130
+    except MemoryError:
+        sys.stderr.write("error: out of host memory; try a smaller --seq-len, --batch or --heads\n")
+        return 1
+    except OSError as e:  # a write that failed (disk full, /dev/full, permissions)
+        _quiet_stdout()
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        sys.stderr.write(f"error: {e.strerror or e}{where}\n")
         return 1

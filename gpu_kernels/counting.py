@@ -26,7 +26,7 @@ import os
 
 import numpy as np
 
-from .checks import ITEMSIZE
+from simlib.kernel_layout import ITEM_BYTES
 
 GLOBAL_READ, GLOBAL_WRITE, SHARED_READ, SHARED_WRITE = 0, 1, 2, 3
 N_COUNTERS = 4
@@ -49,7 +49,7 @@ def new_counters():
 def counts_from(counters) -> dict[str, int]:
     """Bytes dict from an int64[4] element-count array (host or device)."""
     host = counters.copy_to_host() if hasattr(counters, "copy_to_host") else np.asarray(counters)
-    return {key: int(host[i]) * ITEMSIZE for i, key in enumerate(COUNT_KEYS)}
+    return {key: int(host[i]) * ITEM_BYTES for i, key in enumerate(COUNT_KEYS)}
 
 
 def add_counts(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

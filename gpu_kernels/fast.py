@@ -5,7 +5,7 @@ streamed past, online softmax, O and L written once), but each thread now owns a
 of the score block S and a TM×(d/NTX) micro-tile of the output O, so every value it loads from
 shared memory feeds several multiply-adds (register tiling), as in a fast SGEMM.
 
-Mapping (all sizes compile-time constants of one ``FastConfig``):
+Mapping (all sizes compile-time constants of one ``simlib.kernel_layout.FastConfig``):
 
     grid    = (Tr, B·H)                 one thread block per (query block i, batch·head)
     block   = NTY·NTX threads           thread (ty, tx) = (tid // NTX, tid % NTX)
@@ -54,132 +54,16 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32  # module globals: the CUDA simulator swaps `cuda` in a kernel's globals
 
-from .checks import ITEMSIZE, MAX_THREADS_PER_BLOCK, check_qkv
+from simlib.kernel_layout import STATIC_SHARED_LIMIT_BYTES, FastConfig, fast_default_config
+from simlib.workload import Workload
+
+from .checks import check_qkv
 from .counting import counts_from, new_counters, simulator_enabled
 from .flush import flush_counters
+from .plan import KernelPlan
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
-#: Most dynamic shared memory one block may use on compute capability 9.0 (227 KiB).
-SHARED_OPTIN_LIMIT_BYTES = 227 * 1024
-
-
-@dataclass(frozen=True)
-class FastConfig:
-    """Compile-time shape of one fast kernel: head_dim d, micro-tile TM×TN, thread grid NTY×NTX."""
-
-    head_dim: int
-    tm: int = 4
-    tn: int = 8
-    ntx: int = 8
-    nty: int = 32
-    max_registers: int | None = None  # ptxas register cap (None: the compiler's choice)
-    async_copy: bool = True  # K_j+1 / V_j+1 copied with cp.async while tile j is computed
-    vector_loads: bool = True  # 16-byte loads/stores (False: four 4-byte ones; an ablation)
-    unroll: int = 1  # steps of the S and O loops per loop trip (1, 2, 4)
-
-    @property
-    def block_rows(self) -> int:
-        return self.nty * self.tm
-
-    @property
-    def block_cols(self) -> int:
-        return self.ntx * self.tn
-
-    @property
-    def threads(self) -> int:
-        return self.nty * self.ntx
-
-    @property
-    def register_cap(self) -> int | None:
-        """max_registers, or the most a block of this size can have (64K registers per SM)."""
-        if self.max_registers is not None:
-            return self.max_registers
-        return 65536 // self.threads if self.threads > 256 else None
-
-    @property
-    def o_groups(self) -> int:
-        """float4 groups of output columns per thread: d / (4·NTX)."""
-        return self.head_dim // (4 * self.ntx)
-
-    # shared-memory layout, in floats (every offset and stride a multiple of 4: 16-byte aligned)
-    @property
-    def q_stride(self):
-        return self.head_dim + 4
-
-    @property
-    def k_stride(self):
-        return self.head_dim + 4
-
-    @property
-    def v_stride(self):
-        return self.head_dim
-
-    @property
-    def p_stride(self):
-        """Bc rounded up to NTX (mod 32): the 32/NTX row groups of a warp store P into disjoint banks."""
-        return self.block_cols + (self.ntx - self.block_cols) % 32
-
-    @property
-    def r_stride(self):
-        return self.ntx
-
-    def offsets(self):
-        q = 0
-        k = q + self.block_rows * self.q_stride
-        v = k + self.block_cols * self.k_stride
-        p = v + self.block_cols * self.v_stride
-        r = p + self.block_rows * self.p_stride
-        end = r + self.block_rows * self.r_stride
-        return q, k, v, p, r, end
-
-    @property
-    def smem_bytes(self) -> int:
-        return self.offsets()[-1] * ITEMSIZE
-
-    def check(self) -> "FastConfig":
-        d = self.head_dim
-        if self.max_registers is not None and not (isinstance(self.max_registers, int) and 32 <= self.max_registers <= 255):
-            raise ValueError(f"max_registers must be None or an int in [32, 255]; got {self.max_registers!r}")
-        for name in ("head_dim", "tm", "tn", "ntx", "nty"):
-            x = getattr(self, name)
-            if not isinstance(x, (int, np.integer)) or isinstance(x, bool) or x < 1:
-                raise ValueError(f"{name} must be a positive integer; got {x!r}")
-        if self.ntx not in (4, 8, 16, 32):
-            raise ValueError(f"ntx must be 4, 8, 16 or 32 (threads sharing a row sit in one warp); got {self.ntx}")
-        if d % (4 * self.ntx):
-            raise ValueError(f"head_dim={d} must be a multiple of 4*ntx={4 * self.ntx} (float4 output columns)")
-        if self.threads > MAX_THREADS_PER_BLOCK:
-            raise ValueError(f"ntx*nty={self.threads} threads per block; at most {MAX_THREADS_PER_BLOCK}")
-        if self.block_cols % 4:
-            raise ValueError(f"block_cols = ntx*tn = {self.block_cols} must be a multiple of 4")
-        if self.unroll not in (1, 2, 4) or (d // 4) % self.unroll or (self.block_cols // 4) % self.unroll:
-            raise ValueError(f"unroll={self.unroll} must be 1, 2 or 4 and divide head_dim/4 and block_cols/4")
-        rows_per_pass = self.threads // (d // 4) if self.threads % (d // 4) == 0 else 0
-        if not rows_per_pass or self.block_rows % rows_per_pass or self.block_cols % rows_per_pass:
-            raise ValueError(f"tile copies: threads={self.threads} must be a multiple of head_dim/4={d // 4}, and "
-                             f"block_rows={self.block_rows}, block_cols={self.block_cols} multiples of "
-                             f"threads/(head_dim/4)")
-        if self.smem_bytes > SHARED_OPTIN_LIMIT_BYTES:
-            raise ValueError(f"config {self} needs {self.smem_bytes} bytes of shared memory; "
-                             f"at most {SHARED_OPTIN_LIMIT_BYTES}")
-        return self
-
-
-def default_config(head_dim: int) -> FastConfig:
-    """The configuration the H200 tuning runs chose (docs/performance.md; simlib's fa2_fast mirrors
-    the tile and thread shape).
-
-    d = 64 (and d = 16, 32): 32×8 threads, TM×TN = 4×8 → Br = 128, Bc = 64, plain loads, 4 steps per
-    loop trip. d a multiple of 64 above 64 (128): 16×16 threads, TM×TN = 8×4 → Br = 128, Bc = 64,
-    cp.async copies, 2 steps per loop trip.
-    """
-    if head_dim % 64 == 0 and head_dim > 64:
-        return FastConfig(head_dim, tm=8, tn=4, ntx=16, nty=16, async_copy=True, unroll=2).check()
-    ntx = 8
-    while ntx > 4 and head_dim % (4 * ntx):
-        ntx //= 2
-    return FastConfig(head_dim, tm=4, tn=8, ntx=ntx, nty=32, async_copy=False, unroll=4).check()
 
 
 # --- 16-byte loads and stores ---------------------------------------------------------------------
@@ -208,7 +92,7 @@ def _cp_nop():
     pass
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _async_intrinsics():
     """cp.async (compute capability ≥ 8.0): 16-byte global→shared copies that bypass registers.
 
@@ -254,13 +138,13 @@ def _async_intrinsics():
     return cp_async16, _plain("cp.async.commit_group;"), _plain("cp.async.wait_group 1;")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _scalar_device_functions():
     """ld4/st4 as four 4-byte accesses (numba's own indexing): the ablation of the vector loads."""
     return cuda.jit(device=True, inline=True)(_ld4_py), cuda.jit(device=True, inline=True)(_st4_py)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _vector_intrinsics():
     from llvmlite import ir
     from numba.cuda import types
@@ -307,7 +191,7 @@ def kernel_signature():
     return (a1, a1, a1, a1, a1, types.Array(types.int64, 1, "C"), types.int64)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
     """The kernel as a Python function (the one source), closed over cfg's constants."""
     D, TM, TN, NTX, NTY = cfg.head_dim, cfg.tm, cfg.tn, cfg.ntx, cfg.nty
@@ -507,13 +391,17 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
                 for t4 in range(NTX4):
                     r0_, r1_, r2_, r3_ = ld4(sm, r_base + a * (NTY * RSTR) + 4 * t4)
                     m_new = max(m_new, max(max(r0_, r1_), max(r2_, r3_)))
-                alpha = math.exp2(m_i[a] - m_new)  # 0 on the first block (m = -inf)
+                # While every score of the row so far is −inf (K rows of −inf), exp2(−inf − m_new)
+                # would be NaN: measure from 0 instead, so they give p = 0 and nothing is rescaled
+                # (l and acc are still 0).
+                m_ref = ZERO if m_new == NEG_INF else m_new
+                alpha = math.exp2(m_i[a] - m_ref)  # 0 while m = -inf
                 m_i[a] = m_new
                 l_sum = l_i[a] * alpha
                 for x in range(DX):
                     acc[a, x] *= alpha
                 for b in range(TN):
-                    p = math.exp2(s[a, b] - m_new)
+                    p = math.exp2(s[a, b] - m_ref)
                     l_sum += p
                     sm[p_base + a * (NTY * PSTR) + tx + NTX * b] = p
                 l_i[a] = l_sum
@@ -596,7 +484,7 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
     return fa2_fast
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fast_kernel(cfg: FastConfig, counting: bool):
     """The compiled kernel (a dispatcher) for cfg; on a GPU compiled now, with its signature."""
     sim = simulator_enabled()
@@ -619,7 +507,7 @@ def allow_dynamic_shared(dispatcher, nbytes: int) -> str:
     for the current device, as numba's own ``set_shared_memory_carveout`` does; if that fails, on
     the CUfunction (cuKernelGetFunction + cuFuncSetAttribute) through the cuda-python binding.
     """
-    if nbytes <= 48 * 1024:
+    if nbytes <= STATIC_SHARED_LIMIT_BYTES:
         return "not needed"
     from numba.cuda.cudadrv import driver as drv
 
@@ -651,18 +539,15 @@ class FastResult:
     counts: dict | None = None
 
 
-@dataclass(frozen=True)
-class FastPlan:
+@dataclass(frozen=True, kw_only=True)
+class FastPlan(KernelPlan):
     """Everything a launch needs; built once, launched many times."""
 
-    shape: tuple  # (B, H, N, d)
     config: FastConfig
-    counting: bool
 
     @property
     def grid(self):
-        b, h, n, _ = self.shape
-        return (-(-n // self.config.block_rows), b * h)
+        return (-(-self.workload.nq // self.config.block_rows), self.workload.batch_heads)
 
     @property
     def block(self):
@@ -676,7 +561,8 @@ class FastPlan:
 
     def launch(self, q, k, v, o, lse, counters):
         """Flat (1-D) device arrays: q, k, v, o of B·H·N·d floats, lse of B·H·N; no checks, no sync."""
-        self.kernel()[self.grid, self.block, 0, self.config.smem_bytes](q, k, v, o, lse, counters, self.shape[2])
+        self.kernel()[self.grid, self.block, 0, self.config.smem_bytes](q, k, v, o, lse, counters,
+                                                                         self.workload.seq_len)
 
 
 _SMEM_SET = set()
@@ -690,16 +576,19 @@ def _ensure_smem(disp, nbytes):
 
 
 def resolve_config(head_dim: int, config: FastConfig | None = None) -> FastConfig:
-    cfg = default_config(head_dim) if config is None else config
+    cfg = fast_default_config(head_dim) if config is None else config
     if cfg.head_dim != head_dim:
         raise ValueError(f"config.head_dim={cfg.head_dim} does not match the inputs' head_dim={head_dim}")
     return cfg.check()
 
 
+def fast_plan(workload: Workload, config: FastConfig | None = None, counting=False) -> FastPlan:
+    """The plan for an fp32 self-attention workload (the fast kernel has no GQA, N_q ≠ N_k or mask)."""
+    return FastPlan(workload=workload, config=resolve_config(workload.head_dim, config), counting=bool(counting))
+
+
 def plan_fast(q, k, v, *, config: FastConfig | None = None, counting=False) -> FastPlan:
-    shape = check_qkv(q, k, v)
-    cfg = resolve_config(shape.head_dim, config)
-    return FastPlan((shape.batch, shape.heads, shape.seq_len, shape.head_dim), cfg, bool(counting))
+    return fast_plan(check_qkv(q, k, v), config, counting)
 
 
 def run_fast(q, k, v, *, config: FastConfig | None = None, count=False) -> FastResult:
@@ -708,7 +597,8 @@ def run_fast(q, k, v, *, config: FastConfig | None = None, count=False) -> FastR
     Outputs are poisoned with NaN before the launch.
     """
     plan = plan_fast(q, k, v, config=config, counting=count)
-    b, h, n, d = plan.shape
+    w = plan.workload
+    b, h, n, d = w.batch, w.heads, w.seq_len, w.head_dim
     dq, dk, dv = (cuda.to_device(np.ascontiguousarray(x).reshape(-1)) for x in (q, k, v))
     do = cuda.to_device(np.full(b * h * n * d, np.nan, dtype=np.float32))
     dl = cuda.to_device(np.full(b * h * n, np.nan, dtype=np.float32))

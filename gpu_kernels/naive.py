@@ -33,17 +33,19 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32  # module globals: the CUDA simulator swaps `cuda` in a kernel's globals
 
+from simlib.kernel_layout import MATMUL_B_PAD
+
 from .checks import check_attention_inputs, resolve_naive_params, scale_for, softmax_per_thread
 from .counting import add_counts, counts_from, new_counters, simulator_enabled
 from .flush import flush_counters, jit_named
 from .plan import KernelPlan
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def matmul_kernel(tile: int, trans_b: bool, counting: bool):
     """C = alpha · A · B (trans_b=False, B is k×n) or alpha · A · Bᵀ (trans_b=True, B is n×k)."""
     T = tile
-    T1 = tile + 1  # shapes must be plain constants for numba
+    T1 = tile + MATMUL_B_PAD  # padded Bs rows (simlib.kernel_layout); shapes must be plain constants
     TRANS_B = trans_b
     COUNTING = counting
     ZERO = np.float32(0.0)
@@ -51,8 +53,8 @@ def matmul_kernel(tile: int, trans_b: bool, counting: bool):
     def matmul(a, b, c, alpha, counters):
         # a: (B·H, m, k); b: (B·H_kv, k, n) or (B·H_kv, n, k) if TRANS_B; c: (B·H, m, n)
         As = cuda.shared.array((T, T), float32)
-        # One float of padding: the transposed store below writes a column of Bs, and a row
-        # stride of T+1 floats puts those writes in different banks.
+        # Padded rows: the transposed store below writes a column of Bs, and a row stride of
+        # T+1 floats puts those writes in different banks.
         Bs = cuda.shared.array((T, T1), float32)
         tx = cuda.threadIdx.x
         ty = cuda.threadIdx.y
@@ -116,7 +118,7 @@ def matmul_kernel(tile: int, trans_b: bool, counting: bool):
     ))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def softmax_kernel(threads: int, per_thread: int, counting: bool, causal: bool = False):
     """Row softmax, one block of ``threads`` threads per row, ⌈N_k/t⌉ elements per thread."""
     TPB = threads
@@ -236,18 +238,18 @@ class NaivePlan(KernelPlan):
 
     def kernels(self):
         t, ts, cnt = self.matmul_tile, self.softmax_threads, self.counting
-        per = softmax_per_thread(self.shape[2], ts)
+        per = softmax_per_thread(self.workload.nk, ts)
         return (matmul_kernel(t, True, cnt), softmax_kernel(ts, per, cnt, self.causal),
                 matmul_kernel(t, False, cnt))
 
     def grids(self):
-        b, h, nk, d = self.shape
-        nq = self.nq
+        w = self.workload
+        nq, nk, d, bh = w.nq, w.nk, w.head_dim, w.batch_heads
         t = self.matmul_tile
         return (
-            ((-(-nk // t), -(-nq // t), b * h), (t, t)),  # S = Q Kᵀ: N_q×N_k output
-            ((nq, b * h), (self.softmax_threads,)),  # one block per row
-            ((-(-d // t), -(-nq // t), b * h), (t, t)),  # O = P V: N_q×d output
+            ((-(-nk // t), -(-nq // t), bh), (t, t)),  # S = Q Kᵀ: N_q×N_k output
+            ((nq, bh), (self.softmax_threads,)),  # one block per row
+            ((-(-d // t), -(-nq // t), bh), (t, t)),  # O = P V: N_q×d output
         )
 
     def launch(self, q, k, v, s, p, o, counters):
@@ -259,18 +261,16 @@ class NaivePlan(KernelPlan):
         """
         qk, sm, pv = self.kernels()
         (g1, b1), (g2, b2), (g3, b3) = self.grids()
-        scale = scale_for(self.shape[3])
+        scale = scale_for(self.workload.head_dim)
         qk[g1, b1](q, k, s, scale, counters[0])
         sm[g2, b2](s, p, counters[1])
         pv[g3, b3](p, v, o, np.float32(1.0), counters[2])
 
 
 def plan_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, counting=False, causal=False) -> NaivePlan:
-    shape = check_attention_inputs(q, k, v, causal=causal)
-    t, ts = resolve_naive_params(shape, matmul_tile, softmax_threads, simulator=simulator_enabled())
-    return NaivePlan(shape=(shape.batch, shape.heads, shape.seq_len, shape.head_dim), matmul_tile=t,
-                     softmax_threads=ts, counting=bool(counting), causal=bool(causal), kv_heads=shape.kv_heads,
-                     query_len=shape.query_len)
+    workload = check_attention_inputs(q, k, v, causal=causal)
+    t, ts = resolve_naive_params(workload, matmul_tile, softmax_threads, simulator=simulator_enabled())
+    return NaivePlan(workload=workload, matmul_tile=t, softmax_threads=ts, counting=bool(counting))
 
 
 def run_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, count=False, causal=False) -> NaiveResult:
@@ -283,13 +283,11 @@ def run_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, count=False, c
     """
     plan = plan_naive(q, k, v, matmul_tile=matmul_tile, softmax_threads=softmax_threads, counting=count,
                       causal=causal)
-    b, h, n, d = plan.shape
-    nq = plan.nq
-    hkv = plan.n_kv_heads
-    bh = b * h
+    w = plan.workload
+    bh, bkv, nq, n, d = w.batch_heads, w.batch * w.n_kv_heads, w.nq, w.nk, w.head_dim
     dq = cuda.to_device(np.ascontiguousarray(q).reshape(bh, nq, d))
-    dk = cuda.to_device(np.ascontiguousarray(k).reshape(b * hkv, n, d))
-    dv = cuda.to_device(np.ascontiguousarray(v).reshape(b * hkv, n, d))
+    dk = cuda.to_device(np.ascontiguousarray(k).reshape(bkv, n, d))
+    dv = cuda.to_device(np.ascontiguousarray(v).reshape(bkv, n, d))
     ds = cuda.to_device(np.full((bh, nq, n), np.nan, dtype=np.float32))
     dp = cuda.to_device(np.full((bh, nq, n), np.nan, dtype=np.float32))
     do = cuda.to_device(np.full((bh, nq, d), np.nan, dtype=np.float32))
@@ -298,7 +296,7 @@ def run_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, count=False, c
     if not simulator_enabled():
         cuda.synchronize()
     result = NaiveResult(
-        o=do.copy_to_host().reshape(b, h, nq, d),
+        o=do.copy_to_host().reshape(w.batch, w.heads, nq, d),
         matmul_tile=plan.matmul_tile,
         softmax_threads=plan.softmax_threads,
     )

@@ -1,28 +1,25 @@
-"""What every kernel launch plan shares: the problem shape, the build (counting, causal) and the
-attention variant (GQA's K/V heads, fewer queries than keys).
+"""What every kernel launch plan shares: the workload (simlib's fp32 ``Workload``: shape, GQA's K/V
+heads, fewer queries than keys, causal) and the build (counting or timing).
 
-``naive.NaivePlan`` and ``tiled.TiledPlan`` add their mapping (matmul tile and softmax threads;
-Br and Bc). Plans are frozen and keyword-only: built once from checked inputs, launched many times.
-Worked example: shape (1, 16, 4096, 64) with query_len None has nq = 4096.
+``naive.NaivePlan``, ``tiled.TiledPlan`` and ``fast.FastPlan`` add their mapping (matmul tile and
+softmax threads; Br and Bc; the fast kernel's config). Plans are frozen and keyword-only: built
+once from checked inputs, launched many times.
+Worked example: Workload(seq_len=4096, head_dim=64, heads=16, dtype="fp32") has nq = 4096 and
+batch_heads = 16.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simlib.workload import Workload
+
 
 @dataclass(frozen=True, kw_only=True)
 class KernelPlan:
-    shape: tuple  # (B, H, N, d), N = N_k
+    workload: Workload  # fp32; seq_len = N_k, query_len = N_q (None: N_k), kv_heads (None: H), causal
     counting: bool = False
-    causal: bool = False
-    kv_heads: int | None = None  # H_kv; None: H (multi-head)
-    query_len: int | None = None  # N_q; None: N
 
     @property
-    def nq(self):
-        return self.shape[2] if self.query_len is None else self.query_len
-
-    @property
-    def n_kv_heads(self):
-        return self.shape[1] if self.kv_heads is None else self.kv_heads
+    def causal(self) -> bool:
+        return self.workload.causal

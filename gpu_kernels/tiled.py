@@ -10,7 +10,7 @@ Mapping (the simplest one that shows the algorithm, as in tspeterkim/flash-atten
 
     grid   = (Tr, B·H)        one thread block per (query block i, batch·head)
     block  = (Br,)            one thread per query row of the block
-    shared = Qs[Br, d + 4], Ks[Bc, d], Vs[Bc, d], Ss[Br, Bc + 1]   (row padding: _pad)
+    shared = Qs[Br, d + 4], Ks[Bc, d], Vs[Bc, d], Ss[Br, Bc + 1]   (padding: simlib.kernel_layout)
     per-thread registers: m, l, and the output row O_acc[d] (a local array)
 
 The arithmetic, and therefore the SRAM counts, follow docs/COUNTING.md §fa2 exactly:
@@ -42,40 +42,16 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32  # module globals: the CUDA simulator swaps `cuda` in a kernel's globals
 
-from .checks import ITEMSIZE, SHARED_LIMIT_BYTES, check_attention_inputs, resolve_tiled_blocks, scale_for
+from simlib.kernel_layout import tiled_layout
+
+from .checks import check_attention_inputs, resolve_tiled_blocks, scale_for
 from .counting import counts_from, new_counters, simulator_enabled
 from .flush import flush_counters, jit_named
 from .plan import KernelPlan
 from .timers import block_clocks
 
 
-#: Padding of a Qs row, in floats: keeps rows 16-byte aligned (so the compiler can read Q with
-#: 16-byte LDS.128 loads) and puts the 8 rows read by a quarter-warp in 8 different bank groups.
-Q_PAD = 4
-#: Padding of an Ss row: an odd row stride puts the 32 rows a warp reads in 32 different banks.
-S_PAD = 1
-
-
-def _pad(block_rows: int, block_cols: int, head_dim: int) -> int:
-    """1 if the padded Qs and Ss rows still fit in 48 KiB, else 0 (no padding).
-
-    Thread t reads row t of Qs and Ss. With a row length that is a multiple of 32 floats, all 32
-    threads of a warp hit the same shared-memory bank (a 32-way conflict). Ss rows get one float
-    more (odd stride: each thread its own bank); Qs rows get four (Q_PAD), because the compiler
-    reads four consecutive Q floats with one 16-byte load, which it does only at a 16-byte aligned
-    address: a quarter-warp's 8 rows then start 4 banks apart and cover all 32. Padding changes
-    no count.
-    """
-    return 1 if padded_shared_bytes(block_rows, block_cols, head_dim) <= SHARED_LIMIT_BYTES else 0
-
-
-def padded_shared_bytes(block_rows: int, block_cols: int, head_dim: int) -> int:
-    """Bytes of Qs, Ks, Vs and Ss with padded rows (Br = 128, Bc = 8, d = 64: 43,520 B)."""
-    br, bc, d = block_rows, block_cols, head_dim
-    return (br * (d + Q_PAD) + 2 * bc * d + br * (bc + S_PAD)) * ITEMSIZE
-
-
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, causal: bool = False,
                trace: bool = False):
     """Compile-time shapes: one kernel per (d, Br, Bc, counting, causal, trace).
@@ -84,8 +60,7 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
     and the GPU clock at its start and end in ``counters[4 + 3·block + 0, 1, 2]`` (block = bh·Tr + i),
     so the caller passes an int64 array of 4 + 3·blocks. Off, the branches vanish like COUNTING's."""
     D, BR, BC = head_dim, block_rows, block_cols
-    PAD = _pad(BR, BC, D)
-    QS_COLS, SS_COLS = D + Q_PAD * PAD, BC + S_PAD * PAD  # shapes must be plain constants for numba
+    QS_COLS, SS_COLS = tiled_layout(BR, BC, D)  # padded rows (simlib.kernel_layout); plain constants for numba
     COUNTING = counting
     CAUSAL = causal  # a closure constant like COUNTING: `if CAUSAL:` vanishes from the plain build
     TRACE = trace
@@ -156,7 +131,7 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
             idx += BR
 
         m = NEG_INF  # running max of this row's scores
-        l = ZERO  # running sum of exp(score - m)
+        l = ZERO  # running sum of exp(score - m)  # noqa: E741 (the paper's name)
         for x in range(D):
             O_acc[x] = ZERO
 
@@ -193,8 +168,6 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
                     if CAUSAL:
                         # A visited tile is computed whole (the dot product above is done and
                         # counted); a key beyond my reach gets score −∞, so exp() makes it 0 below.
-                        # No NaN: tile 0 holds key 0, which every row may see (off >= 0), so m is
-                        # finite after it, and exp(−inf − m) = 0 from then on.
                         if k_start + cc > reach:
                             s = NEG_INF
                     Ss[tid, cc] = s
@@ -202,11 +175,16 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
                         n_sw += 1
                     m_new = max(m_new, s)
 
+                # While every score seen so far is −∞ (K rows of −∞, or keys masked away), m_new is
+                # −∞ and exp(−∞ − m_new) would be NaN: measure from 0 instead, so those scores give
+                # p = 0 and the (still zero) sum and output are left as they are.
+                m_ref = ZERO if m_new == NEG_INF else m_new
+
                 # P̃_ij = exp(S_ij − m_new), written over S (nobody needs S again).
                 row_sum = ZERO
                 cc = 0
                 while cc < c:
-                    p = float32(math.exp(Ss[tid, cc] - m_new))
+                    p = float32(math.exp(Ss[tid, cc] - m_ref))
                     Ss[tid, cc] = p
                     if COUNTING:
                         n_sr += 1
@@ -215,9 +193,9 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
                     cc += 1
 
                 # Online softmax: the old sum and output were scaled by exp(-m); rescale them to
-                # exp(-m_new). For j = 0, m = -inf and alpha = 0 (l and O_acc are 0 anyway).
-                alpha = float32(math.exp(m - m_new))
-                l = alpha * l + row_sum
+                # exp(-m_new). While m = -inf, alpha = 0 (l and O_acc are 0 anyway).
+                alpha = float32(math.exp(m - m_ref))
+                l = alpha * l + row_sum  # noqa: E741
                 for x in range(D):
                     O_acc[x] *= alpha
 
@@ -273,15 +251,15 @@ class TiledPlan(KernelPlan):
 
     @property
     def grid(self):
-        b, h, _, _ = self.shape
-        return (-(-self.nq // self.block_rows), b * h)
+        return (-(-self.workload.nq // self.block_rows), self.workload.batch_heads)
 
     @property
     def block(self):
         return (self.block_rows,)
 
     def kernel(self):
-        return fa2_kernel(self.shape[3], self.block_rows, self.block_cols, self.counting, self.causal, self.trace)
+        return fa2_kernel(self.workload.head_dim, self.block_rows, self.block_cols, self.counting, self.causal,
+                          self.trace)
 
     def launch(self, q, k, v, o, lse, counters):
         """Device arrays viewed as q, o (B·H, N_q, d), k, v (B·H_kv, N, d), lse (B·H, N_q); no
@@ -290,10 +268,9 @@ class TiledPlan(KernelPlan):
 
 
 def plan_tiled(q, k, v, *, block_rows=None, block_cols=None, counting=False, causal=False) -> TiledPlan:
-    shape = check_attention_inputs(q, k, v, causal=causal)
-    br, bc = resolve_tiled_blocks(shape, block_rows, block_cols)
-    return TiledPlan(shape=(shape.batch, shape.heads, shape.seq_len, shape.head_dim), block_rows=br, block_cols=bc,
-                     counting=bool(counting), causal=bool(causal), kv_heads=shape.kv_heads, query_len=shape.query_len)
+    workload = check_attention_inputs(q, k, v, causal=causal)
+    br, bc = resolve_tiled_blocks(workload, block_rows, block_cols)
+    return TiledPlan(workload=workload, block_rows=br, block_cols=bc, counting=bool(counting))
 
 
 def run_tiled(q, k, v, *, block_rows=None, block_cols=None, count=False, causal=False) -> TiledResult:
@@ -305,21 +282,20 @@ def run_tiled(q, k, v, *, block_rows=None, block_cols=None, count=False, causal=
     shows up as NaN.
     """
     plan = plan_tiled(q, k, v, block_rows=block_rows, block_cols=block_cols, counting=count, causal=causal)
-    b, h, n, d = plan.shape
-    nq = plan.nq
-    hkv = plan.n_kv_heads
-    dq = cuda.to_device(np.ascontiguousarray(q).reshape(b * h, nq, d))
-    dk = cuda.to_device(np.ascontiguousarray(k).reshape(b * hkv, n, d))
-    dv = cuda.to_device(np.ascontiguousarray(v).reshape(b * hkv, n, d))
-    do = cuda.to_device(np.full((b * h, nq, d), np.nan, dtype=np.float32))
-    dl = cuda.to_device(np.full((b * h, nq), np.nan, dtype=np.float32))
+    w = plan.workload
+    bh, bkv, nq, n, d = w.batch_heads, w.batch * w.n_kv_heads, w.nq, w.nk, w.head_dim
+    dq = cuda.to_device(np.ascontiguousarray(q).reshape(bh, nq, d))
+    dk = cuda.to_device(np.ascontiguousarray(k).reshape(bkv, n, d))
+    dv = cuda.to_device(np.ascontiguousarray(v).reshape(bkv, n, d))
+    do = cuda.to_device(np.full((bh, nq, d), np.nan, dtype=np.float32))
+    dl = cuda.to_device(np.full((bh, nq), np.nan, dtype=np.float32))
     counters = new_counters()
     plan.launch(dq, dk, dv, do, dl, counters)
     if not simulator_enabled():
         cuda.synchronize()
     return TiledResult(
-        o=do.copy_to_host().reshape(b, h, nq, d),
-        lse=dl.copy_to_host().reshape(b, h, nq),
+        o=do.copy_to_host().reshape(w.batch, w.heads, nq, d),
+        lse=dl.copy_to_host().reshape(w.batch, w.heads, nq),
         block_rows=plan.block_rows,
         block_cols=plan.block_cols,
         counts=counts_from(counters) if count else None,

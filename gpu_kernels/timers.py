@@ -20,7 +20,7 @@ def _now_py():
     return time.perf_counter_ns()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def block_clocks():
     """(smid(), now()) device functions returning int64: this block's SM, the time in ns."""
     if simulator_enabled():

@@ -26,3 +26,18 @@ def test_environment_yml_matches_pyproject():
         elif not dep.startswith(("python", "pip")):
             listed.add(_norm(dep))
     assert listed == wanted
+
+
+def test_gpu_compile_path_imports_with_the_installed_numpy():
+    """numba-cuda's array lowering (the module every kernel compile for a real GPU goes through)
+    imports with this numpy. numba-cuda 0.30 registers `np.row_stack` there at import time, which
+    numpy 2.5 removed: every CPU test would still pass on the simulator, but no kernel would compile
+    on the GPU. Imported in a fresh process with the simulator off, as a GPU run does."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    p = subprocess.run([sys.executable, "-c", "import numba.cuda.np.arrayobj"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert p.returncode == 0, f"numba.cuda.np.arrayobj does not import with this numpy:\n{p.stderr[-1500:]}"

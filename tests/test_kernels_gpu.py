@@ -27,7 +27,7 @@ def _case(b, h, n, d, seed):
 
 
 def _simlib(kernel, b, h, n, d, **params):
-    from gpu_kernels.model import simlib_prediction
+    from gpu_kernels.prediction import simlib_prediction
 
     return simlib_prediction(kernel, b, h, n, d, **params)
 
@@ -136,7 +136,8 @@ def test_causal_timing_builds_have_no_atomics_and_no_float64():
     from numba import cuda, types
 
     from gpu_kernels.asm import summarize_ptx
-    from gpu_kernels.checks import default_blocks, softmax_per_thread
+    from gpu_kernels.checks import softmax_per_thread
+    from simlib.kernel_layout import tiled_default_blocks as default_blocks
     from gpu_kernels.naive import softmax_kernel
     from gpu_kernels.tiled import fa2_kernel
 

@@ -6,6 +6,7 @@ tests/conftest.py switches the simulator on before numba is imported. Configs ar
 simulator runs one Python thread per CUDA thread.
 """
 
+import hashlib
 import json
 import math
 import os
@@ -15,8 +16,9 @@ import sys
 import numpy as np
 import pytest
 
-from gpu_kernels import attention_reference, default_blocks, random_qkv, rel_error, run_naive, run_tiled
+from gpu_kernels import attention_reference, random_qkv, rel_error, run_naive, run_tiled
 from gpu_kernels.counting import COUNT_KEYS
+from simlib.kernel_layout import tiled_default_blocks
 from simlib import Workload, count
 from kernel_helpers import REPO, TOL, sim_only, ceil_div, lse_error, run_cli
 
@@ -79,20 +81,12 @@ def test_tiled_matches_reference_and_model(b, h, n, d, br, bc):
     np.testing.assert_array_equal(plain.o, counted.o)
     eff_br, eff_bc = counted.block_rows, counted.block_cols
     if br is None:
-        assert (eff_br, eff_bc) == default_blocks(n, d)
+        assert (eff_br, eff_bc) == tiled_default_blocks(n, d)
     else:
         assert (eff_br, eff_bc) == (min(br, n), min(bc, n))
     assert counted.counts == simlib_counts("fa2", b, h, n, d, block_rows=eff_br, block_cols=eff_bc)
     assert counted.counts == fa2_closed_form(b, h, n, d, eff_br, eff_bc)
     assert plain.counts is None
-
-
-def test_tiled_default_tiles_are_simlibs():
-    for d in (16, 32, 64, 96, 128):
-        for n in (1, 20, 100, 4096, 32768):
-            r = count("fa2", Workload(seq_len=n, head_dim=d, dtype="fp32"), sram_bytes=48 * 1024)
-            assert default_blocks(n, d) == (r.block_rows, r.block_cols)
-    assert default_blocks(4096, 64) == (48, 48)
 
 
 def large_logit_tol(q, k, v):
@@ -253,17 +247,21 @@ def test_import_does_not_load_numba():
     assert p.stdout.strip() == "False"
 
 
-def test_cli_without_gpu_says_so():
+def test_cli_without_gpu_says_so(tmp_path):
     probe = subprocess.run([sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
                            capture_output=True, text=True, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"})
     if probe.stdout.strip() == "True":
         pytest.skip("a real GPU is present")
-    for args in (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], ["bench"], ["profile"]):
+    out = str(tmp_path / "out")
+    gpu_only = [["bench", "--out", out], ["compare", "--out", out], ["tune", "--out", out], ["ncu", "--out", out],
+                ["profile", "--out", out], ["asm"], ["launch", "--specs", "fast:64:64"]]
+    for args in (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], *gpu_only):
         p = run_cli(args)
         assert p.returncode == 2
         assert p.stdout == ""
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and "no CUDA GPU" in lines[0], p.stderr
+        assert not os.path.exists(out)  # nothing created before the GPU check
     assert "--simulate" in run_cli(["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16"]).stderr
 
 
@@ -281,8 +279,21 @@ def test_cli_without_gpu_says_so():
     (["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16", "--block-rows", "4",
       "--simulate"], "--block-rows"),
     (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16", "--seed", "-1", "--simulate"], "--seed"),
-    (["bench", "--seq-lens", "a,b"], "--seq-lens"),
-    (["bench", "--kernels", "tiled,flash"], "--kernels"),
+    (["bench", "--out", "x", "--seq-lens", "a,b"], "--seq-lens"),
+    (["bench", "--out", "build", "--variants", "numba_tiled,flash"], "--variants"),
+    (["compare", "--out", "build", "--configs", "{bad"], "--configs"),
+    (["compare", "--out", "build", "--configs", '{"64": {"ntx": 3}}'], "ntx"),
+    (["compare", "--out", "build", "--tuned", "missing.json"], "--tuned"),
+    (["bench"], "--out"),
+    (["bench", "--out", "README.md"], "--out"),
+    (["bench", "--out", "README.md/sub"], "--out"),
+    (["bench", "--out", ""], "--out"),
+    (["bench", "--out", "build", "--run-id", "../x"], "--run-id"),
+    (["asm", "--json", "gpu_kernels"], "--json"),
+    (["asm", "--json", "no/such/folder/x.json"], "--json"),
+    (["profile", "--out", "build", "--kernels", "fast"], "--kernels"),
+    (["model-vs-ncu", "--out", "gpu_kernels"], "--out"),
+    (["model-vs-ncu", "--profile", "missing.csv", "--out", "build/x.csv"], "--profile"),
     (["frobnicate"], "frobnicate"),
     ([], "required"),
 ])
@@ -326,13 +337,13 @@ print("==PROF== Disconnected from process 1")
 
 
 def test_profile_pipeline_with_stand_in_ncu(tmp_path, monkeypatch):
-    from gpu_kernels.profile import run_profile
+    from gpu_kernels.measure.ncu_profile import run_profile
 
     ncu = tmp_path / "ncu"
     ncu.write_text(FAKE_NCU.format(python=sys.executable))
     ncu.chmod(0o755)
     monkeypatch.setenv("PYTHONPATH", REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    csv_path, json_path = run_profile(out_dir=str(tmp_path), tag="sim", seq_lens=[8], head_dims=[16], batch=1,
+    csv_path = run_profile(out_dir=str(tmp_path), tag="sim", seq_lens=[8], head_dims=[16], batch=1,
                                       heads=1, kernels=["tiled", "naive"], ncu=str(ncu), timeout_s=120,
                                       progress=False)
     import csv as _csv
@@ -350,5 +361,34 @@ def test_profile_pipeline_with_stand_in_ncu(tmp_path, monkeypatch):
             assert int(tot[(kern, f"counted_{key}")]["value"]) == pred[key]
     launches = {r["launch"] for r in rows if r["kernel"] == "naive"}
     assert launches == {"qk", "softmax", "pv", "total"}
-    meta = json.load(open(json_path))
+    meta = json.load(open(csv_path + ".provenance.json"))
     assert meta["ncu_version"].endswith("(fake)") and all("error" not in r for r in meta["runs"])
+    assert meta["sha256"] == hashlib.sha256(open(csv_path, "rb").read()).hexdigest() and meta["run_id"]
+
+
+# --- a whole first K/V tile scoring −∞ (issue: NaN from the online softmax) ---------------------
+
+def minus_inf_first_keys(n, d, rows, seed=3):
+    """Q with positive entries and the first `rows` K rows −∞: those keys score −∞ for every query
+    (a sum of positive × −∞), the others are finite, so the float64 softmax is finite."""
+    q, k, v = random_qkv(1, 2, n, d, seed=seed)
+    q = np.abs(q)
+    k[:, :, :rows] = -np.inf
+    return q, k, v
+
+
+def test_tiled_first_tile_of_minus_inf_scores_is_finite():
+    q, k, v = minus_inf_first_keys(12, 16, rows=4)
+    ref_o, ref_lse = attention_reference(q, k, v)
+    assert np.isfinite(ref_o).all() and np.isfinite(ref_lse).all()
+    counted = run_tiled(q, k, v, block_rows=4, block_cols=4, count=True)  # tile 0 is all −∞
+    assert rel_error(counted.o, ref_o) < TOL
+    assert lse_error(counted.lse, ref_lse) < TOL
+    # the fix moves no data: counts are those of ordinary inputs (simlib's)
+    assert counted.counts == simlib_counts("fa2", 1, 2, 12, 16, block_rows=4, block_cols=4)
+
+
+def test_naive_first_keys_of_minus_inf_scores_is_finite():
+    q, k, v = minus_inf_first_keys(12, 16, rows=4)
+    res = run_naive(q, k, v, matmul_tile=4, softmax_threads=4)
+    assert rel_error(res.o, attention_reference(q, k, v)[0]) < TOL

@@ -248,12 +248,13 @@ def test_variant_input_checks(runner):
 
 def test_strict_check_qkv_is_unchanged():
     """check_qkv (the fast kernel's check) still wants three equal shapes."""
-    from gpu_kernels.checks import Shape, check_attention_inputs, check_qkv
+    from gpu_kernels.checks import check_attention_inputs, check_qkv
 
     with pytest.raises(ValueError, match="q, k, v must have the same shape"):
         check_qkv(_arr(1, 4, 8, 16), _arr(1, 2, 8, 16), _arr(1, 2, 8, 16))
-    assert check_qkv(*[_arr(1, 2, 8, 16)] * 3) == Shape(1, 2, 8, 16)
-    assert check_attention_inputs(*[_arr(1, 2, 8, 16)] * 3) == Shape(1, 2, 8, 16)
+    plain = Workload(seq_len=8, head_dim=16, batch=1, heads=2, dtype="fp32")
+    assert check_qkv(*[_arr(1, 2, 8, 16)] * 3) == plain
+    assert check_attention_inputs(*[_arr(1, 2, 8, 16)] * 3) == plain
     s = check_attention_inputs(_arr(1, 4, 5, 16), _arr(1, 2, 8, 16), _arr(1, 2, 8, 16), causal=True)
     assert (s.kv_heads, s.query_len, s.nq, s.nk, s.group) == (2, 5, 5, 8, 2)
 

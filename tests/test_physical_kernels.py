@@ -10,8 +10,10 @@ import pandas as pd
 import pytest
 
 from simlib import Workload, count, load_preset
+from simlib.kernel_layout import tiled_shared_bytes
 from simlib.physical import kernels as K
-from simlib.physical.compare import OUT_CSV, PROFILE_CSV, compare
+from simlib.physical.l2 import l2_partition_factor
+from simlib.physical.model_vs_ncu import OUT_CSV, PROFILE_CSV, compare
 from simlib.physical.occupancy import blocks_per_sm
 
 H200 = load_preset("h200")
@@ -185,7 +187,7 @@ def test_occupancy_by_hand():
     # tiled d=64: 48 threads (2 warps), 128 registers -> 2 × 4096 = 8192 per block -> 8 blocks;
     # shared (48·68 + 2·48·64 + 48·49)·4 = 47040 B (ptxas says the same) + 1 KiB reserved ->
     # 233472 // 48064 = 4. Four blocks.
-    assert blocks_per_sm(48, 128, K.tiled_shared_bytes(48, 48, 64)) == 4
+    assert blocks_per_sm(48, 128, tiled_shared_bytes(48, 48, 64)) == 4
     # softmax t=128: 34 registers -> 34·32 = 1088, rounded up to 1280 per warp, 5120 per block:
     # 65536 // 5120 = 12 blocks (48 warps: the 72.5 % warps active ncu saw); 109 -> 3584 per warp,
     # 4 blocks (16 warps, 25 %)
@@ -197,16 +199,8 @@ def test_occupancy_by_hand():
 
 def test_l2_partition_factor():
     # two partitions, addresses spread evenly: every sector looked up near, half of them also far
-    assert K.l2_partition_factor(2) == 1.5
-    assert K.l2_partition_factor(1) == 1.0
-
-
-def test_padding_rule_matches_the_kernel():
-    from gpu_kernels.tiled import Q_PAD, S_PAD, _pad
-
-    assert (K.TILED_Q_PAD, K.TILED_S_PAD) == (Q_PAD, S_PAD)
-    for br, bc, d in [(48, 48, 64), (24, 24, 128), (4, 4, 8), (64, 64, 64), (32, 96, 32)]:
-        assert K.tiled_pad(br, bc, d) == _pad(br, bc, d)
+    assert l2_partition_factor(2) == 1.5
+    assert l2_partition_factor(1) == 1.0
 
 
 def test_unknown_launch_is_refused():
@@ -242,10 +236,19 @@ def test_targets_in_the_committed_table():
     assert misses["cause"].str.len().gt(20).all()
 
 
-def test_compare_cli_writes_a_file(tmp_path):
-    from simlib.physical.compare import main
+def test_model_vs_ncu_cli_writes_the_table_with_provenance(tmp_path):
+    """`python -m gpu_kernels model-vs-ncu` regenerates the committed table byte for byte, with a
+    sidecar naming the profile it came from; a missing profile is one line, exit 2."""
+    import hashlib
+    import json
+
+    from gpu_kernels.cli import main
 
     out = tmp_path / "mvn.csv"
-    assert main(["--out", str(out)]) == 0
-    assert Path(out).is_file() and not Path(str(out) + ".tmp").exists()
-    assert main(["--profile", str(tmp_path / "missing.csv"), "--out", str(out)]) == 2
+    assert main(["model-vs-ncu", "--out", str(out)]) == 0
+    assert out.read_bytes() == Path(OUT_CSV).read_bytes()
+    side = json.loads(Path(str(out) + ".provenance.json").read_text())
+    assert side["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
+    assert side["profile_sha256"] == hashlib.sha256(Path(PROFILE_CSV).read_bytes()).hexdigest()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mvn.csv", "mvn.csv.provenance.json"]
+    assert main(["model-vs-ncu", "--profile", str(tmp_path / "missing.csv"), "--out", str(out)]) == 2

@@ -24,3 +24,18 @@ def dram_reads_of_rereads(footprint_bytes, reads, reuse_distance_bytes, l2_bytes
     if reads <= 0:
         return 0
     return footprint_bytes if reuse_distance_bytes <= l2_bytes else footprint_bytes * reads
+
+
+#: The H200's L2 is two partitions joined by the "LTC fabric" (NVIDIA A100 and H100 whitepapers:
+#: "the L2 cache is divided into two partitions").
+L2_PARTITIONS = 2
+
+
+def l2_partition_factor(partitions=L2_PARTITIONS):
+    """L2 lookups per L1 request: the near partition always, the far one for the (p−1)/p of the
+    sectors homed there (ncu's lts__t_sectors_srcunit_ltcfabric).
+
+    >>> l2_partition_factor(2)
+    1.5
+    """
+    return 1 + (partitions - 1) / partitions

@@ -1,34 +1,29 @@
 """Model vs Nsight Compute: the physical prediction of every profiled launch next to ncu's number.
 
-    python -m simlib.physical.compare [--profile data/measurements/profile_h200.csv]
-                                      [--out data/measurements/model_vs_ncu_h200.csv]
-
-Reads the recorded profile (never a typed number), predicts each (kernel, launch, N, d) with
-`simlib.physical.kernels.predict` on the H200 preset, and writes one row per metric: model, ncu,
-ratio = model / ncu, whether it is within ±5 %, whether it is one of the issue's targets (DRAM
-reads and L1 global-load sectors at N ≥ 4096), and the cause when a metric misses. The file is
-written to a temporary name and renamed.
+`compare(profile_csv)` reads the recorded profile (never a typed number), predicts each (kernel,
+launch, N, d) with `simlib.physical.kernels.predict` on the H200 preset, and returns one row per
+metric: model, ncu, ratio = model / ncu, whether it is within ±5 %, whether it is one of the targets
+(DRAM reads and L1 global-load sectors at N ≥ 4096), and the cause when a metric misses.
+`python -m gpu_kernels model-vs-ncu` writes it to `model_vs_ncu_h200.csv` with its provenance
+(the profile's run and checksum), atomically.
 """
-import argparse
-import os
-import sys
-from pathlib import Path
-
 from ..hardware import DATA_DIR, load_preset
 from ..workload import Workload
 from . import kernels as K
+from .metrics import REGISTERS
 
-PROFILE_CSV = DATA_DIR / "measurements" / "profile_h200.csv"
-OUT_CSV = DATA_DIR / "measurements" / "model_vs_ncu_h200.csv"
+#: The measurements the lectures read (data/measurements/current/, one file per kind of run).
+CURRENT = DATA_DIR / "measurements" / "current"
+PROFILE_CSV = CURRENT / "profile_h200.csv"
+OUT_CSV = CURRENT / "model_vs_ncu_h200.csv"
 TOLERANCE = 0.05
 TARGET_METRICS = (K.DRAM_READ, K.L1_LD)
 TARGET_MIN_N = 4096
-REGISTERS = "launch__registers_per_thread"
 COLUMNS = ("kernel", "launch", "batch", "heads", "seq_len", "head_dim", "params", "metric", "model",
            "ncu", "ratio", "within_5pct", "target", "cause")
 
 #: Why a metric misses, by (metric, kernel, launch); a cause is written only where the ratio is
-#: outside ±5 %. Evidence for each is in docs/ARCHITECTURE.md ('The physical model').
+#: outside ±5 %. Evidence for each is in docs/L2_INVESTIGATION.md.
 CAUSES = {
     (K.DRAM_WRITE, "*", "*"): "ncu counts write-backs during the kernel only: dirty lines still in L2 "
                               "when it ends (up to 60 MiB) are written later, so ncu is below the bytes written",
@@ -96,31 +91,3 @@ def compare(profile_csv=PROFILE_CSV, hardware_key="h200"):
                 "cause": "" if within else cause_for(metric, kernel, launch),
             })
     return pd.DataFrame(rows, columns=list(COLUMNS))
-
-
-def write(frame, out_csv=OUT_CSV):
-    out_csv = Path(out_csv)
-    tmp = out_csv.with_name(out_csv.name + ".tmp")
-    frame.to_csv(tmp, index=False)
-    os.replace(tmp, out_csv)
-    return out_csv
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m simlib.physical.compare", description=__doc__.split("\n")[0])
-    parser.add_argument("--profile", default=str(PROFILE_CSV))
-    parser.add_argument("--out", default=str(OUT_CSV))
-    args = parser.parse_args(argv)
-    try:
-        frame = compare(args.profile)
-    except (OSError, ValueError, KeyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    path = write(frame, args.out)
-    targets = frame[frame["target"]]
-    print(f"wrote {path} ({len(frame)} rows); targets met: {int(targets['within_5pct'].sum())} of {len(targets)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """Hardware counters from Nsight Compute, per kernel launch, next to the model's and the kernel's counts.
 
-For each kernel, one ``ncu`` process profiles ``gpu_kernels.profile_driver``, which makes one
+For each kernel, one ``ncu`` process profiles ``gpu_kernels.measure.profile_driver``, which makes one
 timing-build launch per shape (three for naive). ncu runs with ``--clock-control none`` (the
 card's clocks are left alone) and ``--cache-control all`` (caches flushed before each replay pass,
 so inputs start in HBM). Recorded per launch and per kernel total (sum over the launches of one
@@ -19,97 +19,27 @@ L2 sector counts (32 B each) are the closer match to the model's "HBM" traffic i
 
 from __future__ import annotations
 
-import csv
-import glob
-import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-from .counting import COUNT_KEYS
-from .provenance import provenance, write_csv_atomic, write_json_atomic
+from simlib.physical.metrics import PROFILE_METRICS
+from simlib.physical.ncu_csv import parse_ncu_csv
 
-METRICS = [
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "lts__t_sectors_op_read.sum",
-    "lts__t_sectors_op_write.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    "launch__registers_per_thread",
-    "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "gpu__time_duration.sum",
-]
+from ..counting import COUNT_KEYS
+from ..device import l2_bytes
+from .ncu import find_ncu
+from .provenance import csv_text, provenance, write_measurement
+
+METRICS = list(PROFILE_METRICS)
 SUMMABLE = [m for m in METRICS if m.endswith(".sum")]
 KERNEL_REGEX = "regex:fa2_forward|matmul_t|softmax_t"
 FIELDS = ["kernel", "launch", "batch", "heads", "seq_len", "head_dim", "params", "metric", "value", "unit",
           "source", "note"]
-L2_FALLBACK_BYTES = 60 * 1024 * 1024
-
-
-def find_ncu(explicit=None):
-    if explicit:
-        return explicit if os.path.exists(explicit) or shutil.which(explicit) else None
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for pattern in ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda*/bin/ncu", "/usr/local/cuda*/nsight-compute*/ncu"):
-        hits = sorted(glob.glob(pattern))
-        if hits:
-            return hits[-1]
-    return None
-
-
-def _to_number(text):
-    t = (text or "").strip().replace(",", "")
-    if not t or t.lower() in ("n/a", "nan"):
-        return None
-    try:
-        return int(t)
-    except ValueError:
-        try:
-            return float(t)
-        except ValueError:
-            return None
-
-
-_SCALE = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
-          "nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
-_BASE_UNIT = {"byte": "byte", "kbyte": "byte", "mbyte": "byte", "gbyte": "byte", "tbyte": "byte",
-              "nsecond": "nsecond", "usecond": "nsecond", "msecond": "nsecond", "second": "nsecond"}
-
-
-def parse_ncu_csv(text: str) -> list[dict]:
-    """ncu --csv --page details output → [{"id", "name", "metrics": {metric: (value, unit)}}] in ID order."""
-    lines = [ln for ln in text.splitlines() if not ln.startswith("==")]
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-    if start is None:
-        return []
-    reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
-    launches = {}
-    for row in reader:
-        try:
-            lid = int(row["ID"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        entry = launches.setdefault(lid, {"id": lid, "name": row.get("Kernel Name", ""), "metrics": {}})
-        metric = row.get("Metric Name", "")
-        value = _to_number(row.get("Metric Value"))
-        unit = (row.get("Metric Unit") or "").strip()
-        if unit.lower() in _SCALE and value is not None:  # normalise to bytes / ns if ncu scaled them
-            value = value * _SCALE[unit.lower()]
-            value = int(round(value)) if float(value).is_integer() else value
-            unit = _BASE_UNIT[unit.lower()]
-        if metric:
-            entry["metrics"][metric] = (value, unit)
-    return [launches[k] for k in sorted(launches)]
 
 
 def _launch_kind(name: str) -> str:
@@ -126,14 +56,14 @@ def _launch_kind(name: str) -> str:
 
 def _counted(kernel, batch, heads, n, d):
     """Per-launch counters of the counting build for the same shape (on the GPU, not under ncu)."""
-    from .reference import random_qkv
+    from ..reference import random_qkv
 
     q, k, v = random_qkv(batch, heads, n, d)
     if kernel == "tiled":
-        from .tiled import run_tiled
+        from ..tiled import run_tiled
 
         return {"fa2": run_tiled(q, k, v, count=True).counts}
-    from .naive import run_naive
+    from ..naive import run_naive
 
     return run_naive(q, k, v, count=True).counts_by_launch
 
@@ -143,7 +73,7 @@ def _ncu_command(ncu, kernel, shapes, batch, heads, manifest, base_units=True):
            "--metrics", ",".join(METRICS), "--kernel-name", KERNEL_REGEX]
     if base_units:
         cmd += ["--print-units", "base"]
-    cmd += [sys.executable, "-m", "gpu_kernels.profile_driver", "--kernel", kernel,
+    cmd += [sys.executable, "-m", "gpu_kernels.measure.profile_driver", "--kernel", kernel,
             "--shapes", ",".join(f"{n}x{d}" for n, d in shapes), "--batch", str(batch), "--heads", str(heads),
             "--manifest", manifest]
     return cmd
@@ -162,12 +92,7 @@ def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096
                                            timeout=60).stdout.strip().splitlines()[-1]
     except Exception as e:
         log["ncu_version"] = f"unknown ({e!r})"
-    try:
-        from numba import cuda
-
-        l2 = int(cuda.get_current_device().L2_CACHE_SIZE)
-    except Exception:
-        l2 = L2_FALLBACK_BYTES
+    l2 = l2_bytes()
 
     env = dict(os.environ)
     pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -263,7 +188,7 @@ def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096
                                      "value": sum(c[key] for c in counted.values()), "unit": "byte",
                                      "source": "kernel counters", "note": ""})
                 try:
-                    from .model import simlib_prediction
+                    from ..prediction import simlib_prediction
 
                     pred = simlib_prediction(kernel, batch, heads, n, d, **params)
                     for key in COUNT_KEYS:
@@ -276,15 +201,14 @@ def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096
 
     log["elapsed_s"] = round(time.monotonic() - t_start, 1)
     csv_path = os.path.join(out_dir, f"profile_{tag}.csv")
-    json_path = os.path.join(out_dir, f"profile_{tag}.provenance.json")
     meta = {
         "what": "Nsight Compute counters per kernel launch (timing build), one launch per shape",
         "ncu_options": "--clock-control none --cache-control all --csv --page details --print-units base",
         "metrics": METRICS, "batch": batch, "heads": heads, "seq_lens": list(seq_lens),
         "head_dims": list(head_dims), "kernels": list(kernels), "l2_bytes": l2, **log,
     }
-    write_json_atomic(json_path, provenance(meta))
     if not rows:
-        raise RuntimeError(f"no profile results; see {json_path}")
-    write_csv_atomic(csv_path, rows, FIELDS)
-    return csv_path, json_path
+        errors = "; ".join(f"{r['kernel']}: {r.get('error', '?')}" for r in log["runs"])
+        raise RuntimeError(f"no profile results ({errors})")
+    write_measurement(csv_path, csv_text(rows, FIELDS), provenance(meta))
+    return csv_path

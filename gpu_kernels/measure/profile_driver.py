@@ -1,6 +1,6 @@
 """The program Nsight Compute profiles: one timing-build launch (or three, naive) per shape.
 
-    python -m gpu_kernels.profile_driver --kernel tiled --shapes 1024x64,4096x128 \
+    python -m gpu_kernels.measure.profile_driver --kernel tiled --shapes 1024x64,4096x128 \
         --batch 1 --heads 4 --manifest launches.json
 
 Nothing is printed to stdout (ncu writes its CSV there); the manifest lists the launches in the
@@ -10,8 +10,8 @@ order they were made, which is the order of ncu's result IDs.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-import warnings
 
 import numpy as np
 
@@ -25,17 +25,15 @@ def main(argv=None):
     p.add_argument("--manifest", required=True)
     args = p.parse_args(argv)
 
-    from numba import cuda
+    from numba import cuda  # the simulator switch is the caller's (ncu's environment)
 
-    try:
-        from numba.core.errors import NumbaPerformanceWarning
+    from simlib.safe_write import write_atomic
 
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
-    except ImportError:  # pragma: no cover
-        pass
-    from .naive import plan_naive
-    from .provenance import write_json_atomic
-    from .tiled import plan_tiled
+    from ..device import silence_performance_warning
+    from ..naive import plan_naive
+    from ..tiled import plan_tiled
+
+    silence_performance_warning()
 
     rng = np.random.default_rng()
     b, h = args.batch, args.heads
@@ -68,7 +66,7 @@ def main(argv=None):
             entry["output_finite"] = finite
         print(f"profiled {args.kernel} N={n} d={d} finite={finite}", file=sys.stderr)
         del dq, dk, dv, do
-    write_json_atomic(args.manifest, launches)
+    write_atomic(args.manifest, json.dumps(launches))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,92 @@
+"""`python -m gpu_kernels` against hostile use: output faults, interrupts, and the provenance writer.
+
+Every case ends in one line on stderr and a non-zero exit, never a traceback; every file written has
+its sidecar (run_id, sha256 of the bytes), mode 0644, and no temporary file is left behind.
+"""
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from gpu_kernels import cli
+from gpu_kernels.measure import provenance as P
+from kernel_helpers import REPO
+
+
+def one_line(text):
+    lines = text.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in text, text
+    return lines[0]
+
+
+def test_write_measurement_pairs_file_and_sidecar(tmp_path):
+    path = str(tmp_path / "bench_x.csv")
+    P.set_run_id("run-test-1")
+    P.write_measurement(path, P.csv_text([{"a": 1, "b": 2}], ["a", "b"]), {"what": "test"})
+    side = json.loads(open(path + ".provenance.json").read())
+    assert open(path).read() == "a,b\n1,2\n"
+    assert side["run_id"] == "run-test-1" and side["what"] == "test"
+    assert side["sha256"] == hashlib.sha256(open(path, "rb").read()).hexdigest()
+    for name in os.listdir(tmp_path):
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o644
+    assert sorted(os.listdir(tmp_path)) == ["bench_x.csv", "bench_x.csv.provenance.json"]
+
+
+def test_failed_write_leaves_no_temporary_file(tmp_path):
+    (tmp_path / "taken").mkdir()  # a directory where the file should go: the rename fails
+    with pytest.raises(OSError):
+        P.write_measurement(str(tmp_path / "taken"), "x\n", {"what": "test"})
+    assert sorted(os.listdir(tmp_path)) == ["taken"]
+
+
+def test_csv_text_refuses_unknown_fields():
+    with pytest.raises(ValueError):
+        P.csv_text([{"a": 1, "c": 3}], ["a", "b"])
+
+
+@pytest.mark.parametrize("folder,message", [("", "empty"), ("README.md", "is a file"),
+                                             ("README.md/sub", "under a file")])
+def test_output_folder_checked_before_work(folder, message):
+    with pytest.raises(ValueError, match=message):
+        P.check_output_dir(os.path.join(REPO, folder) if folder else folder)
+
+
+def test_output_folder_is_not_created_by_the_check(tmp_path):
+    assert P.check_output_dir(str(tmp_path / "a" / "b")) and not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("exc,status,words", [(KeyboardInterrupt, 130, "interrupted"),
+                                              (MemoryError, 1, "out of host memory"),
+                                              (OSError(28, "No space left on device"), 1, "No space left")])
+def test_interrupts_and_faults_are_one_line(monkeypatch, capsys, exc, status, words):
+    def fail(args):
+        raise exc
+
+    monkeypatch.setitem(cli.COMMANDS, "model-vs-ncu", fail)
+    assert cli.main(["model-vs-ncu"]) == status
+    err = capsys.readouterr().err
+    assert words in one_line(err)
+
+
+def test_stdout_to_dev_full(tmp_path):
+    """`> /dev/full`: the report line cannot be written; one line on stderr, exit 1, file complete."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    out = tmp_path / "mvn.csv"
+    env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "gpu_kernels", "model-vs-ncu", "--out", str(out)], stdout=full,
+                           stderr=subprocess.PIPE, text=True, cwd=REPO, env=env, timeout=120)
+    assert p.returncode == 1
+    assert "No space left" in one_line(p.stderr)
+    assert out.is_file() and (tmp_path / "mvn.csv.provenance.json").is_file()
+
+
+def test_run_id_must_be_a_folder_name():
+    for bad in ("", "../x", ".hidden", "a b"):
+        with pytest.raises(ValueError, match="--run-id"):
+            P.set_run_id(bad)
