@@ -50,7 +50,7 @@ from gpu_kernels.measure.manifest import lookup, run_of
 from simlib import Workload, count, load_preset
 from simlib.hardware import DATA_DIR
 from simlib.physical import kernels as K
-from simlib.physical.compare import OUT_CSV, PROFILE_CSV, TARGET_MIN_N, TOLERANCE, compare
+from simlib.physical.model_vs_ncu import OUT_CSV, PROFILE_CSV, TARGET_MIN_N, TOLERANCE, compare
 from simlib.lectures import charts, readers
 
 charts.use_style()
