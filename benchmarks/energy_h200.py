@@ -56,6 +56,11 @@ BATCH_HEADS = {1024: 128, 4096: 32, 16384: 16}
 BF16_TOL, FP32_TOL = 2e-2, 1e-4
 
 
+def only(rows, fields):
+    """Each row cut to the CSV's columns (blank where absent)."""
+    return [{k: r.get(k, "") for k in fields} for r in rows]
+
+
 # --- calibration kernels ----------------------------------------------------------------------------
 
 
@@ -101,6 +106,7 @@ def l2_read_kernel():
 
 
 SMEM_WORDS, SMEM_THREADS = 16, 256
+SMEM_ELEMS = 4096  # SMEM_WORDS · SMEM_THREADS: a literal, as cuda.shared.array needs
 
 
 def smem_read_kernel():
@@ -109,7 +115,7 @@ def smem_read_kernel():
 
     @cuda.jit(fastmath=True)
     def smem_read(out, trips):
-        sm = cuda.shared.array(SMEM_WORDS * SMEM_THREADS, float32)
+        sm = cuda.shared.array(SMEM_ELEMS, float32)
         t = cuda.threadIdx.x
         for j in range(SMEM_WORDS):
             sm[j * SMEM_THREADS + t] = float32(t + j) * float32(1e-6)
@@ -455,10 +461,10 @@ def main(argv=None):
     calib_rows, attn_rows = [], []
 
     def save_calib():
-        write_measurement(calib_path, csv_text(calib_rows, CALIB_FIELDS), record)
+        write_measurement(calib_path, csv_text(only(calib_rows, CALIB_FIELDS), CALIB_FIELDS), record)
 
     def save_attn():
-        write_measurement(attn_path, csv_text(attn_rows, ATTN_FIELDS), record)
+        write_measurement(attn_path, csv_text(only(attn_rows, ATTN_FIELDS), ATTN_FIELDS), record)
 
     benches, keep = calibration_benches(sms)
     import torch
