@@ -179,6 +179,8 @@ def build_parser() -> Parser:
     p_fig = sub.add_parser("figure2", help="Figure 2 (left) of the FlashAttention paper: HBM GB, model vs paper")
     p_fig.add_argument("--sram", type=size_type("--sram", False), default=192 * 1024,
                        help="SRAM for FlashAttention's blocks (default: the paper's 192 KB)")
+    p_claims = sub.add_parser("claims", help="every claim of the posts: model, paper, H200, verdict")
+    p_claims.add_argument("--json", action="store_true", help="every field of every claim as JSON")
     return parser
 
 
@@ -346,7 +348,14 @@ def run_figure2(args: argparse.Namespace) -> None:
     print(frame.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
 
 
-COMMANDS = {"count": run_count, "sweep": run_sweep, "kvcache": run_kvcache, "figure2": run_figure2}
+def run_claims(args: argparse.Namespace) -> None:
+    from .lectures.cli import run  # the lecture helpers load for this subcommand only
+
+    run(args)
+
+
+COMMANDS = {"count": run_count, "sweep": run_sweep, "kvcache": run_kvcache, "figure2": run_figure2,
+            "claims": run_claims}
 
 
 def _quiet_stdout() -> None:

@@ -2,17 +2,14 @@
 
 Each `claim_<letter>()` returns a pandas DataFrame of the numbers behind one claim, computed with
 simlib (`count`, `roofline`, the presets in data/hardware) or, for the measured claims (e) and (h),
-read from the H200 measurements in data/measurements/current/ (`readers`). `verdicts()` turns them
-into one row per claim: what the post says, what the model says, what was measured, and the verdict
-(holds / holds with conditions / does not hold) with its number. Nothing here is typed in by hand
-except the claims themselves and the stated model configurations (assumptions, not results).
+read from the H200 measurements in data/measurements/current/ (`readers`). `verdicts.py` turns
+them, and the paper's numbers (`paper.py`), into one judged row per claim. Nothing here is typed in
+by hand except the claims themselves and the stated model configurations (assumptions, not results).
 
 Hand check of (a): 4096² = 16,777,216 scores per head (16.8 M); 4000² = 16,000,000.
 """
 import math
-from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from .. import count
@@ -22,7 +19,7 @@ from ..roofline import roofline
 from ..units import STAT_BYTES
 from ..workload import Workload
 from . import readers
-from .charts import fit_loglog_slope, fmt_bytes, fmt_count, tokens_label
+from .charts import fit_loglog_slope
 
 HOLDS = "holds"
 CONDITIONS = "holds with conditions"
@@ -65,6 +62,16 @@ CLAIMS = {
     "f": "About 10× smaller memory footprint",
     "g": "An 8K context runs out of memory on an 80 GB A100 with standard attention",
     "h": "Diminishing returns below about 256 tokens",
+    "i": "SRAM is orders of magnitude faster than HBM",
+    "j": "The math takes microseconds, the memory traffic takes milliseconds",
+    "k": "20–40 MB of SRAM in total",
+    "l": "40–80 GB of HBM",
+    "m": "Millions of trips to HBM",
+    "n": "16 million intermediate values vs essentially none",
+    "o": "Up to 3× faster for GPT-2 at 1K tokens",
+    "p": "2.4× faster on long-range arena at 4K tokens",
+    "q": "35–40 % less energy per training run",
+    "r": "A 16 GB GPU is exhausted by one long conversation",
 }
 
 DEFAULT_GPU = "h200"
@@ -325,194 +332,3 @@ def claim_h(seq_lens=(64, 128, 256, 512, 1024, 2048, 4096), head_dim=DEFAULT_HEA
     return model_speedups(seq_lens, head_dim, gpu)
 
 
-# ---------------------------------------------------------------------------------------------
-# verdicts
-# ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Verdict:
-    claim: str
-    post: str
-    model: str
-    measured: str
-    verdict: str
-    number: str
-
-
-def _range(values, suffix="×"):
-    lo, hi = min(values), max(values)
-    return f"{lo:.1f}{suffix}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}–{hi:.1f}{suffix}"
-
-
-def verdict_a():
-    d = claim_a()
-    n4096 = d.loc[d["N (tokens)"] == 4096, "scores per head"].item()
-    n4000 = d.loc[d["N (tokens)"] == 4000, "scores per head"].item()
-    ok = 15e6 <= n4000 and n4096 <= 17e6
-    return Verdict("a", CLAIMS["a"],
-                   f"{n4096:,} scores per head at N = 4096 ({fmt_count(n4096)}); {n4000:,} at N = 4000",
-                   "—", HOLDS if ok else FAILS, f"{n4096 / 1e6:.1f} M")
-
-
-def verdict_b():
-    d = claim_b()
-    scores = d["scores ×"].unique()
-    ok = np.allclose(scores, 4.0)
-    return Verdict("b", CLAIMS["b"],
-                   f"scores and FLOPs ×{scores[0]:.2f} exactly; naive HBM bytes ×{_range(d['naive HBM bytes ×'], '')}"
-                   f", fa2 ×{_range(d['fa2 HBM bytes ×'], '')} (the linear N·d terms)",
-                   "—", HOLDS if ok else FAILS, f"×{scores[0]:.0f}")
-
-
-def verdict_c():
-    head_4k = nxn_bytes(4096)
-    n_gib = min_seq_len_for(GIB)
-    d = claim_c(seq_lens=(4096,), batches=(8,))
-    llama = d[d["model"] == LLAMA].iloc[0]
-    heads = llama["heads"]
-    return Verdict("c", CLAIMS["c"],
-                   f"one head at N = 4096: {fmt_bytes(head_4k)}; one head reaches 1 GiB only at "
-                   f"N = {n_gib:,}; {LLAMA} ({heads} heads) × batch 8 at N = 4096: "
-                   f"{llama['one layer × batch (GiB)']:.0f} GiB per layer",
-                   "—", CONDITIONS, f"{fmt_bytes(head_4k)} per head; {llama['one layer × batch (GiB)']:.0f} GiB "
-                   f"per layer ({heads} heads, batch 8)")
-
-
-def verdict_d():
-    s = slopes_d(claim_d()).set_index("algorithm")
-    traffic = s.loc["fa2", "traffic slope"]
-    memory = s.loc["fa2", "extra-memory slope"]
-    verdict = FAILS if traffic > 1.5 else HOLDS
-    return Verdict("d", CLAIMS["d"],
-                   f"HBM traffic slopes vs N: naive {s.loc['naive', 'traffic slope']:.2f}, fa1 "
-                   f"{s.loc['fa1', 'traffic slope']:.2f}, fa2 {traffic:.2f} (Θ(N²d²/M) is still "
-                   f"quadratic in N); extra memory slope: naive {s.loc['naive', 'extra-memory slope']:.2f}, "
-                   f"fa2 {memory:.2f} (O(N) holds for memory, not for traffic)",
-                   "—", verdict, f"traffic slope {traffic:.2f}")
-
-
-def _n_range(values):
-    lo, hi = tokens_label(min(values)), tokens_label(max(values))
-    return f"N = {lo}" if lo == hi else f"N {lo}–{hi}"
-
-
-def _measured_line(speedups, select):
-    if speedups is None or not len(speedups):
-        return None, None
-    part = speedups[select(speedups["seq_len"])]
-    if not len(part):
-        return None, None
-    lines = []
-    for (b, k, d), g in part.groupby(["baseline", "kernel", "head_dim"], dropna=False):
-        where = _n_range(g.seq_len) + ("" if pd.isna(d) else f", d = {int(d)}")
-        lines.append(f"{b} / {k}: {_range(g['speed-up'])} ({where})")
-    return "; ".join(lines), part
-
-
-def verdict_e(teaching=None, optimised=None, gpu=DEFAULT_GPU, measured_dtype="fp32"):
-    """(e) from the optimised pairs of the side-by-side run (`optimised`, from `optimised_speedups`)
-    when given, else from the teaching kernels (`teaching`, from `teaching_speedups`), else the model.
-
-    Optimised pairs (N ≥ 2K): every speed-up within 2–4× holds; some within and some outside holds
-    with conditions; none reaching 2× does not hold.
-    Teaching kernels only: measured 2–4× holds; above 4× holds with conditions (faster than claimed).
-    Below 2× it does not hold, unless the model for the measured kernels' dtype also predicts below
-    2× while the fp16 model reaches 2×: then the kernels are outside the memory-bound regime the
-    claim needs (holds with conditions). `measured_dtype` is the dtype of the measured kernels.
-    """
-    m = claim_e(gpu=gpu)
-    hbm = list(m["HBM-roofline speed-up fa1"]) + list(m["HBM-roofline speed-up fa2"])
-    model = (f"HBM roofline ({load_preset(gpu).name}, fp16, d = 64, N 2K–16K): fa2 "
-             f"{_range(m['HBM-roofline speed-up fa2'])}, fa1 {_range(m['HBM-roofline speed-up fa1'])}; "
-             f"with the teaching kernel's SRAM term: {_range(m['full-roofline speed-up fa2'])}")
-    text, part = _measured_line(teaching, lambda n: n >= LONG_SEQ)
-    long_opt = optimised[optimised["seq_len"] >= LONG_SEQ] if optimised is not None and len(optimised) else None
-    if long_opt is not None and len(long_opt):
-        lines = [f"{b} / {k}: {_range(g['speed-up'])} ({_n_range(g.seq_len)}, d = "
-                 f"{'/'.join(str(d) for d in sorted(g.head_dim.unique()))}, {measured_dtype})"
-                 for (b, k), g in long_opt.groupby(["baseline", "kernel"], sort=False)]
-        within = long_opt["speed-up"].between(2, 4)
-        verdict = HOLDS if within.all() else CONDITIONS if within.any() else FAILS
-        measured = "; ".join(lines) + (f"; teaching kernels: {text}" if text else "")
-        return Verdict("e", CLAIMS["e"], model, measured, verdict, "; ".join(lines))
-    overlaps = min(hbm) <= 4 and max(hbm) >= 2
-    if part is None:
-        return Verdict("e", CLAIMS["e"], model, NO_MEASUREMENT,
-                       CONDITIONS if overlaps else FAILS, f"model {_range(hbm)} (HBM roofline)")
-    best = part["speed-up"].max()
-    label = f"{part['baseline'].iloc[0]} / {', '.join(sorted(part['kernel'].unique()))}"
-    if 2 <= best <= 4:
-        verdict = HOLDS
-    elif best > 4:
-        verdict = CONDITIONS
-    else:
-        other = model_speedups(sorted(int(n) for n in part["seq_len"].unique()), gpu=gpu, dtype=measured_dtype)
-        regime = max(other["HBM-roofline speed-up fa2"].max(), other["HBM-roofline speed-up fa1"].max())
-        verdict = CONDITIONS if overlaps and regime < 2 else FAILS
-        if verdict == CONDITIONS:
-            model += (f"; in {measured_dtype} (the measured kernels' dtype) the model predicts ≤ {regime:.1f}×: "
-                      f"compute bound, not the memory-bound regime the claim needs")
-    return Verdict("e", CLAIMS["e"], model, text, verdict,
-                   f"measured up to {best:.1f}× ({label}); model {_range(hbm)} (fp16)")
-
-
-def verdict_f():
-    d = claim_f().set_index("N")
-    r2k_p, r4k_p = d.loc[2048, "ratio, P only"], d.loc[4096, "ratio, P only"]
-    r2k_sp = d.loc[2048, "ratio, S and P"]
-    return Verdict("f", CLAIMS["f"],
-                   f"Q, K, V, O + N×N vs Q, K, V, O + L per head (d = 64): {r2k_p:.1f}× at N = 2K and "
-                   f"{r4k_p:.1f}× at 4K if P alone is kept, {r2k_sp:.1f}× at 2K if S and P are; the ratio "
-                   f"grows ∝ N", "—", CONDITIONS, f"{r2k_p:.1f}× at N = 2K")
-
-
-def verdict_g():
-    d = claim_g()
-    llama = d[(d["model"] == LLAMA) & (d.batch == 1)].set_index("mode")
-    gpt = d[(d["model"] == GPT2) & (d["mode"] == "training")]
-    gpt_first = gpt[gpt["N×N alone exceed HBM"]].batch.min()
-    cap = llama.loc["training", "HBM (GiB)"]
-    weights = _llama().weight_bytes("fp16") / GIB
-    return Verdict("g", CLAIMS["g"],
-                   f"{LLAMA}, batch 1, N = 8192: training keeps {llama.loc['training', 'N×N matrices (GiB)']:.0f} "
-                   f"GiB of N×N matrices (> {cap:.0f} GiB); inference needs "
-                   f"{llama.loc['inference', 'N×N matrices (GiB)']:.0f} GiB + {weights:.1f} GiB of fp16 weights "
-                   f"(fits); {GPT2} training: N×N alone exceed from batch {gpt_first}",
-                   "—", CONDITIONS,
-                   f"{llama.loc['training', 'N×N matrices (GiB)']:.0f} GiB vs {cap:.0f} GiB (training)")
-
-
-def verdict_h(teaching=None, gpu=DEFAULT_GPU):
-    """(h) from the teaching kernels' speed-ups (`teaching_speedups`): holds if the speed-up at
-    N ≤ 256 is below the one at N ≥ 2K."""
-    m = claim_h(gpu=gpu).set_index("N")
-    short_fa1 = m.loc[SHORT_SEQ, "HBM-roofline speed-up fa1"]
-    long_fa1 = m.loc[4096, "HBM-roofline speed-up fa1"]
-    short_fa2 = m.loc[SHORT_SEQ, "HBM-roofline speed-up fa2"]
-    saved = m.loc[SHORT_SEQ, "naive − fa2 HBM time per head (µs)"]
-    model = (f"HBM roofline: fa1 {short_fa1:.1f}× at N = 256 vs {long_fa1:.1f}× at 4K; "
-             f"fa2 {short_fa2:.1f}× at N = 256; time saved per head at 256: {saved * 1e3:.0f} ns "
-             f"(no launch overhead in the model)")
-    text, short = _measured_line(teaching, lambda n: n <= SHORT_SEQ)
-    _, long = _measured_line(teaching, lambda n: n >= LONG_SEQ)
-    if short is None:
-        return Verdict("h", CLAIMS["h"], model, NO_MEASUREMENT, CONDITIONS,
-                       f"model fa1 {short_fa1:.1f}× at 256 vs {long_fa1:.1f}× at 4K")
-    s = short["speed-up"].max()
-    label = f"{short['baseline'].iloc[0]} / {', '.join(sorted(short['kernel'].unique()))}"
-    if long is None:
-        return Verdict("h", CLAIMS["h"], model, text, CONDITIONS, f"measured ≤ {s:.1f}× at N ≤ 256 ({label})")
-    lg = long["speed-up"].max()
-    verdict = HOLDS if s < lg else FAILS
-    return Verdict("h", CLAIMS["h"], model, text, verdict,
-                   f"measured {s:.1f}× at N ≤ 256 vs {lg:.1f}× at N ≥ 2K ({label})")
-
-
-def verdicts(teaching=None, optimised=None, gpu=DEFAULT_GPU, measured_dtype="fp32"):
-    """One row per claim: the post, the model, the measurement, the verdict and its number."""
-    rows = [verdict_a(), verdict_b(), verdict_c(), verdict_d(),
-            verdict_e(teaching, optimised, gpu, measured_dtype),
-            verdict_f(), verdict_g(), verdict_h(teaching, gpu)]
-    return pd.DataFrame([{"claim": v.claim, "the post says": v.post, "the model says": v.model,
-                          "measured": v.measured, "verdict": v.verdict, "number": v.number}
-                         for v in rows]).set_index("claim")

@@ -1,0 +1,154 @@
+"""The claims table (simlib.lectures.verdicts) and the intensity chart, against numbers derived by hand
+here: the paper's printed times and days (data/papers.json), the presets' datasheet numbers, and the
+paper's element counts (naive reads 3Nd + 2N² and writes 2N² + Nd elements)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from simlib.lectures import intensity, verdicts
+from simlib.lectures.verdicts import CONDITIONS, FAILS, HOLDS, NOT_CHECKED
+
+N, D = 4096, 64
+NAIVE_BYTES = 2 * (3 * N * D + 2 * N * N + 2 * N * N + N * D)      # fp16: 136,314,880
+NAIVE_FLOPS = 4 * N * N * D                                        # QKᵀ and PV: 4,294,967,296
+H200_FP16, H200_FP32, H200_HBM = 989.4e12, 66.9e12, 4.8e12         # data/hardware/h200.json (datasheet)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return verdicts.table()
+
+
+def test_every_claim_has_a_verdict_a_rule_and_a_quantity(table):
+    assert list(table.index) == list("abcdefghijklmnopqr")
+    assert set(table.verdict) <= set(verdicts.VERDICTS)
+    assert (table.rule.str.len() > 20).all() and (table.quantity.str.len() > 10).all()
+    assert list(table[table.verdict == NOT_CHECKED].index) == ["q"]   # energy: no model, no measurement
+    assert table.loc["q", "measured"] == verdicts.NOT_MEASURED
+
+
+def test_counting_claims(table):
+    assert NAIVE_BYTES == 136_314_880
+    assert table.loc["a", "verdict"] == HOLDS and "16,777,216" in table.loc["a", "model"]
+    assert table.loc["m", "verdict"] == HOLDS and f"{NAIVE_BYTES / 32 / 1e6:.2f} M" in table.loc["m", "model"]  # 4.26 M
+    # (n): S is N² = 16,777,216 values, S and P 33,554,432; FlashAttention-2 writes only L (N values)
+    assert table.loc["n", "verdict"] == HOLDS and "33,554,432" in table.loc["n", "model"]
+    assert f"fa2: {N:,}" in table.loc["n", "model"]
+    assert table.loc["d", "verdict"] == FAILS and "Θ(N²d²M⁻¹)" in table.loc["d", "paper"]
+
+
+def test_sram_is_one_order_of_magnitude_faster_not_orders(table):
+    assert table.loc["i", "verdict"] == FAILS
+    assert f"NVIDIA H200 {30.91968e12 / 4.8e12:.1f}×" in table.loc["i", "model"]        # 6.4×
+    assert f"{19 / 2.0:.1f}–{19 / 1.5:.1f}×" in table.loc["i", "paper"]                 # 9.5–12.7×
+
+
+def test_math_microseconds_memory_milliseconds(table):
+    compute_us, hbm_us = NAIVE_FLOPS / H200_FP16 * 1e6, NAIVE_BYTES / H200_HBM * 1e6   # 4.3 µs, 28.4 µs
+    assert table.loc["j", "verdict"] == CONDITIONS                   # memory dominates 6.5×, not 1000×
+    assert f"naive math {compute_us:.1f} µs, HBM {hbm_us:.1f} µs ({hbm_us / compute_us:.1f}×)" in table.loc["j", "model"]
+
+
+def test_sram_and_hbm_sizes(table):
+    # A100: 192 KiB × 108 SMs = 21,233,664 B; H100/H200: 256 KiB × 132 = 34,603,008 B
+    assert table.loc["k", "verdict"] == HOLDS
+    assert table.loc["k", "number"] == f"{196608 * 108 / 1e6:.1f}–{262144 * 132 / 1e6:.1f} MB"
+    assert table.loc["l", "verdict"] == CONDITIONS                   # the H200's 141 GB is outside 40–80
+    assert table.loc["l", "number"] == "40–141 GB"
+
+
+def test_paper_end_to_end_claims(table):
+    # Table 2 (days): vs Huggingface 9.5/2.7 = 3.52, 21.0/6.9 = 3.04; vs Megatron 4.7/2.7 = 1.74, 11.5/6.9 = 1.67
+    assert table.loc["o", "verdict"] == CONDITIONS
+    assert table.loc["o", "number"] == f"{21.0 / 6.9:.1f}–{9.5 / 2.7:.1f}× vs Huggingface, 1.7× vs Megatron-LM"
+    assert table.loc["p", "verdict"] == CONDITIONS and "1K–4K" in table.loc["p", "number"]
+
+
+def test_short_sequences_are_not_diminishing_in_the_paper(table):
+    # A100 tables at N = 128, 256 (PyTorch / FlashAttention ms): Table 20 0.67/0.31, 0.70/0.31;
+    # Table 11 0.84/0.43, 0.86/0.41; Table 9 0.36/0.04, 0.34/0.06: all ≥ 1.5×
+    speedups = [0.67 / 0.31, 0.70 / 0.31, 0.84 / 0.43, 0.86 / 0.41, 0.36 / 0.04, 0.34 / 0.06]
+    assert min(speedups) > 1.5
+    assert table.loc["h", "verdict"] == FAILS
+    assert table.loc["h", "number"] == f"{min(speedups):.1f}–{max(speedups):.1f}× at N = 128–256 (paper, A100)"
+
+
+def test_long_sequences_in_the_posts_regime(table):
+    # N = 2K, 4K: Table 20 13.22/7.64 = 1.73, 50.44/30.09 = 1.68 (outside 2–4×); Table 11 3.32, 3.31; Table 9 3.27, 3.49
+    speedups = [13.22 / 7.64, 50.44 / 30.09, 31.75 / 9.56, 124.19 / 37.49, 9.33 / 2.85, 36.33 / 10.41]
+    assert table.loc["e", "verdict"] == CONDITIONS
+    assert table.loc["e", "number"] == f"{min(speedups):.1f}–{max(speedups):.1f}× (paper, A100 fp16)"
+    assert "fp32 CUDA cores (not the posts' regime)" in table.loc["e", "measured"]
+
+
+def write_figure2(tmp_path, rows, columns=verdicts.FIGURE2_COLUMNS):
+    path = tmp_path / "figure2_h200.csv"
+    lines = [",".join(columns)] + [",".join(str(v) for v in r) for r in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_tensor_core_measurement_decides_e_when_long_enough(tmp_path):
+    short = write_figure2(tmp_path, [("standard", 0.1, 64, 1024, 16, 64, "fp16", 40.0),
+                                     ("fa2_varlen", 0.1, 64, 1024, 16, 64, "fp16", 8.0)])
+    tc = verdicts.tensor_core_speedups(short)
+    assert tc["speed-up"].item() == pytest.approx(5.0)
+    v = verdicts.verdict_e(tensor_core=tc)
+    assert "5.0× at N = 1K" in v.measured and v.number.endswith("(paper, A100 fp16)")   # N = 1K is not long
+    inside = write_figure2(tmp_path, [("standard", 0.0, 8, 4096, 16, 64, "bf16", 9.0),
+                                      ("fa2_varlen", 0.0, 8, 4096, 16, 64, "bf16", 3.0)])
+    v = verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(inside))
+    assert v.verdict == HOLDS and v.number == "3.0× (H200 tensor cores)"
+    below = write_figure2(tmp_path, [("standard", 0.0, 8, 4096, 16, 64, "bf16", 3.0),
+                                     ("fa2_varlen", 0.0, 8, 4096, 16, 64, "bf16", 2.0)])
+    assert verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(below)).verdict == FAILS
+
+
+def test_tensor_core_file_without_its_columns_fails_loudly(tmp_path):
+    bad = write_figure2(tmp_path, [("standard", 0.1, 64)], columns=("variant", "dropout_p", "batch"))
+    with pytest.raises(ValueError, match="figure2_h200.csv: missing column.s. seq_len"):
+        verdicts.tensor_core_speedups(bad)
+
+
+def test_memory_claims(table):
+    assert table.loc["f", "verdict"] == CONDITIONS and f"{4416 / 418:.1f}× at 2K" in table.loc["f", "paper"]
+    assert table.loc["g", "verdict"] == CONDITIONS and "from N = 8K on an A100 with 40 GB" in table.loc["g", "paper"]
+    # (r) Llama-3-8B: KV 2·32·8·128·2 B = 131,072 B per token; weights 8,030,261,248 · 2 B; a 16 GiB T4
+    free = 2**34 - 8_030_261_248 * 2
+    assert free // 131_072 == 8539
+    spare = free - 8192 * 131_072                                   # at its 8,192-token context: 43.5 MiB
+    assert table.loc["r", "verdict"] == CONDITIONS and f"{spare / 2**20:.1f} MiB" in table.loc["r", "number"]
+
+
+def test_cli_prints_every_claim_as_json():
+    out = subprocess.run([sys.executable, "-m", "simlib", "claims", "--json"], capture_output=True, text=True,
+                         check=True)
+    rows = json.loads(out.stdout)
+    assert [r["claim"] for r in rows] == list("abcdefghijklmnopqr")
+    assert set(rows[0]) == {"claim", "post", "quantity", "model", "paper", "measured", "rule", "verdict", "number"}
+    text = subprocess.run([sys.executable, "-m", "simlib", "claims"], capture_output=True, text=True, check=True)
+    assert len(text.stdout.splitlines()) == 18 and text.stdout.startswith("(a) holds")
+
+
+# ---------------------------------------------------------------------------------------------
+# the compute-bound punchline
+# ---------------------------------------------------------------------------------------------
+
+def test_intensity_against_the_ridges():
+    t = intensity.intensity_table(gpus=("h200",), seq_len=N, head_dim=D).set_index("schedule")
+    assert t.loc["naive", "FLOP per HBM byte"] == pytest.approx(NAIVE_FLOPS / NAIVE_BYTES)      # 31.5
+    assert t.loc[intensity.L2_LIMIT, "FLOP per HBM byte"] == pytest.approx(NAIVE_FLOPS / (4 * N * D * 2))  # 2048
+    assert t.loc["naive", "ridge fp16 (FLOP/B)"] == pytest.approx(H200_FP16 / H200_HBM)      # 206.1
+    assert t.loc["naive", "ridge fp32 (FLOP/B)"] == pytest.approx(H200_FP32 / H200_HBM)      # 13.9
+    assert t.loc["naive", "fp16 tensor cores"] == "memory bound"
+    assert t.loc["naive", "fp32 CUDA cores"] == "compute bound"       # 31.5 > 13.9: fp32 is another regime
+    assert t.loc[intensity.L2_LIMIT, "fp16 tensor cores"] == "compute bound"
+
+
+def test_without_a_tensor_core_run_e_says_not_measured_yet(monkeypatch):
+    monkeypatch.setattr(verdicts, "FIGURE2", "no_such_run.csv")
+    assert verdicts.tensor_core_speedups().empty
+    v = verdicts.verdict_e()
+    assert f"tensor cores: {verdicts.NOT_MEASURED}" in v.measured and v.number.endswith("(paper, A100 fp16)")
