@@ -25,7 +25,7 @@ Adding a schedule is that one file plus its name in `NAMES` below, one line (doc
 "Adding a schedule"); the module's name is the schedule's name.
 
 >>> sorted(SCHEDULES)[:3]
-['decode', 'fa1', 'fa2']
+['attention_ref', 'decode', 'fa1']
 """
 from importlib import import_module
 
@@ -42,6 +42,9 @@ NAMES = (
     "flash_bwd",
     "unfused",
     "unfused_bwd",
+    "attention_ref",
+    "fa1_2022",
+    "fa2_torch",
 )
 
 
