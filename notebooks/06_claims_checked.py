@@ -234,7 +234,7 @@ for (label, key), marker in zip(paper_tables.items(), ("s", "D")):
     left.semilogx(t.N, t["speed-up"], marker, ms=8, mfc="none", mew=2, color="black", label=label)
 for _, r in tensor_core.iterrows():
     left.semilogx([r.seq_len], [r["speed-up"]], "*", ms=14, color="#9467bd",
-                  label=f"H200 {r.dtype}, dropout {r.dropout_p}: standard / FA2")
+                  label=f"H200 {r['dtype']}, dropout {r['dropout_p']}: standard / FA2 (Figure 2 config)")
 left.set_title("fp16/bf16 on tensor cores: the posts' regime")
 right.semilogx(x, model_fp32["HBM-roofline speed-up fa2"], "^-.", color="#8c564b",
                label="model, H200 fp32: FlashAttention-2")

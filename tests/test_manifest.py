@@ -89,6 +89,20 @@ def test_a_shared_sidecar_without_hash_covers_a_csv_and_its_log(tmp_path):
     assert list(mf.verify(folder, "run09")) == [folder / "l2_h200.provenance.json"]
 
 
+def test_a_log_is_covered_by_its_csvs_sidecar_whose_hash_is_the_csvs(tmp_path):
+    folder = make_run(tmp_path / "out", "run16", {"figure2_h200.csv": "a\n1\n"})
+    (folder / "figure2_h200.log").write_text("ran\n")
+    side = folder / "figure2_h200.csv.provenance.json"
+    assert mf.sidecar_of(folder / "figure2_h200.log") == side
+    assert list(mf.verify(folder, "run16")) == [side]
+    (folder / "figure2_h200.csv").write_text("a\n2\n")            # the CSV, not the log, is hashed
+    with pytest.raises(mf.ManifestError, match="figure2_h200.csv: sha256 differs"):
+        mf.verify(folder, "run16")
+    (folder / "other.log").write_text("")
+    with pytest.raises(mf.ManifestError, match="other.log: no sidecar"):
+        mf.verify(folder, "run17")
+
+
 def test_importing_a_run_twice_is_refused(tmp_path):
     root = tmp_path / "m"
     mf.import_run(make_run(tmp_path / "a", "run16", {"x.csv": "1\n"}), "run16", "cmd", root=root)

@@ -7,7 +7,8 @@
                           status: current while any of its files is in current/, else archive)
 
 A measured file F comes with a sidecar written by the program that measured it: F.provenance.json
-(or, for the runs before the sidecar rule, <stem of F>.provenance.json shared by a CSV and its log).
+(or, for the runs before the sidecar rule, <stem of F>.provenance.json shared by a CSV and its log;
+a run's log F.log is covered by the sidecar of its CSV, F.csv.provenance.json).
 `import_run` accepts a folder only if every sidecar names the run being imported (`run_id`) and,
 where it records one, the `sha256` of its file's bytes matches, so a CSV can never be paired with
 another run's provenance. Plain Python (no numba, no simlib): the lectures and the physical model
@@ -99,11 +100,16 @@ def sha256_of(path: Path) -> str:
 
 
 def sidecar_of(path: Path) -> Path | None:
-    """F.provenance.json, else <stem>.provenance.json beside F; None if neither exists."""
+    """F.provenance.json, else <stem>.provenance.json beside F; for a log (F.log) also the sidecar of a
+    sibling with the same stem (run.csv.provenance.json covers run.log); None if there is none."""
     path = Path(path)
     for candidate in (path.with_name(path.name + SIDECAR), path.with_name(path.stem + SIDECAR)):
         if candidate.is_file():
             return candidate
+    if path.suffix == ".log":
+        siblings = sorted(path.parent.glob(f"{path.stem}.*{SIDECAR}"))
+        if siblings:
+            return siblings[0]
     return None
 
 
@@ -132,10 +138,12 @@ def verify(folder: Path, run_id: str) -> dict[Path, dict]:
         if record.get("run_id") != run_id:
             raise ManifestError(f"{side}: run_id is {record.get('run_id')!r}, expected {run_id!r}")
         if "sha256" in record:
-            if len(paths) != 1:
-                raise ManifestError(f"{side}: one sha256 for {len(paths)} files ({', '.join(p.name for p in paths)})")
-            if record["sha256"] != sha256_of(paths[0]):
-                raise ManifestError(f"{paths[0]}: sha256 differs from the one in {side.name}")
+            own = [p for p in paths if side.name == p.name + SIDECAR]
+            hashed = own or [p for p in paths if p.suffix != ".log"]
+            if len(hashed) != 1:
+                raise ManifestError(f"{side}: one sha256 for {len(hashed)} files ({', '.join(p.name for p in hashed)})")
+            if record["sha256"] != sha256_of(hashed[0]):
+                raise ManifestError(f"{hashed[0]}: sha256 differs from the one in {side.name}")
         records[side] = record
     return records
 

@@ -169,8 +169,9 @@ def verdict_e(optimised=None, tensor_core=None, gpu=c.DEFAULT_GPU):
                   + "; ".join(f"{name} {_span(v)}" for name, v in long.items()))
     fp32 = _pairs_text(optimised, lambda n: n >= c.LONG_SEQ)
     tc_long = tensor_core[tensor_core.seq_len >= c.LONG_SEQ] if len(tensor_core) else tensor_core
-    tc_text = ("; ".join(f"standard / FA2 {r.dtype}, dropout {r.dropout_p}: {_x(r['speed-up'])} at N = "
-                         f"{tokens_label(r.seq_len)}" for _, r in tensor_core.iterrows())
+    tc_text = ("H200 tensor cores, standard / FA2 fwd+bwd: " + "; ".join(
+                   f"{r['dtype']}, dropout {r['dropout_p']}: {_x(r['speed-up'])} at N = {tokens_label(r['seq_len'])}"
+                   for _, r in tensor_core.iterrows())
                if len(tensor_core) else f"H200 {POSTS_DTYPE}/bf16 tensor cores: {NOT_MEASURED}")
     measured = f"{tc_text}; fp32 CUDA cores (not the posts' regime): {fp32 or NOT_MEASURED}"
     if len(tc_long):
