@@ -284,10 +284,8 @@ def run_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, count=False, c
     plan = plan_naive(q, k, v, matmul_tile=matmul_tile, softmax_threads=softmax_threads, counting=count,
                       causal=causal)
     w = plan.workload
-    bh, bkv, nq, n, d = w.batch_heads, w.batch * w.n_kv_heads, w.nq, w.nk, w.head_dim
-    dq = cuda.to_device(np.ascontiguousarray(q).reshape(bh, nq, d))
-    dk = cuda.to_device(np.ascontiguousarray(k).reshape(bkv, n, d))
-    dv = cuda.to_device(np.ascontiguousarray(v).reshape(bkv, n, d))
+    bh, nq, n, d = w.batch_heads, w.nq, w.nk, w.head_dim
+    dq, dk, dv = plan.device_inputs(q, k, v)
     ds = cuda.to_device(np.full((bh, nq, n), np.nan, dtype=np.float32))
     dp = cuda.to_device(np.full((bh, nq, n), np.nan, dtype=np.float32))
     do = cuda.to_device(np.full((bh, nq, d), np.nan, dtype=np.float32))

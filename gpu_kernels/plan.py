@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from simlib.workload import Workload
 
 
@@ -23,3 +25,13 @@ class KernelPlan:
     @property
     def causal(self) -> bool:
         return self.workload.causal
+
+    def device_inputs(self, q, k, v):
+        """Host q, k, v on the device as the launches view them: q (B·H, N_q, d), k and v (B·H_kv, N_k, d)."""
+        from numba import cuda
+
+        w = self.workload
+        kv_shape = (w.batch * w.n_kv_heads, w.nk, w.head_dim)
+        return (cuda.to_device(np.ascontiguousarray(q).reshape(w.batch_heads, w.nq, w.head_dim)),
+                cuda.to_device(np.ascontiguousarray(k).reshape(kv_shape)),
+                cuda.to_device(np.ascontiguousarray(v).reshape(kv_shape)))

@@ -283,10 +283,8 @@ def run_tiled(q, k, v, *, block_rows=None, block_cols=None, count=False, causal=
     """
     plan = plan_tiled(q, k, v, block_rows=block_rows, block_cols=block_cols, counting=count, causal=causal)
     w = plan.workload
-    bh, bkv, nq, n, d = w.batch_heads, w.batch * w.n_kv_heads, w.nq, w.nk, w.head_dim
-    dq = cuda.to_device(np.ascontiguousarray(q).reshape(bh, nq, d))
-    dk = cuda.to_device(np.ascontiguousarray(k).reshape(bkv, n, d))
-    dv = cuda.to_device(np.ascontiguousarray(v).reshape(bkv, n, d))
+    bh, nq, d = w.batch_heads, w.nq, w.head_dim
+    dq, dk, dv = plan.device_inputs(q, k, v)
     do = cuda.to_device(np.full((bh, nq, d), np.nan, dtype=np.float32))
     dl = cuda.to_device(np.full((bh, nq), np.nan, dtype=np.float32))
     counters = new_counters()
