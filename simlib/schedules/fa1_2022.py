@@ -35,6 +35,7 @@ from ..schedule_protocol import ParamValue, Schedule
 from ..tiling import BLOCK_COLS  # default here: the 2022 kernel's (256 for d ≤ 64 and N > 128, else 128)
 from ..traffic import Event, Traffic
 from ..workload import Workload
+from . import per_kernel
 
 BLOCK_ROWS = 16      # query rows per inner step (Cta_tile_p::M = STEP = 16 in every launch of that commit)
 HEAD_DIMS = (16, 32, 64, 128)
@@ -139,6 +140,17 @@ def closed_form(workload: Workload, mapping: Fa1Mapping) -> Traffic:
         ("HBM", "write", "dQ", "bwd:store_dq"): n * d, ("HBM", "write", "dQ_acc", "bwd:store_dq"): acc * d,
         ("HBM", "write", "dK", "bwd:store_kv"): n * d, ("HBM", "write", "dV", "bwd:store_kv"): n * d,
     })
+
+
+def kernel_once(workload: Workload, mapping: Fa1Mapping) -> Traffic:
+    """The forward and the backward kernel each moving each tensor once, and their own fp32 scratch
+    (O_acc and L in the forward, D and dQ_acc in the backward) never read back from DRAM: an L2
+    holding every re-read, the lower end of this kernel's DRAM traffic; `closed_form` (no re-read
+    hits) is the upper end. Worked number (N = 1024, d = 64): forward 12 B and backward 20 B per N·d
+    element (K, V, Q read, O, O_acc written; K, V, O, Q, dO read, dQ, dK, dV, dQ_acc written), 12 B
+    per row (L written; L read, D written): 65,536 × 32 + 1024 × 12 = 2,109,440 B per batch·head."""
+    return per_kernel.kernel_once(closed_form(workload, mapping), workload,
+                                  produced={"fwd": ("O_acc", "L"), "bwd": ("D", "dQ_acc")})
 
 
 def flops(workload: Workload, mapping: Fa1Mapping) -> int:

@@ -33,6 +33,7 @@ from ..schedule_protocol import ParamValue, Schedule
 from ..tiling import block_sizes
 from ..traffic import Event, Traffic
 from ..workload import Workload
+from . import per_kernel
 from .unfused import DROPOUT  # with dropout the forward uses Bc = 64, else 128
 
 BWD_BLOCK = 128     # Flash_bwd_kernel_traits<64, 128, 128, 8, ...>: kBlockM = kBlockN = 128
@@ -110,12 +111,7 @@ def closed_form(workload: Workload, mapping: TorchFa2Mapping) -> Traffic:
 
 def kernel_once(workload: Workload, mapping: TorchFa2Mapping) -> Traffic:
     """Each kernel's tensors moved once: the closed form with every re-read inside a kernel removed."""
-    n = workload.seq_len
-    once = Traffic()
-    for (level, op, tensor, phase), elements in closed_form(workload, mapping).counts.items():
-        width = 1 if tensor in ("L", "D") else workload.head_dim
-        once.add(level, op, tensor, phase, min(elements, n * width))
-    return once
+    return per_kernel.kernel_once(closed_form(workload, mapping), workload)
 
 
 def flops(workload: Workload, mapping: TorchFa2Mapping) -> int:
