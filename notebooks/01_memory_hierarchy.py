@@ -37,7 +37,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from simlib import Workload, count, load_preset, preset_keys, roofline
-from simlib.lectures import charts
+from simlib.lectures import charts, intensity
 
 charts.use_style()
 N, D = 4096, 64           # the running example: 4K tokens, head dimension 64, fp16
@@ -138,17 +138,57 @@ plt.show()
 
 # %% tags=["remove-input"]
 p = points["h200"]
+left = [key for key in GPUS if points[key]["naive"].arithmetic_intensity < points[key]["naive"].ridge_point]
 display(Markdown(
-    f"On every preset both points sit **left of the ridge**: at N = {N}, d = {D}, naive attention does "
-    f"{p['naive'].arithmetic_intensity:.0f} FLOP per HBM byte and FlashAttention-2 (the paper's tiles) "
-    f"{p['fa2'].arithmetic_intensity:.0f}, while the {h200.name} needs "
-    f"{p['naive'].ridge_point:.0f} FLOP per byte to keep its arithmetic units busy. "
-    f"Both are limited by HBM bandwidth in this model, and the one that moves fewer bytes wins."
+    f"At N = {N}, d = {D}, naive attention does {p['naive'].arithmetic_intensity:.0f} FLOP per HBM byte and "
+    f"FlashAttention-2 with its default tiles {p['fa2'].arithmetic_intensity:.0f}, while the {h200.name} "
+    f"needs {p['naive'].ridge_point:.0f} FLOP per byte in fp16 to keep its tensor cores busy. Naive attention "
+    f"sits left of the ridge on {len(left)} of the {len(GPUS)} presets: it is limited by HBM bandwidth, and "
+    f"the kernel that moves fewer bytes wins. Where FlashAttention lands is the punchline of the next slide."
 ))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Speaker notes: the memory-bound slope of the roof is 1 on log–log axes (speed ∝ intensity). Moving a
 # kernel right along the roof means fewer bytes for the same FLOPs. That is exactly what tiling does.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## The punchline: FlashAttention turns attention compute bound
+#
+# The same intensity for naive attention, FlashAttention-1 (Algorithm 1's tiles) and
+# FlashAttention-2 (its default tiles) as N grows, against the H200's two ridges: fp16 on the tensor
+# cores (what FlashAttention runs on) and fp32 on the CUDA cores (what our numba teaching kernels run
+# on). The dashed line is FlashAttention-2 if the L2 absorbed every K/V re-read: the compulsory
+# traffic (Q, K, V read once, O written once), a limit — this model has no L2 level; Lecture 5
+# measures how much of it the H200's L2 really absorbs.
+
+# %%
+sweep = intensity.intensity_sweep("h200", seq_lens=tuple(2**k for k in range(8, 17)), head_dim=D)
+fig, ax = plt.subplots(figsize=(9.5, 5.2))
+intensity.plot_intensity(ax, sweep, h200, charts.COLORS, charts.LABELS)
+charts.tokens_axis(ax, sorted(sweep.N.unique()))
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, fontsize=9)
+plt.show()
+
+# %% slideshow={"slide_type": "subslide"}
+punch = intensity.intensity_table(seq_len=N, head_dim=D)
+punch[["gpu", "schedule", "tiles", "FLOP per HBM byte", "ridge fp16 (FLOP/B)", "ridge fp32 (FLOP/B)",
+       "fp16 tensor cores", "fp32 CUDA cores"]].round(1)
+
+# %% tags=["remove-input"]
+h = punch[punch.gpu == h200.name].set_index("schedule")
+bound = {name: h.loc[name, "fp16 tensor cores"] for name in h.index}
+display(Markdown(
+    f"On the {h200.name} at N = {N} (fp16): naive {h.loc['naive', 'FLOP per HBM byte']:.0f} FLOP/B is "
+    f"**{bound['naive']}**; FlashAttention-1 {h.loc['fa1', 'FLOP per HBM byte']:.0f} FLOP/B is "
+    f"**{bound['fa1']}**; FlashAttention-2 {h.loc['fa2', 'FLOP per HBM byte']:.0f} FLOP/B "
+    f"({h.loc['fa2', 'tiles']} tiles, counting every K/V re-read from HBM) is **{bound['fa2']}**, and "
+    f"{h.loc[intensity.L2_LIMIT, 'FLOP per HBM byte']:.0f} FLOP/B if the L2 absorbs the re-reads "
+    f"(**{bound[intensity.L2_LIMIT]}**) — against a ridge of {h.loc['naive', 'ridge fp16 (FLOP/B)']:.0f} "
+    f"FLOP/B. Tiling moves attention across the ridge: from waiting on HBM to waiting on the tensor "
+    f"cores. In fp32 the ridge is only {h.loc['naive', 'ridge fp32 (FLOP/B)']:.1f} FLOP/B and even naive "
+    f"attention is **{h.loc['naive', 'fp32 CUDA cores']}**: on CUDA cores the bytes matter much less, "
+    f"which is why our fp32 kernels (Lecture 5) gain less than the posts' 2–4×."
+))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Why the trips, not the arithmetic, cost the time
@@ -236,6 +276,9 @@ display(Markdown(
 # ## Take-aways
 #
 # 1. HBM is thousands of times larger than SRAM, SRAM several times faster (the table above).
-# 2. Attention at realistic sizes sits left of the ridge: its time is set by HBM trips.
+# 2. Standard attention sits left of the fp16 ridge: its time is set by HBM trips. FlashAttention's
+#    tiling moves it right, across the ridge (FlashAttention-1's tiles, and FlashAttention-2 once the
+#    L2 absorbs its K/V re-reads, as Lecture 5 measures on the H200): compute bound on the tensor
+#    cores. In fp32 on CUDA cores even naive attention is compute bound — not the posts' regime.
 # 3. FlashAttention does not do less arithmetic; it makes fewer trips. Next: where naive attention's
 #    trips come from (Lecture 2).
