@@ -158,7 +158,10 @@ def run(*, out_dir, prefix="compare", tag="h200", seq_lens=(1024, 4096, 16384), 
                 r["tflops"] = w.flops / (r["ms"] / 1e3) / 1e12
                 r["pct_of_fp32_peak"] = 100 * r["tflops"] / peak["tflops"]
             if r.get("params") is not None:
-                r["model_hbm_bytes"] = model_hbm_bytes(name, w, r["params"])
+                try:
+                    r["model_hbm_bytes"] = model_hbm_bytes(name, w, r["params"])
+                except (ValueError, TypeError) as e:  # simlib refuses the mapping: no number, say why
+                    r["model_error"] = f"{type(e).__name__}: {e}"
             shape_rows.append(r)
         eff = next((r["ms"] for r in shape_rows if r["variant"] == "torch_efficient" and r.get("ms")), None)
         for r in shape_rows:
