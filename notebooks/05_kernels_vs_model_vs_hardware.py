@@ -48,7 +48,6 @@ from IPython.display import Markdown, display
 from gpu_kernels import random_qkv, run_naive, run_tiled
 from gpu_kernels.measure.manifest import lookup, run_of
 from simlib import Workload, count, load_preset
-from simlib.hardware import DATA_DIR
 from simlib.physical import kernels as K
 from simlib.physical.model_vs_ncu import OUT_CSV, PROFILE_CSV, TARGET_MIN_N, TOLERANCE, compare
 from simlib.lectures import charts, readers
@@ -420,15 +419,10 @@ display(Markdown(
 #   as every K/V tile of the tiled kernel is.
 
 # %%
-import importlib.util
+from simlib.physical import l2_evidence   # also names what benchmarks/h200_diagnostics.py profiled, in launch order
 
-from simlib.physical import l2_evidence
-
-spec = importlib.util.spec_from_file_location("h200_diagnostics", DATA_DIR.parent / "benchmarks" / "h200_diagnostics.py")
-diag = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(diag)
 first_launch = {"own": 1, "rotating": 1, "shuffled": 4}   # MiB of each probe's first (compiling) launch
-probes = {name: l2_evidence.probe_misses(lookup(f"l2_ncu_{name}_h200.csv"), (mib,) + diag.NCU_SIZES_MIB, diag.NCU_PASSES)
+probes = {name: l2_evidence.probe_misses(lookup(f"l2_ncu_{name}_h200.csv"), (mib,) + l2_evidence.NCU_SIZES_MIB, l2_evidence.NCU_PASSES)
           for name, mib in first_launch.items()}
 l2_table = pd.concat({name: t.set_index("footprint (MiB)")["re-reads missed"] for name, t in probes.items()}, axis=1)
 l2_table.style.format("{:.1%}")
@@ -438,7 +432,8 @@ fig, ax = plt.subplots(figsize=(6.6, 3.9))
 for name, t in probes.items():
     ax.plot(t["footprint (MiB)"], 100 * t["re-reads missed"].clip(lower=0), marker="o", label=name)
 ax.axvline(H200.level("L2").capacity_bytes / 2**20, color="black", ls="--", lw=1)
-ax.text(H200.level("L2").capacity_bytes / 2**20 + 1, 8, "L2 = 60 MiB", fontsize=10)
+ax.text(H200.level("L2").capacity_bytes / 2**20 + 1, 8, f"L2 = {H200.level('L2').capacity_bytes / 2**20:.0f} MiB",
+        fontsize=10)
 ax.set_xlabel("reuse distance = buffer footprint (MiB)")
 ax.set_ylabel("re-reads served from DRAM (%)")
 ax.set_title("H200 L2: what a re-read finds (ncu, 8 passes)")
@@ -471,8 +466,8 @@ display(Markdown(
 # predicts 0 % in every row (each reuse distance is under 60 MiB).
 
 # %%
-tiled_n = l2_evidence.tiled_rereads(lookup("tiled_l2_ncu_h200.csv"), [(n, d, 4) for n, d in diag.TILED_NCU_SHAPES], H200)
-tiled_h = l2_evidence.tiled_rereads(lookup("tiled_heads_l2_ncu_h200.csv"), diag.TILED_HEADS_NCU_SHAPES, H200)
+tiled_n = l2_evidence.tiled_rereads(lookup("tiled_l2_ncu_h200.csv"), [(n, d, 4) for n, d in l2_evidence.TILED_NCU_SHAPES], H200)
+tiled_h = l2_evidence.tiled_rereads(lookup("tiled_heads_l2_ncu_h200.csv"), l2_evidence.TILED_HEADS_NCU_SHAPES, H200)
 reread_cols = ["N", "d", "H", "K/V per head (MiB)", "waves", "reuse distance (MiB, model)", "re-read K/V (MB)",
                "DRAM read (MB)", "model (MB)", "re-reads missed"]
 tiled_all = pd.concat([tiled_n, tiled_h], ignore_index=True)[reread_cols]
