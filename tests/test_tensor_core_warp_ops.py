@@ -22,13 +22,14 @@ DTYPES = ["bf16", "fp16"]
 def _tile_kernel(dtype):
     from gpu_kernels.tensor_core.warp_ops import warp_ops
 
-    mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, to_f32, quad_max, quad_sum = warp_ops(
-        dtype, simulator_enabled())
+    mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, to_f32, quad_max, quad_sum, warp_max, warp_sum = (
+        warp_ops(
+        dtype, simulator_enabled()))
     ZERO = np.float32(0.0)
     LOW = np.uint32(0xFFFF)
     SIXTEEN = np.uint32(16)
 
-    def tile(a, bn, bk, d_n, d_k, packed, unpacked, reduced):
+    def tile(a, bn, bk, d_n, d_k, packed, unpacked, reduced, wide):
         sa = cuda.shared.array(256, uint16)  # A, 16 rows × 16
         sbn = cuda.shared.array(128, uint16)  # B stored n-major: 8 rows (n) × 16 (k), like K
         sbk = cuda.shared.array(128, uint16)  # B stored k-major: 16 rows (k) × 8 (n), like V
@@ -71,6 +72,8 @@ def _tile_kernel(dtype):
         x = float32(lane * 7 % 11) - float32(5.0)
         reduced[2 * lane] = quad_max(x)
         reduced[2 * lane + 1] = quad_sum(x)
+        wide[2 * lane] = warp_max(x)
+        wide[2 * lane + 1] = warp_sum(x)
 
     return cuda.jit(tile)
 
@@ -82,7 +85,7 @@ def _run(dtype, seed):
     c = round_to(rng.standard_normal((16, 8)), dtype)
     args = [to_bits(a, dtype).ravel(), to_bits(b.T, dtype).ravel(), to_bits(c, dtype).ravel()]
     outs = [np.full(128, np.nan, np.float32), np.full(128, np.nan, np.float32), np.zeros(64, np.uint16),
-            np.full(40, np.nan, np.float32), np.full(64, np.nan, np.float32)]
+            np.full(40, np.nan, np.float32), np.full(64, np.nan, np.float32), np.full(64, np.nan, np.float32)]
     dev = [cuda.to_device(x) for x in args + outs]
     _tile_kernel(dtype)[1, 32](*dev)
     got = [x.copy_to_host() for x in dev[3:]]
@@ -91,7 +94,7 @@ def _run(dtype, seed):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_one_tile_matches_numpy(dtype):
-    a, b, c, (d_n, d_k, packed, unpacked, reduced) = _run(dtype, seed=hash(dtype) % 1000)
+    a, b, c, (d_n, d_k, packed, unpacked, reduced, wide) = _run(dtype, seed=hash(dtype) % 1000)
     ref_n = a.astype(np.float64) @ b
     ref_k = ref_n + a.astype(np.float64) @ c
     # fp32 accumulation of 16 exact products: a few fp32 roundings of values ~ sqrt(16)
@@ -110,6 +113,8 @@ def test_one_tile_matches_numpy(dtype):
     x = (lane * 7 % 11 - 5).astype(np.float32).reshape(8, 4)
     np.testing.assert_array_equal(reduced[0::2].reshape(8, 4), np.repeat(x.max(axis=1, keepdims=True), 4, 1))
     np.testing.assert_array_equal(reduced[1::2].reshape(8, 4), np.repeat(x.sum(axis=1, keepdims=True), 4, 1))
+    np.testing.assert_array_equal(wide[0::2], np.full(32, x.max()))
+    np.testing.assert_array_equal(wide[1::2], np.full(32, x.sum()))  # small integers: every order is exact
 
 
 def test_bf16_rounding_is_nearest_even():

@@ -1,9 +1,10 @@
-"""Time fa2_tc against torch SDPA (flash and math backends) in bf16 on the GPU, in one run.
+"""Time fa2_tc and naive_tc against torch SDPA (flash and math backends) in bf16 on the GPU, in one run.
 
     python -m gpu_kernels.tensor_core.bench --out DIR [--seq-lens 4096,16384] [--head-dims 64,128]
 
 Per (N, d): inputs drawn on the GPU in fp32 and rounded to bf16 by torch (round to nearest even);
-fa2_tc reads the same bytes through a uint16 view. Every variant's output is checked in the same run
+fa2_tc and naive_tc read the same bytes through uint16 views. A variant that runs out of GPU memory
+(torch's math backend at N = 16384, B·H = 64 needs more than the 140 GB) gets a row saying so. Every variant's output is checked in the same run
 against an fp32 reference (torch's math backend on the inputs upcast to fp32) on the first and the
 last batch·head: ‖O − ref‖/‖ref‖ must stay below 2u = 7.8e-3 (the test suite's bf16 tolerance).
 Timing: CUDA events around PER_EVENT launches after warm-up, median of R such groups, cycling over
@@ -57,26 +58,36 @@ def bits_view(t):
 
 
 def bench_case(n, d, batch, heads, reps):
-    """Rows of fa2_tc, torch flash and torch math at one (N, d), each checked and timed."""
+    """Rows of fa2_tc, naive_tc, torch flash and torch math at one (N, d), each checked and timed."""
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from ..counting import new_counters
     from .fa2_tc import Fa2TcPlan, TcConfig
+    from .naive_tc import NaiveTcConfig, NaiveTcPlan, row_stride
 
     sets = 2
     qkv = [[torch.randn(batch, heads, n, d, device="cuda").to(torch.bfloat16) for _ in range(3)]
            for _ in range(sets)]
-    plan = Fa2TcPlan((batch, heads, heads, n, n, d), TcConfig(d).check(), "bf16")
-    o_tc = torch.empty(batch, heads, n, d, device="cuda", dtype=torch.bfloat16)
-    lse = torch.empty(batch, heads, n, device="cuda", dtype=torch.float32)
-    counters = new_counters()
     views = [[bits_view(x) for x in s] for s in qkv]
-    o_view, l_view = bits_view(o_tc), bits_view(lse)
+    out = torch.empty(batch, heads, n, d, device="cuda", dtype=torch.bfloat16)
+    lse = torch.empty(batch, heads, n, device="cuda", dtype=torch.float32)
+    o_view, l_view = bits_view(out), bits_view(lse)
+    counters = new_counters()
+    shape = (batch, heads, heads, n, n, d)
+    fa2 = Fa2TcPlan(shape, TcConfig(d).check(), "bf16")
+    naive = NaiveTcPlan(shape, NaiveTcConfig(d).check(), "bf16")
 
-    def tc(i):
-        plan.launch(*views[i], o_view, l_view, counters)
+    def fa2_tc(i):
+        fa2.launch(*views[i], o_view, l_view, counters)
+        return out
+
+    sp = {}
+
+    def naive_tc(i):
+        naive.launch(*views[i], sp["s"], sp["p"], o_view, (counters,) * 3)
+        return out
 
     def flash(i):
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
@@ -98,12 +109,25 @@ def bench_case(n, d, batch, heads, reps):
 
     flops = 4 * n * n * d * batch * heads
     rows = []
-    for name, launch in (("fa2_tc", tc), ("torch_flash", flash), ("torch_math", math_)):
-        o_tc.fill_(float("nan"))  # poisoned: an unwritten element fails the check
-        out = launch(0)
-        torch.cuda.synchronize()
-        e = err(o_tc if name == "fa2_tc" else out)
-        del out
+    for name, launch in (("fa2_tc", fa2_tc), ("naive_tc", naive_tc), ("torch_flash", flash), ("torch_math", math_)):
+        if name == "naive_tc":  # S and P: B·H·N·N bf16 each (34 GB each at N = 16384, B·H = 64)
+            sp.update({key: torch.empty(batch * heads * n * row_stride(n), device="cuda", dtype=torch.bfloat16)
+                       for key in ("s", "p")})
+            sp.update({key: bits_view(t) for key, t in sp.items()})
+        out.fill_(float("nan"))  # poisoned: an unwritten element fails the check
+        try:
+            o = launch(0)
+            torch.cuda.synchronize()
+        except torch.OutOfMemoryError:
+            print(f"d={d} N={n} {name}: out of GPU memory at B·H = {batch * heads}; not timed", flush=True)
+            rows.append({"kernel": name, "dtype": "bf16", "batch": batch, "heads": heads, "seq_len": n,
+                         "head_dim": d, "causal": False, "median_ms": "", "min_ms": "", "max_ms": "",
+                         "reps": 0, "tflops": "", "rel_err": "out of memory", "checked_heads": "",
+                         "ratio_to_torch_flash": ""})
+            torch.cuda.empty_cache()
+            continue
+        e = err(o)
+        del o
         t = _events_time(launch, reps, sets, torch)
         med = statistics.median(t)
         rows.append({"kernel": name, "dtype": "bf16", "batch": batch, "heads": heads, "seq_len": n,
@@ -113,10 +137,14 @@ def bench_case(n, d, batch, heads, reps):
         print(f"d={d} N={n} {name:12s} {med:9.3f} ms {flops / med / 1e9:7.1f} TFLOP/s  err {e:.2e}", flush=True)
         if not e < TOL:
             print(f"  FAILED correctness: {name} rel_err {e:.3e} >= {TOL:.3e}", flush=True)
-    flash_ms = float(rows[1]["median_ms"])
+        sp.clear()
+        torch.cuda.empty_cache()
+    flash_ms = float(next(r["median_ms"] for r in rows if r["kernel"] == "torch_flash"))
     for r in rows:
-        r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / flash_ms:.3f}"
-    torch.cuda.empty_cache()
+        if r["median_ms"]:
+            r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / flash_ms:.3f}"
+    regs = fa2.kernel().get_regs_per_thread()
+    print(f"d={d} fa2_tc registers per thread: {regs}", flush=True)
     return rows
 
 
@@ -138,12 +166,13 @@ def main(argv=None):
     w = csv.DictWriter(buf, fieldnames=FIELDS)
     w.writeheader()
     w.writerows(rows)
-    record = provenance({"what": "fa2_tc vs torch SDPA flash and math, bf16, non-causal", "argv": sys.argv,
+    record = provenance({"what": "fa2_tc and naive_tc vs torch SDPA flash and math, bf16, non-causal",
+                         "argv": sys.argv,
                          "timing": f"CUDA events around {PER_EVENT} launches, {WARMUP} warm-up groups, median of reps, "
                                    "2 input sets cycled",
                          "check": "rel. error vs fp32 math on the first and last batch·head, tol 2u = 7.8e-3"})
     write_measurement(f"{a.out}/tc_bench_h200.csv", buf.getvalue(), record)
-    bad = [r for r in rows if not float(r["rel_err"]) < TOL]
+    bad = [r for r in rows if r["reps"] and not float(r["rel_err"]) < TOL]
     return 1 if bad else 0
 
 

@@ -33,7 +33,7 @@ def check_dtype(dtype: str) -> str:
 def to_bits(x, dtype: str) -> np.ndarray:
     """fp32 (or any float) array -> uint16 bit patterns of `dtype`, round to nearest even."""
     check_dtype(dtype)
-    x = np.asarray(x, dtype=np.float32)
+    x = np.atleast_1d(np.asarray(x, dtype=np.float32))
     if dtype == "fp16":
         return x.astype(np.float16).view(np.uint16)
     u = x.view(np.uint32).astype(np.uint64)

@@ -57,6 +57,7 @@ from ..checks import check_attention_inputs
 from ..counting import new_counters, simulator_enabled
 from ..flush import flush_counters
 from .dtypes import check_dtype, from_bits, to_bits
+from .tiles import tile_copier
 from .warp_ops import warp_ops
 
 HEAD_DIMS = (64, 128)
@@ -109,37 +110,6 @@ def default_config(head_dim: int) -> TcConfig:
     return TcConfig(head_dim).check()
 
 
-def tile_copier(cp_async16, D, ROWS, NT):
-    """A device function: my share of the cp.async copies of a ROWS×D tile into swizzled shared memory.
-
-    Thread t copies the 16-byte chunks t, t + NT, ...; chunk c is (row c // CH, column chunk c % CH),
-    so consecutive threads read consecutive 16 bytes of a row (coalesced). Rows at or past `valid`
-    are zero-filled (a cp.async of 0 source bytes, from the tile's first row: a valid address).
-    Returns (global bytes read, shared bytes written)."""
-    CH = D // 8  # 16-byte chunks per row
-    ITERS = ROWS * CH // NT
-
-    def copy_tile(smem, src, first_row, valid, tid):
-        got = 0
-        for it in range(ITERS):
-            c = tid + NT * it
-            row = c // CH
-            ch = c - row * CH
-            dst = row * D + ((ch ^ (row & 7)) << 3)
-            if row < valid:
-                cp_async16(smem, dst, src, (first_row + row) * D + (ch << 3), 16)
-                got += 16
-            else:
-                cp_async16(smem, dst, src, first_row * D, 0)
-        return got, 16 * ITERS
-
-    return copy_tile
-
-
-def _device(fn, simulator):
-    return cuda.jit(device=True)(fn) if simulator else cuda.jit(device=True, inline=True)(fn)
-
-
 @functools.cache
 def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simulator: bool):
     """The kernel for one (config, dtype, build); compiled on first launch."""
@@ -148,10 +118,10 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
     Q_ELEMS, KV_ELEMS = BR * D, BC * D  # array shapes must be plain constants for numba
     COUNTING, CAUSAL = counting, causal
     # numba resolves a closure variable that is a function, not an attribute of a tuple: unpack
-    mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, _, quad_max, quad_sum = warp_ops(
+    mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, _, quad_max, quad_sum, _, _ = warp_ops(
         dtype, simulator)
-    copy_q = _device(tile_copier(cp_async16, D, BR, NT), simulator)
-    copy_kv = _device(tile_copier(cp_async16, D, BC, NT), simulator)
+    copy_q = tile_copier(cp_async16, BR, D, NT, simulator)
+    copy_kv = tile_copier(cp_async16, BC, D, NT, simulator)
     C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
     F_LN2 = np.float32(LN2)
     NEG_INF = np.float32(-np.inf)
@@ -192,9 +162,9 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
         n_sw = 0
 
         # --- Q_i and the last visited K block in flight; Q to registers once it has landed.
-        got, put = copy_q(Qs, q, bh * n_q + q_start, r, tid)
+        got, put = copy_q(Qs, q, bh * n_q + q_start, D, 0, r, D, tid)
         j = tc - 1
-        got2, put2 = copy_kv(Ks, k, kv_bh * n_k + j * BC, min(BC, n_k - j * BC), tid)
+        got2, put2 = copy_kv(Ks, k, kv_bh * n_k + j * BC, D, 0, min(BC, n_k - j * BC), D, tid)
         cp_commit()
         if COUNTING:
             n_gr += got + got2
@@ -232,7 +202,7 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
             if jj > 0:
                 cp_wait_all()  # my copies of K_j have landed
                 cuda.syncthreads()  # everyone's; and everyone is done reading V_j+1
-            got, put = copy_kv(Vs, v, kv_bh * n_k + k_start, c, tid)
+            got, put = copy_kv(Vs, v, kv_bh * n_k + k_start, D, 0, c, D, tid)
             cp_commit()
             if COUNTING:
                 n_gr += got
@@ -301,7 +271,7 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
             cp_wait_all()  # my copies of V_j have landed
             cuda.syncthreads()  # everyone's; and everyone is done reading K_j
             if j > 0:
-                got, put = copy_kv(Ks, k, kv_bh * n_k + k_start - BC, BC, tid)
+                got, put = copy_kv(Ks, k, kv_bh * n_k + k_start - BC, D, 0, BC, D, tid)
                 cp_commit()
                 if COUNTING:
                     n_gr += got

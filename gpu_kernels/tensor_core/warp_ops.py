@@ -42,13 +42,15 @@ class WarpOps(NamedTuple):
     mma: object  # (a0..a3, b0, b1, c0..c3) -> (d0..d3): D = A·B + C, fp32 accumulation
     ldsm_x4: object  # (smem, idx) -> 4 registers: four 8×8 matrices
     ldsm_x4_t: object  # the same with .trans
-    cp_async16: object  # (smem, sidx, gmem, gidx, nbytes): copy nbytes (0 or 16) of 16, zero-fill the rest
+    cp_async16: object  # (smem, sidx, gmem, gidx, nbytes): copy nbytes (0..16, even) of 16, zero-fill the rest
     cp_commit: object  # () close a group of cp.async copies
     cp_wait_all: object  # () wait until all of this thread's groups have landed
     pack2: object  # (lo, hi) fp32 -> one register of two 16-bit values, round to nearest even
     to_f32: object  # (uint16 bits) -> fp32
     quad_max: object  # x -> max over the 4 lanes of my quad (lanes 4g..4g+3: one row of an mma tile)
     quad_sum: object  # x -> sum over my quad, as the butterfly (x + x^1) + (x^2 + x^3)
+    warp_max: object  # x -> max over the 32 lanes (butterfly over lane masks 16, 8, 4, 2, 1)
+    warp_sum: object  # x -> sum over the 32 lanes, the same butterfly
 
 
 @functools.cache
@@ -142,18 +144,26 @@ def _simulated(dtype: str) -> WarpOps:
     def to_f32(bits):
         return from_bits(np.array([bits], dtype=np.uint16), dtype)[0]
 
-    def quad_max(x):
+    def _butterfly(x, masks, combine):
         v = _warp_gather((x,))[:, 0].astype(np.float32)
-        q = (cuda.threadIdx.x & 31) & ~3
-        return max(max(v[q], v[q + 1]), max(v[q + 2], v[q + 3]))
+        for m in masks:  # every lane's value after this step, as the shuffles compute it
+            v = np.array([combine(v[i], v[i ^ m]) for i in range(32)], dtype=np.float32)
+        return v[cuda.threadIdx.x & 31]
+
+    def quad_max(x):
+        return _butterfly(x, (1, 2), max)
 
     def quad_sum(x):
-        v = _warp_gather((x,))[:, 0].astype(np.float32)
-        lane = cuda.threadIdx.x & 31
-        return (v[lane] + v[lane ^ 1]) + (v[lane ^ 2] + v[lane ^ 3])
+        return _butterfly(x, (1, 2), np.add)
+
+    def warp_max(x):
+        return _butterfly(x, (16, 8, 4, 2, 1), max)
+
+    def warp_sum(x):
+        return _butterfly(x, (16, 8, 4, 2, 1), np.add)
 
     return WarpOps(*(cuda.jit(device=True)(f) for f in (
-        mma, ldsm_x4, ldsm_x4_t, cp_async16, nop, nop, pack2, to_f32, quad_max, quad_sum)))
+        mma, ldsm_x4, ldsm_x4_t, cp_async16, nop, nop, pack2, to_f32, quad_max, quad_sum, warp_max, warp_sum)))
 
 
 # --- GPU: inline PTX --------------------------------------------------------------------------------
@@ -255,17 +265,29 @@ def _intrinsics(dtype: str) -> WarpOps:
         return types.float32(bits), codegen
 
     full = np.uint32(0xFFFFFFFF)
-    one, two = np.int32(1), np.int32(2)
+    m1, m2, m4, m8, m16 = (np.int32(m) for m in (1, 2, 4, 8, 16))
 
     @cuda.jit(device=True, inline=True)
     def quad_max(x):
-        x = max(x, cuda.shfl_xor_sync(full, x, one))
-        return max(x, cuda.shfl_xor_sync(full, x, two))
+        x = max(x, cuda.shfl_xor_sync(full, x, m1))
+        return max(x, cuda.shfl_xor_sync(full, x, m2))
 
     @cuda.jit(device=True, inline=True)
     def quad_sum(x):
-        x = x + cuda.shfl_xor_sync(full, x, one)
-        return x + cuda.shfl_xor_sync(full, x, two)
+        x = x + cuda.shfl_xor_sync(full, x, m1)
+        return x + cuda.shfl_xor_sync(full, x, m2)
+
+    @cuda.jit(device=True, inline=True)
+    def warp_max(x):
+        x = max(x, cuda.shfl_xor_sync(full, x, m16))
+        x = max(x, cuda.shfl_xor_sync(full, x, m8))
+        return quad_max(max(x, cuda.shfl_xor_sync(full, x, m4)))
+
+    @cuda.jit(device=True, inline=True)
+    def warp_sum(x):
+        x = x + cuda.shfl_xor_sync(full, x, m16)
+        x = x + cuda.shfl_xor_sync(full, x, m8)
+        return quad_sum(x + cuda.shfl_xor_sync(full, x, m4))
 
     return WarpOps(mma, ldmatrix(False), ldmatrix(True), cp_async16, plain("cp.async.commit_group;"),
-                   plain("cp.async.wait_all;"), pack2, to_f32, quad_max, quad_sum)
+                   plain("cp.async.wait_all;"), pack2, to_f32, quad_max, quad_sum, warp_max, warp_sum)

@@ -37,6 +37,7 @@ NAMES = (
     "fa2",
     "fa2_fast",
     "fa2_tc",
+    "naive_tc",
     "decode",
     "naive_bwd",
     "flash_bwd",

@@ -1,0 +1,50 @@
+"""Tiles in shared memory for the tensor-core kernels: the swizzled layout and the cp.async copier.
+
+A tile is ROWS × COLS 16-bit elements stored row by row (COLS a multiple of 64). Its 16-byte chunk c
+of row r lives at chunk c ^ (r mod 8): the 8 rows one ldmatrix matrix reads (8 consecutive rows, one
+chunk column) then fall into 8 different groups of 4 banks, with no padding (a row of 128 or 256
+bytes would otherwise put all 8 in the same banks: an 8-way conflict). Worked number: row 9, chunk 2
+of a 64-wide tile is stored at element 9·64 + (2 ^ 1)·8 = 600.
+"""
+
+from __future__ import annotations
+
+from numba import cuda
+
+
+def _swizzled(row, chunk, cols):
+    """Element index of 16-byte chunk `chunk` of row `row` in a swizzled tile `cols` wide."""
+    return row * cols + ((chunk ^ (row & 7)) << 3)
+
+
+swizzled = cuda.jit(device=True, inline=True)(_swizzled)
+
+
+def tile_copier(cp_async16, ROWS, COLS, NT, simulator):
+    """A device function: my share of the cp.async copies of a ROWS × COLS tile into shared memory.
+
+    ``copy(smem, src, first, ld, col0, valid_rows, valid_cols, tid)`` copies rows first .. first +
+    ROWS − 1 of the row-major source (row length `ld`), columns col0 .. col0 + COLS − 1. Thread t takes
+    chunks t, t + NT, ... in row-major order (consecutive threads read consecutive 16 bytes: coalesced).
+    Rows at or past `valid_rows` and columns at or past `valid_cols` are zero-filled by the copy itself
+    (fewer source bytes; none from a row past the end, whose source address is the tile's first row).
+    Returns (global bytes read, shared bytes written): what the counting builds add up.
+    """
+    CH = COLS // 8
+    ITERS = ROWS * CH // NT
+
+    def copy(smem, src, first, ld, col0, valid_rows, valid_cols, tid):
+        got = 0
+        for it in range(ITERS):
+            c = tid + NT * it
+            row = c // CH
+            ch = c - row * CH
+            nbytes = 0
+            if row < valid_rows:
+                nbytes = 2 * min(8, max(0, valid_cols - 8 * ch))
+            gidx = (first + row) * ld + col0 + 8 * ch if nbytes > 0 else first * ld + col0  # a valid address
+            cp_async16(smem, swizzled(row, ch, COLS), src, gidx, nbytes)
+            got += nbytes
+        return got, 16 * ITERS
+
+    return cuda.jit(device=True)(copy) if simulator else cuda.jit(device=True, inline=True)(copy)
