@@ -1,52 +1,263 @@
-"""Figure 2 (left) of the FlashAttention paper, reproduced by the model.
+"""Figure 2 (left) of the FlashAttention paper, with the paper's own configuration, and on the H200.
 
-GPT-2 medium attention, forward + backward: seq 1024, head dim 64, 16 heads, batch 64, fp16, causal,
-on an A100. Conventions:
-- standard attention = `unfused` + `unfused_bwd` (HF GPT-2 eager: matmul, scale, causal where,
-  softmax, dropout with a one-byte mask, matmul; cuBLAS reads each matmul operand once);
-- FlashAttention = `fa1` + `flash_bwd` (Algorithms 1 and 4, causal tiles skipped), blocks from the
-  SRAM size given (default: the paper's 192 KB per SM);
-- GB = 10⁹ bytes.
-The paper's numbers come from data/papers.json.
+The configuration (data/papers.json, `figure_2_left.configuration`, from the benchmark script of
+commit 9dbc491a): B = 64, H = 16, N = 1024, d = 64, fp16, not causal, dropout 0.1, key-padding
+lengths in [1004, 1024), forward + backward.
 
-Worked number (standard): 1024 heads × (23 N×N passes × 2 B + two 1-byte masks) × 2²⁰ scores, plus
-12 N×d transfers × 2 B × 65,536: 1024 × 51,904,512 B = 53.15 GB (the paper measured 40.3).
+- standard attention = `attention_ref` (simlib/schedules/attention_ref.py) on the padded batch: one
+  kernel per op and per autograd formula, each reading and writing whole tensors;
+- FlashAttention = `fa1_2022` (the CUDA kernel of that commit: Bc = 256, Br = 16, fp32 O and dQ
+  accumulators in HBM, recompute in the backward) on the unpadded tokens;
+- for contrast, the paper's Algorithms 1 + 4 (`fa1` + `flash_bwd`, blocks from the SRAM size);
+- GB = 10⁹ bytes (the paper does not say; its numbers read as GiB are 7.4 % larger).
 
->>> frame = figure2_left()
->>> round(float(frame.loc[0, "model_hbm_gb"]), 2), float(frame.loc[0, "paper_hbm_gb"])
-(53.15, 40.3)
+Default lengths: the 64 lengths 1004 + ⌊20·i/64⌋ (every length of the range, equally often as 64
+allows; 64,856 tokens); the paper's own draw is not recorded. Every FlashAttention count here is
+linear in each sequence's length while its block counts stay fixed (they do over the whole range),
+so only the total matters: `spread_lengths(total, batch)` gives a list with any total.
+
+Worked number (standard, `attention_ref`): 1024 heads × (40 B × 2²⁰ scores + 30 N×d transfers ×
+2 B × 65,536) = 46.98 GB against the paper's 40.3 (+16.6 %). FlashAttention (`fa1_2022`): 90 B per
+N·d element and 60 B per row (every access; 24 of the 90 are the fp32 accumulators) on 64,856
+tokens × 16 heads: 6.04 GB against 4.4 (+37 %); with every re-read inside a kernel served by L2
+(`kernel_once`), 32 B and 12 B: 2.14 GB. The paper's 4.4 GB lies between the two.
+
+>>> frame = figure2_left().set_index("attention")
+>>> round(float(frame.loc["standard", "model_hbm_gb"]), 2), round(float(frame.loc["FlashAttention", "model_hbm_gb"]), 2)
+(46.98, 6.04)
 """
+import csv
 import json
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
-from .counts import count
+from .counts import Result, count
 from .presets import DATA_DIR
+from .schedules import fa1_2022, fa2_torch
+from .traffic import tensor_bytes
 from .workload import Workload
 
-GPT2_MEDIUM = Workload(seq_len=1024, head_dim=64, batch=64, heads=16, dtype="fp16", causal=True)
+FIGURE2 = Workload(seq_len=1024, head_dim=64, batch=64, heads=16, dtype="fp16")
+PAD_RANGE = 20                     # lengths drawn from [N − 20, N) by the 2022 script
+MEASURED = DATA_DIR / "measurements" / "current" / "figure2_h200.csv"
+GB = 1e9
 
 
-def paper_figure2_left() -> dict[str, Any]:
-    figure: dict[str, Any] = json.loads((DATA_DIR / "papers.json").read_text())["flashattention"]["figure_2_left"]
+def paper_figure2_left(revision: str = "v2") -> dict[str, Any]:
+    """The paper's Figure 2 (left): "v2" (arXiv v2, dropout 0.1) or "camera-ready" (no dropout)."""
+    key = {"v2": "figure_2_left", "camera-ready": "figure_2_left_camera_ready"}[revision]
+    figure: dict[str, Any] = json.loads((DATA_DIR / "papers.json").read_text())["flashattention"][key]
     return figure
 
 
-def figure2_left(sram_bytes: int = 192 * 1024, workload: Workload = GPT2_MEDIUM) -> pd.DataFrame:
-    """A DataFrame: model HBM GB (forward, backward, total) and FLOPs next to the paper's numbers."""
+def default_lengths(workload: Workload = FIGURE2) -> list[int]:
+    """Every length of [N − 20, N) equally often (as far as B allows): N − 20 + ⌊20·i/B⌋."""
+    n, b = workload.seq_len, workload.batch
+    return [n - PAD_RANGE + (PAD_RANGE * i) // b for i in range(b)]
+
+
+def spread_lengths(total: int, batch: int) -> list[int]:
+    """`batch` lengths that differ by at most one and sum to `total` tokens."""
+    q, r = divmod(total, batch)
+    return [q + 1] * r + [q] * (batch - r)
+
+
+def _check_lengths(lengths: Sequence[int], workload: Workload) -> list[int]:
+    if len(lengths) != workload.batch:
+        raise ValueError(f"lengths: {len(lengths)} lengths for batch={workload.batch}")
+    if any(not 1 <= n <= workload.seq_len for n in lengths):
+        raise ValueError(f"lengths must lie in [1, seq_len={workload.seq_len}], got {min(lengths)}..{max(lengths)}")
+    return [int(n) for n in lengths]
+
+
+def varlen(algorithm: str, workload: Workload, lengths: Sequence[int], **params: object) -> list[Result]:
+    """`algorithm` on the unpadded tokens: one count per distinct length (batch = how many have it)."""
+    groups = Counter(_check_lengths(lengths, workload))
+    return [count(algorithm, Workload(n, workload.head_dim, batch=k, heads=workload.heads, dtype=workload.dtype,
+                                      causal=workload.causal), **params) for n, k in sorted(groups.items())]
+
+
+def _bytes(results: Sequence[Result], side: str | None = None, once: bool = False) -> int:
+    """Summed HBM bytes of `results`, of the phases of `side` ("fwd"/"bwd"), optionally kernel_once."""
+    total = 0
+    for r in results:
+        traffic = r.traffic
+        if once:
+            module = {"fa1_2022": fa1_2022, "fa2_torch": fa2_torch}[r.algorithm]
+            traffic = module.kernel_once(r.workload, r.mapping)
+        total += r.units * sum(n * _element_bytes(t, r.workload) for (_, _, t, phase), n in traffic.counts.items()
+                               if side is None or phase.startswith(side))
+    return total
+
+
+def _element_bytes(tensor: str, workload: Workload) -> int:
+    return tensor_bytes(tensor, workload.element_bytes)
+
+
+def _sides(results: Sequence[Result]) -> tuple[int, int]:
+    """(forward, backward) HBM bytes: the phases named "fwd:..." and the rest."""
+    fwd = _bytes(results, "fwd")
+    return fwd, _bytes(results) - fwd
+
+
+def figure2_left(sram_bytes: int = 192 * 1024, workload: Workload = FIGURE2,
+                 lengths: Sequence[int] | None = None) -> pd.DataFrame:
+    """Model HBM GB (forward, backward, total), FLOPs and tiles next to the paper's numbers.
+
+    Rows: standard (`attention_ref`, padded), FlashAttention (`fa1_2022`, unpadded; also its
+    DRAM bytes if L2 served every re-read inside a kernel), and the paper's Algorithms 1 + 4 with
+    blocks from `sram_bytes` (unpadded). A causal `workload` gives the causal extra (the paper's
+    Figure 2 is not causal; its numbers are shown next to it all the same).
+    """
+    lengths = default_lengths(workload) if lengths is None else _check_lengths(lengths, workload)
     paper = paper_figure2_left()
-    cases: tuple[tuple[str, str, str, dict[str, Any], dict[str, Any]], ...] = (("standard", "unfused", "unfused_bwd", {}, paper["standard_attention"]),
-             ("FlashAttention", "fa1", "flash_bwd", {"sram_bytes": sram_bytes}, paper["flashattention"]))
+    standard = [count("attention_ref", workload)]
+    flash = varlen("fa1_2022", workload, lengths)
+    algo_fwd = varlen("fa1", workload, lengths, sram_bytes=sram_bytes)
+    algo_bwd = varlen("flash_bwd", workload, lengths, sram_bytes=sram_bytes)
+    tag = " (causal extra)" if workload.causal else ""
     rows = []
-    for label, fwd_name, bwd_name, kw, published in cases:
-        fwd, bwd = count(fwd_name, workload, **kw), count(bwd_name, workload, **kw)
-        total = fwd.hbm_bytes + bwd.hbm_bytes
-        rows.append({
-            "attention": label, "forward_gb": fwd.hbm_bytes / 1e9, "backward_gb": bwd.hbm_bytes / 1e9,
-            "model_hbm_gb": total / 1e9, "paper_hbm_gb": published["hbm_rw_gb"],
-            "model_over_paper": total / 1e9 / published["hbm_rw_gb"],
-            "model_gflop": (fwd.flops + bwd.flops) / 1e9, "paper_gflop": published["gflops"],
-            "block_rows": fwd.block_rows, "block_cols": fwd.block_cols,
-        })
+    for label, impl, results, published in (
+            ("standard", "attention_ref (padded)", standard, paper["standard_attention"]),
+            ("FlashAttention", "fa1_2022 kernel (unpadded)", flash, paper["flashattention"])):
+        fwd, bwd = _sides(results)
+        rows.append(_row(label + tag, impl, fwd, bwd, results, published))
+        if results is flash:
+            rows[-1]["model_dram_gb_if_l2_holds_rereads"] = _bytes(flash, once=True) / GB
+    fwd, bwd = sum(r.hbm_bytes for r in algo_fwd), sum(r.hbm_bytes for r in algo_bwd)
+    rows.append(_row("Algorithms 1 + 4" + tag, f"fa1 + flash_bwd, M = {sram_bytes:,} B (unpadded)", fwd, bwd,
+                     algo_fwd + algo_bwd, paper["flashattention"]))
     return pd.DataFrame(rows)
+
+
+def _row(label: str, impl: str, fwd: int, bwd: int, results: Sequence[Result], published: dict[str, Any]
+         ) -> dict[str, Any]:
+    total = fwd + bwd
+    first = results[0]
+    return {
+        "attention": label, "implementation": impl, "forward_gb": fwd / GB, "backward_gb": bwd / GB,
+        "model_hbm_gb": total / GB, "paper_hbm_gb": published["hbm_rw_gb"],
+        "model_over_paper": total / GB / published["hbm_rw_gb"],
+        "model_gflop": sum(r.flops for r in results) / GB, "paper_gflop": published["gflops"],
+        "block_rows": first.block_rows, "block_cols": first.block_cols,
+        "tokens": sum(r.workload.batch * r.workload.seq_len for r in results if r.algorithm != "flash_bwd"),
+    }
+
+
+def figure2_terms(workload: Workload = FIGURE2, lengths: Sequence[int] | None = None) -> pd.DataFrame:
+    """Every term of the standard and the FlashAttention count: kernel (phase), tensor, op, bytes."""
+    lengths = default_lengths(workload) if lengths is None else _check_lengths(lengths, workload)
+    rows = []
+    for label, results in (("standard", [count("attention_ref", workload)]),
+                           ("FlashAttention", varlen("fa1_2022", workload, lengths))):
+        terms: Counter[tuple[str, str, str]] = Counter()
+        for r in results:
+            for (_, op, tensor, phase), n in r.traffic.counts.items():
+                terms[(phase, tensor, op)] += n * r.units * _element_bytes(tensor, r.workload)
+        rows += [{"attention": label, "kernel": phase, "tensor": tensor, "op": op, "bytes": b, "gb": b / GB}
+                 for (phase, tensor, op), b in terms.items()]
+    return pd.DataFrame(rows)
+
+
+def figure2_flops(workload: Workload = FIGURE2, lengths: Sequence[int] | None = None) -> pd.DataFrame:
+    """The FLOPs column: what the workload implies (matmuls only) against the paper's GFLOPs row.
+
+    Standard: 4·N²·d forward + 8·N²·d backward per head on the padded N; FlashAttention: the same
+    plus the recomputed QKᵀ (2·N²·d) in the backward, on each sequence's own length. Recompute puts
+    FlashAttention above standard (14 vs 12 N²d) although it skips the padding.
+    """
+    lengths = default_lengths(workload) if lengths is None else _check_lengths(lengths, workload)
+    paper = paper_figure2_left()
+    std = count("attention_ref", workload).flops
+    flash = sum(r.flops for r in varlen("fa1_2022", workload, lengths))
+    rows = [{"attention": "standard", "model_gflop": std / GB, "paper_gflop": paper["standard_attention"]["gflops"]},
+            {"attention": "FlashAttention", "model_gflop": flash / GB, "paper_gflop": paper["flashattention"]["gflops"]}]
+    for row in rows:
+        row["model_over_paper"] = row["model_gflop"] / row["paper_gflop"]
+    frame = pd.DataFrame(rows)
+    frame["flash_over_standard"] = flash / std
+    return frame
+
+
+def measured_h200(path=MEASURED) -> pd.DataFrame:
+    """Run figure2-h200's per-variant table (benchmarks/figure2_torch.py), DRAM and L2 GB added."""
+    with open(path, newline="") as f:
+        frame = pd.DataFrame(list(csv.DictReader(f)))
+    for column in ("dropout_p", "wall_ms_median", "dram_read_bytes", "dram_write_bytes", "l2_read_bytes",
+                   "l2_write_bytes", "real_tokens", "tokens"):
+        frame[column] = pd.to_numeric(frame[column])
+    frame["dram_gb"] = (frame["dram_read_bytes"] + frame["dram_write_bytes"]) / GB
+    frame["l2_gb"] = (frame["l2_read_bytes"] + frame["l2_write_bytes"]) / GB
+    return frame
+
+
+def model_h200(dropout: bool, tokens: int, workload: Workload = FIGURE2) -> dict[str, float]:
+    """The H200 run's configuration as PyTorch 2.11 launched it: predicted DRAM and L2 GB.
+
+    standard: `attention_ref` with kernels="torch-2.11" (each kernel moves each operand once, so
+    DRAM = every access); FlashAttention-2 varlen: `fa2_torch` on `tokens` unpadded tokens, DRAM =
+    `kernel_once` (ncu flushes L2 between kernels; inside one, L2 holds each (b, h)'s K/V and Q/dO
+    while its CTAs run), every access = the L2 traffic.
+    """
+    std = count("attention_ref", workload, dropout=dropout, kernels="torch-2.11")
+    flash = varlen("fa2_torch", workload, spread_lengths(tokens, workload.batch), dropout=dropout)
+    return {"standard_dram_gb": std.hbm_bytes / GB, "flash_dram_gb": _bytes(flash, once=True) / GB,
+            "flash_every_access_gb": _bytes(flash) / GB}
+
+
+def figure2_h200(measured: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Paper / model (2022 configuration) / H200 measured / model (H200 configuration), side by side.
+
+    Rows: standard and FlashAttention, each with dropout 0.1 (the paper's arXiv v2 figure) and
+    without (its camera-ready figure, "no dropout"). GB = 10⁹ B; the H200 columns are ncu's DRAM
+    bytes read + written summed over every kernel of one forward + backward step.
+    """
+    measured = measured_h200() if measured is None else measured
+    v2, final = paper_figure2_left("v2"), paper_figure2_left("camera-ready")
+    lengths = default_lengths()
+    rows = []
+    for dropout, paper in ((True, v2), (False, final)):
+        p = 0.1 if dropout else 0.0
+        std_m = measured[(measured["variant"] == "standard") & (measured["dropout_p"] == p)].iloc[0]
+        fa_m = measured[(measured["variant"] == "fa2_varlen") & (measured["dropout_p"] == p)].iloc[0]
+        model = model_h200(dropout, int(fa_m["real_tokens"]))
+        std_2022 = count("attention_ref", FIGURE2, dropout=dropout).hbm_bytes / GB
+        flash_2022 = varlen("fa1_2022", FIGURE2, lengths)
+        rows.append({"attention": "standard", "dropout": p, "paper_gb": paper["standard_attention"]["hbm_rw_gb"],
+                     "model_2022_gb": std_2022, "model_2022_low_gb": std_2022, "h200_dram_gb": std_m["dram_gb"],
+                     "model_h200_dram_gb": model["standard_dram_gb"], "h200_l2_gb": std_m["l2_gb"],
+                     "paper_ms": paper["standard_attention"]["runtime_ms"], "h200_ms": std_m["wall_ms_median"]})
+        rows.append({"attention": "FlashAttention", "dropout": p, "paper_gb": paper["flashattention"]["hbm_rw_gb"],
+                     "model_2022_gb": _bytes(flash_2022) / GB, "model_2022_low_gb": _bytes(flash_2022, once=True) / GB,
+                     "h200_dram_gb": fa_m["dram_gb"], "model_h200_dram_gb": model["flash_dram_gb"],
+                     "h200_l2_gb": fa_m["l2_gb"], "model_h200_every_access_gb": model["flash_every_access_gb"],
+                     "paper_ms": paper["flashattention"]["runtime_ms"], "h200_ms": fa_m["wall_ms_median"]})
+    frame = pd.DataFrame(rows)
+    frame["model_h200_over_measured"] = frame["model_h200_dram_gb"] / frame["h200_dram_gb"]
+    return frame
+
+
+def figure2_report(sram_bytes: int = 192 * 1024) -> dict[str, Any]:
+    """Everything `python -m simlib figure2 --json` prints: the figure, every term, FLOPs, the H200."""
+    report: dict[str, Any] = {
+        "configuration": paper_figure2_left()["configuration"],
+        "figure2_left": figure2_left(sram_bytes).to_dict(orient="records"),
+        "causal_extra": figure2_left(sram_bytes, Workload(1024, 64, batch=64, heads=16, causal=True)
+                                     ).to_dict(orient="records"),
+        "terms": figure2_terms().to_dict(orient="records"),
+        "flops": figure2_flops().to_dict(orient="records"),
+    }
+    if MEASURED.exists():
+        report["h200"] = figure2_h200().to_dict(orient="records")
+    return report
+
+
+def figure2_cli(sram_bytes: int = 192 * 1024, as_json: bool = False) -> str:
+    """The `figure2` subcommand's output: the JSON report, or the figure's table as text."""
+    if as_json:
+        return json.dumps(figure2_report(sram_bytes), default=float)
+    frame = figure2_left(sram_bytes)
+    return frame.to_string(index=False, float_format=lambda x: f"{x:.2f}")

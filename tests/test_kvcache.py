@@ -1,8 +1,7 @@
-"""KV-cache calculator and the Figure 2 reproduction against hand derivations."""
+"""KV-cache calculator against hand derivations (Figure 2: tests/test_figure2.py)."""
 import pytest
 
 from simlib.kvcache import load_model, max_context, memory_table, model_keys
-from simlib.reproduce import figure2_left
 
 
 @pytest.mark.parametrize("key", ["llama-2-7b", "llama-3-8b", "mistral-7b", "llama-2-70b"])
@@ -33,13 +32,3 @@ def test_max_context_and_weights_that_do_not_fit():
 def test_memory_table_grows_linearly_with_context():
     t = memory_table(load_model("mistral-7b"), [0, 1000, 2000])
     assert list(t["kv_cache_bytes"]) == [0, 1000 * 131072, 2000 * 131072]
-
-
-def test_figure2_standard_counts_nxn_passes_and_flash_counts_algorithms_1_and_4():
-    frame = figure2_left(sram_bytes=192 * 1024).set_index("attention")
-    bh, nn, nd = 64 * 16, 1024**2, 1024 * 64
-    # standard: 10 forward + 13 backward N×N passes in fp16, two 1-byte dropout masks, 12 N×d transfers
-    assert frame.loc["standard", "model_hbm_gb"] * 1e9 == pytest.approx(bh * (23 * nn * 2 + 2 * nn + 12 * nd * 2))
-    assert frame.loc["standard", "paper_hbm_gb"] == 40.3
-    # FlashAttention with Bc = 384, Br = 64 (Tr = 16, Tc = 3) and causal tile skipping
-    assert (frame.loc["FlashAttention", "block_rows"], frame.loc["FlashAttention", "block_cols"]) == (64, 384)

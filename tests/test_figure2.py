@@ -1,0 +1,146 @@
+"""Figure 2 (left) with the paper's configuration: expected bytes derived by hand, per term.
+
+Standard attention (`attention_ref`) is counted as one N×N pass per kernel read or write; the 2022
+FlashAttention kernel (`fa1_2022`) is checked against a plain simulation of its loop nest written
+here from the kernel's code (fmha_fprop_kernel_1xN.h / fmha_dgrad_kernel_1xN_loop.h at 9dbc491a);
+PyTorch 2.11's FA2 kernels (`fa2_torch`) against hand formulas and the H200's ncu bytes.
+"""
+import json
+
+import pytest
+
+from simlib import Workload, count
+from simlib import reproduce as fig2
+from simlib.schedules import fa1_2022, fa2_torch
+
+B, H, N, D = 64, 16, 1024, 64
+BH, SCORES, ND = B * H, N * N, N * D          # heads, scores per head, N·d elements per head
+
+
+def test_standard_is_forty_bytes_per_score_plus_thirty_nd_transfers():
+    # forward: S written, masked_fill r+w, softmax r+w, dropout r+w (+1-byte mask), P̃ read in PV = 8 passes
+    # backward: dP̃ written, P̃ read (dV), dropout r+w (+mask), softmax r dP r P w dS, masked_fill r+w,
+    # dS read twice (dQ, dK) = 11 passes; N×d: 12 forward + 18 backward transfers of 2 B
+    expected = BH * ((8 + 11) * 2 * SCORES + 2 * SCORES + 30 * 2 * ND)
+    assert count("attention_ref", fig2.FIGURE2).hbm_bytes == expected == 46_976_204_800
+
+
+@pytest.mark.parametrize("kernel, tensor, op, passes", [
+    ("fwd:qk", "S", "write", 1), ("fwd:key_mask", "S", "read", 1), ("fwd:softmax", "P", "write", 1),
+    ("fwd:dropout", "Z", "write", 0.5), ("bwd:softmax", "P", "read", 1), ("bwd:dropout", "Z", "read", 0.5),
+    ("bwd:dq", "dS", "read", 1), ("bwd:stack", "dQKV", "write", 3 * ND / SCORES),
+])
+def test_each_standard_term_is_one_pass_of_its_tensor(kernel, tensor, op, passes):
+    terms = fig2.figure2_terms().set_index(["attention", "kernel", "tensor", "op"])
+    assert terms.loc[("standard", kernel, tensor, op), "bytes"] == BH * SCORES * 2 * passes
+
+
+def test_standard_without_dropout_and_with_torch_211_kernels():
+    no_dropout = BH * (15 * 2 * SCORES + 30 * 2 * ND)             # dropout's 2 + 2 passes and masks gone
+    assert count("attention_ref", fig2.FIGURE2, dropout=False).hbm_bytes == no_dropout
+    # PyTorch 2.11 on the H200 adds an N×N multiply (2 reads, 1 write) and an N×N fill (1 write)
+    assert (count("attention_ref", fig2.FIGURE2, kernels="torch-2.11").hbm_bytes
+            == count("attention_ref", fig2.FIGURE2).hbm_bytes + BH * 4 * 2 * SCORES)
+
+
+def simulate_fa1_2022(n, d, causal=False, bc=256, br=16):
+    """Bytes of one (b, h) as the 2022 kernel's loops move them (fp16 2 B, fp32 accumulators/stats 4 B)."""
+    total = 0
+    steps = range(0, n, bc)
+    last = len(steps) - 1
+    for direction in ("fwd", "bwd"):
+        for j, start in enumerate(steps):
+            c = min(bc, n - start)
+            total += 2 * c * d * 2                                   # K_j and V_j loaded once
+            begin = start if causal else 0
+            for row in range(begin, n, br):
+                r = min(br, n - row)
+                final = j == last or (causal and row < start + bc)
+                if direction == "fwd":
+                    total += r * d * 2                               # Q rows
+                    if j > 0:
+                        total += r * d * 4 + r * 4                   # o_tmp (fp32) and lse read back
+                    total += r * 4                                   # lse written
+                    total += r * d * 2 if final else r * d * 4       # O (fp16) or o_tmp (fp32)
+                else:
+                    total += 2 * r * d * 2 + r * 4                   # Q, dO, lse
+                    total += r * d * 2 + r * 4 if j == 0 else r * 4 + r * d * 4   # O and D written / D, dq_tmp read
+                    total += r * d * 2 if final else r * d * 4       # dQ or dq_tmp
+            total += 2 * c * d * 2 if direction == "bwd" else 0      # dK_j, dV_j
+    return total
+
+
+@pytest.mark.parametrize("n", [1024, 1004, 1023, 300, 257, 16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_fa1_2022_equals_a_simulation_of_its_loops(n, causal):
+    w = Workload(n, 64, causal=causal)
+    assert count("fa1_2022", w).hbm_bytes == simulate_fa1_2022(n, 64, causal)
+    assert count("fa1_2022", w, method="trace").hbm_bytes == simulate_fa1_2022(n, 64, causal)
+
+
+def test_fa1_2022_per_head_worked_number_and_its_accumulators():
+    # Tc = 4: forward 2+2 (K, V) + 4·2 (Q) + 3·4 + 3·4 (o_tmp r/w) + 2 (O) = 38 B per N·d element,
+    # backward 2+2+2 (K, V, O) + 2·4·2 (Q, dO) + 3·4 + 3·4 (dq_tmp) + 3·2 (dQ, dK, dV) = 52;
+    # per row: lse 3·4 + 4·4 forward, lse 4·4 + D 4 + D 3·4 backward = 60
+    assert count("fa1_2022", Workload(N, D)).hbm_bytes == ND * 90 + N * 60
+    terms = fig2.figure2_terms(lengths=[N] * B).set_index(["attention", "kernel", "tensor", "op"])
+    accumulators = sum(terms.loc[("FlashAttention", k, t, op), "bytes"] for k, t, op in (
+        ("fwd:update", "O_acc", "read"), ("fwd:store", "O_acc", "write"),
+        ("bwd:inner", "dQ_acc", "read"), ("bwd:store_dq", "dQ_acc", "write")))
+    assert accumulators == BH * ND * 4 * 3 * 4                       # 3 reads + 3 writes, fp32, O and dQ
+
+
+def test_fa1_2022_kernel_once_is_each_tensor_once_without_its_own_scratch():
+    once = fa1_2022.kernel_once(Workload(N, D), fa1_2022.Fa1Mapping(16, 256)).bytes(2, "HBM")
+    assert once == ND * (3 * 2 + 2 + 4) + ND * (5 * 2 + 3 * 2 + 4) + N * (4 + 4 + 4)
+
+
+def test_the_paper_lies_between_the_2022_kernels_two_ends():
+    frame = fig2.figure2_left().set_index("attention")
+    flash = frame.loc["FlashAttention"]
+    assert flash["model_dram_gb_if_l2_holds_rereads"] < flash["paper_hbm_gb"] < flash["model_hbm_gb"]
+    tokens = sum(fig2.default_lengths())
+    assert flash["model_hbm_gb"] * 1e9 == tokens * H * (ND // N * 90 + 60)
+
+
+def test_flops_recompute_puts_flash_above_standard():
+    flops = fig2.figure2_flops().set_index("attention")
+    assert flops.loc["standard", "model_gflop"] * 1e9 == 12 * BH * SCORES * D
+    assert flops.loc["FlashAttention", "model_gflop"] * 1e9 == 14 * D * H * sum(n * n for n in fig2.default_lengths())
+    assert flops.loc["FlashAttention", "model_gflop"] > flops.loc["standard", "model_gflop"]
+
+
+def test_fa2_torch_hand_formulas():
+    w, u = Workload(N, D), ND * 2                                    # one fp16 N·d transfer
+    m = fa2_torch.build(w, None, dropout=True)
+    assert (m.block_rows, m.block_cols) == (128, 64)
+    stats = 4 * N * (1 + 1 + 8 + 8)                                  # L fwd, D, L and D per K/V block
+    # forward Q + 8 K + 8 V + O; D/zeroing dO, O + fp32 dQ_acc; backward K, V, 8 Q, 8 dO, 8 (r + w) fp32
+    # dQ_acc, dK, dV; convert fp32 dQ_acc + dQ
+    assert fa2_torch.closed_form(w, m).bytes(2, "HBM") == u * (18 + 4 + (2 + 16 + 32 + 2) + 3) + stats
+    assert fa2_torch.kernel_once(w, m).bytes(2, "HBM") == u * (4 + 4 + (4 + 4 + 2) + 3) + 4 * N * 4
+
+
+def test_spread_and_default_lengths():
+    assert sum(fig2.spread_lengths(64_930, 64)) == 64_930 and max(fig2.spread_lengths(64_930, 64)) <= 1015
+    lengths = fig2.default_lengths()
+    assert len(lengths) == 64 and min(lengths) == 1004 and max(lengths) == 1023
+    with pytest.raises(ValueError, match="lengths"):
+        fig2.figure2_left(lengths=[1025] * 64)
+
+
+def test_h200_model_against_the_measurement():
+    """The H200 run (ncu DRAM bytes) against the model of what PyTorch 2.11 launched: within 3 %."""
+    frame = fig2.figure2_h200()
+    assert set(frame["attention"]) == {"standard", "FlashAttention"} and len(frame) == 4
+    assert frame["model_h200_over_measured"].between(0.97, 1.03).all()
+    measured = fig2.measured_h200().set_index(["variant", "dropout_p"])
+    # dropout's kernels, measured: the with/without difference; the model's: 10 B per score
+    extra = measured.loc[("standard", 0.1), "dram_gb"] - measured.loc[("standard", 0.0), "dram_gb"]
+    assert extra == pytest.approx(BH * SCORES * 10 / 1e9, rel=0.03)
+
+
+def test_report_is_json():
+    report = json.loads(fig2.figure2_cli(as_json=True))
+    assert {"configuration", "figure2_left", "causal_extra", "terms", "flops", "h200"} <= set(report)
+    assert report["configuration"]["dropout_p"] == 0.1 and report["configuration"]["causal"] is False
