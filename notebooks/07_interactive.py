@@ -34,7 +34,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from simlib import Workload, compulsory_bytes, count, load_preset, preset_keys, roofline, saha_ye_bytes
-from simlib import charts
+from simlib.lectures import charts
 
 charts.use_style()
 SEQ = [2**k for k in range(8, 17)]

@@ -34,7 +34,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from simlib import Workload, count, load_preset, roofline
-from simlib import charts
+from simlib.lectures import charts
 from simlib.kvcache import load_model, max_context, memory_table, model_keys
 from simlib.reproduce import figure2_left
 
