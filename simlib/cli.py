@@ -25,6 +25,7 @@ import pandas as pd
 
 from .bounds import compulsory_bytes, saha_ye_bytes
 from .counts import ALGORITHMS, Result, all_parameters, count, schedule_of
+from .energy_cli import add_energy_command, run_energy_command
 from .hardware import Hardware, load_preset, preset_keys
 from .kvcache import WEIGHT_BYTES, load_model, max_context, model_keys
 from .reproduce import figure2_left
@@ -181,6 +182,7 @@ def build_parser() -> Parser:
                        help="SRAM for FlashAttention's blocks (default: the paper's 192 KB)")
     p_claims = sub.add_parser("claims", help="every claim of the posts: model, paper, H200, verdict")
     p_claims.add_argument("--json", action="store_true", help="every field of every claim as JSON")
+    add_energy_command(sub, _add_common)
     return parser
 
 
@@ -355,7 +357,7 @@ def run_claims(args: argparse.Namespace) -> None:
 
 
 COMMANDS = {"count": run_count, "sweep": run_sweep, "kvcache": run_kvcache, "figure2": run_figure2,
-            "claims": run_claims}
+            "claims": run_claims, "energy": run_energy_command}
 
 
 def _quiet_stdout() -> None:

@@ -132,6 +132,12 @@ class Result:
         """Per (level, op, tensor, phase) elements and bytes, over all B·H heads, as a DataFrame."""
         return self.traffic.frame(self.workload.element_bytes, scale=self.units)
 
+    def energy(self, hardware: Any = "h200", **options: Any) -> Any:
+        """Joules of this result on `hardware` (a preset key): simlib.energy.energy, per level."""
+        from .energy import energy
+
+        return energy(self, hardware, **options)
+
     def to_dict(self) -> dict[str, Any]:
         w = self.workload
         return {
