@@ -43,6 +43,8 @@ from .workload import Workload
 FIGURE2 = Workload(seq_len=1024, head_dim=64, batch=64, heads=16, dtype="fp16")
 PAD_RANGE = 20                     # lengths drawn from [N − 20, N) by the 2022 script
 MEASURED = DATA_DIR / "measurements" / "current" / "figure2_h200.csv"
+MEASURED_KERNELS = DATA_DIR / "measurements" / "current" / "figure2_h200_kernels.csv"
+UNMODELLED_KERNELS = ("bitwise_not",)   # ~mask of the (B, N) key mask: 64 KiB, not counted
 GB = 1e9
 
 
@@ -240,6 +242,46 @@ def figure2_h200(measured: pd.DataFrame | None = None) -> pd.DataFrame:
     return frame
 
 
+def _per_kernel(results: Sequence[Result], once: bool) -> dict[str, dict[str, float]]:
+    """{phase: {"read": GB, "write": GB}} in launch order, summed over `results`."""
+    kernels: dict[str, dict[str, float]] = {}
+    for r in results:
+        module = {"fa2_torch": fa2_torch}.get(r.algorithm)
+        traffic = module.kernel_once(r.workload, r.mapping) if once and module else r.traffic
+        for (_, op, tensor, phase), n in traffic.counts.items():
+            entry = kernels.setdefault(phase, {"read": 0.0, "write": 0.0})
+            entry[op] += r.units * n * _element_bytes(tensor, r.workload) / GB
+    return kernels
+
+
+def figure2_h200_kernels(path=MEASURED_KERNELS) -> pd.DataFrame:
+    """Each kernel of the H200 step, ncu's DRAM GB next to the model's, in launch order.
+
+    Model: `attention_ref` (kernels="torch-2.11") for the standard step, `fa2_torch`'s kernel_once
+    for FlashAttention-2 varlen on the run's token count. The (B, N) key mask's `bitwise_not`
+    (64 KiB) has no model row.
+    """
+    with open(path, newline="") as f:
+        kernels = [k for k in csv.DictReader(f) if not any(name in k["kernel"] for name in UNMODELLED_KERNELS)]
+    tokens = measured_h200().set_index(["variant", "dropout_p"])["real_tokens"]
+    rows = []
+    for variant, p in (("standard", 0.1), ("standard", 0.0), ("fa2_varlen", 0.1), ("fa2_varlen", 0.0)):
+        if variant == "standard":
+            model = _per_kernel([count("attention_ref", FIGURE2, dropout=p > 0, kernels="torch-2.11")], once=False)
+        else:
+            lengths = spread_lengths(int(tokens[(variant, p)]), FIGURE2.batch)
+            model = _per_kernel(varlen("fa2_torch", FIGURE2, lengths, dropout=p > 0), once=True)
+        measured = [k for k in kernels if k["variant"] == variant and float(k["dropout_p"]) == p]
+        if len(measured) != len(model):
+            raise ValueError(f"{path}: {len(measured)} kernels of {variant} p={p}, the model has {len(model)}")
+        for k, (phase, bytes_) in zip(measured, model.items()):
+            rows.append({"variant": variant, "dropout": p, "kernel": k["kernel"][:60], "model_kernel": phase,
+                         "h200_read_gb": float(k["dram_read_bytes"]) / GB,
+                         "h200_write_gb": float(k["dram_write_bytes"]) / GB,
+                         "model_read_gb": bytes_["read"], "model_write_gb": bytes_["write"]})
+    return pd.DataFrame(rows)
+
+
 def figure2_report(sram_bytes: int = 192 * 1024) -> dict[str, Any]:
     """Everything `python -m simlib figure2 --json` prints: the figure, every term, FLOPs, the H200."""
     report: dict[str, Any] = {
@@ -250,8 +292,9 @@ def figure2_report(sram_bytes: int = 192 * 1024) -> dict[str, Any]:
         "terms": figure2_terms().to_dict(orient="records"),
         "flops": figure2_flops().to_dict(orient="records"),
     }
-    if MEASURED.exists():
+    if MEASURED.exists() and MEASURED_KERNELS.exists():
         report["h200"] = figure2_h200().to_dict(orient="records")
+        report["h200_kernels"] = figure2_h200_kernels().to_dict(orient="records")
     return report
 
 
