@@ -21,7 +21,7 @@ import math
 import statistics
 import sys
 
-FIELDS = ["kernel", "dtype", "batch", "heads", "seq_len", "head_dim", "causal", "median_ms", "min_ms",
+FIELDS = ["kernel", "config", "dtype", "batch", "heads", "seq_len", "head_dim", "causal", "median_ms", "min_ms",
           "max_ms", "reps", "tflops", "rel_err", "checked_heads", "ratio_to_torch_flash"]
 TOL = 2 * 2.0**-8
 
@@ -29,6 +29,9 @@ TOL = 2 * 2.0**-8
 #: Launches between one pair of events: the host queues them faster than the GPU runs them, so the
 #: launch overhead of the first is the only gap timed (≤ 1 % at these sizes).
 PER_EVENT = 4
+#: fa2_tc tile shapes timed beside the default (W, Bc): more warps share each K/V tile (half the L2
+#: traffic per FLOP), or longer K/V tiles (half the barriers and rescales per FLOP).
+ALTERNATIVES = {64: [(8, 64), (4, 128)], 128: [(8, 32), (4, 32)]}
 WARMUP = 2
 
 
@@ -79,9 +82,12 @@ def bench_case(n, d, batch, heads, reps):
     fa2 = Fa2TcPlan(shape, TcConfig(d).check(), "bf16")
     naive = NaiveTcPlan(shape, NaiveTcConfig(d).check(), "bf16")
 
-    def fa2_tc(i):
-        fa2.launch(*views[i], o_view, l_view, counters)
-        return out
+    def fa2_launcher(plan):
+        def launch(i):
+            plan.launch(*views[i], o_view, l_view, counters)
+            return out
+
+        return launch
 
     sp = {}
 
@@ -109,7 +115,11 @@ def bench_case(n, d, batch, heads, reps):
 
     flops = 4 * n * n * d * batch * heads
     rows = []
-    for name, launch in (("fa2_tc", fa2_tc), ("naive_tc", naive_tc), ("torch_flash", flash), ("torch_math", math_)):
+    variants = [("fa2_tc", f"w{fa2.config.warps}_bc{fa2.config.block_cols} (default)", fa2_launcher(fa2))]
+    for w, bc in ALTERNATIVES[d]:
+        variants.append(("fa2_tc", f"w{w}_bc{bc}", fa2_launcher(Fa2TcPlan(shape, TcConfig(d, w, bc).check(), "bf16"))))
+    variants += [("naive_tc", "w4_bc64", naive_tc), ("torch_flash", "", flash), ("torch_math", "", math_)]
+    for name, config, launch in variants:
         if name == "naive_tc":  # S and P: B·H·N·N bf16 each (34 GB each at N = 16384, B·H = 64)
             sp.update({key: torch.empty(batch * heads * n * row_stride(n), device="cuda", dtype=torch.bfloat16)
                        for key in ("s", "p")})
@@ -120,7 +130,7 @@ def bench_case(n, d, batch, heads, reps):
             torch.cuda.synchronize()
         except torch.OutOfMemoryError:
             print(f"d={d} N={n} {name}: out of GPU memory at B·H = {batch * heads}; not timed", flush=True)
-            rows.append({"kernel": name, "dtype": "bf16", "batch": batch, "heads": heads, "seq_len": n,
+            rows.append({"kernel": name, "config": config, "dtype": "bf16", "batch": batch, "heads": heads, "seq_len": n,
                          "head_dim": d, "causal": False, "median_ms": "", "min_ms": "", "max_ms": "",
                          "reps": 0, "tflops": "", "rel_err": "out of memory", "checked_heads": "",
                          "ratio_to_torch_flash": ""})
@@ -130,11 +140,11 @@ def bench_case(n, d, batch, heads, reps):
         del o
         t = _events_time(launch, reps, sets, torch)
         med = statistics.median(t)
-        rows.append({"kernel": name, "dtype": "bf16", "batch": batch, "heads": heads, "seq_len": n,
+        rows.append({"kernel": name, "config": config, "dtype": "bf16", "batch": batch, "heads": heads, "seq_len": n,
                      "head_dim": d, "causal": False, "median_ms": f"{med:.4f}", "min_ms": f"{min(t):.4f}",
                      "max_ms": f"{max(t):.4f}", "reps": reps, "tflops": f"{flops / med / 1e9:.1f}",
                      "rel_err": f"{e:.3e}", "checked_heads": "first,last", "ratio_to_torch_flash": ""})
-        print(f"d={d} N={n} {name:12s} {med:9.3f} ms {flops / med / 1e9:7.1f} TFLOP/s  err {e:.2e}", flush=True)
+        print(f"d={d} N={n} {name:12s} {config:16s} {med:9.3f} ms {flops / med / 1e9:7.1f} TFLOP/s  err {e:.2e}", flush=True)
         if not e < TOL:
             print(f"  FAILED correctness: {name} rel_err {e:.3e} >= {TOL:.3e}", flush=True)
         sp.clear()
