@@ -28,7 +28,7 @@ from .counts import ALGORITHMS, Result, all_parameters, count, schedule_of
 from .energy_cli import add_energy_command, run_energy_command
 from .hardware import Hardware, load_preset, preset_keys
 from .kvcache import WEIGHT_BYTES, load_model, max_context, model_keys
-from .reproduce import figure2_left
+from .reproduce import figure2_cli
 from .roofline import roofline
 from .safe_write import check_destination, write_atomic
 from .schedule_protocol import Parameter
@@ -180,33 +180,33 @@ def build_parser() -> Parser:
     p_fig = sub.add_parser("figure2", help="Figure 2 (left) of the FlashAttention paper: HBM GB, model vs paper")
     p_fig.add_argument("--sram", type=size_type("--sram", False), default=192 * 1024,
                        help="SRAM for FlashAttention's blocks (default: the paper's 192 KB)")
+    p_fig.add_argument("--json", action="store_true", help="the figure, every term, FLOPs and the H200 run as JSON")
     p_claims = sub.add_parser("claims", help="every claim of the posts: model, paper, H200, verdict")
     p_claims.add_argument("--json", action="store_true", help="every field of every claim as JSON")
     add_energy_command(sub, _add_common)
     return parser
 
 
-def sram_for(schedule_sram: str, sram: int | None, hardware: Hardware | None) -> tuple[int | None, str | None]:
-    """(SRAM bytes to pass to count(), where they came from): --sram wins over the preset's."""
+def sram_source(schedule_sram: str, sram: int | None, hardware: Hardware | None) -> str | None:
+    """Where the SRAM size came from: --sram wins over the preset's shared memory per block."""
     if schedule_sram == "unused":
-        return None, None
+        return None
     if sram is not None:
-        source = "--sram" + (f" (not {hardware.key}'s {hardware.sram_bytes:,} B)" if hardware else "")
-        return sram, source
-    if hardware is not None:
-        return hardware.sram_bytes, f"{hardware.key} preset (shared memory per block)"
-    return None, None
+        return "--sram" + (f" (not {hardware.key}'s {hardware.sram_bytes:,} B)" if hardware else "")
+    return f"{hardware.key} preset (shared memory per block)" if hardware is not None else None
 
 
 def evaluate(algorithm: str, workload: Workload, sram: int | None, hardware: Hardware | None,
              options: dict[str, object], trace: bool) -> tuple[Result, dict[str, Any]]:
     """count() plus bounds and (with a preset) the roofline, as one flat dict."""
-    used, source = sram_for(schedule_of(algorithm).sram, sram, hardware)
-    result = count(algorithm, workload, sram_bytes=used, method="trace" if trace else "closed", **options)
+    schedule = schedule_of(algorithm)
+    used = None if schedule.sram == "unused" else sram
+    result = count(algorithm, workload, sram_bytes=used, hardware=hardware,
+                   method="trace" if trace else "closed", **options)
     row = result.to_dict()
-    row["sram_source"] = source
+    row["sram_source"] = sram_source(schedule.sram, sram, hardware)
     row["compulsory_hbm_bytes"] = compulsory_bytes(workload)
-    row["saha_ye_bytes_asymptotic"] = saha_ye_bytes(workload, used) if used else None
+    row["saha_ye_bytes_asymptotic"] = saha_ye_bytes(workload, result.sram_bytes) if result.sram_bytes else None
     if hardware:
         roof = roofline(result, hardware)
         row.update(gpu=hardware.key, roofline_s=roof.time_s, compute_s=roof.compute_s,
@@ -241,6 +241,21 @@ def print_count(result: Result, row: dict[str, Any]) -> None:
         print(f"SRAM {result.sram_bytes:,} B → M = {result.sram_bytes // w.element_bytes:,} elements "
               f"[{row['sram_source']}]")
     print(result.mapping.summary())
+    ws = result.working_set
+    if ws is not None and ws.items:
+        of = f" of {result.sram_bytes:,} B" if result.sram_bytes else ""
+        print(f"on chip per thread block: SRAM {ws.bytes('SRAM'):,} B{of} ({ws.describe('SRAM')})")
+        registers = load_preset(row["gpu"]).register_file_bytes if row.get("gpu") else None
+        if ws.bytes("registers"):
+            print(f"  registers {ws.bytes('registers'):,} B ({ws.describe('registers')})"
+                  + (f" of {row['gpu']}'s {registers:,} B per SM" if registers else ""))
+    elif ws is not None and ws.note:
+        print(f"on chip: {ws.note}")
+    if result.sram_overshoot_bytes and result.sram_bytes:
+        print(f"  the paper's tile rule overshoots M: {result.sram_overshoot_bytes:,} B more than sram_bytes "
+              f"({result.sram_overshoot_bytes / result.sram_bytes:.1%}); counted as the paper counts it")
+    if result.register_overshoot_bytes:
+        print(f"  the paper's tile rule overshoots the register file by {result.register_overshoot_bytes:,} B")
     for key in ("hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "sram_read_bytes", "sram_write_bytes",
                 "compulsory_hbm_bytes"):
         print(f"  {key:<24}{fmt_bytes(row[key])}")
@@ -346,8 +361,7 @@ def run_kvcache(args: argparse.Namespace) -> None:
 
 
 def run_figure2(args: argparse.Namespace) -> None:
-    frame = figure2_left(args.sram)
-    print(frame.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    print(figure2_cli(args.sram, args.json))
 
 
 def run_claims(args: argparse.Namespace) -> None:

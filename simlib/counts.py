@@ -14,8 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from .schedule_protocol import Mapping, Parameter, ParamValue, Schedule
+from .fa2_tile_rule import arch_of
+from .hardware import Hardware
+from .schedule_protocol import Mapping, Parameter, ParamValue, Schedule, WorkingSet
 from .schedules import SCHEDULES
+from .tiling import PAPER_RULE
 from .traffic import Traffic
 from .units import parse_size
 from .workload import Workload
@@ -57,6 +60,9 @@ class Result:
     sram_bytes: int | None       # the SRAM size the schedule used (None: not given or not used)
     mapping: Mapping             # the schedule's own mapping (tiles, threads, splits, ...)
     traffic: Traffic             # per unit of work (batch·head), in elements
+    working_set: WorkingSet | None = None     # what one thread block holds on chip (None: not modelled)
+    sram_overshoot_bytes: int | None = None   # bytes the paper's tile rule needs beyond sram_bytes
+    register_overshoot_bytes: int | None = None   # ... beyond the preset's register file per SM
 
     @property
     def schedule(self) -> Schedule:
@@ -145,6 +151,10 @@ class Result:
             "batch": w.batch, "heads": w.heads, "kv_heads": w.n_kv_heads, "query_len": w.nq,
             "causal": w.causal, "dtype": w.dtype, "sram_bytes": self.sram_bytes,
             **self.mapping_fields(),
+            "onchip_sram_bytes": self.working_set.bytes("SRAM") if self.working_set else None,
+            "onchip_register_bytes": self.working_set.bytes("registers") if self.working_set else None,
+            "sram_overshoot_bytes": self.sram_overshoot_bytes,
+            "register_overshoot_bytes": self.register_overshoot_bytes,
             "hbm_read_bytes": self.hbm_read_bytes, "hbm_write_bytes": self.hbm_write_bytes,
             "hbm_bytes": self.hbm_bytes, "sram_read_bytes": self.sram_read_bytes,
             "sram_write_bytes": self.sram_write_bytes, "flops": self.flops,
@@ -167,6 +177,34 @@ def build_mapping(schedule: Schedule, workload: Workload, sram_bytes: int | None
     return mapping
 
 
+def check_onchip(schedule: Schedule, workload: Workload, mapping: Mapping, sram: int | None,
+                 hardware: Hardware | None) -> tuple[WorkingSet | None, int | None, int | None]:
+    """(working set, SRAM overshoot, register overshoot). Tiles the user (or a kernel's table) chose
+    that do not fit are refused, naming them with the bytes needed and available; tiles the paper's
+    rule chose are kept as the paper counts them, with how far they overshoot."""
+    if schedule.working_set is None:
+        return None, None, None
+    ws = schedule.working_set(workload, mapping)
+    fields = mapping.as_dict()
+    chosen_by_paper = fields.get("tile_rule") == PAPER_RULE
+    given = ", ".join(f"{p.name}={fields[p.name]}" for p in schedule.parameters
+                      if p.kind in ("int", "pair") and fields.get(p.name) is not None) or "its tiles"
+    capacities = (("SRAM", sram, "sram_bytes holds {:,} B"),
+                  ("registers", hardware.register_file_bytes if hardware else None,
+                   f"{hardware.key if hardware else ''}'s register file holds {{:,}} B per SM"))
+    overshoots: list[int | None] = []
+    for level, capacity, holds in capacities:
+        need = ws.bytes(level)
+        if capacity is None or need <= capacity:
+            overshoots.append(None)
+        elif chosen_by_paper:
+            overshoots.append(need - capacity)
+        else:
+            raise ValueError(f"{given}: {schedule.name} needs {need:,} B of {level} per thread block "
+                             f"({ws.describe(level)}), {holds.format(capacity)}")
+    return ws, overshoots[0], overshoots[1]
+
+
 def check_traceable(schedule: Schedule, workload: Workload, mapping: Mapping) -> None:
     """Refuse, before it starts, a trace that would allocate or walk too much (or overflow int64)."""
     longest, entries = schedule.trace_size(workload, mapping)
@@ -180,7 +218,7 @@ def check_traceable(schedule: Schedule, workload: Workload, mapping: Mapping) ->
 
 
 def count(algorithm: str, workload: Workload, *, sram_bytes: int | str | None = None,
-          method: str = "closed", **params: object) -> Result:
+          hardware: Hardware | None = None, method: str = "closed", **params: object) -> Result:
     """Exact HBM and SRAM traffic of `algorithm` on `workload`.
 
     `sram_bytes` (int or a size such as "192KiB") sets the default tiles of the schedules that size
@@ -191,8 +229,18 @@ def count(algorithm: str, workload: Workload, *, sram_bytes: int | str | None = 
     threads for fa2_fast); one that does not apply is refused by name. `method="trace"` walks the
     loop nest instead of evaluating the closed form (the two are equal; the tests prove it).
 
+    `hardware` (a preset from `load_preset`) supplies what the schedule needs of the GPU: its SRAM
+    per block when `sram_bytes` is not given (a given `sram_bytes` wins), the architecture of the
+    FA2 kernel's tile table, and the register file the on-chip working set is checked against.
+    Explicit tiles that do not fit are refused (ValueError with the bytes needed and available);
+    tiles the paper's rule chose are kept and `Result.sram_overshoot_bytes` says by how much they
+    exceed the SRAM size.
+
     >>> r = count("fa2", Workload(seq_len=4096, head_dim=64), sram_bytes="192KiB")
-    >>> r.block_rows, r.block_cols, r.hbm_read_bytes      # (N·d + Tr·2·N·d)·2 B, Tr = 64
+    >>> r.block_rows, r.block_cols, r.mapping.rule, r.hbm_read_bytes      # FA2's tiles: Nd(1 + 2N/Br)·2 B
+    (128, 128, 'fa2', 34078720)
+    >>> r = count("fa2", Workload(seq_len=4096, head_dim=64), sram_bytes="192KiB", tile_rule="fa1")
+    >>> r.block_rows, r.block_cols, r.hbm_read_bytes      # the paper's rule: Tr = 64
     (64, 384, 67633152)
     """
     schedule = schedule_of(algorithm)
@@ -200,13 +248,21 @@ def count(algorithm: str, workload: Workload, *, sram_bytes: int | str | None = 
         raise TypeError(f"workload must be a simlib.Workload, got {type(workload).__name__}")
     if method not in ("closed", "trace"):
         raise ValueError(f"method must be 'closed' or 'trace', got {method!r}")
+    if hardware is not None and not isinstance(hardware, Hardware):
+        raise TypeError(f"hardware must be a simlib Hardware (e.g. load_preset('h200')), got {hardware!r}")
     sram = None if sram_bytes is None else parse_size(sram_bytes, "sram_bytes")
     if sram is not None and schedule.sram == "unused":
         raise ValueError(f"sram_bytes does not apply to {algorithm} (it uses no shared-memory tiles)")
+    if hardware is not None:
+        if sram is None and schedule.sram != "unused":
+            sram = hardware.sram_bytes
+        if schedule.parameter("arch") is not None and params.get("arch") is None:
+            params["arch"] = arch_of(hardware.compute_capability)
     mapping = build_mapping(schedule, workload, sram, params)
+    working_set, sram_over, register_over = check_onchip(schedule, workload, mapping, sram, hardware)
     if method == "closed":
         traffic = schedule.closed_form(workload, mapping)
     else:
         check_traceable(schedule, workload, mapping)
         traffic = Traffic.from_events(schedule.trace(workload, mapping))
-    return Result(algorithm, workload, sram, mapping, traffic)
+    return Result(algorithm, workload, sram, mapping, traffic, working_set, sram_over, register_over)

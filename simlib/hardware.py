@@ -33,6 +33,9 @@ class Hardware:
     levels: tuple[MemoryLevel, ...]       # closest to compute first
     sm_count: int
     sources: dict[str, str]
+    compute_capability: str | None = None          # e.g. "9.0"
+    register_file_bytes: int | None = None         # 32-bit registers per SM × 4 B
+    max_registers_per_thread: int | None = None
 
     def level(self, name: str) -> MemoryLevel:
         for level in self.levels:
@@ -64,4 +67,5 @@ def _load(key: str) -> Hardware:
     fields = MemoryLevel.__dataclass_fields__
     levels = tuple(MemoryLevel(**{k: v for k, v in lv.items() if k in fields}) for lv in raw["levels"])
     return Hardware(raw["key"], raw["name"], dict(raw["peak_flops"]), levels, raw["sm_count"],
-                    dict(raw.get("sources", {})))
+                    dict(raw.get("sources", {})), raw.get("compute_capability"),
+                    raw.get("register_file_bytes_per_sm"), raw.get("max_registers_per_thread"))

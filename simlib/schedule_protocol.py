@@ -82,6 +82,31 @@ class Mapping(Protocol):
 
 
 @dataclass(frozen=True)
+class WorkingSet:
+    """What one thread block holds on chip at once: (what, level, bytes) per buffer.
+
+    Levels are "SRAM" (shared memory, checked against the SRAM size) and "registers" (checked
+    against the register file per SM of a hardware preset).
+
+    >>> ws = WorkingSet((("Q_i", "SRAM", 16384), ("K_j, V_j", "SRAM", 32768), ("S/P (fp32)", "registers", 65536)))
+    >>> ws.bytes("SRAM"), ws.describe("SRAM")
+    (49152, 'Q_i 16,384 B + K_j, V_j 32,768 B')
+    """
+
+    items: tuple[tuple[str, str, int], ...]
+    note: str = ""
+
+    def bytes(self, level: str) -> int:
+        return sum(n for _, lv, n in self.items if lv == level)
+
+    def describe(self, level: str) -> str:
+        return " + ".join(f"{what} {n:,} B" for what, lv, n in self.items if lv == level)
+
+    def as_dict(self) -> dict[str, ParamValue]:
+        return {"onchip_sram_bytes": self.bytes("SRAM"), "onchip_register_bytes": self.bytes("registers")}
+
+
+@dataclass(frozen=True)
 class Schedule:
     """One schedule: its parameters, how it builds its mapping, and how it counts.
 
@@ -94,6 +119,10 @@ class Schedule:
     - `flops(workload, mapping)`: matmul FLOPs performed per unit; `units(workload)`: how many units.
     - `trace_size(workload, mapping)`: (longest array, total array entries) the trace would
       allocate and walk, so that `count()` can refuse a trace too large before starting it.
+    - `working_set(workload, mapping)` (optional): the `WorkingSet` one thread block holds on chip,
+      which `count()` checks against the SRAM size and the preset's register file: tiles the user
+      gave that do not fit are refused; tiles a published rule chose are reported with how far they
+      overshoot (`Result.sram_overshoot_bytes`), not changed.
     """
 
     name: str
@@ -106,6 +135,7 @@ class Schedule:
     flops: Callable[[Workload, Any], int]
     units: Callable[[Workload], int]
     trace_size: Callable[[Workload, Any], tuple[int, int]]
+    working_set: Callable[[Workload, Any], WorkingSet] | None = None
 
     def __post_init__(self) -> None:
         if self.sram not in SRAM_USES:

@@ -17,8 +17,10 @@ import numpy as np
 from .schedule_protocol import Parameter, ParamValue
 from .workload import Workload, check_positive_int
 
-BLOCK_ROWS = Parameter("block_rows", "Br: query rows per block (default: from the SRAM size)")
-BLOCK_COLS = Parameter("block_cols", "Bc: key/value rows per block (default: from the SRAM size)")
+BLOCK_ROWS = Parameter("block_rows", "Br: query rows per block (default: the schedule's tile rule)")
+BLOCK_COLS = Parameter("block_cols", "Bc: key/value rows per block (default: the schedule's tile rule)")
+#: The paper's rule (Algorithm 1, line 1) may need more than M on chip; a result says by how much.
+PAPER_RULE = "fa1"
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -43,12 +45,17 @@ def block_sizes(n: int, block: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Tiling:
-    """Block rows Br (Q, O blocks), block cols Bc (K, V blocks) and the block counts Tr, Tc."""
+    """Block rows Br (Q, O blocks), block cols Bc (K, V blocks) and the block counts Tr, Tc.
+
+    `rule` says what chose the blocks: "fa1" (the paper's Algorithm 1 rule), "fa2" (the FA2
+    kernel's table), "explicit" (given), or None where the schedule has its own (a kernel's config).
+    """
 
     block_rows: int
     block_cols: int
     query_len: int
     key_len: int
+    rule: str | None = None
 
     @property
     def tr(self) -> int:
@@ -59,10 +66,15 @@ class Tiling:
         return ceil_div(self.key_len, self.block_cols)
 
     def as_dict(self) -> dict[str, ParamValue]:
-        return {"block_rows": self.block_rows, "block_cols": self.block_cols, "tr": self.tr, "tc": self.tc}
+        fields: dict[str, ParamValue] = {"block_rows": self.block_rows, "block_cols": self.block_cols,
+                                         "tr": self.tr, "tc": self.tc}
+        if self.rule is not None:
+            fields["tile_rule"] = self.rule
+        return fields
 
     def summary(self) -> str:
-        return f"tiles: Br={self.block_rows} Bc={self.block_cols} Tr={self.tr} Tc={self.tc}"
+        rule = f" (tile rule: {self.rule})" if self.rule else ""
+        return f"tiles: Br={self.block_rows} Bc={self.block_cols} Tr={self.tr} Tc={self.tc}{rule}"
 
 
 def tile_trace_size(workload: Workload, tiling: Tiling) -> tuple[int, int]:
@@ -96,9 +108,11 @@ def make_tiling(workload: Workload, sram_bytes: int | None = None, block_rows: i
     """The tiling for a workload: the paper's defaults, or explicit blocks checked against SRAM.
 
     An explicit block must be at most ⌈M / 4d⌉ rows (the paper's quarter of SRAM per tile). Without
-    `sram_bytes` both blocks must be given and nothing is checked against a capacity.
+    `sram_bytes` both blocks must be given and nothing is checked against a capacity. The rule is
+    "explicit" when both blocks are given, else "fa1".
     """
     d = workload.head_dim
+    rule = "explicit" if block_rows is not None and block_cols is not None else PAPER_RULE
     if block_rows is not None:
         block_rows = check_positive_int("block_rows", block_rows)
     if block_cols is not None:
@@ -120,4 +134,5 @@ def make_tiling(workload: Workload, sram_bytes: int | None = None, block_rows: i
         if block_rows is None:
             block_rows = min(limit, d)
     assert block_rows is not None and block_cols is not None
-    return Tiling(min(block_rows, workload.nq), min(block_cols, workload.nk), workload.nq, workload.nk)
+    return Tiling(min(block_rows, workload.nq), min(block_cols, workload.nk), workload.nq, workload.nk,
+                  rule=rule)

@@ -24,7 +24,10 @@ def test_workload_rejects_bad_values(kwargs, needle):
     ("fa4", dict(sram_bytes=1024), "algorithm"),
     ("fa2", dict(sram_bytes=100), "sram_bytes"),                        # M=50 < 4d=256
     ("fa2", dict(sram_bytes="12 parsecs"), "sram_bytes"),
-    ("fa2", dict(), "sram_bytes"),
+    ("fa2", dict(tile_rule="fa1"), "sram_bytes"),                      # the paper's rule needs M
+    ("fa1", dict(), "sram_bytes"),
+    ("fa2", dict(tile_rule="fa3"), "tile_rule"),
+    ("fa1", dict(sram_bytes=1024, tile_rule="fa2"), "tile_rule"),        # fa1 has only the paper's rule
     ("fa2", dict(sram_bytes=1024, block_cols=3), "block_cols"),          # ⌈512/256⌉ = 2 < 3
     ("fa1", dict(sram_bytes=1024, block_rows=3), "block_rows"),
     ("fa2", dict(block_rows=0, block_cols=4), "block_rows"),

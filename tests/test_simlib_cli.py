@@ -16,7 +16,7 @@ def cli(*args):
 
 def test_count_json_has_the_contract_keys_and_the_papers_numbers():
     p = cli("count", "--algorithm", "fa2", "--seq-len", "4096", "--head-dim", "64", "--sram", "192KiB",
-            "--batch", "2", "--heads", "4", "--json")
+            "--batch", "2", "--heads", "4", "--tile-rule", "fa1", "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert KEYS <= out.keys()
@@ -26,6 +26,34 @@ def test_count_json_has_the_contract_keys_and_the_papers_numbers():
     assert out["hbm_read_bytes"] == bh * (n * d + tr * 2 * n * d) * 2
     assert out["hbm_write_bytes"] == bh * (n * d * 2 + n * 4)
     assert out["flops"] == 4 * n * n * d * bh
+    assert out["tile_rule"] == "fa1"
+
+
+def test_fa2_on_the_h200_takes_the_fa2_kernels_tiles():
+    # issue 13's check: flash_fwd_launch_template.h runs d = 64 (no dropout) as 128×128 blocks, so
+    # Tr = 4096/128 = 32 and HBM reads are Nd(1 + 2N/Br) = 262,144·65 = 17,039,360 fp16 elements
+    p = cli("count", "--algorithm", "fa2", "--seq-len", "4096", "--head-dim", "64", "--gpu", "h200", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert (out["block_rows"], out["block_cols"], out["tile_rule"]) == (128, 128, "fa2")
+    assert out["hbm_read_bytes"] == 4096 * 64 * (1 + 2 * 4096 // 128) * 2 == 34_078_720
+    assert out["hbm_write_bytes"] == 4096 * 64 * 2 + 4096 * 4 == 540_672
+    # on chip: Q_i, K_j, V_j in shared memory, S/P, O and ℓ, m in fp32 registers
+    assert out["onchip_sram_bytes"] == (128 + 2 * 128) * 64 * 2
+    assert out["onchip_register_bytes"] == (128 * 128 + 128 * 64 + 2 * 128) * 4
+
+
+def test_infeasible_explicit_tiles_exit_2_with_the_bytes():
+    # Br = Bc = 454 at d = 64 (the ⌈M/4d⌉ of 227 KiB): S/P alone is 454²·4 = 824,464 B of registers
+    p = cli("count", "--algorithm", "fa2", "--seq-len", "4096", "--head-dim", "64", "--gpu", "h200",
+            "--block-rows", "454", "--block-cols", "454")
+    assert p.returncode == 2 and p.stdout == ""
+    line = p.stderr.strip()
+    assert "block_rows=454" in line and "824,464 B" in line and "262,144 B" in line and "\n" not in line
+    # fa1 with 384×384 at d = 64, 192 KiB: (2·384·64·2)·2 + 384²·2 + 2·384·4 = 494,592 B > 196,608
+    p = cli("count", "--algorithm", "fa1", "--seq-len", "4096", "--head-dim", "64", "--sram", "192KiB",
+            "--block-rows", "384", "--block-cols", "384")
+    assert p.returncode == 2 and "494,592 B" in p.stderr and "196,608" in p.stderr
 
 
 def test_count_table_and_gpu_preset():
@@ -57,7 +85,7 @@ def test_sweep_csv_has_one_row_per_config(tmp_path):
     (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "lots"], "sram"),
     (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "100"], "sram"),
     (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "1KiB", "--block-cols", "9"], "block_cols"),
-    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64"], "sram"),
+    (["--algorithm", "fa1", "--seq-len", "64", "--head-dim", "64"], "sram"),
     (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--gpu", "z80"], "gpu"),
     (["--seq-len", "64", "--head-dim", "64"], "--algorithm"),
 ])

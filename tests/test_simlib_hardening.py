@@ -38,7 +38,7 @@ def refused(status, out, err, needle):
 def test_fa2_at_n_2_pow_32_is_exact():
     # the case: flops and SRAM reads were 0 (int64 overflow in a numpy dot product)
     n, d = 2**32, 64
-    r = count("fa2", Workload(n, d), sram_bytes="192KiB")
+    r = count("fa2", Workload(n, d), sram_bytes="192KiB", tile_rule="fa1")
     tr = -(-n // 64)                                            # Br = min(⌈98304/256⌉, 64) = 64
     assert r.flops == 4 * n * n * d
     assert r.sram_read_bytes == n * n * (3 * d + 2) * 2         # docs/COUNTING.md §fa2, fp16

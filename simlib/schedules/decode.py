@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..schedule_protocol import Parameter, ParamValue, Schedule
-from ..tiling import BLOCK_COLS, block_sizes, ceil_div, make_tiling, max_block
+from ..schedule_protocol import Parameter, ParamValue, Schedule, WorkingSet
+from ..tiling import BLOCK_COLS, PAPER_RULE, block_sizes, ceil_div, make_tiling, max_block
 from ..traffic import Event, Traffic
 from ..workload import Workload
-from .fa2 import tile_counts, tile_events
+from .fa2 import onchip, tile_counts, tile_events
 
 SPLITS = Parameter("splits", "flash-decoding split-K chunks of the cache (default 1)")
 
@@ -35,9 +35,10 @@ SPLITS = Parameter("splits", "flash-decoding split-K chunks of the cache (defaul
 class DecodeMapping:
     block_cols: int       # K/V tile rows Bc inside a split
     splits: int = 1       # flash-decoding split-K chunks s
+    rule: str = "explicit"   # what chose Bc: "fa1" (⌈M/4d⌉, the paper's rule) or "explicit"
 
     def as_dict(self) -> dict[str, ParamValue]:
-        return {"block_cols": self.block_cols, "splits": self.splits}
+        return {"block_cols": self.block_cols, "splits": self.splits, "tile_rule": self.rule}
 
     def summary(self) -> str:
         return f"tiles: Bc={self.block_cols}, flash-decoding splits={self.splits}"
@@ -61,7 +62,12 @@ def build(workload: Workload, sram_bytes: int | None, block_cols: int | None = N
                                                                     workload.head_dim):
         raise ValueError(f"query_len: the packed query block of group·query_len = {packed_rows(workload)} "
                          f"rows does not fit in sram_bytes={sram_bytes}")
-    return DecodeMapping(tiling.block_cols, splits or 1)
+    return DecodeMapping(tiling.block_cols, splits or 1, "explicit" if block_cols is not None else PAPER_RULE)
+
+
+def working_set(workload: Workload, mapping: DecodeMapping) -> WorkingSet:
+    """As FA2's kernel: the packed Q block and K_j, V_j in SRAM; S/P, O, ℓ, m in registers."""
+    return onchip(packed_rows(workload), mapping.block_cols, workload.head_dim, workload.element_bytes)
 
 
 def split_lengths(workload: Workload, mapping: DecodeMapping) -> np.ndarray:
@@ -118,5 +124,5 @@ def trace_size(workload: Workload, mapping: DecodeMapping) -> tuple[int, int]:
 SCHEDULE = Schedule(
     name="decode", description="decode step against a KV cache, flash-decoding split-K",
     parameters=(BLOCK_COLS, SPLITS), sram="sizes", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size, working_set=working_set,
 )

@@ -1,28 +1,96 @@
 """FlashAttention-2 forward: outer loop over Q blocks, inner loop over K/V blocks.
 
+Tiles: by default FA2's own (`tile_rule="fa2"`): the reference kernel's Br×Bc for the head
+dimension (simlib/fa2_tile_rule.py, data/fa2_tiles.json: d = 64 → 128×128), halved (Bc first) only
+while the on-chip working set does not fit the SRAM size; `tile_rule="fa1"` takes the paper's
+Algorithm 1 rule instead (Bc = ⌈M/4d⌉, Br = min(Bc, d)), to show why it was the wrong choice for
+FA2. On chip (the FA2 kernel): Q_i, K_j, V_j in shared memory, (Br + 2·Bc)·d elements; S/P
+(Br·Bc), the O accumulator (Br·d) and ℓ, m (2·Br) in registers, fp32.
+
 Per Q block i (r rows): Q_i is read once; for every visited K/V block j (c rows) K_j and V_j are
 read; O_i and the logsumexp L_i are written once at the end. O_i, ℓ_i, m_i stay in registers.
 HBM reads Nd + Tr·2Nd elements, writes Nd elements + N fp32 stats (no mask; causal skips tiles).
-Worked number (N=4096, d=64, Br=64, Bc=384 → Tr=64): reads 262,144 + 64·524,288 = 33,816,576
-elements, writes 262,144 elements + 4,096 stats.
-SRAM accesses follow docs/COUNTING.md §fa2 (the `tiled` kernel's code).
+Worked number (N=4096, d=64, FA2's Br = Bc = 128 → Tr = 32): reads 262,144 + 32·524,288 =
+17,039,360 elements (34,078,720 B in fp16), writes 262,144 elements + 4,096 fp32 stats (540,672 B);
+with the paper's Br = 64, Bc = 384 (192 KiB) it reads 262,144 + 64·524,288 = 33,816,576.
+SRAM accesses follow docs/COUNTING.md §fa2 (the readable `tiled` kernel's code, which stages S in
+shared memory; the on-chip budget above is the FA2 kernel's).
 
 >>> from simlib import Workload
->>> t = closed_form(Workload(4096, 64), Tiling(64, 384, 4096, 4096))
+>>> w = Workload(4096, 64)
+>>> t = closed_form(w, build(w, None))
 >>> t.elements("HBM", "read"), t.elements("HBM", "write")
-(33816576, 266240)
+(17039360, 266240)
+>>> closed_form(w, Tiling(64, 384, 4096, 4096)).elements("HBM", "read")
+33816576
+>>> working_set(w, build(w, None)).as_dict()       # (128 + 256)·64·2 B; (128·128 + 128·64 + 256)·4 B
+{'onchip_sram_bytes': 49152, 'onchip_register_bytes': 99328}
 """
 from collections.abc import Iterator
 
-from ..schedule_protocol import Schedule
+from ..fa2_tile_rule import ARCHS, kernel_tiles
+from ..schedule_protocol import Parameter, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, BLOCK_ROWS, Tiling, block_sizes, make_tiling, tile_trace_size
 from ..traffic import Count, Event, Traffic, TrafficKey
-from ..workload import Workload
+from ..units import STAT_BYTES
+from ..workload import Workload, check_positive_int
 from .visits import key_blocks_seen, visited_by_q_blocks
+
+TILE_RULE = Parameter("tile_rule", "which rule picks the default tiles: fa2 = the FA2 kernel's table "
+                                   "(default), fa1 = the paper's Algorithm 1 rule", kind="choice",
+                      choices=("fa2", "fa1"))
+ARCH = Parameter("arch", "GPU architecture whose FA2 kernel tiles to take (default sm90; --gpu sets it)",
+                 kind="choice", choices=ARCHS)
+#: Smallest block the FA2 rule shrinks to before it refuses.
+MIN_BLOCK = 16
 
 
 def units(workload: Workload) -> int:
     return workload.batch_heads
+
+
+def onchip(rows: int, cols: int, d: int, element_bytes: int) -> WorkingSet:
+    """The FA2 kernel's working set for a Q block of `rows` and K/V blocks of `cols` rows."""
+    return WorkingSet((
+        ("Q_i", "SRAM", rows * d * element_bytes),
+        ("K_j, V_j", "SRAM", 2 * cols * d * element_bytes),
+        ("S/P (fp32)", "registers", rows * cols * STAT_BYTES),
+        ("O accumulator (fp32)", "registers", rows * d * STAT_BYTES),
+        ("ℓ, m (fp32)", "registers", 2 * rows * STAT_BYTES),
+    ))
+
+
+def working_set(workload: Workload, tiling: Tiling) -> WorkingSet:
+    if tiling.rule == "fa1":
+        from .fa1 import working_set as paper_working_set  # the paper's rule, Algorithm 1's buffers
+
+        return paper_working_set(workload, tiling)
+    return onchip(tiling.block_rows, tiling.block_cols, workload.head_dim, workload.element_bytes)
+
+
+def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = None,
+          block_cols: int | None = None, tile_rule: str | None = None, arch: str | None = None) -> Tiling:
+    """FA2's tiles (the kernel's table, shrunk to fit `sram_bytes`), the paper's, or explicit ones."""
+    if tile_rule == "fa1":
+        return make_tiling(workload, sram_bytes, block_rows, block_cols)
+    nq, nk, d, eb = workload.nq, workload.nk, workload.head_dim, workload.element_bytes
+    explicit = block_rows is not None and block_cols is not None
+    br, bc = (None, None) if explicit else kernel_tiles(d, arch, workload.causal)
+    br = check_positive_int("block_rows", block_rows) if block_rows is not None else br
+    bc = check_positive_int("block_cols", block_cols) if block_cols is not None else bc
+    assert br is not None and bc is not None
+    br, bc = min(br, nq), min(bc, nk)
+    rule = "explicit" if block_rows is not None or block_cols is not None else "fa2"
+    if rule == "fa2" and sram_bytes is not None:
+        while onchip(br, bc, d, eb).bytes("SRAM") > sram_bytes and max(br, bc) > MIN_BLOCK:
+            if bc >= br:
+                bc //= 2
+            else:
+                br //= 2
+        if onchip(br, bc, d, eb).bytes("SRAM") > sram_bytes:
+            raise ValueError(f"sram_bytes={sram_bytes}: even {br}×{bc} FA2 tiles need "
+                             f"{onchip(br, bc, d, eb).bytes('SRAM'):,} B of Q_i, K_j, V_j at head_dim={d}")
+    return Tiling(br, bc, nq, nk, rule=rule)
 
 
 def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
@@ -94,7 +162,7 @@ def flops(workload: Workload, tiling: Tiling) -> int:
 
 
 SCHEDULE = Schedule(
-    name="fa2", description="FlashAttention-2 forward, outer loop over Q blocks",
-    parameters=(BLOCK_ROWS, BLOCK_COLS), sram="sizes", build=make_tiling, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size,
+    name="fa2", description="FlashAttention-2 forward, outer loop over Q blocks (FA2's own tiles)",
+    parameters=(BLOCK_ROWS, BLOCK_COLS, TILE_RULE, ARCH), sram="sizes", build=build, trace=trace,
+    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size, working_set=working_set,
 )

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernel_layout import FastConfig, fast_default_config
-from ..schedule_protocol import Parameter, ParamValue, Schedule
+from ..schedule_protocol import Parameter, ParamValue, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, BLOCK_ROWS, Tiling, block_sizes, ceil_div, tile_trace_size
 from ..traffic import Count, Event, Traffic, TrafficKey
 from ..workload import Workload, check_positive_int
@@ -89,7 +89,19 @@ def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = N
         need = FastConfig(d, br // nty, bc // ntx, ntx=ntx, nty=nty).smem_elements * workload.element_bytes
         if need > sram_bytes:
             raise ValueError(f"sram_bytes={sram_bytes}: fa2_fast with Br={br}, Bc={bc}, d={d} needs {need} bytes")
-    return FastMapping(br, bc, workload.nq, workload.nk, nty, ntx)
+    rule = "explicit" if block_rows is not None or block_cols is not None or threads is not None else "fa2_fast kernel"
+    return FastMapping(br, bc, workload.nq, workload.nk, rule=rule, thread_rows=nty, thread_cols=ntx)
+
+
+def working_set(workload: Workload, mapping: FastMapping) -> WorkingSet:
+    """The kernel's padded shared layout (kernel_layout.FastConfig) and its per-thread S and O micro-tiles."""
+    br, bc, d = mapping.block_rows, mapping.block_cols, workload.head_dim
+    config = FastConfig(d, mapping.tm, mapping.tn, ntx=mapping.thread_cols, nty=mapping.thread_rows)
+    return WorkingSet((
+        ("Qs, Ks, Vs, Ps, Red (padded)", "SRAM", config.smem_elements * workload.element_bytes),
+        ("S micro-tiles (fp32)", "registers", br * bc * 4),
+        ("O micro-tiles (fp32)", "registers", br * d * 4),
+    ))
 
 
 def units(workload: Workload) -> int:
@@ -163,5 +175,5 @@ def flops(workload: Workload, mapping: FastMapping) -> int:
 SCHEDULE = Schedule(
     name="fa2_fast", description="FlashAttention-2 forward as the register-tiled kernel `fast` runs it",
     parameters=(BLOCK_ROWS, BLOCK_COLS, THREADS), sram="checks", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size,
+    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size, working_set=working_set,
 )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..schedule_protocol import Parameter, ParamValue, Schedule
+from ..schedule_protocol import Parameter, ParamValue, Schedule, WorkingSet
 from ..tiling import block_sizes, ceil_div, sram_elements
 from ..traffic import Event, Traffic, TrafficKey
 from ..workload import Workload
@@ -57,6 +57,16 @@ def build(workload: Workload, sram_bytes: int | None, matmul_tile: int | None = 
     if softmax_threads is not None and (softmax_threads < 2 or softmax_threads & (softmax_threads - 1)):
         raise ValueError(f"softmax_threads must be a power of two ≥ 2, got {softmax_threads}")
     return NaiveMapping(matmul_tile, softmax_threads)
+
+
+def working_set(workload: Workload, mapping: NaiveMapping) -> WorkingSet:
+    """The larger launch's shared memory: the matmuls' A and B tiles (2·T²) or the softmax's t fp32
+    partials. T = ∞ (the paper's count) models no on-chip tile."""
+    t, threads = mapping.matmul_tile, mapping.softmax_threads
+    items = [("A, B matmul tiles", "SRAM", 2 * t * t * workload.element_bytes)] if t else []
+    if threads and (not t or 4 * threads > 2 * t * t * workload.element_bytes):
+        items = [("softmax partials (fp32)", "SRAM", 4 * threads)]
+    return WorkingSet(tuple(items), "" if t else "matmul tile T = ∞: operands read once, no tile modelled")
 
 
 def matmul_trace_size(m: int, n: int, k: int, tile: int | None) -> tuple[int, int]:
@@ -150,5 +160,5 @@ def trace_size(workload: Workload, mapping: NaiveMapping) -> tuple[int, int]:
 SCHEDULE = Schedule(
     name="naive", description="standard attention forward, S and P in HBM (Algorithm 0)",
     parameters=(MATMUL_TILE, SOFTMAX_THREADS), sram="checks", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size, working_set=working_set,
 )

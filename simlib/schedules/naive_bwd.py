@@ -16,7 +16,14 @@ import numpy as np
 from ..schedule_protocol import Schedule
 from ..traffic import Event, Traffic, TrafficKey
 from ..workload import Workload
-from .naive import MATMUL_TILE, NaiveMapping, _matmul_closed_form, _matmul_trace, matmul_trace_size
+from .naive import (
+    MATMUL_TILE,
+    NaiveMapping,
+    _matmul_closed_form,
+    _matmul_trace,
+    matmul_trace_size,
+    working_set,
+)
 from .naive import build as build_naive
 
 # (A, B, C, m, n, k) of each product C (m×n) = A (m×k)·B (k×n), in terms of nq, nk, d
@@ -74,5 +81,5 @@ def trace_size(workload: Workload, mapping: NaiveMapping) -> tuple[int, int]:
 SCHEDULE = Schedule(
     name="naive_bwd", description="standard attention backward (Algorithm 3)",
     parameters=(MATMUL_TILE,), sram="checks", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size, working_set=working_set,
 )
