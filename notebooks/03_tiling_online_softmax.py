@@ -186,8 +186,8 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Which tiles are on the workbench?
 #
-# The score matrix of one head at N = 1024, d = 64 with the H200's tiles (the paper's rule applied to
-# the H200's shared memory per thread block). Top row: FlashAttention-2 (outer loop over Q blocks);
+# The score matrix of one head at N = 1024, d = 64 with FlashAttention-2's default tiles for the
+# H200's shared memory per thread block (both rows use the same tiles, to compare the orders). Top row: FlashAttention-2 (outer loop over Q blocks);
 # bottom row: FlashAttention-1 (outer loop over K/V blocks). Gray tiles were computed and discarded:
 # S and P never go to HBM.
 
@@ -198,20 +198,26 @@ tiles = count("fa2", w, sram_bytes=h200.sram_bytes)
 br, bc, tr, tc = tiles.block_rows, tiles.block_cols, tiles.tr, tiles.tc
 e = w.element_bytes
 in_sram = pd.DataFrame([
-    {"tile": "Q_i", "shape": f"{br} × {w.head_dim}", "KiB": br * w.head_dim * e / 1024},
-    {"tile": "K_j", "shape": f"{bc} × {w.head_dim}", "KiB": bc * w.head_dim * e / 1024},
-    {"tile": "V_j", "shape": f"{bc} × {w.head_dim}", "KiB": bc * w.head_dim * e / 1024},
-    {"tile": "S_ij, then P_ij over it", "shape": f"{br} × {bc}", "KiB": br * bc * e / 1024},
+    {"tile": "Q_i", "shape": f"{br} × {w.head_dim}", "where (FA2 kernel)": "shared memory",
+     "KiB": br * w.head_dim * e / 1024},
+    {"tile": "K_j", "shape": f"{bc} × {w.head_dim}", "where (FA2 kernel)": "shared memory",
+     "KiB": bc * w.head_dim * e / 1024},
+    {"tile": "V_j", "shape": f"{bc} × {w.head_dim}", "where (FA2 kernel)": "shared memory",
+     "KiB": bc * w.head_dim * e / 1024},
+    {"tile": "S_ij, then P_ij over it", "shape": f"{br} × {bc}", "where (FA2 kernel)": "registers",
+     "KiB": br * bc * e / 1024},
 ])
-in_sram.loc[len(in_sram)] = {"tile": "total", "shape": "", "KiB": in_sram.KiB.sum()}
 in_sram
 
 # %% tags=["remove-input"]
+shared = in_sram[in_sram["where (FA2 kernel)"] == "shared memory"].KiB.sum()
+last = w.seq_len - (tc - 1) * bc
 display(Markdown(
-    f"Br = {br}, Bc = {bc}: Tr = {tr} Q blocks and Tc = {tc} K/V blocks (the last one ragged: "
-    f"{w.seq_len - (tc - 1) * bc} keys). One step holds {in_sram.KiB.iloc[-1]:.1f} KiB of tiles, within "
-    f"the {h200.sram_bytes / 1024:.0f} KiB a thread block may use. The running O_i, m and ℓ of FlashAttention-2 "
-    f"stay in registers."
+    f"Br = {br}, Bc = {bc}: Tr = {tr} Q blocks and Tc = {tc} K/V blocks"
+    + (f" (the last one ragged: {last} keys)" if last != bc else "") + f". One step holds {shared:.1f} KiB of "
+    f"Q, K and V tiles in shared memory, within the {h200.sram_bytes / 1024:.0f} KiB a thread block may use; "
+    f"the FlashAttention-2 kernel keeps the {in_sram.KiB.iloc[-1]:.1f} KiB score tile, the running O_i, m and "
+    f"ℓ in registers (Algorithm 1 of the first paper keeps S_ij and P_ij in SRAM too)."
 ))
 
 # %% slideshow={"slide_type": "subslide"}
@@ -232,7 +238,7 @@ fig.legend(handles=[Patch(facecolor="#ff7f0e", alpha=0.4, label="Q block i in SR
                     Patch(facecolor="#d62728", label="score tile S_ij being computed"),
                     Patch(facecolor="0.82", label="tiles already done (discarded)")],
            loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.06))
-fig.suptitle(f"N = {w.seq_len}, d = {w.head_dim}, Br = {br}, Bc = {bc} (H200 tiles); "
+fig.suptitle(f"N = {w.seq_len}, d = {w.head_dim}, Br = {br}, Bc = {bc} (FA2's default tiles, H200); "
              "top: FlashAttention-2 order, bottom: FlashAttention-1 order", fontsize=13)
 plt.show()
 

@@ -82,7 +82,8 @@ tiles
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Traffic against sequence length
 #
-# H200 tiles (the paper's rule on the H200's shared memory per block), d = 64, one head, fp16.
+# Default tiles on the H200's shared memory per block (FA1: Algorithm 1's rule; FA2: its own), d = 64,
+# one head, fp16.
 # Log–log: the slope is the exponent of N.
 
 # %% slideshow={"slide_type": "subslide"}

@@ -17,7 +17,7 @@
 # # Lecture 7 — Explore it yourself
 #
 # Sliders for the sequence length N, the head dimension d, the shared memory per thread block, the
-# tiles Br and Bc (0 = the paper's rule) and the GPU preset. Left: HBM traffic of the three schedules
+# tiles Br and Bc (0 = each schedule's default tiles) and the GPU preset. Left: HBM traffic of the three schedules
 # against N with the bounds; right: the HBM roofline of the chosen GPU with the three kernels on it.
 #
 # Where widgets are not rendered (an HTML export, a CI run) the static chart of the default settings
@@ -54,9 +54,10 @@ def draw(n, d, sram_kib, br, bc, gpu):
     blocks = {k: v for k, v in (("block_rows", br), ("block_cols", bc)) if v}
     note = ""
     try:
-        tiled("fa1", Workload(n, d), sram, blocks)
+        for algorithm in ("fa1", "fa2"):
+            tiled(algorithm, Workload(n, d), sram, blocks)
     except ValueError as err:
-        note = f"{err}; showing the paper's tiles instead."
+        note = f"{err}; showing the default tiles instead."
         blocks = {}
     w = Workload(n, d)
     results = {"naive": count("naive", w), "fa1": tiled("fa1", w, sram, blocks),
@@ -108,8 +109,9 @@ draw(**DEFAULTS)
 # ## The sliders
 #
 # Move any slider and the charts redraw below them. SRAM "preset" uses the chosen GPU's per-block
-# shared memory; Br = 0 or Bc = 0 uses the paper's rule. A tile larger than ⌈M / 4d⌉ does not fit and
-# falls back to the paper's tiles, with a note in red.
+# shared memory; Br = 0 or Bc = 0 uses each schedule's default tiles. Tiles whose on-chip working set
+# does not fit the shared memory are refused: the chart falls back to the default tiles and says why,
+# in red.
 
 # %%
 style = {"description_width": "170px"}
