@@ -17,10 +17,13 @@ linear in each sequence's length while its block counts stay fixed (they do over
 so only the total matters: `spread_lengths(total, batch)` gives a list with any total.
 
 Worked number (standard, `attention_ref`): 1024 heads × (40 B × 2²⁰ scores + 30 N×d transfers ×
-2 B × 65,536) = 46.98 GB against the paper's 40.3 (+16.6 %). FlashAttention (`fa1_2022`): 90 B per
-N·d element and 60 B per row (every access; 24 of the 90 are the fp32 accumulators) on 64,856
-tokens × 16 heads: 6.04 GB against 4.4 (+37 %); with every re-read inside a kernel served by L2
-(`kernel_once`), 32 B and 12 B: 2.14 GB. The paper's 4.4 GB lies between the two.
+2 B × 65,536) = 46.98 GB against the paper's 40.3 (+16.6 %); without dropout (its 10 B per score
+gone) 36.24 GB against the camera-ready revision's 35.3 (+2.7 %). FlashAttention (`fa1_2022`):
+90 B per N·d element and 60 B per row (every access; 48 of the 90 are the fp32 O and dQ
+accumulators) on 64,856 tokens × 16 heads: 6.04 GB against 4.4 (+37 %); with every re-read inside
+a kernel served by L2 (`kernel_once`), 32 B and 12 B: 2.14 GB. The paper's 4.4 GB lies between the
+two. (Not a finding, an arithmetic aside: the same kernel with fp16 accumulators would move 4.45 GB;
+the repository's history, from its first release on 2022-05-20, has fp32 ones only.)
 
 >>> frame = figure2_left().set_index("attention")
 >>> round(float(frame.loc["standard", "model_hbm_gb"]), 2), round(float(frame.loc["FlashAttention", "model_hbm_gb"]), 2)
