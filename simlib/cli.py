@@ -6,6 +6,9 @@ appear here without an edit. Every number is parsed exactly (integers; sizes wit
 bounded. `--sram` and `--gpu` together: the SRAM size given wins over the preset's shared memory
 per block, the preset still gives the roofline, and the output says which SRAM was used.
 
+Tiles that do not fit on chip: `count` refuses them (exit 2, the bytes needed and available);
+`sweep` keeps the row, marked in an `infeasible` column with the same message.
+
 Errors: bad input exits 2 with one line on stderr naming the parameter, before any work starts
 (output files are checked first) and with nothing on stdout; an OSError or MemoryError exits 1,
 Ctrl-C exits 130, each with one line on stderr and no traceback.
@@ -31,7 +34,7 @@ from .kvcache import WEIGHT_BYTES, load_model, max_context, model_keys
 from .reproduce import figure2_cli
 from .roofline import roofline
 from .safe_write import check_destination, write_atomic
-from .schedule_protocol import Parameter
+from .schedule_protocol import DoesNotFit, Parameter
 from .units import DTYPE_BYTES, parse_size
 from .workload import MAX_BATCH_HEADS, MAX_HEAD_DIM, MAX_SEQ_LEN, Workload
 
@@ -323,7 +326,13 @@ def run_sweep(args: argparse.Namespace) -> None:
         given = dict(zip(names, values))
         # in a sweep over several algorithms, each takes only the flags that apply to it
         options = {k: v for k, v in given.items() if schedule_of(algo).parameter(k) is not None}
-        rows.append(evaluate(algo, workload, sram, hardware, options, args.trace)[1])
+        try:
+            rows.append(evaluate(algo, workload, sram, hardware, options, args.trace)[1])
+        except DoesNotFit as exc:       # a tile that does not fit: a row marked infeasible, not a stop
+            rows.append({"algorithm": algo, "seq_len": n, "head_dim": d, "batch": b, "heads": h,
+                         "kv_heads": workload.n_kv_heads, "query_len": workload.nq, "causal": args.causal,
+                         "dtype": args.dtype, "sram_bytes": sram if sram is not None else
+                         (hardware.sram_bytes if hardware else None), **options, "infeasible": str(exc)})
     frame = pd.DataFrame(rows).drop_duplicates()
     for col in frame.columns:          # integer columns with gaps stay integers (not 232448.0)
         values = [row[col] for row in rows if row.get(col) is not None]
@@ -335,8 +344,8 @@ def run_sweep(args: argparse.Namespace) -> None:
         write_atomic(args.csv, frame.to_csv(index=False))
     else:
         cols = [c for c in ("algorithm", "seq_len", "head_dim", "batch", "heads", "sram_bytes", "block_rows",
-                            "block_cols", "hbm_bytes", "sram_read_bytes", "sram_write_bytes", "flops",
-                            "roofline_s", "bound") if c in frame]
+                            "block_cols", "tile_rule", "hbm_bytes", "sram_read_bytes", "sram_write_bytes", "flops",
+                            "roofline_s", "bound", "infeasible") if c in frame]
         print(frame[cols].to_string(index=False))
 
 

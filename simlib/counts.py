@@ -16,7 +16,7 @@ import pandas as pd
 
 from .fa2_tile_rule import arch_of
 from .hardware import Hardware
-from .schedule_protocol import Mapping, Parameter, ParamValue, Schedule, WorkingSet
+from .schedule_protocol import DoesNotFit, Mapping, Parameter, ParamValue, Schedule, WorkingSet
 from .schedules import SCHEDULES
 from .tiling import PAPER_RULE
 from .traffic import Traffic
@@ -200,7 +200,7 @@ def check_onchip(schedule: Schedule, workload: Workload, mapping: Mapping, sram:
         elif chosen_by_paper:
             overshoots.append(need - capacity)
         else:
-            raise ValueError(f"{given}: {schedule.name} needs {need:,} B of {level} per thread block "
+            raise DoesNotFit(f"{given}: {schedule.name} needs {need:,} B of {level} per thread block "
                              f"({ws.describe(level)}), {holds.format(capacity)}")
     return ws, overshoots[0], overshoots[1]
 

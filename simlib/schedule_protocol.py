@@ -21,6 +21,13 @@ from .workload import Workload, check_positive_int
 ParamValue = int | bool | str | tuple[int, int] | None
 
 KINDS = ("int", "bool", "pair", "choice")
+
+
+class DoesNotFit(ValueError):
+    """Tiles (or a thread grid) whose on-chip working set exceeds the SRAM or the register file.
+
+    A ValueError like every refusal; a sweep marks such a configuration infeasible instead of
+    stopping."""
 SRAM_USES = ("sizes", "checks", "unused")
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .schedule_protocol import Parameter, ParamValue
+from .schedule_protocol import DoesNotFit, Parameter, ParamValue
 from .workload import Workload, check_positive_int
 
 BLOCK_ROWS = Parameter("block_rows", "Br: query rows per block (default: the schedule's tile rule)")
@@ -87,7 +87,7 @@ def sram_elements(sram_bytes: int, element_bytes: int, head_dim: int) -> int:
     check_positive_int("sram_bytes", sram_bytes)
     m = sram_bytes // element_bytes
     if m < 4 * head_dim:
-        raise ValueError(
+        raise DoesNotFit(
             f"sram_bytes={sram_bytes} holds {m} elements, too small for one tile: one row each of "
             f"Q, K, V, O needs 4·head_dim = {4 * head_dim}"
         )
@@ -109,10 +109,10 @@ def make_tiling(workload: Workload, sram_bytes: int | None = None, block_rows: i
 
     An explicit block must be at most ⌈M / 4d⌉ rows (the paper's quarter of SRAM per tile). Without
     `sram_bytes` both blocks must be given and nothing is checked against a capacity. The rule is
-    "explicit" when both blocks are given, else "fa1".
+    "explicit" when a block is given (its working set must then fit), else "fa1".
     """
     d = workload.head_dim
-    rule = "explicit" if block_rows is not None and block_cols is not None else PAPER_RULE
+    rule = "explicit" if block_rows is not None or block_cols is not None else PAPER_RULE
     if block_rows is not None:
         block_rows = check_positive_int("block_rows", block_rows)
     if block_cols is not None:
@@ -125,7 +125,7 @@ def make_tiling(workload: Workload, sram_bytes: int | None = None, block_rows: i
         limit = max_block(sram_bytes, workload.element_bytes, d)
         for name, value in (("block_rows", block_rows), ("block_cols", block_cols)):
             if value is not None and value > limit:
-                raise ValueError(
+                raise DoesNotFit(
                     f"{name}={value} does not fit in SRAM: sram_bytes={sram_bytes} allows at most "
                     f"⌈M/4d⌉ = {limit} rows of head_dim={d} per tile"
                 )

@@ -131,9 +131,24 @@ def test_bad_variant_input_is_one_line_exit_2(command, args, needle):
 
 
 def test_bad_sweep_fails_before_printing():
-    p = cli("sweep", "--algorithm", "fa2", "--seq-len", "64,128", "--head-dim", "64", "--sram", "1KiB",
-            "--block-cols", "1,2,3")
-    assert p.returncode == 2 and p.stdout == "" and "block_cols" in p.stderr
+    p = cli("sweep", "--algorithm", "fa2", "--seq-len", "64,128", "--head-dim", "64", "--heads", "4",
+            "--kv-heads", "3", "--csv", "-")
+    assert p.returncode == 2 and p.stdout == "" and "kv_heads" in p.stderr
+
+
+def test_sweep_marks_tiles_that_do_not_fit_as_infeasible(tmp_path):
+    # fa1, d = 64, 1 KiB fp16 (M = 512): Bc = 1 → Br = min(⌈512/256⌉, 64) = 2: (2·2·64 + 2·1·64 + 2·1)·2
+    # + 2·2·4 = 788 B fits; Bc = 2: (256 + 256 + 4)·2 + 16 = 1,048 B > 1,024; Bc = 3 > ⌈M/4d⌉ = 2
+    out = tmp_path / "s.csv"
+    p = cli("sweep", "--algorithm", "fa1", "--seq-len", "64", "--head-dim", "64", "--sram", "1KiB",
+            "--block-cols", "1,2,3", "--csv", str(out))
+    assert p.returncode == 0, p.stderr
+    import csv
+
+    rows = {int(r["block_cols"]): r for r in csv.DictReader(out.open())}
+    assert rows[1]["infeasible"] == "" and int(rows[1]["onchip_sram_bytes"]) == 788
+    assert "1,048 B of SRAM" in rows[2]["infeasible"] and rows[2]["hbm_bytes"] == ""
+    assert "⌈M/4d⌉ = 2" in rows[3]["infeasible"]
 
 
 def test_closed_pipe_gives_no_traceback():

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..schedule_protocol import Parameter, ParamValue, Schedule, WorkingSet
+from ..schedule_protocol import DoesNotFit, Parameter, ParamValue, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, PAPER_RULE, block_sizes, ceil_div, make_tiling, max_block
 from ..traffic import Event, Traffic
 from ..workload import Workload
@@ -60,7 +60,7 @@ def build(workload: Workload, sram_bytes: int | None, block_cols: int | None = N
     tiling = make_tiling(workload, sram_bytes, 1, block_cols)
     if sram_bytes is not None and packed_rows(workload) > max_block(sram_bytes, workload.element_bytes,
                                                                     workload.head_dim):
-        raise ValueError(f"query_len: the packed query block of group·query_len = {packed_rows(workload)} "
+        raise DoesNotFit(f"query_len: the packed query block of group·query_len = {packed_rows(workload)} "
                          f"rows does not fit in sram_bytes={sram_bytes}")
     return DecodeMapping(tiling.block_cols, splits or 1, "explicit" if block_cols is not None else PAPER_RULE)
 

@@ -29,7 +29,7 @@ shared memory; the on-chip budget above is the FA2 kernel's).
 from collections.abc import Iterator
 
 from ..fa2_tile_rule import ARCHS, kernel_tiles
-from ..schedule_protocol import Parameter, Schedule, WorkingSet
+from ..schedule_protocol import DoesNotFit, Parameter, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, BLOCK_ROWS, Tiling, block_sizes, make_tiling, tile_trace_size
 from ..traffic import Count, Event, Traffic, TrafficKey
 from ..units import STAT_BYTES
@@ -88,7 +88,7 @@ def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = N
             else:
                 br //= 2
         if onchip(br, bc, d, eb).bytes("SRAM") > sram_bytes:
-            raise ValueError(f"sram_bytes={sram_bytes}: even {br}×{bc} FA2 tiles need "
+            raise DoesNotFit(f"sram_bytes={sram_bytes}: even {br}×{bc} FA2 tiles need "
                              f"{onchip(br, bc, d, eb).bytes('SRAM'):,} B of Q_i, K_j, V_j at head_dim={d}")
     return Tiling(br, bc, nq, nk, rule=rule)
 

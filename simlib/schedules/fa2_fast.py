@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernel_layout import FastConfig, fast_default_config
-from ..schedule_protocol import Parameter, ParamValue, Schedule, WorkingSet
+from ..schedule_protocol import DoesNotFit, Parameter, ParamValue, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, BLOCK_ROWS, Tiling, block_sizes, ceil_div, tile_trace_size
 from ..traffic import Count, Event, Traffic, TrafficKey
 from ..workload import Workload, check_positive_int
@@ -88,7 +88,7 @@ def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = N
     if sram_bytes is not None:
         need = FastConfig(d, br // nty, bc // ntx, ntx=ntx, nty=nty).smem_elements * workload.element_bytes
         if need > sram_bytes:
-            raise ValueError(f"sram_bytes={sram_bytes}: fa2_fast with Br={br}, Bc={bc}, d={d} needs {need} bytes")
+            raise DoesNotFit(f"sram_bytes={sram_bytes}: fa2_fast with Br={br}, Bc={bc}, d={d} needs {need} bytes")
     rule = "explicit" if block_rows is not None or block_cols is not None or threads is not None else "fa2_fast kernel"
     return FastMapping(br, bc, workload.nq, workload.nk, rule=rule, thread_rows=nty, thread_cols=ntx)
 

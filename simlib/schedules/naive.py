@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..schedule_protocol import Parameter, ParamValue, Schedule, WorkingSet
+from ..schedule_protocol import DoesNotFit, Parameter, ParamValue, Schedule, WorkingSet
 from ..tiling import block_sizes, ceil_div, sram_elements
 from ..traffic import Event, Traffic, TrafficKey
 from ..workload import Workload
@@ -52,7 +52,7 @@ def build(workload: Workload, sram_bytes: int | None, matmul_tile: int | None = 
     if matmul_tile is not None and sram_bytes is not None:
         m = sram_elements(sram_bytes, workload.element_bytes, workload.head_dim)
         if 2 * matmul_tile**2 > m:
-            raise ValueError(f"matmul_tile={matmul_tile} does not fit in SRAM: two T×T tiles need "
+            raise DoesNotFit(f"matmul_tile={matmul_tile} does not fit in SRAM: two T×T tiles need "
                              f"{2 * matmul_tile**2} elements, sram_bytes={sram_bytes} holds {m}")
     if softmax_threads is not None and (softmax_threads < 2 or softmax_threads & (softmax_threads - 1)):
         raise ValueError(f"softmax_threads must be a power of two ≥ 2, got {softmax_threads}")
