@@ -156,3 +156,19 @@ def test_every_h200_kernel_against_its_model_kernel():
         if row.model_kernel != "bwd:stack":
             assert row.h200_read_gb == pytest.approx(row.model_read_gb, rel=0.01, abs=0.005), row
         assert row.model_write_gb - l2_gb <= row.h200_write_gb <= row.model_write_gb * 1.01 + 0.005, row
+
+
+@pytest.mark.parametrize("dropout", [True, False])
+def test_fa2_torch_tiles_and_shared_memory_are_the_reference_kernels(dropout):
+    """The measured kernels' tiles (names in run figure2-h200) are data/fa2_tiles.json's d = 64 entry, and
+    the working set's shared memory is that entry's kSmemSize."""
+    from pathlib import Path
+
+    table = json.loads((Path(__file__).resolve().parents[1] / "data" / "fa2_tiles.json").read_text())["entries"]
+    entry = next(e for e in table if e["head_dim"] == 64 and e["dropout"] in (None, dropout))
+    r = count("fa2_torch", fig2.FIGURE2, dropout=dropout)
+    assert (r.block_rows, r.block_cols) == (entry["block_rows"], entry["block_cols"])
+    assert r.working_set.bytes("SRAM") == entry["smem_bytes"]
+    kernels = fig2.figure2_h200_kernels()
+    name = kernels[(kernels.variant == "fa2_varlen") & (kernels.dropout == (0.1 if dropout else 0.0))].iloc[0].kernel
+    assert f"Flash_fwd_kernel_traits<64, {entry['block_rows']}, {entry['block_cols']}, {entry['warps']}" in name

@@ -29,11 +29,12 @@ kernel_once: 4 + 4 + 10 + 3 = 21 transfers of N·d in the dtype (a dQ_acc transf
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..schedule_protocol import ParamValue, Schedule
+from ..schedule_protocol import ParamValue, Schedule, WorkingSet
 from ..tiling import block_sizes
 from ..traffic import Event, Traffic
 from ..workload import Workload
 from . import per_kernel
+from .fa2 import onchip
 from .unfused import DROPOUT  # with dropout the forward uses Bc = 64, else 128
 
 BWD_BLOCK = 128     # Flash_bwd_kernel_traits<64, 128, 128, 8, ...>: kBlockM = kBlockN = 128
@@ -114,6 +115,12 @@ def kernel_once(workload: Workload, mapping: TorchFa2Mapping) -> Traffic:
     return per_kernel.kernel_once(closed_form(workload, mapping), workload)
 
 
+def working_set(workload: Workload, mapping: TorchFa2Mapping) -> WorkingSet:
+    """The forward kernel's thread block (fa2.onchip): Q_i, K_j, V_j in shared memory, S/P, O, ℓ, m in
+    registers; (128 + 2·64)·64·2 B = 32 KiB of shared memory with dropout (the kernel's kSmemSize)."""
+    return onchip(mapping.block_rows, mapping.block_cols, workload.head_dim, workload.element_bytes)
+
+
 def flops(workload: Workload, mapping: TorchFa2Mapping) -> int:
     """Forward 4·N²·d; backward recomputes QKᵀ and does dV, dP, dQ, dK: 10·N²·d."""
     return 14 * workload.seq_len**2 * workload.head_dim
@@ -127,5 +134,5 @@ def trace_size(workload: Workload, mapping: TorchFa2Mapping) -> tuple[int, int]:
 SCHEDULE = Schedule(
     name="fa2_torch", description="FlashAttention-2 forward + backward as PyTorch 2.11 launches it (d = 64)",
     parameters=(DROPOUT,), sram="unused", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size, working_set=working_set,
 )
