@@ -232,9 +232,11 @@ left.semilogx(x, model_h200["HBM-roofline speed-up fa2"], "o-", color=charts.COL
 for (label, key), marker in zip(paper_tables.items(), ("s", "D")):
     t = paper.speedups(key).dropna()
     left.semilogx(t.N, t["speed-up"], marker, ms=8, mfc="none", mew=2, color="black", label=label)
-for _, r in tensor_core.iterrows():
-    left.semilogx([r.seq_len], [r["speed-up"]], "*", ms=14, color="#9467bd",
-                  label=f"H200 {r['dtype']}, dropout {r['dropout_p']}: standard / FA2 (Figure 2 config)")
+for ((run, base, kernel), g), color in zip(tensor_core.groupby(["run", "baseline", "kernel"], sort=False),
+                                           ("#9467bd", "#8c564b", "#e377c2", "#17becf")):
+    g = g[g.head_dim == claims.DEFAULT_HEAD_DIM]
+    left.semilogx(g.seq_len, g["speed-up"], "*", ms=14, color=color,
+                  label=f"H200 {g['dtype'].iloc[0]}, {run}: {base} / {kernel}" if len(g) else None)
 left.set_title("fp16/bf16 on tensor cores: the posts' regime")
 right.semilogx(x, model_fp32["HBM-roofline speed-up fa2"], "^-.", color="#8c564b",
                label="model, H200 fp32: FlashAttention-2")

@@ -83,33 +83,49 @@ def test_long_sequences_in_the_posts_regime(table):
     assert "fp32 CUDA cores (not the posts' regime)" in table.loc["e", "measured"]
 
 
-def write_figure2(tmp_path, rows, columns=verdicts.FIGURE2_COLUMNS):
-    path = tmp_path / "figure2_h200.csv"
-    lines = [",".join(columns)] + [",".join(str(v) for v in r) for r in rows]
-    path.write_text("\n".join(lines) + "\n")
+def write_csv(path, columns, rows):
+    path.write_text("\n".join([",".join(columns)] + [",".join(str(v) for v in r) for r in rows]) + "\n")
     return path
 
 
-def test_tensor_core_measurement_decides_e_when_long_enough(tmp_path):
-    short = write_figure2(tmp_path, [("standard", 0.1, 64, 1024, 16, 64, "fp16", 40.0),
-                                     ("fa2_varlen", 0.1, 64, 1024, 16, 64, "fp16", 8.0)])
-    tc = verdicts.tensor_core_speedups(short)
-    assert tc["speed-up"].item() == pytest.approx(5.0)
+def figure2(tmp_path, rows, columns=verdicts.FIGURE2_COLUMNS):
+    return write_csv(tmp_path / "figure2_h200.csv", columns, rows)
+
+
+def tc_bench(tmp_path, rows):
+    return write_csv(tmp_path / "tc_bench_h200.csv", verdicts.TC_BENCH_COLUMNS, rows)
+
+
+def test_figure2_run_is_shown_but_n_1k_is_not_long(tmp_path):
+    short = figure2(tmp_path, [("standard", 0.1, 64, 1024, 16, 64, "fp16", 40.0),
+                               ("fa2_varlen", 0.1, 64, 1024, 16, 64, "fp16", 8.0)])
+    tc = verdicts.tensor_core_speedups(short, None)
+    assert tc["speed-up"].item() == pytest.approx(5.0)                  # 40 / 8
     v = verdicts.verdict_e(tensor_core=tc)
-    assert "5.0× at N = 1K" in v.measured and v.number.endswith("(paper, A100 fp16)")   # N = 1K is not long
-    inside = write_figure2(tmp_path, [("standard", 0.0, 8, 4096, 16, 64, "bf16", 9.0),
-                                      ("fa2_varlen", 0.0, 8, 4096, 16, 64, "bf16", 3.0)])
-    v = verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(inside))
-    assert v.verdict == HOLDS and v.number == "3.0× (H200 tensor cores)"
-    below = write_figure2(tmp_path, [("standard", 0.0, 8, 4096, 16, 64, "bf16", 3.0),
-                                     ("fa2_varlen", 0.0, 8, 4096, 16, 64, "bf16", 2.0)])
-    assert verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(below)).verdict == FAILS
+    assert "5.0× at N = 1K" in v.measured and v.number.endswith("(paper, A100 fp16)")
+
+
+def test_tensor_core_bench_decides_e_at_long_sequences(tmp_path):
+    rows = [("torch_math", "", "bf16", 4, 16, 4096, 64, False, 9.0),
+            ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 3.0),       # 9 / 3 = 3.0×: inside 2–4×
+            ("naive_tc", "w4_bc64", "bf16", 4, 16, 4096, 64, False, 6.0),
+            ("fa2_tc", "w4_bc64 (default)", "bf16", 4, 16, 4096, 64, False, 1.0),
+            ("fa2_tc", "w8_bc64", "bf16", 4, 16, 4096, 64, False, 0.5),     # not the default: ignored
+            ("torch_math", "", "bf16", 4, 16, 16384, 64, False, ""),        # out of memory: no pair
+            ("torch_flash", "", "bf16", 4, 16, 16384, 64, False, 40.0)]
+    tc = verdicts.tensor_core_speedups(None, tc_bench(tmp_path, rows)).set_index("baseline")["speed-up"]
+    assert tc["torch_math"] == pytest.approx(3.0) and tc["naive_tc"] == pytest.approx(6.0)
+    v = verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(None, tc_bench(tmp_path, rows)))
+    assert v.verdict == HOLDS and v.number == "3.0× (H200 tensor cores)"   # our kernels' 6× is context
+    rows[1] = ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 6.0)      # 9 / 6 = 1.5×
+    v = verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(None, tc_bench(tmp_path, rows)))
+    assert v.verdict == FAILS
 
 
 def test_tensor_core_file_without_its_columns_fails_loudly(tmp_path):
-    bad = write_figure2(tmp_path, [("standard", 0.1, 64)], columns=("variant", "dropout_p", "batch"))
+    bad = figure2(tmp_path, [("standard", 0.1, 64)], columns=("variant", "dropout_p", "batch"))
     with pytest.raises(ValueError, match="figure2_h200.csv: missing column.s. seq_len"):
-        verdicts.tensor_core_speedups(bad)
+        verdicts.tensor_core_speedups(bad, None)
 
 
 def test_memory_claims(table):
@@ -149,6 +165,7 @@ def test_intensity_against_the_ridges():
 
 def test_without_a_tensor_core_run_e_says_not_measured_yet(monkeypatch):
     monkeypatch.setattr(verdicts, "FIGURE2", "no_such_run.csv")
+    monkeypatch.setattr(verdicts, "TC_BENCH", "no_such_bench.csv")
     assert verdicts.tensor_core_speedups().empty
     v = verdicts.verdict_e()
     assert f"tensor cores: {verdicts.NOT_MEASURED}" in v.measured and v.number.endswith("(paper, A100 fp16)")

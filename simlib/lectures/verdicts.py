@@ -30,11 +30,20 @@ MB, GB, GIB = 1e6, 1e9, 2**30
 
 #: The regime the posts mean: FlashAttention on tensor cores in fp16/bf16 (the paper: fp16 on A100).
 POSTS_DTYPE = "fp16"
-#: Where a tensor-core (fp16/bf16) side-by-side of standard attention vs FlashAttention-2 on the H200
-#: lands, once measured: benchmarks/figure2_torch.py writes figure2_h200.csv (the paper's Figure 2
-#: configuration, N = 1K; columns FIGURE2_COLUMNS).
+#: The tensor-core (fp16/bf16) runs of standard attention vs FlashAttention-2 on the H200, read when
+#: they are in data/measurements/current/ (each with its writer's columns):
+#: benchmarks/figure2_torch.py -> figure2_h200.csv (the paper's Figure 2 configuration, N = 1K, one
+#: forward + backward step; standard = attention_ref, FA2 = PyTorch's varlen kernels) and
+#: python -m gpu_kernels.tensor_core.bench -> tc_bench_h200.csv (forward, bf16; PyTorch's math vs
+#: flash SDPA backends, and our naive_tc vs fa2_tc kernels in their default configuration).
 FIGURE2 = "figure2_h200.csv"
 FIGURE2_COLUMNS = ("variant", "dropout_p", "batch", "seq_len", "heads", "head_dim", "dtype", "wall_ms_median")
+TC_BENCH = "tc_bench_h200.csv"
+TC_BENCH_COLUMNS = ("kernel", "config", "dtype", "batch", "heads", "seq_len", "head_dim", "causal", "median_ms")
+TC_PAIRS = (("torch_math", "torch_flash"), ("naive_tc", "fa2_tc"))
+TC_COLUMNS = ["run", "baseline", "kernel", "dtype", "seq_len", "head_dim", "dropout_p", "speed-up"]
+#: The standard attention the posts compare with (PyTorch's); naive_tc / fa2_tc are our kernels (context).
+STANDARD = ("attention_ref", "torch_math")
 
 
 @dataclass(frozen=True)
@@ -128,24 +137,54 @@ def verdict_d():
 # (e), (h): wall time
 # ---------------------------------------------------------------------------------------------
 
-def tensor_core_speedups(path=None):
-    """standard / FlashAttention-2 step time from the fp16/bf16 tensor-core run (figure2_h200.csv),
-    per dropout; an empty frame when that run is not in data/measurements/current/ yet."""
-    columns = ["dropout_p", "seq_len", "dtype", "standard_ms", "fa2_ms", "speed-up"]
-    if path is None:
-        try:
-            path = readers.lookup(FIGURE2)
-        except FileNotFoundError:
-            return pd.DataFrame(columns=columns)
+def _current(name):
+    try:
+        return readers.lookup(name)
+    except FileNotFoundError:
+        return None
+
+
+def figure2_speedups(path):
+    """standard / FA2-varlen step time per dropout from figure2_h200.csv."""
     frame = readers.read_csv(path, FIGURE2_COLUMNS)
     frame = frame.assign(wall_ms_median=pd.to_numeric(frame["wall_ms_median"], errors="raise"))
     std = frame[frame.variant == "standard"].set_index("dropout_p")
     fa2 = frame[frame.variant == "fa2_varlen"].set_index("dropout_p")
-    both = std.index.intersection(fa2.index)
-    return pd.DataFrame([{"dropout_p": p, "seq_len": int(std.loc[p, "seq_len"]), "dtype": std.loc[p, "dtype"],
-                          "standard_ms": std.loc[p, "wall_ms_median"], "fa2_ms": fa2.loc[p, "wall_ms_median"],
+    return pd.DataFrame([{"run": "Figure 2 config, fwd+bwd", "baseline": "attention_ref", "kernel": "FA2 (varlen)",
+                          "dtype": std.loc[p, "dtype"], "seq_len": int(std.loc[p, "seq_len"]),
+                          "head_dim": int(std.loc[p, "head_dim"]), "dropout_p": p,
                           "speed-up": std.loc[p, "wall_ms_median"] / fa2.loc[p, "wall_ms_median"]}
-                         for p in both], columns=columns)
+                         for p in std.index.intersection(fa2.index)], columns=TC_COLUMNS)
+
+
+def tc_bench_speedups(path):
+    """baseline / kernel forward time per (N, d) for TC_PAIRS from tc_bench_h200.csv (non-causal; fa2_tc
+    in its default configuration; a variant out of memory has no time and no pair)."""
+    frame = readers.read_csv(path, TC_BENCH_COLUMNS)
+    frame = frame[(frame.causal.astype(str) == "False")
+                  & ((frame.kernel != "fa2_tc") | frame.config.astype(str).str.contains("default"))]
+    frame = frame.assign(median_ms=pd.to_numeric(frame["median_ms"], errors="coerce")).dropna(subset=["median_ms"])
+    times = frame.set_index(["kernel", "seq_len", "head_dim"])["median_ms"]
+    rows = []
+    for base, kern in TC_PAIRS:
+        for (name, n, d), t in times.items():
+            if name == kern and (base, n, d) in times.index:
+                rows.append({"run": "tensor-core bench, fwd", "baseline": base, "kernel": kern,
+                             "dtype": frame.dtype.iloc[0], "seq_len": int(n), "head_dim": int(d),
+                             "dropout_p": 0.0, "speed-up": times[(base, n, d)] / t})
+    return pd.DataFrame(rows, columns=TC_COLUMNS)
+
+
+def tensor_core_speedups(figure2="current", tc_bench="current"):
+    """Every fp16/bf16 tensor-core speed-up of standard attention over FlashAttention-2 measured on the
+    H200: from the files in data/measurements/current/ ("current"), a path, or None to leave a run
+    out; an empty frame when neither run is there."""
+    figure2 = _current(FIGURE2) if figure2 == "current" else figure2
+    tc_bench = _current(TC_BENCH) if tc_bench == "current" else tc_bench
+    parts = [figure2_speedups(figure2) if figure2 is not None else None,
+             tc_bench_speedups(tc_bench) if tc_bench is not None else None]
+    parts = [p for p in parts if p is not None and len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=TC_COLUMNS)
 
 
 def _pairs_text(speedups, select):
@@ -168,10 +207,11 @@ def verdict_e(optimised=None, tensor_core=None, gpu=c.DEFAULT_GPU):
     paper_text = (f"{paper.cite(paper.APPENDIX)} (A100 40 GB, fp16, N 2K–4K): "
                   + "; ".join(f"{name} {_span(v)}" for name, v in long.items()))
     fp32 = _pairs_text(optimised, lambda n: n >= c.LONG_SEQ)
-    tc_long = tensor_core[tensor_core.seq_len >= c.LONG_SEQ] if len(tensor_core) else tensor_core
-    tc_text = ("H200 tensor cores, standard / FA2 fwd+bwd: " + "; ".join(
-                   f"{r['dtype']}, dropout {r['dropout_p']}: {_x(r['speed-up'])} at N = {tokens_label(r['seq_len'])}"
-                   for _, r in tensor_core.iterrows())
+    tc_long = tensor_core[(tensor_core.seq_len >= c.LONG_SEQ) & tensor_core.baseline.isin(STANDARD)]
+    tc_text = ("H200 tensor cores: " + "; ".join(
+                   f"{run} ({g['dtype'].iloc[0]}) {b} / {k}: {_span(g['speed-up'])} at N = "
+                   f"{'/'.join(tokens_label(n) for n in sorted(g.seq_len.unique()))}"
+                   for (run, b, k), g in tensor_core.groupby(["run", "baseline", "kernel"], sort=False))
                if len(tensor_core) else f"H200 {POSTS_DTYPE}/bf16 tensor cores: {NOT_MEASURED}")
     measured = f"{tc_text}; fp32 CUDA cores (not the posts' regime): {fp32 or NOT_MEASURED}"
     if len(tc_long):
@@ -180,8 +220,9 @@ def verdict_e(optimised=None, tensor_core=None, gpu=c.DEFAULT_GPU):
         values, source = [v for vs in long.values() for v in vs], "paper, A100 fp16"
     return _claim("e", quantity="standard / FlashAttention wall time at N ≥ 2K, fp16/bf16 on tensor cores",
                   model=model, paper=paper_text, measured=measured,
-                  rule="judged on the H200 tensor-core measurement at N ≥ 2K, else the paper's: holds if every "
-                       "speed-up is in 2–4×, with conditions if some are, else does not hold",
+                  rule="judged on the H200 tensor-core runs of PyTorch's standard attention vs FlashAttention-2 at "
+                       "N ≥ 2K, else the paper's: holds if every speed-up is in 2–4×, with conditions if some "
+                       "are, else does not hold",
                   verdict=_between(values, 2, 4), number=f"{_span(values)} ({source})")
 
 
