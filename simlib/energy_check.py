@@ -1,0 +1,171 @@
+"""The energy model against NVML on the H200: every attention kernel of the energy run, predicted.
+
+For each row of data/measurements/current/energy_attention_h200.csv (one kernel, dtype, pass and
+N; d = 64, H = 16) the energy is predicted from counts and the measured calibration table
+(`simlib.energy`), with the static power paid for the *measured* time (the model says what the
+bytes and FLOPs cost; how long the call takes is the timing model's business), and set against
+the NVML joules per call. Two predictions where the project has them:
+
+* ``logical``: simlib's own counts of the schedule that models the kernel (KERNEL_COUNTS below):
+  every HBM-level byte reaches DRAM, SRAM bytes by docs/COUNTING.md's per-thread convention;
+* ``physical`` (numba naive and tiled only): simlib.physical's prediction of what Nsight Compute
+  counts: DRAM bytes at the HBM figure, the other L1→L2 sectors at the L2 figure, shared-memory
+  wavefronts × 128 B at the SRAM figure (the calibration kernel's LDS.32 is one wavefront of 128 B).
+
+Library kernels (cuBLAS GEMMs, torch's fused kernels) have no shared-memory counts of their own: a
+bf16 GEMM's FLOPs are charged at ``tensor_core_gemm`` (the 8192³ matmul's joules per FLOP, its
+operand traffic included), an fp32 one at ``fp32_fma``, and the note says what is not counted.
+
+Worked number (the first line of the table): numba_naive, N = 4096, B·H = 32, physical: DRAM
+8.76 GB at 120.4 pJ/B, 32.1 GB of L2 hits at 92.2 pJ/B, 4.7e9 wavefronts × 128 B at 16.3 pJ/B,
+1.37e11 FLOPs at 4.42 pJ and 146.7 W × 78.6 ms: 25.9 J predicted against 28.1 J measured.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .counts import Result, count
+from .energy import MEASUREMENTS, PJ, EnergyTable, energy, load_energy_table
+from .hardware import load_preset
+from .workload import Workload
+
+ATTENTION_CSV = MEASUREMENTS / "energy_attention_h200.csv"
+H200_SRAM = 232448
+#: FlashAttention-2's forward tiles at d = 64 (data/fa2_tiles.json: run_mha_fwd_hdim64, 128 x 128).
+FA2_BLOCK = 128
+
+
+@dataclass(frozen=True)
+class Part:
+    """One counted piece of a kernel call: a Result, the unit of its FLOPs, whether its SRAM counts."""
+
+    result: Result
+    flop_unit: str
+    sram: bool
+
+
+def _params(text: str) -> dict[str, str]:
+    return dict(p.split("=", 1) for p in text.split(";") if "=" in p) if text else {}
+
+
+def kernel_parts(variant: str, dtype: str, pas: str, w: Workload, params: dict[str, str]) -> tuple[list[Part], str]:
+    """The counted pieces of one measured call, and a note on what models it."""
+    gemm = "tensor_core_gemm" if dtype == "bf16" else "fp32_fma"
+    if variant == "numba_naive":
+        r = count("naive", w, matmul_tile=int(params["matmul_tile"]), softmax_threads=int(params["softmax_threads"]))
+        return [Part(r, "fp32_fma", True)], "simlib naive with the kernel's matmul tile and softmax threads"
+    if variant == "numba_tiled":
+        r = count("fa2", w, block_rows=int(params["block_rows"]), block_cols=int(params["block_cols"]))
+        return [Part(r, "fp32_fma", True)], "simlib fa2 with the kernel's blocks"
+    if variant == "numba_fast":
+        nty, ntx = (int(x) for x in params["threads"].split("x"))
+        r = count("fa2_fast", w, block_rows=int(params["block_rows"]), block_cols=int(params["block_cols"]),
+                  threads=(nty, ntx))
+        return [Part(r, "fp32_fma", True)], "simlib fa2_fast with the kernel's configuration"
+    if variant == "fa2_tc":
+        return [Part(count("fa2_tc", w), "tensor_core", True)], "simlib fa2_tc (the kernel's own schedule)"
+    if variant in ("cupy_naive", "torch_math"):
+        # torch's math backend accumulates in fp32 for fp16/bf16 inputs by default (PyTorch's numerical
+        # accuracy notes: allow_fp16_bf16_reduction_math_sdp is off), and TF32 is off in the run: its
+        # S and P are fp32 and its GEMMs SGEMMs, so a bf16 call is counted as the fp32 one
+        w32 = Workload(w.seq_len, w.head_dim, batch=w.batch, heads=w.heads, dtype="fp32")
+        parts = [Part(count("unfused", w32, dropout=False), "fp32_fma", False)]
+        if pas == "fwd_bwd":
+            parts.append(Part(count("unfused_bwd", w32, dropout=False), "fp32_fma", False))
+        return parts, f"simlib unfused{' + unfused_bwd' if pas == 'fwd_bwd' else ''} in fp32 (S, P through HBM; " \
+                      "torch's math backend upcasts bf16); SGEMM FLOPs at fp32_fma; the GEMMs' own shared-memory " \
+                      "and L2 traffic not counted"
+    if variant in ("torch_flash", "torch_cudnn", "torch_efficient"):
+        if dtype == "bf16" and variant != "torch_efficient":
+            fwd = Part(count("fa2_tc", w, warps=FA2_BLOCK // 16, block_cols=FA2_BLOCK), "tensor_core", True)
+            note = "simlib fa2_tc with FA2's 128 x 128 tiles (its SRAM reads counted for 8 warps of 16 rows; FA2 " \
+                   "runs 4 warps of 32: 2x its SRAM reads)"
+        elif dtype == "bf16":
+            fwd = Part(count("fa2_tc", w), "tensor_core", True)
+            note = "simlib fa2_tc with 64 x 64 tiles (the CUTLASS kernel's tiles are not read from its source)"
+        else:
+            fwd = Part(count("fa2", w, block_rows=64, block_cols=64), "fp32_fma", False)
+            note = "simlib fa2 with 64 x 64 tiles, fp32 FFMA; SRAM not counted (the kernel's layout is not modelled)"
+        parts = [fwd]
+        if pas == "fwd_bwd":
+            parts.append(Part(count("flash_bwd", w, sram_bytes=H200_SRAM), gemm, False))
+            note += "; + simlib flash_bwd (HBM only), its FLOPs at " + gemm
+        return parts, note
+    raise ValueError(f"no counts for kernel {variant!r}")
+
+
+def physical_parts(variant: str, w: Workload, params: dict[str, str]) -> dict[str, float] | None:
+    """DRAM bytes, other L1→L2 bytes, shared bytes (wavefronts × 128) from simlib.physical, or None."""
+    from .physical import predict
+    from .physical.metrics import DRAM_READ, DRAM_WRITE, L1_LD, L1_ST, SHARED_LD, SHARED_ST
+
+    hw = load_preset("h200")
+    if variant == "numba_naive":
+        mapping: dict[str, Any] = {"matmul_tile": int(params["matmul_tile"]),
+                                   "softmax_threads": int(params["softmax_threads"])}
+        launches = [("naive", name) for name in ("qk", "softmax", "pv")]
+    elif variant == "numba_tiled":
+        mapping = {"block_rows": int(params["block_rows"]), "block_cols": int(params["block_cols"])}
+        launches = [("tiled", "fa2")]
+    else:
+        return None
+    dram = l1 = shared = 0.0
+    for kernel, launch in launches:
+        m = predict(kernel, launch, w, mapping, hw)
+        dram += m[DRAM_READ] + m[DRAM_WRITE]
+        l1 += 32 * (m[L1_LD] + m[L1_ST])
+        shared += 128 * (m[SHARED_LD] + m[SHARED_ST])
+    return {"HBM": dram, "L2": max(l1 - dram, 0.0), "SRAM": shared}
+
+
+def predict_row(row: dict[str, str], table: EnergyTable) -> list[dict[str, Any]]:
+    """The logical (and, where there is one, physical) prediction of one measured row."""
+    n, bh = int(row["seq_len"]), int(row["batch"]) * int(row["heads"])
+    dtype, pas = row["dtype"], row["pass"]
+    w = Workload(n, int(row["head_dim"]), batch=int(row["batch"]), heads=int(row["heads"]), dtype=dtype)
+    params = _params(row.get("params", ""))
+    t = float(row["ms_per_call"]) / 1e3
+    measured = float(row["joules_per_call"])
+    base = {"variant": row["variant"], "dtype": dtype, "pass": pas, "seq_len": n, "batch_heads": bh,
+            "ms": t * 1e3, "measured_j": measured, "measured_dynamic_j": measured - table.static_w * t}
+    parts, note = kernel_parts(row["variant"], dtype, pas, w, params)
+    terms = {"HBM": 0.0, "L2": 0.0, "SRAM": 0.0, "compute": 0.0}
+    for p in parts:
+        e = energy(p.result, table, time_s=0.0, flop_unit=p.flop_unit)
+        terms["HBM"] += e.level_j.get("HBM", 0.0)
+        terms["SRAM"] += e.level_j.get("SRAM", 0.0) if p.sram else 0.0
+        terms["compute"] += e.compute_j
+    out = [_finish({**base, "model": "logical", "note": note}, terms, table.static_w * t)]
+    phys = physical_parts(row["variant"], w, params)
+    if phys is not None:
+        moved = {lv: b * table.byte_cost(lv) * PJ for lv, b in phys.items()}
+        out.append(_finish({**base, "model": "physical",
+                            "note": "simlib.physical: DRAM, L1->L2 sectors, shared wavefronts x 128 B"},
+                           {**moved, "compute": terms["compute"]}, table.static_w * t))
+    return out
+
+
+def _finish(row: dict[str, Any], terms: dict[str, float], static_j: float) -> dict[str, Any]:
+    dynamic = sum(terms.values())
+    row.update({f"pred_{k.lower()}_j": v for k, v in terms.items()})
+    row.update(pred_static_j=static_j, pred_dynamic_j=dynamic, pred_total_j=dynamic + static_j,
+               ratio_total=(dynamic + static_j) / row["measured_j"],
+               ratio_dynamic=dynamic / row["measured_dynamic_j"] if row["measured_dynamic_j"] > 0 else float("nan"))
+    return row
+
+
+def read_attention(path: Path = ATTENTION_CSV) -> list[dict[str, str]]:
+    with Path(path).open(newline="") as f:
+        return [r for r in csv.DictReader(f) if r["status"] == "ok"]
+
+
+def model_vs_measured(path: Path = ATTENTION_CSV, table: EnergyTable | None = None) -> pd.DataFrame:
+    """One row per measured kernel call and model: predicted and measured joules, their ratios."""
+    table = table or load_energy_table("h200")
+    rows = [p for r in read_attention(path) for p in predict_row(r, table)]
+    return pd.DataFrame(rows)
