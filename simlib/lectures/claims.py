@@ -82,8 +82,8 @@ def _sram(gpu):
     return load_preset(gpu).sram_bytes
 
 
-def _result(algorithm, workload, gpu=DEFAULT_GPU):
-    """`count()` with the paper's default tiles for the preset's per-block shared memory."""
+def result_on(algorithm, workload, gpu=DEFAULT_GPU):
+    """`count()` with the schedule's default tiles for the preset's per-block shared memory (naive: no tiles)."""
     if algorithm == "naive":
         return count("naive", workload)
     return count(algorithm, workload, sram_bytes=_sram(gpu))
@@ -134,7 +134,7 @@ def claim_b(seq_lens=(1024, 2048, 4096, 8192), head_dim=DEFAULT_HEAD_DIM, gpu=DE
             "scores ×": _hbm_elements(count("naive", big), "S") / _hbm_elements(count("naive", small), "S"),
             "FLOPs ×": big.flops / small.flops,
             "naive HBM bytes ×": count("naive", big).hbm_bytes / count("naive", small).hbm_bytes,
-            "fa2 HBM bytes ×": _result("fa2", big, gpu).hbm_bytes / _result("fa2", small, gpu).hbm_bytes,
+            "fa2 HBM bytes ×": result_on("fa2", big, gpu).hbm_bytes / result_on("fa2", small, gpu).hbm_bytes,
         })
     return pd.DataFrame(rows)
 
@@ -194,7 +194,7 @@ def claim_d(seq_lens=tuple(2**k for k in range(10, 17)), head_dim=DEFAULT_HEAD_D
     for algorithm in ("naive", "fa1", "fa2"):
         for n in seq_lens:
             w = Workload(n, head_dim)
-            r = _result(algorithm, w, gpu)
+            r = result_on(algorithm, w, gpu)
             rows.append({"algorithm": algorithm, "N": n, "HBM traffic (bytes)": r.hbm_bytes,
                          "extra memory (bytes)": extra_memory_bytes(algorithm, w)})
     return pd.DataFrame(rows)
@@ -252,7 +252,7 @@ def model_speedups(seq_lens, head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU, dtype="
     rows = []
     for n in seq_lens:
         w = Workload(n, head_dim, dtype=dtype)
-        rs = {a: _result(a, w, gpu) for a in ("naive", "fa1", "fa2")}
+        rs = {a: result_on(a, w, gpu) for a in ("naive", "fa1", "fa2")}
         hbm_t = {a: hbm_roofline_s(r, hw) for a, r in rs.items()}
         full_t = {a: full_roofline_s(r, hw) for a, r in rs.items()}
         rows.append({

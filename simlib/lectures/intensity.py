@@ -21,7 +21,8 @@ elements = 2,097,152 B, so the L2-absorbed limit is 4,294,967,296 / 2,097,152 = 
 import numpy as np
 import pandas as pd
 
-from .. import Workload, compulsory_bytes, count, load_preset
+from .. import Workload, compulsory_bytes, load_preset
+from .claims import result_on
 
 SCHEDULES = ("naive", "fa1", "fa2")
 L2_LIMIT = "fa2, L2 absorbs re-reads"
@@ -46,8 +47,7 @@ def intensity_table(gpus=DATACENTER_GPUS, seq_len=4096, head_dim=64, dtype="fp16
     workload = Workload(seq_len, head_dim, dtype=dtype)
     for key in gpus:
         hw = load_preset(key)
-        results = {name: count(name, workload) if name == "naive" else count(name, workload, sram_bytes=hw.sram_bytes)
-                   for name in SCHEDULES}
+        results = {name: result_on(name, workload, key) for name in SCHEDULES}
         entries = [(name, r.flops, r.hbm_bytes, tiles_of(r)) for name, r in results.items()]
         entries.append((L2_LIMIT, results["fa2"].flops, compulsory_bytes(workload), tiles_of(results["fa2"])))
         for name, flops, hbm, tiles in entries:

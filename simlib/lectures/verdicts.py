@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from .. import Workload, count, load_preset
+from .. import Workload, load_preset
 from ..kvcache import load_model, max_context
 from . import claims as c
 from . import paper, readers
@@ -314,7 +314,7 @@ def verdict_j(gpu=c.DEFAULT_GPU, seq_len=4096, head_dim=64):
     w = Workload(seq_len, head_dim, dtype=POSTS_DTYPE)
     times = {}
     for name in ("naive", "fa2"):
-        r = count(name, w) if name == "naive" else count(name, w, sram_bytes=hw.sram_bytes)
+        r = c.result_on(name, w, gpu)
         times[name] = (r.flops / hw.peak_flops[POSTS_DTYPE], r.hbm_bytes / hw.level("HBM").bandwidth_bytes_per_s)
     ratio = times["naive"][1] / times["naive"][0]
     return _claim("j", quantity="HBM time / arithmetic time of standard attention (fp16, one head, N = 4096, d = 64)",
@@ -357,8 +357,8 @@ def verdict_m(gpu=c.DEFAULT_GPU, seq_len=4096, head_dim=64):
     hw = load_preset(gpu)
     w = Workload(seq_len, head_dim, dtype=POSTS_DTYPE)
     sector = hw.level("HBM").granularity_bytes
-    naive = count("naive", w).hbm_bytes / sector
-    fa2 = count("fa2", w, sram_bytes=hw.sram_bytes).hbm_bytes / sector
+    naive = c.result_on("naive", w, gpu).hbm_bytes / sector
+    fa2 = c.result_on("fa2", w, gpu).hbm_bytes / sector
     return _claim("m", quantity=f"{sector}-byte HBM transactions of standard attention, one head, N = 4096, d = 64",
                   model=f"naive {naive / 1e6:.2f} M, fa2 {fa2 / 1e6:.2f} M ({hw.name} tiles)", paper=NONE,
                   measured=NONE, rule="holds if standard attention makes at least 10⁶ transactions per head",
@@ -372,8 +372,7 @@ def _written_besides_o(result):
 
 def verdict_n(gpu=c.DEFAULT_GPU, seq_len=4096, head_dim=64):
     w = Workload(seq_len, head_dim, dtype=POSTS_DTYPE)
-    naive = count("naive", w)
-    fa2 = count("fa2", w, sram_bytes=load_preset(gpu).sram_bytes)
+    naive, fa2 = c.result_on("naive", w, gpu), c.result_on("fa2", w, gpu)
     s = c._hbm_elements(naive, "S")
     inter_naive, inter_fa2 = _written_besides_o(naive), _written_besides_o(fa2)
     share = inter_fa2 / inter_naive
