@@ -253,6 +253,29 @@ def figure2_h200(measured: pd.DataFrame | None = None) -> pd.DataFrame:
     return frame
 
 
+def figure2_h200_intensity(measured: pd.DataFrame | None = None) -> pd.DataFrame:
+    """FLOPs per measured DRAM byte, TFLOP/s and TB/s of each H200 step: where each side sits.
+
+    FLOPs are the model's matmul FLOPs (12·N²·d per head for the standard step on the padded N,
+    14·n²·d per sequence for FlashAttention-2 with its recompute, on lengths spread to the run's
+    token count: Σn² then differs from the run's own draw by under 0.01 %). Compare with the H200's
+    fp16 tensor-core ridge, 989.4 TFLOP/s ÷ 4.8 TB/s = 206 FLOP/B (data/hardware/h200.json).
+    """
+    measured = measured_h200() if measured is None else measured
+    rows = []
+    for m in measured.itertuples():
+        if m.variant == "standard":
+            flops = count("attention_ref", FIGURE2, dropout=m.dropout_p > 0).flops
+        else:
+            lengths = spread_lengths(int(m.tokens), FIGURE2.batch)
+            flops = sum(r.flops for r in varlen("fa2_torch", FIGURE2, lengths, dropout=m.dropout_p > 0))
+        seconds = m.wall_ms_median / 1e3
+        rows.append({"variant": m.variant, "dropout": m.dropout_p, "model_gflop": flops / GB, "h200_dram_gb": m.dram_gb,
+                     "flop_per_dram_byte": flops / (m.dram_gb * GB), "h200_ms": m.wall_ms_median,
+                     "tflop_per_s": flops / seconds / 1e12, "dram_tb_per_s": m.dram_gb * GB / seconds / 1e12})
+    return pd.DataFrame(rows)
+
+
 def _per_kernel(results: Sequence[Result], once: bool) -> dict[str, dict[str, float]]:
     """{phase: {"read": GB, "write": GB}} in launch order, summed over `results`."""
     kernels: dict[str, dict[str, float]] = {}
@@ -306,6 +329,7 @@ def figure2_report(sram_bytes: int = 192 * 1024) -> dict[str, Any]:
     if MEASURED.exists() and MEASURED_KERNELS.exists():
         report["h200"] = figure2_h200().to_dict(orient="records")
         report["h200_kernels"] = figure2_h200_kernels().to_dict(orient="records")
+        report["h200_intensity"] = figure2_h200_intensity().to_dict(orient="records")
     return report
 
 

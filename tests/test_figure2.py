@@ -174,3 +174,15 @@ def test_fa2_torch_tiles_and_shared_memory_are_the_reference_kernels(dropout):
         name = next(k["kernel"] for k in csv.DictReader(f)
                     if k["variant"] == "fa2_varlen" and float(k["dropout_p"]) == (0.1 if dropout else 0.0))
     assert f"Flash_fwd_kernel_traits<64, {entry['block_rows']}, {entry['block_cols']}, {entry['warps']}" in name
+
+
+def test_h200_step_intensity_straddles_the_tensor_core_ridge():
+    """Standard attention sits far left of the H200's fp16 ridge, FlashAttention-2 right of it."""
+    from simlib import load_preset
+
+    h200 = load_preset("h200")
+    ridge = h200.peak_flops["fp16"] / next(lv.bandwidth_bytes_per_s for lv in h200.levels if lv.name == "HBM")
+    frame = fig2.figure2_h200_intensity().set_index(["variant", "dropout"])
+    std = frame.loc[("standard", 0.1)]
+    assert std["flop_per_dram_byte"] == pytest.approx(12 * BH * SCORES * D / (std["h200_dram_gb"] * 1e9))
+    assert std["flop_per_dram_byte"] < ridge / 10 and frame.loc[("fa2_varlen", 0.1), "flop_per_dram_byte"] > ridge
