@@ -316,26 +316,32 @@ def figure2_h200_kernels(path=MEASURED_KERNELS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as dicts, a missing value as None (JSON null, not NaN)."""
+    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+            for row in frame.to_dict(orient="records")]
+
+
 def figure2_report(sram_bytes: int = 192 * 1024) -> dict[str, Any]:
     """Everything `python -m simlib figure2 --json` prints: the figure, every term, FLOPs, the H200."""
     report: dict[str, Any] = {
         "configuration": paper_figure2_left()["configuration"],
-        "figure2_left": figure2_left(sram_bytes).to_dict(orient="records"),
-        "causal_extra": figure2_left(sram_bytes, Workload(1024, 64, batch=64, heads=16, causal=True)
-                                     ).to_dict(orient="records"),
-        "terms": figure2_terms().to_dict(orient="records"),
-        "flops": figure2_flops().to_dict(orient="records"),
+        "figure2_left": _records(figure2_left(sram_bytes)),
+        "causal_extra": _records(figure2_left(sram_bytes, Workload(1024, 64, batch=64, heads=16, causal=True)
+                                     )),
+        "terms": _records(figure2_terms()),
+        "flops": _records(figure2_flops()),
     }
     if MEASURED.exists() and MEASURED_KERNELS.exists():
-        report["h200"] = figure2_h200().to_dict(orient="records")
-        report["h200_kernels"] = figure2_h200_kernels().to_dict(orient="records")
-        report["h200_intensity"] = figure2_h200_intensity().to_dict(orient="records")
+        report["h200"] = _records(figure2_h200())
+        report["h200_kernels"] = _records(figure2_h200_kernels())
+        report["h200_intensity"] = _records(figure2_h200_intensity())
     return report
 
 
 def figure2_cli(sram_bytes: int = 192 * 1024, as_json: bool = False) -> str:
     """The `figure2` subcommand's output: the JSON report, or the figure's table as text."""
     if as_json:
-        return json.dumps(figure2_report(sram_bytes), default=float)
+        return json.dumps(figure2_report(sram_bytes), default=float, allow_nan=False)
     frame = figure2_left(sram_bytes)
     return frame.to_string(index=False, float_format=lambda x: f"{x:.2f}")
