@@ -189,7 +189,51 @@ def _validate_run(args):
             params = {"matmul_tile": t, "softmax_threads": ts}
     except ValueError as e:
         raise UsageError(str(e)) from None
+    _check_logit_scale(args.logit_scale, shape.head_dim)
+    _check_host_memory(shape, args.kernel)
     return shape, params
+
+
+#: |x| of a standard-normal input stays below this (P(|x| > 8) ≈ 1e-15 per element).
+INPUT_BOUND = 8.0
+
+
+def _check_logit_scale(scale, head_dim):
+    """Refuse a --logit-scale whose scores could leave fp32: |s| ≤ scale·8·8·d/√d."""
+    import math
+
+    import numpy as np
+
+    largest = scale * INPUT_BOUND * INPUT_BOUND * math.sqrt(head_dim)
+    if not largest < float(np.finfo(np.float32).max):
+        raise UsageError(f"argument --logit-scale: {scale:g} lets fp32 scores reach {largest:.3g}, beyond fp32's "
+                         f"{float(np.finfo(np.float32).max):.3g}; use a smaller scale")
+
+
+def _check_host_memory(shape, kernel):
+    """Refuse a run whose host arrays (fp32 Q, K, V, O and the float64 reference's N_q×N_k scores of
+    one head, twice; naive: S and P too) exceed this machine's memory, before allocating any."""
+    w = shape
+    need = 4 * (2 * w.batch_heads * w.nq + 2 * w.batch * w.n_kv_heads * w.nk) * w.head_dim + 2 * 8 * w.nq * w.nk
+    if kernel == "naive":
+        need += 2 * 4 * w.batch_heads * w.nq * w.nk
+    try:
+        have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
+        return
+    if need > have:
+        raise UsageError(f"arguments --batch, --heads, --seq-len: this run needs about {need / 1e9:,.1f} GB of host memory "
+                         f"(inputs and the float64 reference), this machine has {have / 1e9:,.1f} GB")
+
+
+def _check_specs(text):
+    """'variant:N:d,...' with variant fast, tiled or torch_efficient and positive N, d."""
+    for spec in text.split(","):
+        parts = spec.split(":")
+        ok = len(parts) == 3 and parts[0] in ("fast", "tiled", "torch_efficient")
+        ok = ok and all(p.isdigit() and int(p) > 0 for p in parts[1:])
+        if not ok:
+            raise UsageError(f"argument --specs: {spec!r} is not variant:N:d (variant fast, tiled or torch_efficient)")
 
 
 def _device_name(cuda, simulate):
@@ -347,6 +391,9 @@ def cmd_tune(args) -> int:
 
 
 def cmd_ncu(args) -> int:
+    _check_specs(args.specs)
+    if args.sections_spec:
+        _check_specs(args.sections_spec)
     configs = _configs(args)
     _prepare_out(args)
     require_gpu("ncu")
@@ -360,6 +407,7 @@ def cmd_ncu(args) -> int:
 
 
 def cmd_launch(args) -> int:
+    _check_specs(args.specs)
     configs = _configs(args)
     require_gpu("launch")
     from .measure.ncu import launch_once

@@ -11,10 +11,10 @@ import subprocess
 import sys
 
 import pytest
+from kernel_helpers import REPO
 
 from gpu_kernels import cli
 from gpu_kernels.measure import provenance as P
-from kernel_helpers import REPO
 
 
 def one_line(text):
@@ -90,3 +90,44 @@ def test_run_id_must_be_a_folder_name():
     for bad in ("", "../x", ".hidden", "a b"):
         with pytest.raises(ValueError, match="--run-id"):
             P.set_run_id(bad)
+
+
+# --- every numeric and list flag of every subcommand, with arbitrary text ---------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FLAGS = [(["run", "--kernel", "tiled", "--head-dim", "16"], "--seq-len"),
+         (["run", "--kernel", "tiled", "--seq-len", "8"], "--head-dim"),
+         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--batch"),
+         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--heads"),
+         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--kv-heads"),
+         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--query-len"),
+         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--block-rows"),
+         (["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16"], "--matmul-tile"),
+         (["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16"], "--softmax-threads"),
+         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--seed"),
+         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--logit-scale"),
+         (["bench", "--out", "build"], "--seq-lens"), (["compare", "--out", "build"], "--head-dims"),
+         (["compare", "--out", "build"], "--reps"), (["bench", "--out", "build"], "--budget-s"),
+         (["compare", "--out", "build"], "--variants"), (["compare", "--out", "build"], "--configs"),
+         (["tune", "--out", "build"], "--seq-lens"), (["profile", "--out", "build"], "--kernels"),
+         (["profile", "--out", "build"], "--timeout-s"), (["ncu", "--out", "build"], "--specs"),
+         (["asm"], "--head-dims"), (["bench"], "--out"), (["bench", "--out", "build"], "--run-id")]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=st.sampled_from(FLAGS), text=st.text(max_size=30))
+def test_fuzz_flags_one_line_exit_2(monkeypatch, capsys, case, text):
+    """Whatever the text: exit 2 with one stderr line and nothing on stdout (a refusal, or the
+    no-GPU line for input that is valid), never a traceback."""
+    def no_gpu(*args, **kwargs):
+        raise cli.NoGPU("no CUDA GPU found (fuzz)")
+
+    monkeypatch.setattr(cli, "require_gpu", no_gpu)
+    monkeypatch.setattr(cli, "select_backend", no_gpu)
+    base, flag = case
+    assert cli.main([*base, f"{flag}={text}"]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    one_line(out.err)

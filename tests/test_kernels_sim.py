@@ -15,13 +15,12 @@ import sys
 
 import numpy as np
 import pytest
+from kernel_helpers import REPO, TOL, ceil_div, lse_error, run_cli, sim_only
 
 from gpu_kernels import attention_reference, random_qkv, rel_error, run_naive, run_tiled
 from gpu_kernels.counting import COUNT_KEYS
-from simlib.kernel_layout import tiled_default_blocks
 from simlib import Workload, count
-from kernel_helpers import REPO, TOL, sim_only, ceil_div, lse_error, run_cli
-
+from simlib.kernel_layout import tiled_default_blocks
 
 pytestmark = sim_only
 
@@ -294,6 +293,12 @@ def test_cli_without_gpu_says_so(tmp_path):
     (["profile", "--out", "build", "--kernels", "fast"], "--kernels"),
     (["model-vs-ncu", "--out", "gpu_kernels"], "--out"),
     (["model-vs-ncu", "--profile", "missing.csv", "--out", "x.csv"], "--profile"),
+    (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16", "--logit-scale", "1e39", "--simulate"],
+     "--logit-scale"),
+    (["run", "--kernel", "tiled", "--seq-len", "99999999999999999999", "--head-dim", "16", "--simulate"], "seq_len"),
+    (["run", "--kernel", "tiled", "--seq-len", "4000000", "--head-dim", "16", "--simulate"], "host memory"),
+    (["ncu", "--out", "build", "--specs", "fast:x:64"], "--specs"),
+    (["launch", "--specs", "flash:64:64"], "--specs"),
     (["frobnicate"], "frobnicate"),
     ([], "required"),
 ])
