@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_helpers import ON_GPU, TOL, ceil_div, lse_error, sim_only
 
 from gpu_kernels.counting import COUNT_KEYS
 from gpu_kernels.fast import run_fast
 from gpu_kernels.reference import attention_reference, random_qkv, rel_error
 from simlib import Workload, count
-from kernel_helpers import TOL, ON_GPU, sim_only, ceil_div, lse_error
-from simlib.kernel_layout import FastConfig, fast_default_config as default_config
+from simlib.kernel_layout import FastConfig
+from simlib.kernel_layout import fast_default_config as default_config
 
 
 def fa2_fast_closed_form(b, h, n, d, cfg):
@@ -164,7 +165,7 @@ def test_fa2_fast_reads_per_score():
     n, d = 4096, 64
     r = count("fa2_fast", Workload(n, d, dtype="fp32"))
     cfg = default_config(d)
-    tm, tn, nty, ntx = cfg.tm, cfg.tn, cfg.nty, cfg.ntx
+    tm, tn, ntx = cfg.tm, cfg.tn, cfg.ntx
     per_score = d // tn + 2 * d // tm + ntx + ntx // tn
     assert per_score == 49
     assert r.sram_read_bytes // 4 == per_score * n * n + n * ntx * ntx

@@ -12,12 +12,11 @@ import math
 
 import numpy as np
 import pytest
+from kernel_helpers import TOL, ceil_div, lse_error, run_cli, sim_only
 
 from gpu_kernels import attention_reference, random_qkv, rel_error, run_naive, run_tiled
 from gpu_kernels.counting import COUNT_KEYS
 from simlib import Workload, count
-from kernel_helpers import TOL, sim_only, ceil_div, lse_error, run_cli
-
 
 pytestmark = sim_only
 
