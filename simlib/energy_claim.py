@@ -153,7 +153,7 @@ def energy_claim_verdict() -> dict[str, Any]:
         verdict = (f"right only under a condition: with the rest of the step costed as bare bf16 GEMMs (a lower bound) a "
                    f"GPT-2-medium step at N = {seq} takes {lo:.0%}–{hi:.0%} less energy with FlashAttention; the saving "
                    f"is 40 % / 35 % once the rest of the step costs {m40:.1f}× / {m35:.1f}× those GEMMs' energy (the "
-                   f"smaller of the cases), so 35–40 % per run holds if layer norm, GELU, dropout, the optimizer and "
-                   f"the data pipeline add about that much, and is too low if they add less")
+                   f"smaller of the cases): 35–40 % per run holds if layer norm, GELU, dropout, the optimizer and the "
+                   f"data pipeline add about that much; if they add less the saving is larger, if more, smaller")
     return {"cases": cases, "attention_calls": calls.to_dict("records"), "rest_j_per_flop": per_gemm,
             "verdict": verdict, "claim": "35–40 % reduction in energy per training run"}
