@@ -18,7 +18,7 @@ accumulation kernel), for each variant:
 
 each with dropout 0.1 and 0.0. Order: (1) correctness with dropout off against a float64
 reference on fresh inputs (B = 8, the same N, H, d and mask rule); (2) CUDA-event wall time of
-the step, median of many after warm-up (one packed qkv is 403 MB, 6.7× the 60 MB L2, so inputs
+the step, median of many after warm-up (one packed qkv is 403 MB, 6.4× the 60 MiB L2, so inputs
 need no rotation); (3) one step of each variant under Nsight Compute (``--cache-control all``,
 ``--clock-control none``): DRAM bytes read and written and L2 sectors summed over every kernel
 of the step. Writes under --out: figure2_h200.csv (one row per variant), figure2_h200_kernels.csv
