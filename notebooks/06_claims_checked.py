@@ -328,19 +328,17 @@ plt.show()
 # ## Take-aways
 
 # %% tags=["remove-input"]
-def listed(verdict):
+def listed(verdict, numbers=False):
     keys = [k for k in table.index if table.loc[k, "verdict"] == verdict]
-    return ", ".join(f"({k})" for k in keys) or "none"
+    return "; ".join(f"({k})" + (f" {table.loc[k, 'number']}" if numbers else "") for k in keys) or "none"
 
 
 display(Markdown(
-    f"- **Hold**: {listed(verdicts.HOLDS)} — the counting claims are exact.\n"
-    f"- **Hold with conditions**: {listed(verdicts.CONDITIONS)} — true per layer or model, for training or "
-    f"inference, against one baseline, or for one dtype; each row names its condition.\n"
-    f"- **Do not hold**: {listed(verdicts.FAILS)} — FlashAttention's HBM *traffic* is Θ(N²d²/M), still "
-    f"quadratic (its extra *memory* is linear); SRAM is about one order of magnitude faster than HBM, "
-    f"not several; and the paper's own A100 tables show FlashAttention faster at N = 128–256, not "
-    f"diminishing.\n"
-    f"- **Not checked yet**: {listed(verdicts.NOT_CHECKED)} — no energy model or measurement yet.\n"
-    f"- Speed-ups depend on the regime: the posts mean fp16/bf16 on tensor cores; our fp32 kernels "
-    f"run on CUDA cores, where both kernels are compute bound (Lecture 1)."))
+    f"- **Hold**: {listed(verdicts.HOLDS)}.\n"
+    f"- **Hold with conditions** (true per layer or model, for training or inference, against one baseline, "
+    f"or in one regime; each row names its condition): {listed(verdicts.CONDITIONS)}.\n"
+    f"- **Do not hold**: {listed(verdicts.FAILS, numbers=True)}.\n"
+    f"- **Not checked yet**: {listed(verdicts.NOT_CHECKED)}.\n"
+    f"- HBM *traffic* stays Θ(N²d²/M), quadratic in N; the extra *memory* is linear. Speed-ups depend on "
+    f"the regime: the posts mean fp16/bf16 on tensor cores; our fp32 kernels run on CUDA cores, where "
+    f"both kernels are compute bound (Lecture 1)."))
