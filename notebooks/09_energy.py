@@ -197,8 +197,9 @@ for i, (_case, r) in enumerate(steps.iterrows()):
     for j, (what, attn) in enumerate((("standard", r["standard_attention_j"]), ("FlashAttention", r["flash_attention_j"]))):
         pos = 3 * i + j
         ax.bar(pos, attn, color="#c44e52" if j == 0 else "#55a868", label=f"attention ({what})" if i == 0 else None)
-        ax.bar(pos, r["rest_j"], bottom=attn, color="0.7", label="rest of the step (bf16 GEMMs)" if i == 0 and j == 0 else None)
-ax.set_xticks([0.5, 3.5][:len(steps)], ["measured: SDPA math vs flash (bf16)", "ncu-priced: eager fp16 vs FA2"][:len(steps)])
+        ax.bar(pos, r["rest_j"], bottom=attn, color="0.7", label="rest of the step (its matmul FLOPs at the measured J/FLOP)" if i == 0 and j == 0 else None)
+ax.set_xticks([3 * i + 0.5 for i in range(len(steps))],
+              [f"{r['dtype']}: {case.split(':')[0]}" for case, r in steps.iterrows()])
 ax.set_ylabel("energy per sequence per step (J)")
 ax.set_title(f"GPT-2 medium training step, N = {GPT2_MEDIUM['seq_len']}, {GPT2_MEDIUM['layers']} layers (H200)")
 ax.legend(fontsize=8)
