@@ -20,7 +20,7 @@ from kernel_helpers import ON_GPU, ceil_div, lse_error, sim_only
 
 from gpu_kernels.reference import attention_reference, random_qkv, rel_error
 from gpu_kernels.tensor_core.dtypes import UNIT_ROUNDOFF, round_to
-from gpu_kernels.tensor_core.fa2_tc import TcConfig, run_fa2_tc
+from gpu_kernels.tensor_core.fa2_tc import TcConfig, default_config, run_fa2_tc
 from simlib import Workload, count
 from simlib.schedules.fa2_tc import SCHEDULE
 from simlib.traffic import Traffic
@@ -130,10 +130,19 @@ def test_fa2_tc_refusals():
         SCHEDULE.build(wl, None)
 
 
+def test_fa2_tc_default_tiles_are_simlibs():
+    for d in (64, 128):
+        cfg = default_config(d)
+        r = count("fa2_tc", Workload(4096, d, dtype="bf16"))
+        assert (r.to_dict()["warps"], r.block_rows, r.block_cols) == (cfg.warps, cfg.block_rows, cfg.block_cols)
+        assert cfg.smem_bytes <= 48 * 1024
+    assert (default_config(64).block_cols, default_config(128).block_cols) == (128, 64)
+
+
 def test_fa2_tc_schedule_worked_number():
     """The docstring's number: N = 4096, d = 64, Br = Bc = 64: SRAM reads N²·d/8 + N·d elements."""
     wl = Workload(4096, 64, dtype="bf16")
-    m = SCHEDULE.build(wl, None)
+    m = SCHEDULE.build(wl, None, block_cols=64)
     t = SCHEDULE.closed_form(wl, m)
     assert t.elements("HBM", "read") == 4096 * 64 + 64 * 2 * 4096 * 64 == 33_816_576
     assert t.elements("SRAM", "read") == 4096**2 * 64 // 8 + 4096 * 64 == 134_479_872
@@ -166,7 +175,7 @@ GPU_CASES = [
 @pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
 @pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,dtype", GPU_CASES)
 def test_fa2_tc_gpu(b, h, hkv, nk, nq, d, causal, dtype):
-    check_case(b, h, hkv, nk, nq, d, causal, TcConfig(d), dtype, seed=nk + d)
+    check_case(b, h, hkv, nk, nq, d, causal, default_config(d), dtype, seed=nk + d)
 
 
 @pytest.mark.gpu
@@ -184,7 +193,7 @@ def test_fa2_tc_gpu_ptx():
 
     for d in (64, 128):
         for counting in (False, True):
-            ptx = ptx_of(TcConfig(d), "bf16", counting, causal=True)
+            ptx = ptx_of(default_config(d), "bf16", counting, causal=True)
             s = summarize_ptx(ptx)
             assert s["f64"] == 0 and s["ld_local"] == 0 and s["st_local"] == 0, s
             assert (s["atom"] > 0) == counting

@@ -256,7 +256,7 @@ def pv_kernel(cfg: NaiveTcConfig, dtype: str, counting: bool, simulator: bool):
     P_ELEMS, V_ELEMS = BM * BK, BK * D
     COUNTING = counting
     mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, *_ = warp_ops(dtype, simulator)
-    copy_p = tile_copier(cp_async16, BM, BK, NT, simulator)
+    copy_p = tile_copier(cp_async16, BM, BK, NT, simulator, ragged_cols=True)
     copy_v = tile_copier(cp_async16, BK, D, NT, simulator)
     ZERO = np.float32(0.0)
     LOW = np.uint32(0xFFFF)

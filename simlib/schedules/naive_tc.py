@@ -26,10 +26,11 @@ from ..schedule_protocol import ParamValue, Schedule
 from ..tiling import BLOCK_COLS, block_sizes, ceil_div
 from ..traffic import Event, Traffic, TrafficKey
 from ..workload import Workload
-from .fa2_tc import DEFAULT_BLOCK_COLS, DEFAULT_WARPS, HEAD_DIMS, WARPS
+from .fa2_tc import DEFAULT_WARPS, HEAD_DIMS, WARPS
 from .naive import SOFTMAX_THREADS  # one Parameter per name across schedules; naive_tc checks its own rule
 
 MAX_PER_THREAD, MAX_THREADS = 16, 1024
+DEFAULT_BLOCK_COLS = 64  # Bn = Bk of the kernel's default NaiveTcConfig
 
 
 def default_softmax_threads(nk: int) -> int:
