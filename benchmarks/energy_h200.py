@@ -77,32 +77,13 @@ def spin_kernel():
     return spin
 
 
-ROTATE_BLOCKS = 131
-
-
 def l2_read_kernel():
-    """Pass p: thread g reads what thread g + p·131·256 read in pass 0 (another SM each pass)."""
-    from numba import cuda, float32
+    """The rotating L2 re-read probe of benchmarks/h200_diagnostics.py (pass p: thread g reads what
+    thread g + p·131·256 read in pass 0, so another SM's L1 never serves it). Run energy-h200 ran
+    commit 7aed8a5, whose copy of this kernel differed only in being compiled with fastmath."""
+    from benchmarks.h200_diagnostics import _reread_rotating_kernel
 
-    @cuda.jit(fastmath=True)
-    def l2_read(x, out, passes):
-        g = cuda.grid(1)
-        threads = cuda.gridsize(1)
-        stride = threads * 4
-        a0 = float32(0)
-        a1 = float32(0)
-        a2 = float32(0)
-        a3 = float32(0)
-        for p in range(passes):
-            start = ((g + p * ROTATE_BLOCKS * cuda.blockDim.x) % threads) * 4
-            for i in range(start, x.shape[0] - 3, stride):
-                a0 += x[i]
-                a1 += x[i + 1]
-                a2 += x[i + 2]
-                a3 += x[i + 3]
-        out[g] = a0 + a1 + a2 + a3
-
-    return l2_read
+    return _reread_rotating_kernel()
 
 
 SMEM_WORDS, SMEM_THREADS = 16, 256
@@ -171,6 +152,7 @@ def calibration_benches(sms):
     import torch
     from numba import cuda
 
+    from benchmarks.h200_diagnostics import ROTATE_BLOCKS
     from gpu_kernels.measure.ceilings import _ffma_kernel
 
     benches = []
