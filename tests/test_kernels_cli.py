@@ -13,7 +13,7 @@ import sys
 import pytest
 from kernel_helpers import REPO
 
-from gpu_kernels import cli
+from gpu_kernels import cli, commands
 from gpu_kernels.measure import provenance as P
 
 
@@ -124,8 +124,8 @@ def test_fuzz_flags_one_line_exit_2(monkeypatch, capsys, case, text):
     def no_gpu(*args, **kwargs):
         raise cli.NoGPU("no CUDA GPU found (fuzz)")
 
-    monkeypatch.setattr(cli, "require_gpu", no_gpu)
-    monkeypatch.setattr(cli, "select_backend", no_gpu)
+    monkeypatch.setattr(commands, "require_gpu", no_gpu)
+    monkeypatch.setattr(commands, "select_backend", no_gpu)
     base, flag = case
     assert cli.main([*base, f"{flag}={text}"]) == 2
     out = capsys.readouterr()

@@ -1,0 +1,356 @@
+"""What each ``python -m gpu_kernels`` subcommand does, after ``cli.py`` has parsed its arguments.
+
+Each ``cmd_*`` checks what it can without numba (names, shapes, tiles, logit scale, host memory,
+output destinations), then asks for the GPU (``device.require_gpu``: one line if there is none),
+then works. Bad input raises ``UsageError`` (one line, exit 2 in ``cli.main``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from . import checks
+from .device import NO_GPU, NoGPU, require_gpu, select_backend
+
+TOLERANCE = 1e-5  # relative error allowed against the float64 reference (fp32 arithmetic)
+
+
+class UsageError(Exception):
+    """A bad argument: one line on stderr, exit code 2."""
+
+
+def _name_list(text, allowed, option):
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in names if x not in allowed]
+    if not names or bad:
+        raise UsageError(f"argument {option}: unknown name(s) {bad or text!r}; choose from {', '.join(allowed)}")
+    return names
+
+
+def _validate_run(args):
+    """All checks that need no numba: shape, tiles, and which options belong to which kernel."""
+    if args.kernel == "naive" and (args.block_rows is not None or args.block_cols is not None):
+        raise UsageError("argument --block-rows/--block-cols: only for --kernel tiled")
+    if args.kernel == "tiled" and (args.matmul_tile is not None or args.softmax_threads is not None):
+        raise UsageError("argument --matmul-tile/--softmax-threads: only for --kernel naive")
+    try:
+        shape = checks.check_shape(args.batch, args.heads, args.seq_len, args.head_dim, kv_heads=args.kv_heads,
+                                   query_len=args.query_len, causal=args.causal)
+        if args.kernel == "tiled":
+            br, bc = checks.resolve_tiled_blocks(shape, args.block_rows, args.block_cols)
+            params = {"block_rows": br, "block_cols": bc}
+        else:
+            t, ts = checks.resolve_naive_params(shape, args.matmul_tile, args.softmax_threads,
+                                                simulator=args.simulate)
+            params = {"matmul_tile": t, "softmax_threads": ts}
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    _check_logit_scale(args.logit_scale, shape.head_dim)
+    _check_host_memory(shape, args.kernel)
+    return shape, params
+
+
+#: |x| of a standard-normal input stays below this (P(|x| > 8) ≈ 1e-15 per element).
+INPUT_BOUND = 8.0
+
+
+def _check_logit_scale(scale, head_dim):
+    """Refuse a --logit-scale whose scores could leave fp32: |s| ≤ scale·8·8·d/√d."""
+    import math
+
+    import numpy as np
+
+    largest = scale * INPUT_BOUND * INPUT_BOUND * math.sqrt(head_dim)
+    if not largest < float(np.finfo(np.float32).max):
+        raise UsageError(f"argument --logit-scale: {scale:g} lets fp32 scores reach {largest:.3g}, beyond fp32's "
+                         f"{float(np.finfo(np.float32).max):.3g}; use a smaller scale")
+
+
+def _check_host_memory(shape, kernel):
+    """Refuse a run whose host arrays (fp32 Q, K, V, O and the float64 reference's N_q×N_k scores of
+    one head, twice; naive: S and P too) exceed this machine's memory, before allocating any."""
+    w = shape
+    need = 4 * (2 * w.batch_heads * w.nq + 2 * w.batch * w.n_kv_heads * w.nk) * w.head_dim + 2 * 8 * w.nq * w.nk
+    if kernel == "naive":
+        need += 2 * 4 * w.batch_heads * w.nq * w.nk
+    try:
+        have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
+        return
+    if need > have:
+        raise UsageError(f"arguments --batch, --heads, --seq-len: this run needs about {need / 1e9:,.1f} GB of host memory "
+                         f"(inputs and the float64 reference), this machine has {have / 1e9:,.1f} GB")
+
+
+def _check_specs(text):
+    """'variant:N:d,...' with variant fast, tiled or torch_efficient and positive N, d."""
+    for spec in text.split(","):
+        parts = spec.split(":")
+        ok = len(parts) == 3 and parts[0] in ("fast", "tiled", "torch_efficient")
+        ok = ok and all(p.isdigit() and int(p) > 0 for p in parts[1:])
+        if not ok:
+            raise UsageError(f"argument --specs: {spec!r} is not variant:N:d (variant fast, tiled or torch_efficient)")
+
+
+def _device_name(cuda, simulate):
+    if simulate:
+        return "numba CUDA simulator"
+    name = cuda.get_current_device().name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def cmd_run(args) -> int:
+    shape, params = _validate_run(args)
+    if args.simulate:
+        cuda = select_backend(True)
+    else:
+        try:
+            cuda = require_gpu("run")
+        except NoGPU:
+            raise UsageError(NO_GPU) from None
+
+    from .counting import COUNT_KEYS
+    from .reference import attention_reference, random_qkv, rel_error
+
+    q, k, v = random_qkv(shape.batch, shape.heads, shape.seq_len, shape.head_dim, seed=args.seed,
+                         logit_scale=args.logit_scale, kv_heads=shape.kv_heads, query_len=shape.query_len)
+    if args.kernel == "tiled":
+        from .tiled import run_tiled
+
+        res = run_tiled(q, k, v, count=args.count, causal=args.causal, **params)
+    else:
+        from .naive import run_naive
+
+        res = run_naive(q, k, v, count=args.count, causal=args.causal, **params)
+    ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)
+    errors = {"o": rel_error(res.o, ref_o)}
+    if args.kernel == "tiled":
+        errors["lse"] = rel_error(res.lse, ref_lse)
+    ok = all(e <= TOLERANCE for e in errors.values())
+
+    out = {
+        "kernel": args.kernel,
+        "device": _device_name(cuda, args.simulate),
+        "batch": shape.batch, "heads": shape.heads, "seq_len": shape.seq_len, "head_dim": shape.head_dim,
+        "kv_heads": shape.n_kv_heads, "query_len": shape.nq, "causal": args.causal,
+        "params": params,
+        "logit_scale": args.logit_scale,
+        "rel_error": errors,
+        "tolerance": TOLERANCE,
+    }
+    if args.count:
+        from .prediction import diff_counts, simlib_prediction
+
+        predicted = simlib_prediction(args.kernel, shape.batch, shape.heads, shape.seq_len, shape.head_dim,
+                                      kv_heads=shape.kv_heads, causal=args.causal, query_len=shape.query_len,
+                                      **params)
+        diff = diff_counts(res.counts, predicted)
+        out.update(counts=res.counts, predicted=predicted, diff=diff)
+        ok = ok and all(v == 0 for v in diff.values())
+    out["ok"] = ok
+
+    if args.json:
+        print(json.dumps(out))
+    else:
+        ptxt = " ".join(f"{k}={v}" for k, v in params.items())
+        variant = "".join([f" H_kv={shape.kv_heads}" if shape.kv_heads is not None else "",
+                           f" N_q={shape.query_len}" if shape.query_len is not None else "",
+                           " causal" if args.causal else ""])
+        print(f"kernel {args.kernel} on {out['device']}: B={shape.batch} H={shape.heads} "
+              f"N={shape.seq_len} d={shape.head_dim}{variant} {ptxt}")
+        for name, e in errors.items():
+            flag = "ok" if e <= TOLERANCE else "FAIL"
+            print(f"rel. error {name:<4} {e:.3e}  (limit {TOLERANCE:.0e})  {flag}")
+        if args.count:
+            print(f"{'counter':<18}{'kernel':>16}{'simlib':>16}{'diff':>8}")
+            for key in COUNT_KEYS:
+                print(f"{key:<18}{out['counts'][key]:>16}{out['predicted'][key]:>16}{out['diff'][key]:>8}")
+        print("OK" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+def _configs(args):
+    """{d: FastConfig} from --configs JSON and --tuned FILE, checked before any work."""
+    from .measure.tuning import configs_from_json, configs_from_tune_file
+
+    try:
+        cfgs = configs_from_json(args.configs)
+    except (ValueError, TypeError, AttributeError) as e:
+        raise UsageError(f"argument --configs: not JSON of {{d: FastConfig arguments}} ({e})") from None
+    if getattr(args, "tuned", ""):
+        try:
+            cfgs = {**configs_from_tune_file(args.tuned), **cfgs}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise UsageError(f"argument --tuned: cannot read a tune result from {args.tuned!r} ({e})") from None
+    for cfg in cfgs.values():
+        try:
+            cfg.check()
+        except ValueError as e:
+            raise UsageError(f"argument --configs: {e}") from None
+    return cfgs
+
+
+def _prepare_out(args):
+    """The output folder and run id, checked before any work (and before numba is imported); the
+    folder is created by ``_make_out`` once the GPU is there."""
+    from .measure.provenance import check_output_dir, set_run_id
+
+    try:
+        check_output_dir(args.out)
+        if getattr(args, "run_id", None):
+            set_run_id(args.run_id)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _make_out(args):
+    os.makedirs(args.out, exist_ok=True)
+
+
+def cmd_harness(args) -> int:
+    from .measure.variants import VARIANTS
+
+    variants = _name_list(args.variants, VARIANTS, "--variants")
+    configs = _configs(args)
+    _prepare_out(args)
+    require_gpu(args.command)
+    _make_out(args)
+    from .measure.harness import run
+
+    csv_path, results = run(out_dir=args.out, prefix=args.command, tag=args.tag, seq_lens=args.seq_lens,
+                            head_dims=args.head_dims, batch=args.batch, heads=args.heads, reps=args.reps,
+                            variants=variants, fast_configs=configs, budget_s=args.budget_s,
+                            progress=not args.no_progress, seed=args.seed)
+    print(f"wrote {csv_path}")
+    return 0 if all(r.get("status") != "ok" or r.get("ok") for r in results) else 1
+
+
+def cmd_tune(args) -> int:
+    _prepare_out(args)
+    require_gpu("tune")
+    _make_out(args)
+    import json
+
+    from .measure.provenance import provenance, write_measurement
+    from .measure.tuning import best_configs, config_dict, sweep_configs, tune
+
+    cfgs = sweep_configs()
+    res = tune(cfgs, seq_lens=args.seq_lens, reps=args.reps, progress=not args.no_progress)
+    best = best_configs(res, cfgs)
+    path = os.path.join(args.out, f"tune_{args.tag}.json")
+    text = json.dumps({"results": res, "best": {str(d): config_dict(c) for d, c in best.items()}}, indent=1,
+                      default=str)
+    write_measurement(path, text, provenance({"what": "fast kernel configuration sweep"}))
+    for d, cfg in best.items():
+        print(f"best d={d}: {cfg}")
+    return 0
+
+
+def cmd_ncu(args) -> int:
+    _check_specs(args.specs)
+    if args.sections_spec:
+        _check_specs(args.sections_spec)
+    configs = _configs(args)
+    _prepare_out(args)
+    require_gpu("ncu")
+    _make_out(args)
+    from .measure.ncu import run_ncu
+
+    rc = run_ncu(args.specs.split(","), args.out, args.tag, configs, timeout_s=args.timeout_s,
+                 sections_spec=args.sections_spec)
+    print(f"ncu returncode {rc}")
+    return 0 if rc == 0 else 1
+
+
+def cmd_launch(args) -> int:
+    _check_specs(args.specs)
+    configs = _configs(args)
+    require_gpu("launch")
+    from .measure.ncu import launch_once
+
+    launch_once(args.specs.split(","), configs)
+    return 0
+
+
+def cmd_profile(args) -> int:
+    kernels = _name_list(args.kernels, ("naive", "tiled"), "--kernels")
+    _prepare_out(args)
+    require_gpu("profile")
+    _make_out(args)
+    from .measure.ncu_profile import run_profile
+
+    try:
+        csv_path = run_profile(out_dir=args.out, tag=args.tag, seq_lens=args.seq_lens, head_dims=args.head_dims,
+                               batch=args.batch, heads=args.heads, kernels=kernels, ncu=args.ncu,
+                               timeout_s=args.timeout_s, progress=not args.no_progress)
+    except RuntimeError as e:  # ncu missing or no counters (e.g. a sandbox without profiler access)
+        sys.stderr.write(f"error: {e}\n")
+        return 1
+    print(f"wrote {csv_path}")
+    return 0
+
+
+def cmd_asm(args) -> int:
+    if args.json_out:
+        from simlib.safe_write import check_destination
+
+        from .measure.provenance import set_run_id
+
+        try:
+            check_destination(args.json_out, "--json")
+            if args.run_id:
+                set_run_id(args.run_id)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    require_gpu("asm")
+    from .asm import check_report, format_report, ptx_report
+
+    rows = []
+    for d in args.head_dims:
+        rows += ptx_report(head_dim=d)
+    print(format_report(rows))
+    problems = check_report(rows)
+    for p in problems:
+        print("PROBLEM:", p)
+    if args.json_out:
+        from .measure.provenance import provenance, write_measurement
+
+        write_measurement(args.json_out, json.dumps({"rows": rows, "problems": problems}, indent=1),
+                          provenance({"what": "PTX of the timing and counting builds"}))
+    return 1 if problems else 0
+
+
+def cmd_model_vs_ncu(args) -> int:
+    from simlib.physical import model_vs_ncu as M
+    from simlib.safe_write import check_destination
+
+    from .measure.provenance import provenance, sidecar_path, write_measurement
+
+    profile = args.profile or str(M.PROFILE_CSV)
+    out = args.out or str(M.OUT_CSV)
+    try:
+        check_destination(out, "--out")
+        if not os.path.isfile(profile):
+            raise ValueError(f"--profile: {profile!r} is not a file")
+        frame = M.compare(profile)
+    except (ValueError, KeyError) as e:
+        raise UsageError(str(e)) from None
+    import hashlib
+
+    source = {"profile": os.path.basename(profile),
+              "profile_sha256": hashlib.sha256(open(profile, "rb").read()).hexdigest()}
+    if os.path.isfile(sidecar_path(profile)):
+        with open(sidecar_path(profile)) as f:
+            source["profile_run_id"] = json.load(f).get("run_id")
+    write_measurement(out, frame.to_csv(index=False, lineterminator="\n"),
+                      provenance({"what": "computed, not measured: simlib.physical.model_vs_ncu.compare of "
+                                          "the profile", **source}, gpu=False))
+    targets = frame[frame["target"]]
+    print(f"wrote {out} ({len(frame)} rows); targets met: {int(targets['within_5pct'].sum())} of {len(targets)}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "bench": cmd_harness, "compare": cmd_harness, "tune": cmd_tune, "ncu": cmd_ncu,
+            "launch": cmd_launch, "profile": cmd_profile, "asm": cmd_asm, "model-vs-ncu": cmd_model_vs_ncu}
