@@ -19,14 +19,14 @@ import argparse
 import itertools
 import json
 import os
-import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
 from .bounds import compulsory_bytes, saha_ye_bytes
+from .cli_values import int_type, key_type, pair_type, size_type
 from .counts import ALGORITHMS, Result, all_parameters, count, schedule_of
 from .energy_cli import add_energy_command, run_energy_command
 from .hardware import Hardware, load_preset, preset_keys
@@ -40,7 +40,6 @@ from .workload import MAX_BATCH_HEADS, MAX_HEAD_DIM, MAX_SEQ_LEN, Workload
 
 #: A sweep evaluates at most this many configurations (a typo such as 1:2**40 is refused).
 MAX_SWEEP_ROWS = 100_000
-_INT_RE = re.compile(r"[0-9]{1,20}", re.ASCII)
 
 
 class UsageError(Exception):
@@ -52,71 +51,6 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:
         raise UsageError(message.replace("\n", " "))
-
-
-def positive_int(text: str, name: str = "value", maximum: int | None = None) -> int:
-    """An integer ≥ 1 written in ASCII digits (at most 20), at most `maximum`."""
-    if not _INT_RE.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
-    value = int(text.strip())
-    if value < 1 or (maximum is not None and value > maximum):
-        limit = f"from 1 to {maximum:,}" if maximum is not None else "≥ 1"
-        raise argparse.ArgumentTypeError(f"must be an integer {limit}, got {text!r}")
-    return value
-
-
-def int_type(name: str, maximum: int | None, many: bool) -> Callable[[str], Any]:
-    """argparse type: one positive int, or (many) '64', '256,1024' or '256:4096' (doubling)."""
-    def one(text: str) -> int:
-        return positive_int(text, name, maximum)
-
-    def several(text: str) -> list[int]:
-        if ":" in text:
-            parts = text.split(":")
-            if len(parts) != 2:
-                raise argparse.ArgumentTypeError(f"range {text!r} must be START:STOP")
-            start, stop = one(parts[0]), one(parts[1])
-            if stop < start:
-                raise argparse.ArgumentTypeError(f"range {text!r} needs START ≤ STOP")
-            values = []
-            while start <= stop:
-                values.append(start)
-                start *= 2
-            return values
-        return [one(part) for part in text.split(",")]
-
-    return several if many else one
-
-
-def size_type(name: str, many: bool) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            if many:
-                return [parse_size(part, name) for part in text.split(",")]
-            return parse_size(text, name)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    return parse
-
-
-def pair_type(name: str, many: bool) -> Callable[[str], Any]:
-    def one(text: str) -> tuple[int, int]:
-        parts = text.lower().split("x")
-        if len(parts) != 2:
-            raise argparse.ArgumentTypeError(f"expected ROWSxCOLS such as 32x8, got {text!r}")
-        return positive_int(parts[0], name, 1024), positive_int(parts[1], name, 1024)
-
-    return (lambda text: [one(part) for part in text.split(",")]) if many else one
-
-
-def key_type(name: str, valid: Callable[[], list[str]]) -> Callable[[str], str]:
-    """A preset key, looked up by key only (no paths): the valid keys are listed otherwise."""
-    def parse(text: str) -> str:
-        keys = valid()
-        if text not in keys:
-            raise argparse.ArgumentTypeError(f"must be one of {', '.join(keys)} (a preset key), got {text!r}")
-        return text
-    return parse
 
 
 def schedule_flag(p: argparse.ArgumentParser, param: Parameter, many: bool) -> None:
@@ -153,7 +87,7 @@ def _add_common(p: argparse.ArgumentParser, many: bool) -> None:
     p.add_argument("--sram", type=size_type("--sram", many),
                    help="SRAM bytes for the tiling, e.g. 196608 or 192KiB (wins over --gpu's)"
                    + (" (comma list)" if many else ""))
-    p.add_argument("--gpu", type=key_type("--gpu", preset_keys),
+    p.add_argument("--gpu", type=key_type("hardware"),
                    help=f"hardware preset ({', '.join(preset_keys())}): its SRAM per block and a roofline")
     for param in all_parameters().values():
         schedule_flag(p, param, many)
@@ -170,11 +104,11 @@ def build_parser() -> Parser:
     _add_common(p_sweep, many=True)
     p_sweep.add_argument("--csv", help="write CSV to this file ('-' for stdout) instead of a table")
     p_kv = sub.add_parser("kvcache", help="weights + KV cache of a model on a GPU: the longest context that fits")
-    p_kv.add_argument("--model", required=True, type=key_type("--model", model_keys),
+    p_kv.add_argument("--model", required=True, type=key_type("models"),
                       help=f"one of {', '.join(model_keys())}")
     memory = p_kv.add_mutually_exclusive_group(required=True)
     memory.add_argument("--gpu-memory", type=size_type("--gpu-memory", False), help="GPU memory, e.g. 16GiB or 16GB")
-    memory.add_argument("--gpu", type=key_type("--gpu", preset_keys), help="a hardware preset whose HBM capacity to use")
+    memory.add_argument("--gpu", type=key_type("hardware"), help="a hardware preset whose HBM capacity to use")
     p_kv.add_argument("--batch", type=int_type("--batch", MAX_BATCH_HEADS, False), default=1)
     p_kv.add_argument("--weight-dtype", default="fp16", choices=tuple(WEIGHT_BYTES))
     p_kv.add_argument("--kv-dtype", default="fp16", choices=tuple(DTYPE_BYTES))

@@ -56,9 +56,7 @@ def preset_keys() -> list[str]:
 
 def load_preset(key: str) -> Hardware:
     """The Hardware preset `key` (e.g. 'a100-40gb'); ValueError naming `gpu` and the keys if unknown."""
-    if not isinstance(key, str) or key not in preset_keys():
-        presets.read("hardware", key, "gpu")      # raises, listing the valid keys
-    return _load(key)
+    return _load(presets.checked_key("hardware", key, "gpu"))
 
 
 @cache

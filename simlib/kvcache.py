@@ -63,9 +63,7 @@ def model_keys() -> list[str]:
 
 def load_model(key: str) -> Model:
     """The Model preset `key` (e.g. 'llama-3-8b'); ValueError naming `model` and the keys if unknown."""
-    if not isinstance(key, str) or key not in model_keys():
-        presets.read("models", key, "model")       # raises, listing the valid keys
-    return _load(key)
+    return _load(presets.checked_key("models", key, "model"))
 
 
 @cache

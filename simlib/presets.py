@@ -18,11 +18,16 @@ def keys(folder: str) -> list[str]:
     return sorted(p.stem for p in (DATA_DIR / folder).glob("*.json"))
 
 
-def read(folder: str, key: object, parameter: str) -> dict[str, Any]:
-    """The parsed data/<folder>/<key>.json; ValueError naming `parameter` and the valid keys if
-    `key` is not one of them."""
+def checked_key(folder: str, key: object, parameter: str) -> str:
+    """`key` if it is one of data/<folder>'s keys; ValueError naming `parameter` and the keys if not."""
     valid = keys(folder)
     if not isinstance(key, str) or key not in valid:
         raise ValueError(f"{parameter} must be one of {', '.join(valid)}, got {key!r}")
-    data: dict[str, Any] = json.loads((DATA_DIR / folder / f"{key}.json").read_text())
+    return key
+
+
+def read(folder: str, key: object, parameter: str) -> dict[str, Any]:
+    """The parsed data/<folder>/<key>.json, for a key `checked_key` accepts."""
+    path = DATA_DIR / folder / f"{checked_key(folder, key, parameter)}.json"
+    data: dict[str, Any] = json.loads(path.read_text())
     return data

@@ -13,7 +13,7 @@ import simlib
 SKIP = ("simlib.physical", "simlib.lectures", "simlib.kernel_layout", "simlib.__main__")
 #: The model core's modules, each with at least one executed worked number (the CLI's numbers are
 #: checked by test_simlib_cli.py); other modules' doctests run too but may have none.
-CORE = {"simlib", "simlib.bounds", "simlib.counts", "simlib.fa2_tile_rule", "simlib.hardware", "simlib.kvcache",
+CORE = {"simlib", "simlib.bounds", "simlib.cli_values", "simlib.counts", "simlib.fa2_tile_rule", "simlib.hardware", "simlib.kvcache",
         "simlib.presets", "simlib.reproduce", "simlib.roofline", "simlib.safe_write", "simlib.schedule_protocol",
         "simlib.schedules", "simlib.tiling", "simlib.traffic", "simlib.units", "simlib.workload"} | {
     f"simlib.schedules.{name}" for name in ("decode", "fa1", "fa2", "fa2_fast", "flash_bwd", "naive",

@@ -1,0 +1,85 @@
+"""The CLI's value parsers: exact, bounded integers, sizes, ROWSxCOLS pairs and preset keys.
+
+Each returns an argparse `type` whose error becomes one line, "argument --flag: ...", exit 2.
+
+>>> int_type("--seq-len", 2**40, many=True)("256:2048")
+[256, 512, 1024, 2048]
+>>> pair_type("--threads", many=False)("32x8"), size_type("--sram", many=False)("192KiB")
+((32, 8), 196608)
+"""
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from typing import Any
+
+from . import presets
+from .units import parse_size
+
+_INT_RE = re.compile(r"[0-9]{1,20}", re.ASCII)
+
+
+def positive_int(text: str, name: str = "value", maximum: int | None = None) -> int:
+    """An integer ≥ 1 written in ASCII digits (at most 20), at most `maximum`."""
+    if not _INT_RE.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    value = int(text.strip())
+    if value < 1 or (maximum is not None and value > maximum):
+        limit = f"from 1 to {maximum:,}" if maximum is not None else "≥ 1"
+        raise argparse.ArgumentTypeError(f"must be an integer {limit}, got {text!r}")
+    return value
+
+
+def int_type(name: str, maximum: int | None, many: bool) -> Callable[[str], Any]:
+    """argparse type: one positive int, or (many) '64', '256,1024' or '256:4096' (doubling)."""
+    def one(text: str) -> int:
+        return positive_int(text, name, maximum)
+
+    def several(text: str) -> list[int]:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) != 2:
+                raise argparse.ArgumentTypeError(f"range {text!r} must be START:STOP")
+            start, stop = one(parts[0]), one(parts[1])
+            if stop < start:
+                raise argparse.ArgumentTypeError(f"range {text!r} needs START ≤ STOP")
+            values = []
+            while start <= stop:
+                values.append(start)
+                start *= 2
+            return values
+        return [one(part) for part in text.split(",")]
+
+    return several if many else one
+
+
+def size_type(name: str, many: bool) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            if many:
+                return [parse_size(part, name) for part in text.split(",")]
+            return parse_size(text, name)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
+def pair_type(name: str, many: bool) -> Callable[[str], Any]:
+    def one(text: str) -> tuple[int, int]:
+        parts = text.lower().split("x")
+        if len(parts) != 2:
+            raise argparse.ArgumentTypeError(f"expected ROWSxCOLS such as 32x8, got {text!r}")
+        return positive_int(parts[0], name, 1024), positive_int(parts[1], name, 1024)
+
+    return (lambda text: [one(part) for part in text.split(",")]) if many else one
+
+
+def key_type(folder: str) -> Callable[[str], str]:
+    """A preset key of data/<folder>, looked up by key only (no paths): the valid keys are listed otherwise."""
+    def parse(text: str) -> str:
+        try:
+            return presets.checked_key(folder, text, "the preset key")
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
