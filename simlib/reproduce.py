@@ -79,7 +79,7 @@ def _check_lengths(lengths: Sequence[int], workload: Workload) -> list[int]:
     return [int(n) for n in lengths]
 
 
-def varlen(algorithm: str, workload: Workload, lengths: Sequence[int], **params: object) -> list[Result]:
+def varlen(algorithm: str, workload: Workload, lengths: Sequence[int], **params: Any) -> list[Result]:
     """`algorithm` on the unpadded tokens: one count per distinct length (batch = how many have it)."""
     groups = Counter(_check_lengths(lengths, workload))
     return [count(algorithm, Workload(n, workload.head_dim, batch=k, heads=workload.heads, dtype=workload.dtype,
