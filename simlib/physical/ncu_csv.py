@@ -39,7 +39,7 @@ def parse_ncu_csv(text: str) -> list[dict]:
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
     if start is None:
         return []
-    launches = {}
+    launches: dict[int, dict] = {}
     for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
         try:
             lid = int(row["ID"])
