@@ -88,14 +88,19 @@ class EnergyTable:
             raise ValueError(f"{self.key} has no energy per {unit} FLOP with a source (data/energy/{self.key}.json)")
         return value
 
+    def static_power(self) -> float:
+        if self.static_w is None:
+            raise ValueError(f"{self.key} has no static power with a source (data/energy/{self.key}.json)")
+        return self.static_w
+
     def frame(self) -> pd.DataFrame:
         """One row per figure: entry, value, unit, min and max over the repeats, source."""
-        rows = [{"entry": k, "value": v, "unit": "pJ/byte"} for k, v in self.pj_per_byte.items()]
+        rows: list[dict[str, Any]] = [{"entry": k, "value": v, "unit": "pJ/byte"} for k, v in self.pj_per_byte.items()]
         rows += [{"entry": k, "value": v, "unit": "pJ/FLOP"} for k, v in self.pj_per_flop.items()]
         rows += [{"entry": "static_w", "value": self.static_w, "unit": "W"},
                  {"entry": "idle_w", "value": self.idle_w, "unit": "W"}]
         for r in rows:
-            r["min"], r["max"] = self.spread.get(r["entry"], (None, None))
+            r["min"], r["max"] = self.spread.get(r["entry"], (float("nan"), float("nan")))
             r["source"] = self.sources.get(r["entry"], "")
         return pd.DataFrame(rows)
 

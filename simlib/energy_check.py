@@ -132,7 +132,7 @@ def predict_row(row: dict[str, str], table: EnergyTable) -> list[dict[str, Any]]
     t = float(row["ms_per_call"]) / 1e3
     measured = float(row["joules_per_call"])
     base = {"variant": row["variant"], "dtype": dtype, "pass": pas, "seq_len": n, "batch_heads": bh,
-            "ms": t * 1e3, "measured_j": measured, "measured_dynamic_j": measured - table.static_w * t}
+            "ms": t * 1e3, "measured_j": measured, "measured_dynamic_j": measured - table.static_power() * t}
     parts, note = kernel_parts(row["variant"], dtype, pas, w, params)
     terms = {"HBM": 0.0, "L2": 0.0, "SRAM": 0.0, "compute": 0.0}
     for p in parts:
@@ -140,13 +140,13 @@ def predict_row(row: dict[str, str], table: EnergyTable) -> list[dict[str, Any]]
         terms["HBM"] += e.level_j.get("HBM", 0.0)
         terms["SRAM"] += e.level_j.get("SRAM", 0.0) if p.sram else 0.0
         terms["compute"] += e.compute_j
-    out = [_finish({**base, "model": "logical", "note": note}, terms, table.static_w * t)]
+    out = [_finish({**base, "model": "logical", "note": note}, terms, table.static_power() * t)]
     phys = physical_parts(row["variant"], w, params)
     if phys is not None:
         moved = {lv: b * table.byte_cost(lv) * PJ for lv, b in phys.items()}
         out.append(_finish({**base, "model": "physical",
                             "note": "simlib.physical: DRAM, L1->L2 sectors, shared wavefronts x 128 B"},
-                           {**moved, "compute": terms["compute"]}, table.static_w * t))
+                           {**moved, "compute": terms["compute"]}, table.static_power() * t))
     return out
 
 

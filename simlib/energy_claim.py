@@ -101,7 +101,7 @@ def ncu_priced_step(variant: str, path: Path = FIGURE2_CSV) -> dict[str, float]:
     flops = 2 * n * n * d * b * h * MATMULS[variant]
     t = float(row["wall_ms_median"]) / 1e3
     joules = (dram * table.byte_cost("HBM") + hits * table.byte_cost("L2") + flops * table.flop_cost("tensor_core_gemm")) * PJ
-    joules += table.static_w * t
+    joules += table.static_power() * t
     return {"variant": variant, "dram_bytes": dram, "l2_hit_bytes": hits, "flops": flops, "seconds": t,
             "joules_step": joules, "joules_per_sequence_layer": joules / b}
 
@@ -133,7 +133,7 @@ def energy_claim_verdict() -> dict[str, Any]:
     calls = attention_calls()
     seq = GPT2_MEDIUM["seq_len"]
     per_gemm = gemm_joules_per_flop()
-    cases = []
+    cases: list[dict[str, Any]] = []
     for dtype, rest, what in (("bf16", per_gemm, "SDPA math bf16 (fp32 accumulation) vs SDPA flash bf16"),
                               ("fp32", gemm_joules_per_flop(bench="fp32_fma"),
                                "SDPA math fp32 vs SDPA memory-efficient fp32, rest at the FFMA figure")):
