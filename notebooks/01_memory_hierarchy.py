@@ -177,6 +177,12 @@ punch[["gpu", "schedule", "tiles", "FLOP per HBM byte", "ridge fp16 (FLOP/B)", "
 # %% tags=["remove-input"]
 h = punch[punch.gpu == h200.name].set_index("schedule")
 bound = {name: h.loc[name, "fp16 tensor cores"] for name in h.index}
+across = [charts.LABELS[n] for n in ("fa1", "fa2") if bound[n] == "compute bound"]
+crossing = ("Tiling moves attention right, across the ridge (" + ", ".join(across) + ")" if across
+            else "Tiling moves attention right, though not across the ridge")
+if bound["fa2"] != "compute bound" and bound[intensity.L2_LIMIT] == "compute bound":
+    crossing += "; FlashAttention-2 crosses it once the L2 serves its K/V re-reads"
+crossing += ": from waiting on HBM towards waiting on the tensor cores."
 display(Markdown(
     f"On the {h200.name} at N = {N} (fp16): naive {h.loc['naive', 'FLOP per HBM byte']:.0f} FLOP/B is "
     f"**{bound['naive']}**; FlashAttention-1 {h.loc['fa1', 'FLOP per HBM byte']:.0f} FLOP/B is "
@@ -184,9 +190,8 @@ display(Markdown(
     f"({h.loc['fa2', 'tiles']} tiles, counting every K/V re-read from HBM) is **{bound['fa2']}**, and "
     f"{h.loc[intensity.L2_LIMIT, 'FLOP per HBM byte']:.0f} FLOP/B if the L2 absorbs the re-reads "
     f"(**{bound[intensity.L2_LIMIT]}**) — against a ridge of {h.loc['naive', 'ridge fp16 (FLOP/B)']:.0f} "
-    f"FLOP/B. Tiling moves attention across the ridge: from waiting on HBM to waiting on the tensor "
-    f"cores. In fp32 the ridge is only {h.loc['naive', 'ridge fp32 (FLOP/B)']:.1f} FLOP/B and even naive "
-    f"attention is **{h.loc['naive', 'fp32 CUDA cores']}**: on CUDA cores the bytes matter much less, "
+    f"FLOP/B. {crossing} In fp32 the ridge is only {h.loc['naive', 'ridge fp32 (FLOP/B)']:.1f} FLOP/B and even "
+    f"naive attention is **{h.loc['naive', 'fp32 CUDA cores']}**: on CUDA cores the bytes matter much less, "
     f"which is why our fp32 kernels (Lecture 5) gain less than the posts' 2–4×."
 ))
 
