@@ -5,9 +5,12 @@ quote it (flash_fwd_launch_template.h: d = 64 → 128×128; d = 128 → 128×64,
 64×64 causal; d = 256 → 64×64, 128×64 on sm80); expected bytes are hand arithmetic written out.
 """
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simlib import Workload, count, load_preset
-from simlib.fa2_tile_rule import arch_of, kernel_head_dim
+from simlib.fa2_tile_rule import arch_of, kernel_head_dim, kernel_tiles
+from simlib.schedule_protocol import DoesNotFit
 
 
 @pytest.mark.parametrize("gpu,d,causal,tiles", [
@@ -106,3 +109,25 @@ def test_every_modelled_schedule_reports_bytes_per_level():
     # mod 32 = 64 + 8), Red 128·8 floats
     assert fast["onchip_sram_bytes"] == (128 * 68 + 64 * 68 + 64 * 64 + 128 * 72 + 128 * 8) * 4 == 109_568
     assert count("unfused", w).to_dict()["onchip_sram_bytes"] is None       # not modelled
+
+
+@settings(max_examples=400, deadline=None)
+@given(n=st.integers(1, 5000), d=st.sampled_from([16, 32, 48, 64, 96, 128, 160, 192, 256]),
+       dtype=st.sampled_from(["fp16", "bf16", "fp32"]), causal=st.booleans(),
+       sram=st.integers(1024, 256 * 1024))
+def test_fa2_rule_keeps_the_kernels_tiles_unless_they_do_not_fit(n, d, dtype, causal, sram):
+    w = Workload(n, d, dtype=dtype, causal=causal)
+    eb = w.element_bytes
+    table_br, table_bc = kernel_tiles(d, causal=causal)
+    br, bc = min(table_br, n), min(table_bc, n)
+    try:
+        r = count("fa2", w, sram_bytes=sram)
+    except DoesNotFit:
+        assert (min(16, br) + 2 * min(16, bc)) * d * eb > sram or (br + 2 * bc) * d * eb > sram
+        return
+    need = (r.block_rows + 2 * r.block_cols) * d * eb          # Q_i, K_j, V_j
+    assert r.working_set.bytes("SRAM") == need <= sram
+    if (br + 2 * bc) * d * eb <= sram:
+        assert (r.block_rows, r.block_cols) == (br, bc)        # the kernel's tiles, untouched
+    else:
+        assert r.block_rows <= br and r.block_cols <= bc and (r.block_rows, r.block_cols) != (br, bc)
