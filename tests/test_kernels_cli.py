@@ -131,3 +131,59 @@ def test_fuzz_flags_one_line_exit_2(monkeypatch, capsys, case, text):
     out = capsys.readouterr()
     assert out.out == ""
     one_line(out.err)
+
+
+# --- GPU test runs and device runs that must not look green -----------------------------------------
+
+GPU_ONLY_TEST = '''
+import pytest
+
+@pytest.mark.gpu
+@pytest.mark.skip(reason="skipped on purpose")
+def test_needs_gpu():
+    pass
+'''
+
+
+def _pytest_gpu(tmp_path, fake_gpu):
+    """`FLASHIO_GPU=1 pytest -m gpu` on one skipped GPU test, with the project's conftest."""
+    conftest = open(os.path.join(REPO, "tests", "conftest.py")).read()
+    if fake_gpu:  # pretend numba found a GPU
+        conftest = "import gpu_kernels.device as _d\n_d.gpu_available = lambda: True\n" + conftest
+    (tmp_path / "conftest.py").write_text(conftest)
+    (tmp_path / "test_gpu_only.py").write_text(GPU_ONLY_TEST)
+    env = {**os.environ, "FLASHIO_GPU": "1", "PYTHONPATH": REPO}
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-m", "gpu",
+                           str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+
+
+def test_gpu_run_that_skips_everything_fails(tmp_path):
+    p = _pytest_gpu(tmp_path, fake_gpu=True)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "none passed" in p.stderr
+
+
+def test_gpu_run_without_a_gpu_stops_in_one_line(tmp_path):
+    if subprocess.run([sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
+                      capture_output=True, text=True, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}).stdout.strip() == "True":
+        pytest.skip("a real GPU is present")
+    p = _pytest_gpu(tmp_path, fake_gpu=False)
+    assert p.returncode == 2
+    assert "no usable CUDA GPU" in p.stdout + p.stderr and "AttributeError" not in p.stdout + p.stderr
+
+
+def test_device_run_script_fails_when_a_stage_fails(tmp_path):
+    """benchmarks/gpu_device_run.py: a failed stage (asm without a GPU exits 2) makes the script exit
+    1, and its log is written with a sidecar like every other file."""
+    if subprocess.run([sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
+                      capture_output=True, text=True, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}).stdout.strip() == "True":
+        pytest.skip("a real GPU is present: asm would pass")
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHONPATH": REPO, "FLASHIO_RUN_ID": "test-device-run"}
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    p = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "gpu_device_run.py"), "--stages", "asm"],
+                       capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "FAILED: asm (rc=2)" in p.stdout
+    side = json.loads((tmp_path / "log.txt.provenance.json").read_text())
+    assert side["run_id"] == "test-device-run" and side["failed"] == ["asm (rc=2)"]
