@@ -169,3 +169,48 @@ def model_vs_measured(path: Path = ATTENTION_CSV, table: EnergyTable | None = No
     table = table or load_energy_table("h200")
     rows = [p for r in read_attention(path) for p in predict_row(r, table)]
     return pd.DataFrame(rows)
+
+
+def report_markdown() -> str:
+    """The note's tables (docs/ENERGY.md, between its markers): the calibrated table, every kernel's
+    predicted/measured ratio, the claim's numbers and verdict. Regenerate, never edit."""
+    from .energy_claim import energy_claim_verdict
+
+    table = load_energy_table("h200")
+    fig = table.frame()
+    lines = ["| figure | H200 measured | min | max | unit |", "|---|---|---|---|---|"]
+    lines += [f"| {r.entry} | {r.value:.4g} | {r.min:.4g} | {r.max:.4g} | {r.unit} |" for r in fig.itertuples()]
+    mvm = model_vs_measured(table=table)
+    mvm["kernel"] = mvm["variant"] + " " + mvm["dtype"] + " " + mvm["pass"] + " (" + mvm["model"] + ")"
+    ratios = mvm.pivot_table(index="kernel", columns="seq_len", values="ratio_total")
+    dyn = mvm.pivot_table(index="kernel", columns="seq_len", values="ratio_dynamic")
+    ns = list(ratios.columns)
+    lines += ["", "| kernel | " + " | ".join(f"N={n}: total (above static)" for n in ns) + " |",
+              "|---|" + "---|" * len(ns)]
+    for k in ratios.index:
+        cells = [f"{ratios.loc[k, n]:.2f} ({dyn.loc[k, n]:.2f})" if pd.notna(ratios.loc[k, n]) else "-" for n in ns]
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    from .energy_claim import attention_calls
+
+    calls = attention_calls()
+    lines += ["", "| dtype | pass | N | B·H | standard | J | FlashAttention | J | saving per call |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {c.dtype} | {c._2} | {c.seq_len} | {c.batch_heads} | {c.standard} | {c.standard_j:.4g} | {c.flash} | "
+              f"{c.flash_j:.4g} | {c.saving:.0%} |" for c in calls.itertuples()]
+    v = energy_claim_verdict()
+
+    def multiple(x: float) -> str:
+        return f"{x:.2f}" if x > 0 else "unreachable"
+
+    lines += ["", "| case | standard attention (J) | FlashAttention (J) | rest of step (J) | attention share | "
+                  "saving per step | rest × for 40 % | rest × for 35 % |", "|---|---|---|---|---|---|---|---|"]
+    for c in v["cases"]:
+        lines.append(f"| {c['case']} | {c['standard_attention_j']:.3f} | {c['flash_attention_j']:.3f} | {c['rest_j']:.3f} "
+                     f"| {c['attention_share_standard']:.0%} | {c['saving']:.0%} | {multiple(c['rest_multiple_for_40pct'])} "
+                     f"| {multiple(c['rest_multiple_for_35pct'])} |")
+    lines += ["", f"**Verdict:** {v['verdict']}."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(report_markdown(), end="")

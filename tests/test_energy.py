@@ -214,3 +214,12 @@ def test_claim_verdict_is_stated_with_its_numbers():
     assert v["cases"] and "%" in v["verdict"]
     for c in v["cases"]:
         assert 0 < c["saving"] < 1 and 0 < c["attention_share_standard"] < 1
+
+
+def test_the_note_shows_what_the_data_gives():
+    from simlib.energy_check import report_markdown
+
+    text = (ROOT / "docs" / "ENERGY.md").read_text()
+    start = text.index("<!-- generated: python -m simlib.energy_check -->\n") + len(
+        "<!-- generated: python -m simlib.energy_check -->\n")
+    assert text[start:text.index("<!-- end generated -->")] == report_markdown()
