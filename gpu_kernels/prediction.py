@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .counting import COUNT_KEYS
 
-SIMLIB_SCHEDULE = {"tiled": "fa2", "naive": "naive"}
+#: Which simlib schedule counts each kernel, and the mapping parameters it takes.
+SCHEDULES = {"tiled": ("fa2", ("block_rows", "block_cols")), "naive": ("naive", ("matmul_tile", "softmax_threads"))}
 
 
 def simlib_prediction(kernel: str, batch: int, heads: int, seq_len: int, head_dim: int, *,
@@ -19,12 +20,12 @@ def simlib_prediction(kernel: str, batch: int, heads: int, seq_len: int, head_di
 
     wl = Workload(batch=batch, heads=heads, seq_len=seq_len, head_dim=head_dim, dtype="fp32",
                   kv_heads=kv_heads, causal=bool(causal), query_len=query_len)
-    if kernel == "tiled":
-        r = count("fa2", wl, block_rows=block_rows, block_cols=block_cols)
-    elif kernel == "naive":
-        r = count("naive", wl, matmul_tile=matmul_tile, softmax_threads=softmax_threads)
-    else:
-        raise ValueError(f"unknown kernel {kernel!r}")
+    if kernel not in SCHEDULES:
+        raise ValueError(f"unknown kernel {kernel!r}; choose from {', '.join(SCHEDULES)}")
+    schedule, names = SCHEDULES[kernel]
+    given = {"block_rows": block_rows, "block_cols": block_cols, "matmul_tile": matmul_tile,
+             "softmax_threads": softmax_threads}
+    r = count(schedule, wl, **{name: given[name] for name in names})
     return {key: int(getattr(r, key)) for key in COUNT_KEYS}
 
 
