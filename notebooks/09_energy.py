@@ -177,7 +177,9 @@ display(Markdown(f"""**Why the misses.** They are systematic, not noise: across 
   Q, K, V rows; numba fast: float4; fa2_tc, torch flash and cuDNN: ldmatrix). The SRAM figure was measured with
   4-byte loads, one instruction each, so it carries a whole instruction's issue energy per 4 bytes; a 16-byte
   access spreads it over 16. cuDNN's kernel is the most frugal of all per byte counted.
-* **Within ±15 %:** {", ".join(mean_ratio[mean_ratio.between(0.85, 1.15)].index)}."""))
+* **Within ±15 %:** {", ".join(mean_ratio[mean_ratio.between(0.85, 1.15)].index)}. Forward + backward of torch
+  flash and cuDNN come close for no good reason: their backward is counted with HBM traffic only, so the
+  forward's shared-memory over-count and the backward's missing shared-memory traffic partly cancel."""))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The claim: "35–40 % less energy per training run"
