@@ -48,9 +48,9 @@ from IPython.display import Markdown, display
 from gpu_kernels import random_qkv, run_naive, run_tiled
 from gpu_kernels.measure.manifest import lookup, run_of
 from simlib import Workload, count, load_preset
-from simlib.physical import kernels as K
-from simlib.physical.model_vs_ncu import OUT_CSV, PROFILE_CSV, TARGET_MIN_N, TOLERANCE, compare
 from simlib.lectures import charts, readers
+from simlib.physical import kernels as K
+from simlib.physical.model_vs_ncu import PROFILE_CSV, TARGET_MIN_N, TOLERANCE, compare
 
 charts.use_style()
 pd.set_option("display.max_colwidth", 80)
@@ -305,7 +305,7 @@ n_markers = {1024: "o", 4096: "s", 16384: "^"}
 metrics = list(SHORT)
 for xi, metric in enumerate(metrics):
     sub = mvn[mvn["metric"] == metric]
-    for j, (_, r) in enumerate(sub.iterrows()):
+    for _, r in sub.iterrows():
         x = xi + (list(launch_colors).index(r["launch_name"]) - 1.5) * 0.17 + (0.04 if r["head_dim"] == 128 else -0.04)
         y = r["ratio"]
         if not np.isfinite(y):
@@ -319,6 +319,7 @@ ax.set_yscale("log")
 charts.ratio_axis(ax, label="model / ncu (×, log)")
 ax.set_ylim(LO * 0.95, HI * 1.05)
 from matplotlib.lines import Line2D
+
 handles = [Line2D([], [], color=c, marker="s", ls="none", label=name) for name, c in launch_colors.items()]
 handles += [Line2D([], [], color="gray", marker=m, ls="none", label=f"N = {charts.tokens_label(n)}") for n, m in n_markers.items()]
 handles += [Line2D([], [], color="gray", marker="o", mfc="none", ls="none", label="open: d = 128"),
@@ -342,7 +343,10 @@ targets = mvn[mvn["target"]]
 met = int(targets["within_5pct"].sum())
 lo_l1, hi_l1, *_ = spread(K.L1_LD)
 lo_st, hi_st, *_ = spread(K.L1_ST)
-big_n = lambda s: s["seq_len"] >= TARGET_MIN_N
+def big_n(s):
+    return s["seq_len"] >= TARGET_MIN_N
+
+
 lo_dr, hi_dr, ok_dr, n_dr = spread(K.DRAM_READ, big_n)
 softmax_l2 = spread(K.L2_READ, lambda s: s["launch"] == "softmax")
 other_l2 = spread(K.L2_READ, lambda s: s["launch"] != "softmax")
@@ -419,7 +423,9 @@ display(Markdown(
 #   as every K/V tile of the tiled kernel is.
 
 # %%
-from simlib.physical import l2_evidence   # also names what benchmarks/h200_diagnostics.py profiled, in launch order
+from simlib.physical import (
+    l2_evidence,  # also names what benchmarks/h200_diagnostics.py profiled, in launch order
+)
 
 first_launch = {"own": 1, "rotating": 1, "shuffled": 4}   # MiB of each probe's first (compiling) launch
 probes = {name: l2_evidence.probe_misses(lookup(f"l2_ncu_{name}_h200.csv"), (mib,) + l2_evidence.NCU_SIZES_MIB, l2_evidence.NCU_PASSES)

@@ -185,7 +185,7 @@ fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5.6))
 for name, g in growth.groupby("algorithm", sort=False):
     charts.plot_loglog(ax1, g.N, g["HBM traffic (bytes)"], charts.LABELS[name], color=charts.COLORS[name])
     charts.plot_loglog(ax2, g.N, g["extra memory (bytes)"], charts.LABELS[name], color=charts.COLORS[name])
-for ax, what in ((ax1, "HBM traffic per head"), (ax2, "extra memory per head")):
+for ax in (ax1, ax2):
     charts.tokens_axis(ax, sorted(growth.N.unique()))
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=9)
 charts.bytes_axis(ax1, label="HBM traffic per head", binary=False)

@@ -34,8 +34,8 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from simlib import Workload, count, load_preset, roofline
-from simlib.lectures import charts
 from simlib.kvcache import load_model, max_context, memory_table, model_keys
+from simlib.lectures import charts
 from simlib.reproduce import figure2_left
 
 charts.use_style()
