@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="query rows N_q (default: --seq-len; with --causal at most --seq-len)")
     r.add_argument("--causal", action="store_true",
                    help="causal mask: query q sees keys k <= q + N - N_q (aligned bottom-right)")
-    r.add_argument("--block-rows", type=_positive_int, help="tiled: Br (default: simlib's tiles for 48 KiB)")
+    r.add_argument("--block-rows", type=_positive_int, help="tiled: Br (default: the paper's Algorithm 1 tiles for 48 KiB)")
     r.add_argument("--block-cols", type=_positive_int, help="tiled: Bc")
     r.add_argument("--matmul-tile", type=_positive_int, help="naive: matmul tile T (T*T threads)")
     r.add_argument("--softmax-threads", type=_positive_int, help="naive: threads per softmax row (power of two)")

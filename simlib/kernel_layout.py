@@ -9,7 +9,7 @@ shape. Nothing here is measured: each rule is a choice the kernels make, with th
   Programming Guide), 227 KiB of dynamic shared memory with the opt-in on compute capability 9.0.
 * **Readable kernel** (``tiled``): Qs[Br][d + 4], Ks[Bc][d], Vs[Bc][d], Ss[Br][Bc + 1], padded
   only if the padded tiles fit in 48 KiB. Default blocks: the FlashAttention paper's for 48 KiB
-  (``simlib.tiling.make_tiling``).
+  (``simlib.tiling.make_tiling``, the paper's Algorithm 1 rule).
 * **Naive kernel**: a T×T matmul tile (As[T][T], Bs[T][T + 1]) and t softmax threads per row.
 * **Fast kernel** (``fast``): ``FastConfig`` (micro-tile TM×TN, thread grid NTY×NTX, shared layout)
   and ``fast_default_config(d)``, the configuration the H200 tuning runs chose.
@@ -98,8 +98,10 @@ def tiled_shared_bytes(block_rows: int, block_cols: int, head_dim: int) -> int:
 
 def tiled_default_blocks(seq_len: int, head_dim: int, query_len: int | None = None,
                          sram_bytes: int = STATIC_SHARED_LIMIT_BYTES) -> tuple[int, int]:
-    """The readable kernel's default (Br, Bc): simlib's fa2 tiling (the paper's rule) for 48 KiB of
-    fp32 shared memory, Br capped at N_q (``query_len``, default N) and Bc at N_k = N.
+    """The readable kernel's default (Br, Bc): the FlashAttention paper's Algorithm 1 rule
+    (``simlib.tiling.make_tiling``, tile rule "fa1") for 48 KiB of fp32 shared memory, Br capped at
+    N_q (``query_len``, default N) and Bc at N_k = N. (simlib's fa2 schedule defaults to FA2's own
+    tile table instead; the kernels' counts are compared with simlib at the tiles they ran.)
 
     >>> tiled_default_blocks(4096, 128), tiled_default_blocks(20, 64)
     ((24, 24), (20, 20))
