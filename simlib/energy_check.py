@@ -68,7 +68,8 @@ def kernel_parts(variant: str, dtype: str, pas: str, w: Workload, params: dict[s
                   threads=(nty, ntx))
         return [Part(r, "fp32_fma", True)], "simlib fa2_fast with the kernel's configuration"
     if variant == "fa2_tc":
-        return [Part(count("fa2_tc", w), "tensor_core", True)], "simlib fa2_tc (the kernel's own schedule)"
+        r = count("fa2_tc", w, warps=int(params["block_rows"]) // 16, block_cols=int(params["block_cols"]))
+        return [Part(r, "tensor_core", True)], "simlib fa2_tc (the kernel's own schedule) with the tiles that ran"
     if variant in ("cupy_naive", "torch_math"):
         # torch's math backend accumulates in fp32 for fp16/bf16 inputs by default (PyTorch's numerical
         # accuracy notes: allow_fp16_bf16_reduction_math_sdp is off), and TF32 is off in the run: its
@@ -86,7 +87,7 @@ def kernel_parts(variant: str, dtype: str, pas: str, w: Workload, params: dict[s
             note = "simlib fa2_tc with FA2's 128 x 128 tiles (its SRAM reads counted for 8 warps of 16 rows; FA2 " \
                    "runs 4 warps of 32: 2x its SRAM reads)"
         elif dtype == "bf16":
-            fwd = Part(count("fa2_tc", w), "tensor_core", True)
+            fwd = Part(count("fa2_tc", w, warps=4, block_cols=64), "tensor_core", True)
             note = "simlib fa2_tc with 64 x 64 tiles (the CUTLASS kernel's tiles are not read from its source)"
         else:
             fwd = Part(count("fa2", w, block_rows=64, block_cols=64), "fp32_fma", False)
