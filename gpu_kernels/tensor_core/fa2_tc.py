@@ -105,7 +105,8 @@ class TcConfig:
         return self
 
 
-#: Bc per head dim: 128 at d = 64 (run tc_run2: 1.42 ms against 1.56 ms with Bc = 64, N = 4096);
+#: Bc per head dim: 128 at d = 64 (run tc_run2: 1.42 ms against 1.56 ms with Bc = 64, N = 4096; but
+#: run tc_run3, after the copier change, measured the opposite, 1.67 against 1.48 ms: PERFORMANCE.md);
 #: 64 at d = 128, the most that fits 48 KiB with Br = 64. simlib's fa2_tc schedule has the same table.
 DEFAULT_BLOCK_COLS = {64: 128, 128: 64}
 
