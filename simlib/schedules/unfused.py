@@ -86,10 +86,15 @@ def trace(workload: Workload, mapping: UnfusedMapping) -> Iterator[Event]:
     yield from steps_trace(workload, forward_steps(workload.causal, mapping.dropout), FORWARD_MATMUL_IO)
 
 
+def sizes(workload: Workload, mapping: UnfusedMapping) -> tuple[int, int, int, bool, bool]:
+    """(N_q·N_k scores, N_q·d, N_k·d, causal, dropout): the terms of the closed forms."""
+    d = workload.head_dim
+    return workload.nq * workload.nk, workload.nq * d, workload.nk * d, workload.causal, mapping.dropout
+
+
 def closed_form(workload: Workload, mapping: UnfusedMapping) -> Traffic:
     """The forward's traffic per tensor, written out as formulas."""
-    pairs, nd_q, nd_k = workload.nq * workload.nk, workload.nq * workload.head_dim, workload.nk * workload.head_dim
-    c, p = workload.causal, mapping.dropout
+    pairs, nd_q, nd_k, c, p = sizes(workload, mapping)
     return Traffic({
         ("HBM", "read", "Q", "qk"): nd_q, ("HBM", "read", "K", "qk"): nd_k,
         ("HBM", "write", "S", "qk"): pairs,

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from ..schedule_protocol import Schedule
 from ..traffic import Event, Traffic
 from ..workload import Workload
-from .unfused import DROPOUT, MatmulIO, Step, UnfusedMapping, build, steps_trace, trace_size, units
+from .unfused import DROPOUT, MatmulIO, Step, UnfusedMapping, build, sizes, steps_trace, trace_size, units
 
 
 def backward_steps(causal: bool, dropout: bool) -> list[Step]:
@@ -41,8 +41,7 @@ def trace(workload: Workload, mapping: UnfusedMapping) -> Iterator[Event]:
 
 
 def closed_form(workload: Workload, mapping: UnfusedMapping) -> Traffic:
-    pairs, nd_q, nd_k = workload.nq * workload.nk, workload.nq * workload.head_dim, workload.nk * workload.head_dim
-    c, p = workload.causal, mapping.dropout
+    pairs, nd_q, nd_k, c, p = sizes(workload, mapping)
     return Traffic({
         ("HBM", "read", "P", "dv"): pairs, ("HBM", "read", "dO", "dv"): nd_q, ("HBM", "write", "dV", "dv"): nd_k,
         ("HBM", "read", "dO", "dp"): nd_q, ("HBM", "read", "V", "dp"): nd_k, ("HBM", "write", "dP", "dp"): pairs,
