@@ -187,3 +187,20 @@ def test_device_run_script_fails_when_a_stage_fails(tmp_path):
     assert "FAILED: asm (rc=2)" in p.stdout
     side = json.loads((tmp_path / "log.txt.provenance.json").read_text())
     assert side["run_id"] == "test-device-run" and side["failed"] == ["asm (rc=2)"]
+
+
+def test_attach_gives_a_file_another_program_wrote_its_sidecar(tmp_path):
+    """The benchmarks' ncu runs redirect ncu's CSV into a file; `python -m gpu_kernels.measure.provenance`
+    then writes its sidecar with the checksum of those bytes (a missing file: one line, exit 2)."""
+    f = tmp_path / "ncu.csv"
+    f.write_text('"ID","Metric Name"\n')
+    env = {**os.environ, "PYTHONPATH": REPO, "FLASHIO_RUN_ID": "run-attach"}
+    p = subprocess.run([sys.executable, "-m", "gpu_kernels.measure.provenance", str(f), "--what", "ncu of x"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    side = json.loads((tmp_path / "ncu.csv.provenance.json").read_text())
+    assert (side["run_id"], side["what"]) == ("run-attach", "ncu of x")
+    assert side["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
+    p = subprocess.run([sys.executable, "-m", "gpu_kernels.measure.provenance", str(tmp_path / "none.csv"), "--what", "x"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 2 and "not a file" in one_line(p.stderr)
