@@ -40,7 +40,7 @@ from simlib import Workload, count, load_preset, preset_keys, roofline
 from simlib.lectures import charts, intensity
 
 charts.use_style()
-N, D = 4096, 64           # the running example: 4K tokens, head dimension 64, fp16
+N, D = 4096, 64  # the running example: 4K tokens, head dimension 64, fp16
 GPUS = preset_keys()
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -49,6 +49,7 @@ GPUS = preset_keys()
 # One row per GPU. "SRAM per block" is what one thread block may allocate (the *M* of the
 # FlashAttention paper); "SRAM per SM" is the whole on-chip array of one streaming multiprocessor.
 # Bandwidths are decimal (1 TB/s = 10¹² B/s), capacities binary (1 GiB = 2³⁰ B).
+
 
 # %%
 def preset_row(key):
@@ -74,16 +75,18 @@ presets.round(2)
 # %% tags=["remove-input"]
 h200 = load_preset("h200")
 row = presets.loc["h200"]
-display(Markdown(
-    f"**On the {h200.name}** the warehouse holds {row['HBM (GiB)']:.0f} GiB; the workbench of one "
-    f"thread block holds {row['SRAM per block (KiB)']:.0f} KiB — the warehouse is "
-    f"{h200.level('HBM').capacity_bytes / h200.sram_bytes:,.0f}× bigger. Even all "
-    f"{h200.sm_count} SMs' on-chip arrays together ({row['SRAM, all SMs (MiB)']:.0f} MiB) are "
-    f"{row['HBM (GiB)'] * 1024 / row['SRAM, all SMs (MiB)']:,.0f}× smaller than HBM. "
-    f"But the workbench is fast: {row['SRAM bandwidth, all SMs (TB/s)']:.1f} TB/s summed over the SMs "
-    f"against {row['HBM bandwidth (TB/s)']:.1f} TB/s from HBM, "
-    f"{row['SRAM bandwidth, all SMs (TB/s)'] / row['HBM bandwidth (TB/s)']:.1f}× more."
-))
+display(
+    Markdown(
+        f"**On the {h200.name}** the warehouse holds {row['HBM (GiB)']:.0f} GiB; the workbench of one "
+        f"thread block holds {row['SRAM per block (KiB)']:.0f} KiB — the warehouse is "
+        f"{h200.level('HBM').capacity_bytes / h200.sram_bytes:,.0f}× bigger. Even all "
+        f"{h200.sm_count} SMs' on-chip arrays together ({row['SRAM, all SMs (MiB)']:.0f} MiB) are "
+        f"{row['HBM (GiB)'] * 1024 / row['SRAM, all SMs (MiB)']:,.0f}× smaller than HBM. "
+        f"But the workbench is fast: {row['SRAM bandwidth, all SMs (TB/s)']:.1f} TB/s summed over the SMs "
+        f"against {row['HBM bandwidth (TB/s)']:.1f} TB/s from HBM, "
+        f"{row['SRAM bandwidth, all SMs (TB/s)'] / row['HBM bandwidth (TB/s)']:.1f}× more."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Speaker notes: point at the two ratios the cell printed: capacity (HBM ≫ SRAM, thousands of
@@ -102,6 +105,7 @@ display(Markdown(
 # $I^* = \text{peak} / \text{bandwidth}$ a kernel waits for the warehouse; above it, for the
 # arithmetic units.
 
+
 # %%
 def attention_points(key, n=N, d=D):
     """Naive and FlashAttention-2 at (n, d) in fp16 on preset `key`: FLOPs, HBM bytes, intensity."""
@@ -115,37 +119,51 @@ def attention_points(key, n=N, d=D):
 
 
 points = {key: attention_points(key) for key in GPUS}
-pd.DataFrame({
-    key: {"ridge point (FLOP/B)": p["naive"].ridge_point,
-          "naive intensity (FLOP/B)": p["naive"].arithmetic_intensity,
-          "fa2 intensity (FLOP/B)": p["fa2"].arithmetic_intensity}
-    for key, p in points.items()
-}).T.round(1)
+pd.DataFrame(
+    {
+        key: {
+            "ridge point (FLOP/B)": p["naive"].ridge_point,
+            "naive intensity (FLOP/B)": p["naive"].arithmetic_intensity,
+            "fa2 intensity (FLOP/B)": p["fa2"].arithmetic_intensity,
+        }
+        for key, p in points.items()
+    }
+).T.round(1)
 
 # %% slideshow={"slide_type": "subslide"}
 fig, axes = plt.subplots(2, 3, figsize=(13, 8), sharex=True)
 for ax, key in zip(axes.flat, GPUS):
     p = points[key]
-    charts.plot_roofline(ax, load_preset(key), "fp16", points=[
-        ("naive", p["naive"].arithmetic_intensity, charts.COLORS["naive"]),
-        ("fa2", p["fa2"].arithmetic_intensity, charts.COLORS["fa2"]),
-    ])
+    charts.plot_roofline(
+        ax,
+        load_preset(key),
+        "fp16",
+        points=[
+            ("naive", p["naive"].arithmetic_intensity, charts.COLORS["naive"]),
+            ("fa2", p["fa2"].arithmetic_intensity, charts.COLORS["fa2"]),
+        ],
+    )
 for ax in axes[0]:
     ax.set_xlabel("")
-fig.suptitle(f"HBM roofline per GPU, fp16; attention at N = {N}, d = {D} "
-             "(the intensity does not depend on batch or heads)", fontsize=13)
+fig.suptitle(
+    f"HBM roofline per GPU, fp16; attention at N = {N}, d = {D} "
+    "(the intensity does not depend on batch or heads)",
+    fontsize=13,
+)
 plt.show()
 
 # %% tags=["remove-input"]
 p = points["h200"]
 left = [key for key in GPUS if points[key]["naive"].arithmetic_intensity < points[key]["naive"].ridge_point]
-display(Markdown(
-    f"At N = {N}, d = {D}, naive attention does {p['naive'].arithmetic_intensity:.0f} FLOP per HBM byte and "
-    f"FlashAttention-2 with its default tiles {p['fa2'].arithmetic_intensity:.0f}, while the {h200.name} "
-    f"needs {p['naive'].ridge_point:.0f} FLOP per byte in fp16 to keep its tensor cores busy. Naive attention "
-    f"sits left of the ridge on {len(left)} of the {len(GPUS)} presets: it is limited by HBM bandwidth, and "
-    f"the kernel that moves fewer bytes wins. Where FlashAttention lands is the punchline of the next slide."
-))
+display(
+    Markdown(
+        f"At N = {N}, d = {D}, naive attention does {p['naive'].arithmetic_intensity:.0f} FLOP per HBM byte and "
+        f"FlashAttention-2 with its default tiles {p['fa2'].arithmetic_intensity:.0f}, while the {h200.name} "
+        f"needs {p['naive'].ridge_point:.0f} FLOP per byte in fp16 to keep its tensor cores busy. Naive attention "
+        f"sits left of the ridge on {len(left)} of the {len(GPUS)} presets: it is limited by HBM bandwidth, and "
+        f"the kernel that moves fewer bytes wins. Where FlashAttention lands is the punchline of the next slide."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Speaker notes: the memory-bound slope of the roof is 1 on log–log axes (speed ∝ intensity). Moving a
@@ -171,29 +189,44 @@ plt.show()
 
 # %% slideshow={"slide_type": "subslide"}
 punch = intensity.intensity_table(seq_len=N, head_dim=D)
-punch[["gpu", "schedule", "tiles", "FLOP per HBM byte", "ridge fp16 (FLOP/B)", "ridge fp32 (FLOP/B)",
-       "fp16 tensor cores", "fp32 CUDA cores"]].round(1)
+punch[
+    [
+        "gpu",
+        "schedule",
+        "tiles",
+        "FLOP per HBM byte",
+        "ridge fp16 (FLOP/B)",
+        "ridge fp32 (FLOP/B)",
+        "fp16 tensor cores",
+        "fp32 CUDA cores",
+    ]
+].round(1)
 
 # %% tags=["remove-input"]
 h = punch[punch.gpu == h200.name].set_index("schedule")
 bound = {name: h.loc[name, "fp16 tensor cores"] for name in h.index}
 across = [charts.LABELS[n] for n in ("fa1", "fa2") if bound[n] == "compute bound"]
-crossing = ("Tiling moves attention right, across the ridge (" + ", ".join(across) + ")" if across
-            else "Tiling moves attention right, though not across the ridge")
+crossing = (
+    "Tiling moves attention right, across the ridge (" + ", ".join(across) + ")"
+    if across
+    else "Tiling moves attention right, though not across the ridge"
+)
 if bound["fa2"] != "compute bound" and bound[intensity.L2_LIMIT] == "compute bound":
     crossing += "; FlashAttention-2 crosses it once the L2 serves its K/V re-reads"
 crossing += ": from waiting on HBM towards waiting on the tensor cores."
-display(Markdown(
-    f"On the {h200.name} at N = {N} (fp16): naive {h.loc['naive', 'FLOP per HBM byte']:.0f} FLOP/B is "
-    f"**{bound['naive']}**; FlashAttention-1 {h.loc['fa1', 'FLOP per HBM byte']:.0f} FLOP/B is "
-    f"**{bound['fa1']}**; FlashAttention-2 {h.loc['fa2', 'FLOP per HBM byte']:.0f} FLOP/B "
-    f"({h.loc['fa2', 'tiles']} tiles, counting every K/V re-read from HBM) is **{bound['fa2']}**, and "
-    f"{h.loc[intensity.L2_LIMIT, 'FLOP per HBM byte']:.0f} FLOP/B if the L2 absorbs the re-reads "
-    f"(**{bound[intensity.L2_LIMIT]}**) — against a ridge of {h.loc['naive', 'ridge fp16 (FLOP/B)']:.0f} "
-    f"FLOP/B. {crossing} In fp32 the ridge is only {h.loc['naive', 'ridge fp32 (FLOP/B)']:.1f} FLOP/B and even "
-    f"naive attention is **{h.loc['naive', 'fp32 CUDA cores']}**: on CUDA cores the bytes matter much less, "
-    f"which is why our fp32 kernels (Lecture 5) gain less than the posts' 2–4×."
-))
+display(
+    Markdown(
+        f"On the {h200.name} at N = {N} (fp16): naive {h.loc['naive', 'FLOP per HBM byte']:.0f} FLOP/B is "
+        f"**{bound['naive']}**; FlashAttention-1 {h.loc['fa1', 'FLOP per HBM byte']:.0f} FLOP/B is "
+        f"**{bound['fa1']}**; FlashAttention-2 {h.loc['fa2', 'FLOP per HBM byte']:.0f} FLOP/B "
+        f"({h.loc['fa2', 'tiles']} tiles, counting every K/V re-read from HBM) is **{bound['fa2']}**, and "
+        f"{h.loc[intensity.L2_LIMIT, 'FLOP per HBM byte']:.0f} FLOP/B if the L2 absorbs the re-reads "
+        f"(**{bound[intensity.L2_LIMIT]}**) — against a ridge of {h.loc['naive', 'ridge fp16 (FLOP/B)']:.0f} "
+        f"FLOP/B. {crossing} In fp32 the ridge is only {h.loc['naive', 'ridge fp32 (FLOP/B)']:.1f} FLOP/B and even "
+        f"naive attention is **{h.loc['naive', 'fp32 CUDA cores']}**: on CUDA cores the bytes matter much less, "
+        f"which is why our fp32 kernels (Lecture 5) gain less than the posts' 2–4×."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Why the trips, not the arithmetic, cost the time
@@ -204,21 +237,29 @@ display(Markdown(
 # %%
 w = Workload(N, D)
 results = {"naive": count("naive", w), "fa2": count("fa2", w, sram_bytes=h200.sram_bytes)}
-times = pd.DataFrame({
-    name: {"FLOPs (G)": r.flops / 1e9,
-           "HBM traffic (MB)": r.hbm_bytes / 1e6,
-           "arithmetic at peak (µs)": roofline(r, h200).compute_s * 1e6,
-           "HBM trips at full bandwidth (µs)": roofline(r, h200).level_s["HBM"] * 1e6}
-    for name, r in results.items()
-}).T
+times = pd.DataFrame(
+    {
+        name: {
+            "FLOPs (G)": r.flops / 1e9,
+            "HBM traffic (MB)": r.hbm_bytes / 1e6,
+            "arithmetic at peak (µs)": roofline(r, h200).compute_s * 1e6,
+            "HBM trips at full bandwidth (µs)": roofline(r, h200).level_s["HBM"] * 1e6,
+        }
+        for name, r in results.items()
+    }
+).T
 times.round(2)
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plt.subplots(figsize=(8, 3.2))
-bars = [(f"{name}: {what}", times.loc[name, column], color)
-        for name in times.index
-        for what, column, color in (("arithmetic", "arithmetic at peak (µs)", "#aaaaaa"),
-                                    ("HBM trips", "HBM trips at full bandwidth (µs)", charts.COLORS[name]))]
+bars = [
+    (f"{name}: {what}", times.loc[name, column], color)
+    for name in times.index
+    for what, column, color in (
+        ("arithmetic", "arithmetic at peak (µs)", "#aaaaaa"),
+        ("HBM trips", "HBM trips at full bandwidth (µs)", charts.COLORS[name]),
+    )
+]
 ax.barh([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars])
 for y, (_, v, _) in enumerate(bars):
     ax.text(v, y, f" {v:.1f} µs", va="center", fontsize=10)
@@ -234,14 +275,16 @@ naive_table = results["naive"].table()
 hbm = naive_table[naive_table.level == "HBM"]
 sp_share = hbm[hbm.tensor.isin(["S", "P"])].bytes.sum() / hbm.bytes.sum()
 t = times.loc["naive"]
-display(Markdown(
-    f"Naive attention's arithmetic takes {t['arithmetic at peak (µs)']:.1f} µs, its HBM trips "
-    f"{t['HBM trips at full bandwidth (µs)']:.1f} µs — "
-    f"{t['HBM trips at full bandwidth (µs)'] / t['arithmetic at peak (µs)']:.1f}× longer. "
-    f"{sp_share:.1%} of those bytes are the N×N score matrix S and the probabilities P going to HBM "
-    f"and coming back. FlashAttention does the **same {t['FLOPs (G)']:.2f} GFLOP** and simply keeps S "
-    f"and P on the workbench (Lecture 3 shows how)."
-))
+display(
+    Markdown(
+        f"Naive attention's arithmetic takes {t['arithmetic at peak (µs)']:.1f} µs, its HBM trips "
+        f"{t['HBM trips at full bandwidth (µs)']:.1f} µs — "
+        f"{t['HBM trips at full bandwidth (µs)'] / t['arithmetic at peak (µs)']:.1f}× longer. "
+        f"{sp_share:.1%} of those bytes are the N×N score matrix S and the probabilities P going to HBM "
+        f"and coming back. FlashAttention does the **same {t['FLOPs (G)']:.2f} GFLOP** and simply keeps S "
+        f"and P on the workbench (Lecture 3 shows how)."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## A caveat: the workbench has a bandwidth too
@@ -256,21 +299,26 @@ display(Markdown(
 rows = {}
 for name, r in results.items():
     rl = roofline(r, h200)
-    rows[name] = {"arithmetic (µs)": rl.compute_s * 1e6, "HBM (µs)": rl.level_s["HBM"] * 1e6,
-                  "SRAM, teaching-kernel convention (µs)": rl.level_s["SRAM"] * 1e6}
+    rows[name] = {
+        "arithmetic (µs)": rl.compute_s * 1e6,
+        "HBM (µs)": rl.level_s["HBM"] * 1e6,
+        "SRAM, teaching-kernel convention (µs)": rl.level_s["SRAM"] * 1e6,
+    }
 full = pd.DataFrame(rows).T.round(1)
 full["roofline() says"] = [roofline(r, h200).bound for r in results.values()]
 full
 
 # %% tags=["remove-input"]
-display(Markdown(
-    f"With that convention the SRAM term ({full.loc['fa2', 'SRAM, teaching-kernel convention (µs)']:.0f} µs "
-    f"for fa2) is {full.loc['fa2', 'SRAM, teaching-kernel convention (µs)'] / full.loc['fa2', 'HBM (µs)']:.0f}× "
-    f"the HBM term ({full.loc['fa2', 'HBM (µs)']:.1f} µs): a scalar kernel that really read shared memory "
-    f"that often would be limited by its own workbench. Keep that in mind when Lecture 5 compares our numba "
-    f"kernels with the model. The rest of this course follows the FlashAttention paper and counts "
-    f"**HBM** trips."
-))
+display(
+    Markdown(
+        f"With that convention the SRAM term ({full.loc['fa2', 'SRAM, teaching-kernel convention (µs)']:.0f} µs "
+        f"for fa2) is {full.loc['fa2', 'SRAM, teaching-kernel convention (µs)'] / full.loc['fa2', 'HBM (µs)']:.0f}× "
+        f"the HBM term ({full.loc['fa2', 'HBM (µs)']:.1f} µs): a scalar kernel that really read shared memory "
+        f"that often would be limited by its own workbench. Keep that in mind when Lecture 5 compares our numba "
+        f"kernels with the model. The rest of this course follows the FlashAttention paper and counts "
+        f"**HBM** trips."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Speaker notes: be honest here. The HBM argument is the paper's argument and it is right for

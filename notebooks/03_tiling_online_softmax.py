@@ -56,13 +56,14 @@ EPS = np.finfo(np.float64).eps
 # The same correction factor re-bases a running output $o_j = e^{m_{j-1}-m_j} o_{j-1} + e^{x^{(j)}-m_j} V^{(j)}$,
 # and $O = o_T / \ell_T$.
 
+
 # %%
 def online_stats(x, block, guard=True):
     """Running row max m and row sum ℓ of exp(x − m), one block of columns at a time."""
     m = np.full(x.shape[0], -np.inf)
     ell = np.zeros(x.shape[0])
     for start in range(0, x.shape[1], block):
-        xb = x[:, start:start + block]
+        xb = x[:, start : start + block]
         m_new = np.maximum(m, xb.max(axis=1))
         # guard: a row whose keys so far are all masked has m = −inf; use 0 as the base there
         base = np.where(np.isneginf(m_new), 0.0, m_new) if guard else m_new
@@ -80,6 +81,7 @@ def reference_softmax(x):
     """The textbook (two-pass, whole-row) stable softmax."""
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
+
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Is it exact? Random and extreme inputs
@@ -106,12 +108,16 @@ for name, logits in cases.items():
     with np.errstate(all="ignore"):
         unguarded = online_softmax(logits, block, guard=False)
         no_max = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    rows.append({"input": name,
-                 "max |online − reference|": np.abs(ours - ref).max(),
-                 "in ε": np.abs(ours - ref).max() / EPS,
-                 "rows sum to 1 (max error)": np.abs(ours.sum(axis=1) - 1).max(),
-                 "NaN without the −∞ guard": bool(np.isnan(unguarded).any()),
-                 "NaN/inf without the max": bool(~np.isfinite(no_max).all())})
+    rows.append(
+        {
+            "input": name,
+            "max |online − reference|": np.abs(ours - ref).max(),
+            "in ε": np.abs(ours - ref).max() / EPS,
+            "rows sum to 1 (max error)": np.abs(ours.sum(axis=1) - 1).max(),
+            "NaN without the −∞ guard": bool(np.isnan(unguarded).any()),
+            "NaN/inf without the max": bool(~np.isfinite(no_max).all()),
+        }
+    )
 exactness = pd.DataFrame(rows).set_index("input")
 exactness
 
@@ -119,13 +125,15 @@ exactness
 worst = exactness["in ε"].max()
 overflow = exactness.loc["logits × 10⁴", "NaN/inf without the max"]
 masked = exactness.loc[PADDED, "NaN without the −∞ guard"]
-display(Markdown(
-    f"Across all four inputs the online softmax differs from the two-pass reference by at most "
-    f"{exactness['max |online − reference|'].max():.1e} = {worst:.2g} ε: the same answer up to rounding. "
-    f"Two details make it robust. Subtracting the running max: without it the ×10⁴ logits "
-    f"{'overflow to inf/NaN' if overflow else 'stay finite'}. The −∞ guard: without it a fully masked "
-    f"first block {'gives e^(−∞ − (−∞)) = NaN' if masked else 'still works'}."
-))
+display(
+    Markdown(
+        f"Across all four inputs the online softmax differs from the two-pass reference by at most "
+        f"{exactness['max |online − reference|'].max():.1e} = {worst:.2g} ε: the same answer up to rounding. "
+        f"Two details make it robust. Subtracting the running max: without it the ×10⁴ logits "
+        f"{'overflow to inf/NaN' if overflow else 'stay finite'}. The −∞ guard: without it a fully masked "
+        f"first block {'gives e^(−∞ − (−∞)) = NaN' if masked else 'still works'}."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The whole tiled attention (FlashAttention-2 order)
@@ -133,27 +141,28 @@ display(Markdown(
 # Outer loop over blocks of Br query rows, inner loop over blocks of Bc keys. S_ij and P_ij exist only
 # for one tile at a time — on the GPU, in SRAM.
 
+
 # %%
 def tiled_attention(q, k, v, br, bc, mask=None):
     n, d = q.shape
     out = np.empty_like(q)
-    for i in range(0, n, br):                              # Q block i: Q_i, O_i, m, ℓ on chip
-        qi = q[i:i + br]
+    for i in range(0, n, br):  # Q block i: Q_i, O_i, m, ℓ on chip
+        qi = q[i : i + br]
         m = np.full(len(qi), -np.inf)
         ell = np.zeros(len(qi))
         acc = np.zeros((len(qi), d))
-        for j in range(0, n, bc):                          # K/V block j streams through SRAM
-            s = qi @ k[j:j + bc].T / np.sqrt(d)
+        for j in range(0, n, bc):  # K/V block j streams through SRAM
+            s = qi @ k[j : j + bc].T / np.sqrt(d)
             if mask is not None:
-                s = np.where(mask[i:i + br, j:j + bc], s, -np.inf)
+                s = np.where(mask[i : i + br, j : j + bc], s, -np.inf)
             m_new = np.maximum(m, s.max(axis=1))
             base = np.where(np.isneginf(m_new), 0.0, m_new)
-            alpha = np.exp(m - base)                       # re-base the old sum and output
+            alpha = np.exp(m - base)  # re-base the old sum and output
             p = np.exp(s - base[:, None])
             ell = alpha * ell + p.sum(axis=1)
-            acc = alpha[:, None] * acc + p @ v[j:j + bc]
+            acc = alpha[:, None] * acc + p @ v[j : j + bc]
             m = m_new
-        out[i:i + br] = acc / ell[:, None]
+        out[i : i + br] = acc / ell[:, None]
     return out
 
 
@@ -167,21 +176,30 @@ def reference_attention(q, k, v, mask=None):
 n, d = 500, 64
 q, k, v = (rng.standard_normal((n, d)) for _ in range(3))
 lower = np.tril(np.ones((n, n), bool))
-checks = pd.DataFrame([
-    {"case": case, "Br": br, "Bc": bc,
-     "max |tiled − reference|": np.abs(tiled_attention(q * scale, k, v, br, bc, mask)
-                                       - reference_attention(q * scale, k, v, mask)).max()}
-    for case, scale, mask in (("random", 1, None), ("Q × 10⁴", 1e4, None), ("causal", 1, lower))
-    for br, bc in ((64, 128), (37, 100))
-])
+checks = pd.DataFrame(
+    [
+        {
+            "case": case,
+            "Br": br,
+            "Bc": bc,
+            "max |tiled − reference|": np.abs(
+                tiled_attention(q * scale, k, v, br, bc, mask) - reference_attention(q * scale, k, v, mask)
+            ).max(),
+        }
+        for case, scale, mask in (("random", 1, None), ("Q × 10⁴", 1e4, None), ("causal", 1, lower))
+        for br, bc in ((64, 128), (37, 100))
+    ]
+)
 checks
 
 # %% tags=["remove-input"]
-display(Markdown(
-    f"Tiled attention equals the reference to {checks['max |tiled − reference|'].max():.1e} "
-    f"(largest difference over all cases, including ragged blocks of 37 × 100 that do not divide "
-    f"N = {n})."
-))
+display(
+    Markdown(
+        f"Tiled attention equals the reference to {checks['max |tiled − reference|'].max():.1e} "
+        f"(largest difference over all cases, including ragged blocks of 37 × 100 that do not divide "
+        f"N = {n})."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Which tiles are on the workbench?
@@ -197,28 +215,49 @@ w = Workload(1024, 64)
 tiles = count("fa2", w, sram_bytes=h200.sram_bytes)
 br, bc, tr, tc = tiles.block_rows, tiles.block_cols, tiles.tr, tiles.tc
 e = w.element_bytes
-in_sram = pd.DataFrame([
-    {"tile": "Q_i", "shape": f"{br} × {w.head_dim}", "where (FA2 kernel)": "shared memory",
-     "KiB": br * w.head_dim * e / 1024},
-    {"tile": "K_j", "shape": f"{bc} × {w.head_dim}", "where (FA2 kernel)": "shared memory",
-     "KiB": bc * w.head_dim * e / 1024},
-    {"tile": "V_j", "shape": f"{bc} × {w.head_dim}", "where (FA2 kernel)": "shared memory",
-     "KiB": bc * w.head_dim * e / 1024},
-    {"tile": "S_ij, then P_ij over it", "shape": f"{br} × {bc}", "where (FA2 kernel)": "registers",
-     "KiB": br * bc * e / 1024},
-])
+in_sram = pd.DataFrame(
+    [
+        {
+            "tile": "Q_i",
+            "shape": f"{br} × {w.head_dim}",
+            "where (FA2 kernel)": "shared memory",
+            "KiB": br * w.head_dim * e / 1024,
+        },
+        {
+            "tile": "K_j",
+            "shape": f"{bc} × {w.head_dim}",
+            "where (FA2 kernel)": "shared memory",
+            "KiB": bc * w.head_dim * e / 1024,
+        },
+        {
+            "tile": "V_j",
+            "shape": f"{bc} × {w.head_dim}",
+            "where (FA2 kernel)": "shared memory",
+            "KiB": bc * w.head_dim * e / 1024,
+        },
+        {
+            "tile": "S_ij, then P_ij over it",
+            "shape": f"{br} × {bc}",
+            "where (FA2 kernel)": "registers",
+            "KiB": br * bc * e / 1024,
+        },
+    ]
+)
 in_sram
 
 # %% tags=["remove-input"]
 shared = in_sram[in_sram["where (FA2 kernel)"] == "shared memory"].KiB.sum()
 last = w.seq_len - (tc - 1) * bc
-display(Markdown(
-    f"Br = {br}, Bc = {bc}: Tr = {tr} Q blocks and Tc = {tc} K/V blocks"
-    + (f" (the last one ragged: {last} keys)" if last != bc else "") + f". One step holds {shared:.1f} KiB of "
-    f"Q, K and V tiles in shared memory, within the {h200.sram_bytes / 1024:.0f} KiB a thread block may use; "
-    f"the FlashAttention-2 kernel keeps the {in_sram.KiB.iloc[-1]:.1f} KiB score tile, the running O_i, m and "
-    f"ℓ in registers (Algorithm 1 of the first paper keeps S_ij and P_ij in SRAM too)."
-))
+display(
+    Markdown(
+        f"Br = {br}, Bc = {bc}: Tr = {tr} Q blocks and Tc = {tc} K/V blocks"
+        + (f" (the last one ragged: {last} keys)" if last != bc else "")
+        + f". One step holds {shared:.1f} KiB of "
+        f"Q, K and V tiles in shared memory, within the {h200.sram_bytes / 1024:.0f} KiB a thread block may use; "
+        f"the FlashAttention-2 kernel keeps the {in_sram.KiB.iloc[-1]:.1f} KiB score tile, the running O_i, m and "
+        f"ℓ in registers (Algorithm 1 of the first paper keeps S_ij and P_ij in SRAM too)."
+    )
+)
 
 # %% slideshow={"slide_type": "subslide"}
 fa2_steps = [(0, 0), (0, 1), (0, tc - 1), (1, 0), (tr // 2, 1), (tr - 1, tc - 1)]
@@ -227,19 +266,36 @@ fig, axes = plt.subplots(2, 6, figsize=(16, 6.4))
 for row, (order, steps) in enumerate((("fa2", fa2_steps), ("fa1", fa1_steps))):
     for ax, (i, j) in zip(axes[row], steps):
         n_done = i * tc + j if order == "fa2" else j * tr + i
-        charts.draw_tiling_step(ax, w.seq_len, br, bc, i, j, order=order,
-                                title=f"{order} step {n_done + 1}/{tr * tc}: i={i}, j={j}")
+        charts.draw_tiling_step(
+            ax,
+            w.seq_len,
+            br,
+            bc,
+            i,
+            j,
+            order=order,
+            title=f"{order} step {n_done + 1}/{tr * tc}: i={i}, j={j}",
+        )
         if ax is not axes[row][0]:
             ax.set_ylabel("")
         ax.set_xticks([0, 512, 1024])
         ax.set_yticks([0, 512, 1024])
-fig.legend(handles=[Patch(facecolor="#ff7f0e", alpha=0.4, label="Q block i in SRAM (rows)"),
-                    Patch(facecolor="#1f77b4", alpha=0.35, label="K/V block j in SRAM (columns)"),
-                    Patch(facecolor="#d62728", label="score tile S_ij being computed"),
-                    Patch(facecolor="0.82", label="tiles already done (discarded)")],
-           loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.06))
-fig.suptitle(f"N = {w.seq_len}, d = {w.head_dim}, Br = {br}, Bc = {bc} (FA2's default tiles, H200); "
-             "top: FlashAttention-2 order, bottom: FlashAttention-1 order", fontsize=13)
+fig.legend(
+    handles=[
+        Patch(facecolor="#ff7f0e", alpha=0.4, label="Q block i in SRAM (rows)"),
+        Patch(facecolor="#1f77b4", alpha=0.35, label="K/V block j in SRAM (columns)"),
+        Patch(facecolor="#d62728", label="score tile S_ij being computed"),
+        Patch(facecolor="0.82", label="tiles already done (discarded)"),
+    ],
+    loc="lower center",
+    ncol=4,
+    bbox_to_anchor=(0.5, -0.06),
+)
+fig.suptitle(
+    f"N = {w.seq_len}, d = {w.head_dim}, Br = {br}, Bc = {bc} (FA2's default tiles, H200); "
+    "top: FlashAttention-2 order, bottom: FlashAttention-1 order",
+    fontsize=13,
+)
 plt.show()
 
 # %% [markdown] slideshow={"slide_type": "notes"}

@@ -57,9 +57,14 @@ def traffic(algorithm, w, sram_bytes=SRAM, **blocks):
 
 
 def all_lines(w, sram_bytes=SRAM):
-    return {"naive": traffic("naive", w), "fa1": traffic("fa1", w, sram_bytes),
-            "fa2": traffic("fa2", w, sram_bytes), "compulsory": compulsory_bytes(w),
-            "saha_ye": saha_ye_bytes(w, sram_bytes)}
+    return {
+        "naive": traffic("naive", w),
+        "fa1": traffic("fa1", w, sram_bytes),
+        "fa2": traffic("fa2", w, sram_bytes),
+        "compulsory": compulsory_bytes(w),
+        "saha_ye": saha_ye_bytes(w, sram_bytes),
+    }
+
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The tiles on each GPU
@@ -73,9 +78,18 @@ for key in preset_keys():
     hw = load_preset(key)
     for d in (64, 128):
         r = count("fa2", Workload(N, d), sram_bytes=hw.sram_bytes)
-        rows.append({"GPU": hw.name, "d": d, "SRAM per block (KiB)": hw.sram_bytes / 1024,
-                     "M (elements)": hw.sram_bytes // 2, "Br": r.block_rows, "Bc": r.block_cols,
-                     "Tr": r.tr, "Tc": r.tc})
+        rows.append(
+            {
+                "GPU": hw.name,
+                "d": d,
+                "SRAM per block (KiB)": hw.sram_bytes / 1024,
+                "M (elements)": hw.sram_bytes // 2,
+                "Br": r.block_rows,
+                "Bc": r.block_cols,
+                "Tr": r.tr,
+                "Tc": r.tc,
+            }
+        )
 tiles = pd.DataFrame(rows)
 tiles
 
@@ -93,8 +107,15 @@ by_n = pd.DataFrame([all_lines(Workload(n, D)) for n in seq], index=pd.Index(seq
 fig, ax = plt.subplots(figsize=(9.5, 6))
 fits_n = {}
 for name in by_n.columns:
-    fits_n[name] = charts.plot_loglog(ax, seq, by_n[name], charts.LABELS[name], color=charts.COLORS[name],
-                                      fit_from=2048, ls="--" if name in ("compulsory", "saha_ye") else "-")
+    fits_n[name] = charts.plot_loglog(
+        ax,
+        seq,
+        by_n[name],
+        charts.LABELS[name],
+        color=charts.COLORS[name],
+        fit_from=2048,
+        ls="--" if name in ("compulsory", "saha_ye") else "-",
+    )
 charts.tokens_axis(ax, seq)
 charts.bytes_axis(ax, label="HBM traffic per head")
 ax.set_title(f"HBM traffic vs N ({GPU.name} tiles, d = {D}, fp16)")
@@ -103,16 +124,18 @@ plt.show()
 
 # %% tags=["remove-input"]
 b = by_n.loc[N]
-display(Markdown(
-    f"At N = {N}: naive {charts.fmt_bytes(b['naive'], False)}, FlashAttention-1 "
-    f"{charts.fmt_bytes(b['fa1'], False)} ({b['naive'] / b['fa1']:.1f}× less), FlashAttention-2 "
-    f"{charts.fmt_bytes(b['fa2'], False)} ({b['naive'] / b['fa2']:.1f}× less), compulsory "
-    f"{charts.fmt_bytes(b['compulsory'], False)}. All three schedules grow with slope ≈ 2 "
-    f"(naive {fits_n['naive'].slope:.2f}, fa1 {fits_n['fa1'].slope:.2f}, fa2 {fits_n['fa2'].slope:.2f}): "
-    f"tiling changes the constant, not the exponent. With constant 1 the Saha–Ye expression "
-    f"({charts.fmt_bytes(b['saha_ye'], False)}) lies *below* the compulsory traffic here — a reminder "
-    f"that an asymptotic bound says nothing about constants."
-))
+display(
+    Markdown(
+        f"At N = {N}: naive {charts.fmt_bytes(b['naive'], False)}, FlashAttention-1 "
+        f"{charts.fmt_bytes(b['fa1'], False)} ({b['naive'] / b['fa1']:.1f}× less), FlashAttention-2 "
+        f"{charts.fmt_bytes(b['fa2'], False)} ({b['naive'] / b['fa2']:.1f}× less), compulsory "
+        f"{charts.fmt_bytes(b['compulsory'], False)}. All three schedules grow with slope ≈ 2 "
+        f"(naive {fits_n['naive'].slope:.2f}, fa1 {fits_n['fa1'].slope:.2f}, fa2 {fits_n['fa2'].slope:.2f}): "
+        f"tiling changes the constant, not the exponent. With constant 1 the Saha–Ye expression "
+        f"({charts.fmt_bytes(b['saha_ye'], False)}) lies *below* the compulsory traffic here — a reminder "
+        f"that an asymptotic bound says nothing about constants."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## FlashAttention-1 against FlashAttention-2: the tiles decide
@@ -131,36 +154,65 @@ def variant(name, algorithm, **blocks):
     try:
         r = count(algorithm, w, sram_bytes=SRAM, **blocks)
     except ValueError as exc:
-        return {"schedule": name, "Br": blocks.get("block_rows"), "Bc": blocks.get("block_cols"),
-                "HBM traffic (MB)": float("nan"), "note": str(exc)[:90]}
-    return {"schedule": name, "Br": r.block_rows, "Bc": r.block_cols, "Tr": r.tr, "Tc": r.tc,
-            "HBM traffic (MB)": r.hbm_bytes / 1e6, "note": ""}
+        return {
+            "schedule": name,
+            "Br": blocks.get("block_rows"),
+            "Bc": blocks.get("block_cols"),
+            "HBM traffic (MB)": float("nan"),
+            "note": str(exc)[:90],
+        }
+    return {
+        "schedule": name,
+        "Br": r.block_rows,
+        "Bc": r.block_cols,
+        "Tr": r.tr,
+        "Tc": r.tc,
+        "HBM traffic (MB)": r.hbm_bytes / 1e6,
+        "note": "",
+    }
 
 
-variants = pd.DataFrame([
-    variant("fa1, Algorithm 1's tiles", "fa1"),
-    variant("fa2, default tiles", "fa2"),
-    variant("fa2 with Algorithm 1's tiles", "fa2", block_rows=fa1_tiles.block_rows, block_cols=fa1_tiles.block_cols),
-    variant("fa2, Br = Bc = 128", "fa2", block_rows=128, block_cols=128),
-    variant(f"fa2, Br = Bc = {fa1_tiles.block_cols}", "fa2", block_rows=fa1_tiles.block_cols,
-            block_cols=fa1_tiles.block_cols),
-]).set_index("schedule")
+variants = pd.DataFrame(
+    [
+        variant("fa1, Algorithm 1's tiles", "fa1"),
+        variant("fa2, default tiles", "fa2"),
+        variant(
+            "fa2 with Algorithm 1's tiles",
+            "fa2",
+            block_rows=fa1_tiles.block_rows,
+            block_cols=fa1_tiles.block_cols,
+        ),
+        variant("fa2, Br = Bc = 128", "fa2", block_rows=128, block_cols=128),
+        variant(
+            f"fa2, Br = Bc = {fa1_tiles.block_cols}",
+            "fa2",
+            block_rows=fa1_tiles.block_cols,
+            block_cols=fa1_tiles.block_cols,
+        ),
+    ]
+).set_index("schedule")
 variants.round(2)
 
 # %% tags=["remove-input"]
 v = variants["HBM traffic (MB)"]
-default, paper_rule, fa1_mb = v["fa2, default tiles"], v["fa2 with Algorithm 1's tiles"], v["fa1, Algorithm 1's tiles"]
-display(Markdown(
-    f"With Algorithm 1's tiles (Br = {fa1_tiles.block_rows}) FA2 moves {paper_rule:.1f} MB, "
-    f"{paper_rule / fa1_mb:.1f}× FA1's {fa1_mb:.1f} MB — the "
-    f"wrong lesson that FA2 is an IO regression. With its default tiles "
-    f"({variants.loc['fa2, default tiles', 'Br']:.0f}×{variants.loc['fa2, default tiles', 'Bc']:.0f}) it moves "
-    f"{default:.1f} MB ({default / fa1_mb:.2f}× FA1's traffic). Real FA2 kernels also "
-    f"run many Q blocks of the same head at once, so on a GPU most K/V re-reads hit the L2 cache (K and V of "
-    f"one head are {charts.fmt_bytes(2 * w.matrix_bytes('K'))} at N = {N}; the H200's L2 holds "
-    f"{charts.fmt_bytes(GPU.level('L2').capacity_bytes)}). **The model has no L2 level**: it counts every "
-    f"re-read as an HBM trip. Lecture 5 compares with measured DRAM traffic."
-))
+default, paper_rule, fa1_mb = (
+    v["fa2, default tiles"],
+    v["fa2 with Algorithm 1's tiles"],
+    v["fa1, Algorithm 1's tiles"],
+)
+display(
+    Markdown(
+        f"With Algorithm 1's tiles (Br = {fa1_tiles.block_rows}) FA2 moves {paper_rule:.1f} MB, "
+        f"{paper_rule / fa1_mb:.1f}× FA1's {fa1_mb:.1f} MB — the "
+        f"wrong lesson that FA2 is an IO regression. With its default tiles "
+        f"({variants.loc['fa2, default tiles', 'Br']:.0f}×{variants.loc['fa2, default tiles', 'Bc']:.0f}) it moves "
+        f"{default:.1f} MB ({default / fa1_mb:.2f}× FA1's traffic). Real FA2 kernels also "
+        f"run many Q blocks of the same head at once, so on a GPU most K/V re-reads hit the L2 cache (K and V of "
+        f"one head are {charts.fmt_bytes(2 * w.matrix_bytes('K'))} at N = {N}; the H200's L2 holds "
+        f"{charts.fmt_bytes(GPU.level('L2').capacity_bytes)}). **The model has no L2 level**: it counts every "
+        f"re-read as an HBM trip. Lecture 5 compares with measured DRAM traffic."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What FlashAttention-2 changed beyond the loop order
@@ -177,24 +229,29 @@ display(Markdown(
 #    its rows, and S, P and the O accumulator stay in registers.
 
 # %%
-h = 16                                     # heads, batch 1: a long-context inference step
+h = 16  # heads, batch 1: a long-context inference step
 fa2_default = count("fa2", Workload(N, D), sram_bytes=SRAM)
-parallel = pd.DataFrame({
-    "thread blocks, FA1-style grid (B·H)": [h],
-    f"thread blocks, FA2 grid (B·H·Tr, Tr = {fa2_default.tr})": [h * fa2_default.tr],
-    "SMs on the H200": [GPU.sm_count],
-    f"O divisions by ℓ per head, FA1 (Tc·N·d, Tc = {fa1_tiles.tc})": [fa1_tiles.tc * N * D],
-    "O divisions by ℓ per head, FA2 (N·d)": [N * D],
-}, index=[f"N = {N}, d = {D}, B = 1, H = {h}"]).T
+parallel = pd.DataFrame(
+    {
+        "thread blocks, FA1-style grid (B·H)": [h],
+        f"thread blocks, FA2 grid (B·H·Tr, Tr = {fa2_default.tr})": [h * fa2_default.tr],
+        "SMs on the H200": [GPU.sm_count],
+        f"O divisions by ℓ per head, FA1 (Tc·N·d, Tc = {fa1_tiles.tc})": [fa1_tiles.tc * N * D],
+        "O divisions by ℓ per head, FA2 (N·d)": [N * D],
+    },
+    index=[f"N = {N}, d = {D}, B = 1, H = {h}"],
+).T
 parallel
 
 # %% tags=["remove-input"]
-display(Markdown(
-    f"At B = 1, H = {h}, an FA1-style grid has {h} blocks for {GPU.sm_count} SMs (most of the GPU idle); FA2's "
-    f"grid has {h * fa2_default.tr}. FA1 rescales and divides its O rows after each of its {fa1_tiles.tc} K/V "
-    f"blocks; FA2 divides once: {fa1_tiles.tc}× fewer divisions. None of this changes the HBM bytes this "
-    f"lecture counts — it changes how fast the tensor cores get through the same FLOPs."
-))
+display(
+    Markdown(
+        f"At B = 1, H = {h}, an FA1-style grid has {h} blocks for {GPU.sm_count} SMs (most of the GPU idle); FA2's "
+        f"grid has {h * fa2_default.tr}. FA1 rescales and divides its O rows after each of its {fa1_tiles.tc} K/V "
+        f"blocks; FA2 divides once: {fa1_tiles.tc}× fewer divisions. None of this changes the HBM bytes this "
+        f"lecture counts — it changes how fast the tensor cores get through the same FLOPs."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Traffic against head dimension and SRAM size
@@ -212,10 +269,12 @@ fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 6.6))
 fits_d, fits_m = {}, {}
 for name in by_d.columns:
     dashed = "--" if name in ("compulsory", "saha_ye") else "-"
-    fits_d[name] = charts.plot_loglog(ax1, dims, by_d[name], charts.LABELS[name].split(" (")[0],
-                                      color=charts.COLORS[name], ls=dashed)
-    fits_m[name] = charts.plot_loglog(ax2, kib, by_m[name], charts.LABELS[name].split(" (")[0],
-                                      color=charts.COLORS[name], ls=dashed)
+    fits_d[name] = charts.plot_loglog(
+        ax1, dims, by_d[name], charts.LABELS[name].split(" (")[0], color=charts.COLORS[name], ls=dashed
+    )
+    fits_m[name] = charts.plot_loglog(
+        ax2, kib, by_m[name], charts.LABELS[name].split(" (")[0], color=charts.COLORS[name], ls=dashed
+    )
 charts.pow2_axis(ax1, dims, label="head dimension d")
 charts.bytes_axis(ax1, label="HBM traffic per head")
 ax1.set_title(f"vs head dimension (N = {N}, {GPU.name} tiles)")
@@ -227,24 +286,34 @@ for key in preset_keys():
     preset_sizes.setdefault(load_preset(key).sram_bytes / 1024, []).append(key)
 for size, keys in preset_sizes.items():
     ax2.axvline(size, color="gray", ls=":", lw=1)
-    ax2.text(size, ax2.get_ylim()[0] * 1.3, " " + ", ".join(keys), rotation=90, fontsize=8, color="gray",
-             va="bottom", ha="right")
+    ax2.text(
+        size,
+        ax2.get_ylim()[0] * 1.3,
+        " " + ", ".join(keys),
+        rotation=90,
+        fontsize=8,
+        color="gray",
+        va="bottom",
+        ha="right",
+    )
 for ax in (ax1, ax2):
     ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
 plt.show()
 
 # %% tags=["remove-input"]
-display(Markdown(
-    f"Against d (left) naive traffic barely moves (slope {fits_d['naive'].slope:.2f}: the N² terms "
-    f"dominate), FA1 grows almost like d² (slope {fits_d['fa1'].slope:.2f}; N²d²/M alone would give 2, "
-    f"the linear terms pull it down), and FA2 has slope {fits_d['fa2'].slope:.2f}; at d = 256 its default "
-    f"tiles are {count('fa2', Workload(N, 256), sram_bytes=SRAM).block_rows}×"
-    f"{count('fa2', Workload(N, 256), sram_bytes=SRAM).block_cols} and it moves "
-    f"{by_d.loc[256, 'fa2'] / by_d.loc[256, 'naive']:.2f}× naive's bytes. Against SRAM size (right), "
-    f"FA1 falls with slope {fits_m['fa1'].slope:.2f} (∝ 1/M) like the bound "
-    f"({fits_m['saha_ye'].slope:.2f}); FA2's slope is {fits_m['fa2'].slope:.2f}: its traffic follows its "
-    f"Q-block height Br, which its tile rule ties to d and the kernel's table, not to M."
-))
+display(
+    Markdown(
+        f"Against d (left) naive traffic barely moves (slope {fits_d['naive'].slope:.2f}: the N² terms "
+        f"dominate), FA1 grows almost like d² (slope {fits_d['fa1'].slope:.2f}; N²d²/M alone would give 2, "
+        f"the linear terms pull it down), and FA2 has slope {fits_d['fa2'].slope:.2f}; at d = 256 its default "
+        f"tiles are {count('fa2', Workload(N, 256), sram_bytes=SRAM).block_rows}×"
+        f"{count('fa2', Workload(N, 256), sram_bytes=SRAM).block_cols} and it moves "
+        f"{by_d.loc[256, 'fa2'] / by_d.loc[256, 'naive']:.2f}× naive's bytes. Against SRAM size (right), "
+        f"FA1 falls with slope {fits_m['fa1'].slope:.2f} (∝ 1/M) like the bound "
+        f"({fits_m['saha_ye'].slope:.2f}); FA2's slope is {fits_m['fa2'].slope:.2f}: its traffic follows its "
+        f"Q-block height Br, which its tile rule ties to d and the kernel's table, not to M."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Block size, in the style of Figure 2 (middle) of the FlashAttention paper
@@ -268,23 +337,30 @@ def fits(block):
         return False
 
 
-sweep = pd.DataFrame({
-    "fa1 (Bc = block)": [count("fa1", w, block_rows=b, block_cols=b).hbm_bytes / 1e6 for b in blocks],
-    "fa2 (Br = block)": [count("fa2", w, block_rows=b, block_cols=b).hbm_bytes / 1e6 for b in blocks],
-    "fits A100 shared memory": [fits(b) for b in blocks],
-}, index=pd.Index(blocks, name="block size"))
+sweep = pd.DataFrame(
+    {
+        "fa1 (Bc = block)": [count("fa1", w, block_rows=b, block_cols=b).hbm_bytes / 1e6 for b in blocks],
+        "fa2 (Br = block)": [count("fa2", w, block_rows=b, block_cols=b).hbm_bytes / 1e6 for b in blocks],
+        "fits A100 shared memory": [fits(b) for b in blocks],
+    },
+    index=pd.Index(blocks, name="block size"),
+)
 
 fig, ax = plt.subplots(figsize=(8.5, 5.2))
 sweep_fits = {}
 for col, name in (("fa1 (Bc = block)", "fa1"), ("fa2 (Br = block)", "fa2")):
-    sweep_fits[name] = charts.plot_loglog(ax, blocks, sweep[col] * 1e6, f"{charts.LABELS[name]}, {col[5:-1]}",
-                                          color=charts.COLORS[name])
+    sweep_fits[name] = charts.plot_loglog(
+        ax, blocks, sweep[col] * 1e6, f"{charts.LABELS[name]}, {col[5:-1]}", color=charts.COLORS[name]
+    )
 for b, ok in sweep["fits A100 shared memory"].items():
     if not ok:
         ax.axvspan(b / 1.25, b * 1.25, color="gray", alpha=0.15)
-        ax.text(b, ax.get_ylim()[1] / 1.15, "exceeds A100\nshared memory", ha="center", va="top", fontsize=8.5)
-ax.axhline(compulsory_bytes(w), color=charts.COLORS["compulsory"], ls="--", lw=1,
-           label=charts.LABELS["compulsory"])
+        ax.text(
+            b, ax.get_ylim()[1] / 1.15, "exceeds A100\nshared memory", ha="center", va="top", fontsize=8.5
+        )
+ax.axhline(
+    compulsory_bytes(w), color=charts.COLORS["compulsory"], ls="--", lw=1, label=charts.LABELS["compulsory"]
+)
 charts.pow2_axis(ax, blocks, label="block size (rows)")
 charts.bytes_axis(ax, label="HBM accesses per head")
 ax.set_title("Effect of block size on HBM accesses (N = 1024, d = 64); model: bytes only, no runtime")
@@ -294,16 +370,18 @@ sweep.round(2)
 
 # %% tags=["remove-input"]
 halving = (sweep.iloc[1:, :2].values / sweep.iloc[:-1, :2].values).ravel()
-display(Markdown(
-    f"Each doubling of the block cuts the HBM accesses to "
-    f"{halving.min():.0%}–{halving.max():.0%} of the previous value (fitted slopes {sweep_fits['fa1'].slope:.2f} "
-    f"for FA1, {sweep_fits['fa2'].slope:.2f} for FA2), approaching the compulsory "
-    f"{charts.fmt_bytes(compulsory_bytes(w), False)} as one block covers the whole sequence. The largest "
-    f"block the paper's rule allows on an A100 ({a100.sram_bytes // 1024} KiB per block, d = 64) is "
-    f"{count('fa1', w, sram_bytes=a100.sram_bytes).block_cols} rows, so "
-    f"{', '.join(str(b) for b, ok in sweep['fits A100 shared memory'].items() if not ok)} is outside it. Whether "
-    f"fewer bytes also mean less time (the paper's runtime curve) is for the hardware to say."
-))
+display(
+    Markdown(
+        f"Each doubling of the block cuts the HBM accesses to "
+        f"{halving.min():.0%}–{halving.max():.0%} of the previous value (fitted slopes {sweep_fits['fa1'].slope:.2f} "
+        f"for FA1, {sweep_fits['fa2'].slope:.2f} for FA2), approaching the compulsory "
+        f"{charts.fmt_bytes(compulsory_bytes(w), False)} as one block covers the whole sequence. The largest "
+        f"block the paper's rule allows on an A100 ({a100.sram_bytes // 1024} KiB per block, d = 64) is "
+        f"{count('fa1', w, sram_bytes=a100.sram_bytes).block_cols} rows, so "
+        f"{', '.join(str(b) for b, ok in sweep['fits A100 shared memory'].items() if not ok)} is outside it. Whether "
+        f"fewer bytes also mean less time (the paper's runtime curve) is for the hardware to say."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## "O(N) HBM reads/writes": where it is right and where not
@@ -320,18 +398,20 @@ slopes.round(3)
 s = slopes.set_index("algorithm")
 g = growth.set_index(["algorithm", "N"])
 w4, w8 = Workload(4096, D), Workload(8192, D)
-display(Markdown(
-    f"- **Extra memory: O(N) is right.** Beyond Q, K, V and O, naive attention stores S and P "
-    f"({charts.fmt_bytes(g.loc[('naive', 4096), 'extra memory (bytes)'])} per head at N = 4096, slope "
-    f"{s.loc['naive', 'extra-memory slope']:.2f}); FlashAttention-2 stores only the logsumexp "
-    f"({charts.fmt_bytes(g.loc[('fa2', 4096), 'extra memory (bytes)'])}, slope "
-    f"{s.loc['fa2', 'extra-memory slope']:.2f}).\n"
-    f"- **HBM traffic: O(N) is wrong.** FlashAttention's traffic is Θ(N²d²/M): fitted slopes "
-    f"{s.loc['fa1', 'traffic slope']:.2f} (FA1) and {s.loc['fa2', 'traffic slope']:.2f} (FA2), like "
-    f"naive's {s.loc['naive', 'traffic slope']:.2f}. From N = 4096 to 8192 FA2's traffic grows "
-    f"{traffic('fa2', w8) / traffic('fa2', w4):.2f}×, FA1's {traffic('fa1', w8) / traffic('fa1', w4):.2f}×. "
-    f"What tiling buys is a constant factor, and the next table measures it."
-))
+display(
+    Markdown(
+        f"- **Extra memory: O(N) is right.** Beyond Q, K, V and O, naive attention stores S and P "
+        f"({charts.fmt_bytes(g.loc[('naive', 4096), 'extra memory (bytes)'])} per head at N = 4096, slope "
+        f"{s.loc['naive', 'extra-memory slope']:.2f}); FlashAttention-2 stores only the logsumexp "
+        f"({charts.fmt_bytes(g.loc[('fa2', 4096), 'extra memory (bytes)'])}, slope "
+        f"{s.loc['fa2', 'extra-memory slope']:.2f}).\n"
+        f"- **HBM traffic: O(N) is wrong.** FlashAttention's traffic is Θ(N²d²/M): fitted slopes "
+        f"{s.loc['fa1', 'traffic slope']:.2f} (FA1) and {s.loc['fa2', 'traffic slope']:.2f} (FA2), like "
+        f"naive's {s.loc['naive', 'traffic slope']:.2f}. From N = 4096 to 8192 FA2's traffic grows "
+        f"{traffic('fa2', w8) / traffic('fa2', w4):.2f}×, FA1's {traffic('fa1', w8) / traffic('fa1', w4):.2f}×. "
+        f"What tiling buys is a constant factor, and the next table measures it."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Theorem 2 and Proposition 3, next to the counts
@@ -342,20 +422,28 @@ display(Markdown(
 # exact counts against both expressions (elements):
 
 # %%
-theorem = pd.DataFrame([
-    {"N": n, "naive / (Nd + N²)": count("naive", Workload(n, D)).hbm_bytes / 2 / (n * D + n * n),
-     "fa1 / (N²d²/M)": traffic("fa1", Workload(n, D)) / 2 / (n * n * D * D / (SRAM // 2)),
-     "fa2 / (N²d²/M)": traffic("fa2", Workload(n, D)) / 2 / (n * n * D * D / (SRAM // 2))}
-    for n in (1024, 4096, 16384, 65536)]).set_index("N")
+theorem = pd.DataFrame(
+    [
+        {
+            "N": n,
+            "naive / (Nd + N²)": count("naive", Workload(n, D)).hbm_bytes / 2 / (n * D + n * n),
+            "fa1 / (N²d²/M)": traffic("fa1", Workload(n, D)) / 2 / (n * n * D * D / (SRAM // 2)),
+            "fa2 / (N²d²/M)": traffic("fa2", Workload(n, D)) / 2 / (n * n * D * D / (SRAM // 2)),
+        }
+        for n in (1024, 4096, 16384, 65536)
+    ]
+).set_index("N")
 theorem.round(2)
 
 # %% tags=["remove-input"]
-display(Markdown(
-    f"Both ratios settle to constants as N grows (naive → {theorem['naive / (Nd + N²)'].iloc[-1]:.2f}: its "
-    f"4N² element accesses over N²; FA1 → {theorem['fa1 / (N²d²/M)'].iloc[-1]:.1f}, FA2 → "
-    f"{theorem['fa2 / (N²d²/M)'].iloc[-1]:.1f} on the {GPU.name}, M = {SRAM // 2:,} elements): the theorem's Θ "
-    f"hides exactly these constants. FA2's is larger because its K/V re-reads are set by Br, not by M."
-))
+display(
+    Markdown(
+        f"Both ratios settle to constants as N grows (naive → {theorem['naive / (Nd + N²)'].iloc[-1]:.2f}: its "
+        f"4N² element accesses over N²; FA1 → {theorem['fa1 / (N²d²/M)'].iloc[-1]:.1f}, FA2 → "
+        f"{theorem['fa2 / (N²d²/M)'].iloc[-1]:.1f} on the {GPU.name}, M = {SRAM // 2:,} elements): the theorem's Θ "
+        f"hides exactly these constants. FA2's is larger because its K/V re-reads are set by Br, not by M."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # How tight is Θ(N²d²/M)? The ratio of FA1's exact traffic to N²d²/M (both in elements) over a grid of
@@ -369,20 +457,29 @@ for n in (2048, 8192, 32768):
             wl = Workload(n, d)
             r = count("fa1", wl, sram_bytes=k * 1024)
             m = k * 1024 // wl.element_bytes
-            rows.append({"N": n, "d": d, "SRAM (KiB)": k, "Tc": r.tc,
-                         "fa1 elements / (N²d²/M)": r.hbm_bytes / wl.element_bytes / (n * n * d * d / m)})
+            rows.append(
+                {
+                    "N": n,
+                    "d": d,
+                    "SRAM (KiB)": k,
+                    "Tc": r.tc,
+                    "fa1 elements / (N²d²/M)": r.hbm_bytes / wl.element_bytes / (n * n * d * d / m),
+                }
+            )
 ratio = pd.DataFrame(rows)
 ratio.pivot_table(index=["N", "d"], columns="SRAM (KiB)", values="fa1 elements / (N²d²/M)").round(1)
 
 # %% tags=["remove-input"]
 col = ratio["fa1 elements / (N²d²/M)"]
 big = ratio[ratio.N == 32768]["fa1 elements / (N²d²/M)"]
-display(Markdown(
-    f"At N = 32768 the ratio lies between {big.min():.1f} and {big.max():.1f}: FA1's traffic is a "
-    f"fixed multiple of N²d²/M, i.e. optimal up to a constant, which is what Saha and Ye prove. Over the "
-    f"whole grid it ranges from {col.min():.1f} to {col.max():.1f} (small N: the compulsory 4Nd and the "
-    f"rounding of Tc = ⌈N/Bc⌉ still matter)."
-))
+display(
+    Markdown(
+        f"At N = 32768 the ratio lies between {big.min():.1f} and {big.max():.1f}: FA1's traffic is a "
+        f"fixed multiple of N²d²/M, i.e. optimal up to a constant, which is what Saha and Ye prove. Over the "
+        f"whole grid it ranges from {col.min():.1f} to {col.max():.1f} (small N: the compulsory 4Nd and the "
+        f"rounding of Tc = ⌈N/Bc⌉ still matter)."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Take-aways

@@ -56,7 +56,11 @@ charts.use_style()
 pd.set_option("display.max_colwidth", 80)
 pd.set_option("display.width", 160)
 H200 = load_preset("h200")
-display(Markdown(f"Kernels run on: **{'the GPU (FLASHIO_GPU=1)' if LIVE_GPU else 'the numba CUDA simulator (CPU)'}**."))
+display(
+    Markdown(
+        f"Kernels run on: **{'the GPU (FLASHIO_GPU=1)' if LIVE_GPU else 'the numba CUDA simulator (CPU)'}**."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. The kernels count exactly what the model counts
@@ -69,34 +73,56 @@ display(Markdown(f"Kernels run on: **{'the GPU (FLASHIO_GPU=1)' if LIVE_GPU else
 # %%
 SIM_D = 16
 rows = []
-for n in (16, 32):                         # tiled: H = 2 heads, the default blocks for d = 16
+for n in (16, 32):  # tiled: H = 2 heads, the default blocks for d = 16
     q, k, v = random_qkv(1, 2, n, SIM_D, seed=n)
     res = run_tiled(q, k, v, count=True)
-    model = count("fa2", Workload(seq_len=n, head_dim=SIM_D, batch=1, heads=2, dtype="fp32"),
-                  block_rows=res.block_rows, block_cols=res.block_cols)
+    model = count(
+        "fa2",
+        Workload(seq_len=n, head_dim=SIM_D, batch=1, heads=2, dtype="fp32"),
+        block_rows=res.block_rows,
+        block_cols=res.block_cols,
+    )
     rows.append(("tiled", n, f"Br={res.block_rows}, Bc={res.block_cols}", res.counts, model))
-for n, tile in ((16, 8), (32, 16)):        # naive: one head, matmul tile T, 4 softmax threads
+for n, tile in ((16, 8), (32, 16)):  # naive: one head, matmul tile T, 4 softmax threads
     q, k, v = random_qkv(1, 1, n, SIM_D, seed=n)
     res = run_naive(q, k, v, matmul_tile=tile, softmax_threads=4, count=True)
-    model = count("naive", Workload(seq_len=n, head_dim=SIM_D, batch=1, heads=1, dtype="fp32"),
-                  matmul_tile=tile, softmax_threads=4)
+    model = count(
+        "naive",
+        Workload(seq_len=n, head_dim=SIM_D, batch=1, heads=1, dtype="fp32"),
+        matmul_tile=tile,
+        softmax_threads=4,
+    )
     rows.append(("naive", n, f"T={tile}, t=4", res.counts, model))
 
 FIELDS = ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes")
-table = pd.DataFrame([
-    {"kernel": kern, "N": n, "d": SIM_D, "mapping": mapping, "counter": field,
-     "kernel counted (B)": counted[field], "simlib (B)": getattr(model, field),
-     "difference": counted[field] - getattr(model, field)}
-    for kern, n, mapping, counted, model in rows for field in FIELDS])
+table = pd.DataFrame(
+    [
+        {
+            "kernel": kern,
+            "N": n,
+            "d": SIM_D,
+            "mapping": mapping,
+            "counter": field,
+            "kernel counted (B)": counted[field],
+            "simlib (B)": getattr(model, field),
+            "difference": counted[field] - getattr(model, field),
+        }
+        for kern, n, mapping, counted, model in rows
+        for field in FIELDS
+    ]
+)
 table
 
 # %%
 worst = int(table["difference"].abs().max())
-display(Markdown(
-    f"**{len(table)} counters, largest difference {worst} bytes.** The kernels read and write exactly "
-    f"the bytes the model says, at HBM and in shared memory, for the tiled (FlashAttention-2) kernel "
-    f"and the three launches of the naive one. The same equality was checked on the H200 for every "
-    f"profiled shape (`counted − simlib = 0` in `profile_h200.csv`)."))
+display(
+    Markdown(
+        f"**{len(table)} counters, largest difference {worst} bytes.** The kernels read and write exactly "
+        f"the bytes the model says, at HBM and in shared memory, for the tiled (FlashAttention-2) kernel "
+        f"and the three launches of the naive one. The same equality was checked on the H200 for every "
+        f"profiled shape (`counted − simlib = 0` in `profile_h200.csv`)."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Speaker notes: "difference 0" is the strongest statement a model can make about code. It is
@@ -109,16 +135,23 @@ display(Markdown(
 # Nothing below is re-measured in this notebook (unless `FLASHIO_GPU=1` and you rerun
 # `python -m gpu_kernels profile`); it is read from the CSV files and their provenance records.
 
+
 # %%
 def provenance(name):
     path = lookup(name)
     raw, run = readers.read_provenance(path), run_of(path)
-    return {"file": f"current/{name}", "run": run["run_id"], "GPU": raw.get("gpu_name"), "driver": raw.get("driver_version"),
-            "CUDA runtime": raw.get("cuda_runtime_version"), "numba-cuda": raw.get("numba_cuda"),
-            "Nsight Compute": (raw.get("ncu_version") or "—").split("(")[0].strip(),
-            "date (UTC)": raw.get("date_utc"),
-            "commit (manifest.csv)": run["commit"],
-            "ncu options": raw.get("ncu_options", "—")}
+    return {
+        "file": f"current/{name}",
+        "run": run["run_id"],
+        "GPU": raw.get("gpu_name"),
+        "driver": raw.get("driver_version"),
+        "CUDA runtime": raw.get("cuda_runtime_version"),
+        "numba-cuda": raw.get("numba_cuda"),
+        "Nsight Compute": (raw.get("ncu_version") or "—").split("(")[0].strip(),
+        "date (UTC)": raw.get("date_utc"),
+        "commit (manifest.csv)": run["commit"],
+        "ncu options": raw.get("ncu_options", "—"),
+    }
 
 
 prov = pd.DataFrame([provenance("profile_h200.csv"), provenance("bench_h200.csv")])
@@ -129,11 +162,14 @@ profile = pd.read_csv(PROFILE_CSV)
 profile["value"] = pd.to_numeric(profile["value"], errors="coerce")
 ncu = profile[profile["source"] == "ncu"]
 p0 = prov.iloc[0]
-display(Markdown(
-    f"Profile: {p0['GPU']}, driver {p0['driver']}, {p0['date (UTC)']}, {p0['run']}, commit `{p0['commit (manifest.csv)']}`. "
-    f"Nsight Compute ran with `{p0['ncu options']}`: **`--cache-control all` flushes every cache before "
-    f"each profiled launch**, so nothing carries over from one launch to the next — the S that the "
-    f"naive `qk` launch writes is read back by `softmax` from DRAM, never from L2."))
+display(
+    Markdown(
+        f"Profile: {p0['GPU']}, driver {p0['driver']}, {p0['date (UTC)']}, {p0['run']}, commit `{p0['commit (manifest.csv)']}`. "
+        f"Nsight Compute ran with `{p0['ncu options']}`: **`--cache-control all` flushes every cache before "
+        f"each profiled launch**, so nothing carries over from one launch to the next — the S that the "
+        f"naive `qk` launch writes is read back by `softmax` from DRAM, never from L2."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. Bytes: what the model counts, what the SMs ask for, what DRAM delivers
@@ -145,31 +181,45 @@ display(Markdown(
 # * **DRAM reads** (ncu `dram__bytes_read`), next to the physical model's prediction (an L2 of
 #   60 MiB that catches re-read tiles; `simlib.physical`).
 
+
 # %%
 def ncu_value(kernel, metric, n, d, launch=None):
-    sel = ncu[(ncu["kernel"] == kernel) & (ncu["metric"] == metric) & (ncu["seq_len"] == n)
-              & (ncu["head_dim"] == d) & (ncu["launch"] != "total")]
+    sel = ncu[
+        (ncu["kernel"] == kernel)
+        & (ncu["metric"] == metric)
+        & (ncu["seq_len"] == n)
+        & (ncu["head_dim"] == d)
+        & (ncu["launch"] != "total")
+    ]
     if launch is not None:
         sel = sel[sel["launch"] == launch]
     return float(sel["value"].sum())
 
 
-mvn = compare(PROFILE_CSV)     # the physical model next to every ncu number (also committed as CSV)
+mvn = compare(PROFILE_CSV)  # the physical model next to every ncu number (also committed as CSV)
 
 
 def model_value(kernel, metric, n, d):
-    sel = mvn[(mvn["kernel"] == kernel) & (mvn["metric"] == metric) & (mvn["seq_len"] == n) & (mvn["head_dim"] == d)]
+    sel = mvn[
+        (mvn["kernel"] == kernel) & (mvn["metric"] == metric) & (mvn["seq_len"] == n) & (mvn["head_dim"] == d)
+    ]
     return float(sel["model"].sum())
 
 
 simlib_rows = profile[(profile["source"] == "simlib") & (profile["metric"] == "simlib_hbm_read_bytes")]
 bytes_rows = []
 for (kernel, n, d), grp in simlib_rows.groupby(["kernel", "seq_len", "head_dim"]):
-    bytes_rows.append({
-        "kernel": kernel, "N": n, "d": d, "logical HBM reads": float(grp["value"].iloc[0]),
-        "L1 sectors × 32 (ncu)": 32 * ncu_value(kernel, K.L1_LD, n, d),
-        "DRAM reads (ncu)": ncu_value(kernel, K.DRAM_READ, n, d),
-        "DRAM reads (model)": model_value(kernel, K.DRAM_READ, n, d)})
+    bytes_rows.append(
+        {
+            "kernel": kernel,
+            "N": n,
+            "d": d,
+            "logical HBM reads": float(grp["value"].iloc[0]),
+            "L1 sectors × 32 (ncu)": 32 * ncu_value(kernel, K.L1_LD, n, d),
+            "DRAM reads (ncu)": ncu_value(kernel, K.DRAM_READ, n, d),
+            "DRAM reads (model)": model_value(kernel, K.DRAM_READ, n, d),
+        }
+    )
 traffic = pd.DataFrame(bytes_rows).sort_values(["kernel", "d", "N"]).reset_index(drop=True)
 traffic.style.format({c: charts.fmt_bytes for c in traffic.columns[3:]})
 
@@ -181,7 +231,9 @@ for ax, d in zip(axes, (64, 128)):
         sub = traffic[(traffic["kernel"] == kernel) & (traffic["d"] == d)]
         color = charts.COLORS["naive" if kernel == "naive" else "fa2"]
         for column, (ls, marker) in styles.items():
-            charts.plot_loglog(ax, sub["N"], sub[column], f"{kernel}: {column}", color=color, ls=ls, marker=marker)
+            charts.plot_loglog(
+                ax, sub["N"], sub[column], f"{kernel}: {column}", color=color, ls=ls, marker=marker
+            )
     charts.tokens_axis(ax, sorted(traffic["N"].unique()))
     ax.set_title(f"d = {d}, B = 1, H = 4, fp32 (H200)")
     ax.legend(fontsize=8, loc="upper left")
@@ -195,18 +247,21 @@ big = traffic[traffic["N"] == traffic["N"].max()]
 t128 = big[(big["kernel"] == "tiled") & (big["d"] == 128)].iloc[0]
 n128 = big[(big["kernel"] == "naive") & (big["d"] == 128)].iloc[0]
 exact = (traffic["L1 sectors × 32 (ncu)"] == traffic["logical HBM reads"]).all()
-display(Markdown(
-    f"* L1 sectors × 32 B {'equal' if exact else 'do not all equal'} the logical HBM reads for every "
-    f"kernel and shape: **the paper's model counts what the SMs request**.\n"
-    f"* DRAM delivers far less: at N = {int(t128['N'])}, d = 128 the tiled kernel's model counts "
-    f"{charts.fmt_bytes(t128['logical HBM reads'], binary=False)} of reads, DRAM delivered "
-    f"{charts.fmt_bytes(t128['DRAM reads (ncu)'], binary=False)} "
-    f"({t128['logical HBM reads'] / t128['DRAM reads (ncu)']:.0f}× less): K and V are re-read by every "
-    f"Q block, and the 60 MiB L2 serves those re-reads. The naive kernel's DRAM reads drop to "
-    f"{n128['DRAM reads (ncu)'] / n128['logical HBM reads'] * 100:.0f} % of its logical count (its matmul "
-    f"tiles' re-reads hit L2 too), but what remains is S and P, which grow like N².\n"
-    f"* So \"HBM traffic\" in the paper means *L2-or-DRAM* traffic on this chip. The slopes say it: the "
-    f"tiled kernel's logical reads grow like N², its DRAM reads like N."))
+display(
+    Markdown(
+        f"* L1 sectors × 32 B {'equal' if exact else 'do not all equal'} the logical HBM reads for every "
+        f"kernel and shape: **the paper's model counts what the SMs request**.\n"
+        f"* DRAM delivers far less: at N = {int(t128['N'])}, d = 128 the tiled kernel's model counts "
+        f"{charts.fmt_bytes(t128['logical HBM reads'], binary=False)} of reads, DRAM delivered "
+        f"{charts.fmt_bytes(t128['DRAM reads (ncu)'], binary=False)} "
+        f"({t128['logical HBM reads'] / t128['DRAM reads (ncu)']:.0f}× less): K and V are re-read by every "
+        f"Q block, and the 60 MiB L2 serves those re-reads. The naive kernel's DRAM reads drop to "
+        f"{n128['DRAM reads (ncu)'] / n128['logical HBM reads'] * 100:.0f} % of its logical count (its matmul "
+        f"tiles' re-reads hit L2 too), but what remains is S and P, which grow like N².\n"
+        f'* So "HBM traffic" in the paper means *L2-or-DRAM* traffic on this chip. The slopes say it: the '
+        f"tiled kernel's logical reads grow like N², its DRAM reads like N."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Speaker notes: the paper's model has two levels, HBM and SRAM. The H200 has four that matter
@@ -234,14 +289,22 @@ if times is not None:
     ax.axhline(1, color="black", lw=0.8)
     for d, marker in ((64, "o"), (128, "s")):
         sub = times.loc[d]["speedup tiled/naive"].dropna()
-        ax.semilogx(sub.index, sub.values, marker=marker, color=charts.COLORS["fa2"], ls="-" if d == 64 else "--",
-                    label=f"d = {d}: naive time / tiled time")
+        ax.semilogx(
+            sub.index,
+            sub.values,
+            marker=marker,
+            color=charts.COLORS["fa2"],
+            ls="-" if d == 64 else "--",
+            label=f"d = {d}: naive time / tiled time",
+        )
     charts.tokens_axis(ax, sorted(times.dropna().index.get_level_values(1).unique()))
     ax.set_yscale("log")
     charts.ratio_axis(ax, label="speedup of tiled over naive (×, log)")
     ax.set_ylim(0.2, 6)
     big = times[times.index.get_level_values(1) >= 4096]["speedup tiled/naive"]
-    ax.set_title(f"Measured on the H200, N ≥ 4096: tiled is {big.min():.1f}–{big.max():.1f}× faster than naive")
+    ax.set_title(
+        f"Measured on the H200, N ≥ 4096: tiled is {big.min():.1f}–{big.max():.1f}× faster than naive"
+    )
     ax.legend(loc="lower right")
     plt.show()
 
@@ -252,26 +315,33 @@ occ = occ.pivot_table(index=["kernel", "launch"], columns=["head_dim", "seq_len"
 display(Markdown("**Achieved occupancy** (ncu `sm__warps_active`, % of the 64 warps an SM can hold):"))
 display(occ.round(1))
 if times is not None and "tflops" in set(bench["metric"]):
-    tf = bench[(bench["metric"] == "tflops") & (bench["kernel"] == "tiled")].set_index(["head_dim", "seq_len"])["value"]
+    tf = bench[(bench["metric"] == "tflops") & (bench["kernel"] == "tiled")].set_index(
+        ["head_dim", "seq_len"]
+    )["value"]
     tf = pd.to_numeric(tf)
-    best = times.loc[(slice(None), [n for n in times.index.get_level_values(1) if n >= 4096]), "speedup tiled/naive"]
-    display(Markdown(
-        f"From N = 4096 on the tiled kernel runs {tf.loc[(slice(None), [n for n in tf.index.get_level_values(1) if n >= 4096])].min():.1f}–"
-        f"{tf.loc[(slice(None), [n for n in tf.index.get_level_values(1) if n >= 4096])].max():.1f} TFLOP/s of the "
-        f"H200's {H200.peak_flops['fp32'] / 1e12:.0f} fp32 TFLOP/s, with "
-        f"{occ_big[occ_big['kernel'] == 'tiled']['value'].min():.0f}–{occ_big[occ_big['kernel'] == 'tiled']['value'].max():.0f} % of the warps an SM "
-        f"could hold, and is {best.min():.2f}–{best.max():.2f}× faster than naive "
-        f"({times.loc[64, 'speedup tiled/naive'][times.loc[64].index >= 4096].min():.1f}–"
-        f"{times.loc[64, 'speedup tiled/naive'][times.loc[64].index >= 4096].max():.1f}× at d = 64, "
-        f"{times.loc[128, 'speedup tiled/naive'][times.loc[128].index >= 4096].min():.1f}–"
-        f"{times.loc[128, 'speedup tiled/naive'][times.loc[128].index >= 4096].max():.1f}× at d = 128). "
-        f"**It is not memory-bound**: one thread per query row leaves the SMs nearly empty (48 or 24 threads "
-        f"per block, at most 4–5 blocks per SM, limited by shared memory), and every multiply-add reads two "
-        f"operands from shared memory. How fast it is depends on how the compiler turns its loops into "
-        f"instructions (docs/performance.md §7: the same arithmetic written with `for` loops ran at less "
-        f"than half this speed at d = 64) and on the warps per SM, not on the bytes. The 2–4× of the posts is the "
-        f"optimised FlashAttention against PyTorch's unfused attention; the bytes are necessary for that "
-        f"speed, not sufficient."))
+    best = times.loc[
+        (slice(None), [n for n in times.index.get_level_values(1) if n >= 4096]), "speedup tiled/naive"
+    ]
+    display(
+        Markdown(
+            f"From N = 4096 on the tiled kernel runs {tf.loc[(slice(None), [n for n in tf.index.get_level_values(1) if n >= 4096])].min():.1f}–"
+            f"{tf.loc[(slice(None), [n for n in tf.index.get_level_values(1) if n >= 4096])].max():.1f} TFLOP/s of the "
+            f"H200's {H200.peak_flops['fp32'] / 1e12:.0f} fp32 TFLOP/s, with "
+            f"{occ_big[occ_big['kernel'] == 'tiled']['value'].min():.0f}–{occ_big[occ_big['kernel'] == 'tiled']['value'].max():.0f} % of the warps an SM "
+            f"could hold, and is {best.min():.2f}–{best.max():.2f}× faster than naive "
+            f"({times.loc[64, 'speedup tiled/naive'][times.loc[64].index >= 4096].min():.1f}–"
+            f"{times.loc[64, 'speedup tiled/naive'][times.loc[64].index >= 4096].max():.1f}× at d = 64, "
+            f"{times.loc[128, 'speedup tiled/naive'][times.loc[128].index >= 4096].min():.1f}–"
+            f"{times.loc[128, 'speedup tiled/naive'][times.loc[128].index >= 4096].max():.1f}× at d = 128). "
+            f"**It is not memory-bound**: one thread per query row leaves the SMs nearly empty (48 or 24 threads "
+            f"per block, at most 4–5 blocks per SM, limited by shared memory), and every multiply-add reads two "
+            f"operands from shared memory. How fast it is depends on how the compiler turns its loops into "
+            f"instructions (docs/performance.md §7: the same arithmetic written with `for` loops ran at less "
+            f"than half this speed at d = 64) and on the warps per SM, not on the bytes. The 2–4× of the posts is the "
+            f"optimised FlashAttention against PyTorch's unfused attention; the bytes are necessary for that "
+            f"speed, not sufficient."
+        )
+    )
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Speaker notes: this is the honest answer to "so is it faster?". Cutting HBM traffic only buys
@@ -291,29 +361,51 @@ if times is not None and "tflops" in set(bench["metric"]):
 # `data/measurements/model_vs_ncu_h200.csv` (`python -m simlib.physical.compare`).
 
 # %%
-SHORT = {K.DRAM_READ: "DRAM read", K.DRAM_WRITE: "DRAM write", K.L2_READ: "L2 read sectors",
-         K.L2_WRITE: "L2 write sectors", K.L1_LD: "L1 load sectors", K.L1_ST: "L1 store sectors",
-         K.SHARED_LD: "shared load wavefronts", K.SHARED_ST: "shared store wavefronts"}
+SHORT = {
+    K.DRAM_READ: "DRAM read",
+    K.DRAM_WRITE: "DRAM write",
+    K.L2_READ: "L2 read sectors",
+    K.L2_WRITE: "L2 write sectors",
+    K.L1_LD: "L1 load sectors",
+    K.L1_ST: "L1 store sectors",
+    K.SHARED_LD: "shared load wavefronts",
+    K.SHARED_ST: "shared store wavefronts",
+}
 mvn["what"] = mvn["metric"].map(SHORT)
 mvn["launch_name"] = mvn["kernel"] + " " + mvn["launch"]
 LO, HI = 0.5, 20.0
 fig, ax = plt.subplots(figsize=(13, 5.2))
 ax.axhspan(1 - TOLERANCE, 1 + TOLERANCE, color="#2ca02c", alpha=0.18, label="±5 %")
 ax.axhline(1, color="black", lw=0.8)
-launch_colors = {"naive qk": "#d62728", "naive softmax": "#ff7f0e", "naive pv": "#8c564b", "tiled fa2": "#2ca02c"}
+launch_colors = {
+    "naive qk": "#d62728",
+    "naive softmax": "#ff7f0e",
+    "naive pv": "#8c564b",
+    "tiled fa2": "#2ca02c",
+}
 n_markers = {1024: "o", 4096: "s", 16384: "^"}
 metrics = list(SHORT)
 for xi, metric in enumerate(metrics):
     sub = mvn[mvn["metric"] == metric]
     for _, r in sub.iterrows():
-        x = xi + (list(launch_colors).index(r["launch_name"]) - 1.5) * 0.17 + (0.04 if r["head_dim"] == 128 else -0.04)
+        x = (
+            xi
+            + (list(launch_colors).index(r["launch_name"]) - 1.5) * 0.17
+            + (0.04 if r["head_dim"] == 128 else -0.04)
+        )
         y = r["ratio"]
         if not np.isfinite(y):
             continue
         clipped = y > HI or y < LO
-        ax.plot([x], [min(max(y, LO), HI)], marker="$↑$" if y > HI else ("$↓$" if y < LO else n_markers[r["seq_len"]]),
-                color=launch_colors[r["launch_name"]], ms=9 if clipped else 6, ls="none",
-                mfc="none" if r["head_dim"] == 128 else launch_colors[r["launch_name"]])
+        ax.plot(
+            [x],
+            [min(max(y, LO), HI)],
+            marker="$↑$" if y > HI else ("$↓$" if y < LO else n_markers[r["seq_len"]]),
+            color=launch_colors[r["launch_name"]],
+            ms=9 if clipped else 6,
+            ls="none",
+            mfc="none" if r["head_dim"] == 128 else launch_colors[r["launch_name"]],
+        )
 ax.set_xticks(range(len(metrics)), [SHORT[m] for m in metrics], rotation=20, ha="right")
 ax.set_yscale("log")
 charts.ratio_axis(ax, label="model / ncu (×, log)")
@@ -321,15 +413,24 @@ ax.set_ylim(LO * 0.95, HI * 1.05)
 from matplotlib.lines import Line2D
 
 handles = [Line2D([], [], color=c, marker="s", ls="none", label=name) for name, c in launch_colors.items()]
-handles += [Line2D([], [], color="gray", marker=m, ls="none", label=f"N = {charts.tokens_label(n)}") for n, m in n_markers.items()]
-handles += [Line2D([], [], color="gray", marker="o", mfc="none", ls="none", label="open: d = 128"),
-            Line2D([], [], color="gray", marker="$↑$", ls="none", ms=9, label=f"off scale (> {HI:g}×)"),
-            plt.Rectangle((0, 0), 1, 1, color="#2ca02c", alpha=0.18, label="±5 %")]
+handles += [
+    Line2D([], [], color="gray", marker=m, ls="none", label=f"N = {charts.tokens_label(n)}")
+    for n, m in n_markers.items()
+]
+handles += [
+    Line2D([], [], color="gray", marker="o", mfc="none", ls="none", label="open: d = 128"),
+    Line2D([], [], color="gray", marker="$↑$", ls="none", ms=9, label=f"off scale (> {HI:g}×)"),
+    plt.Rectangle((0, 0), 1, 1, color="#2ca02c", alpha=0.18, label="±5 %"),
+]
 ax.legend(handles=handles, fontsize=8.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-ax.set_title("Physical model / Nsight Compute, every launch and shape (B = 1, H = 4, fp32, H200)\n"
-             "(tiled DRAM write at N = 1K not drawn: ncu counts 0 bytes, all of O still in L2)", fontsize=11)
+ax.set_title(
+    "Physical model / Nsight Compute, every launch and shape (B = 1, H = 4, fp32, H200)\n"
+    "(tiled DRAM write at N = 1K not drawn: ncu counts 0 bytes, all of O still in L2)",
+    fontsize=11,
+)
 ax.grid(axis="x", alpha=0)
 plt.show()
+
 
 # %%
 def spread(metric, sel=None):
@@ -343,6 +444,8 @@ targets = mvn[mvn["target"]]
 met = int(targets["within_5pct"].sum())
 lo_l1, hi_l1, *_ = spread(K.L1_LD)
 lo_st, hi_st, *_ = spread(K.L1_ST)
+
+
 def big_n(s):
     return s["seq_len"] >= TARGET_MIN_N
 
@@ -354,7 +457,8 @@ tiled_sh = spread(K.SHARED_LD, lambda s: s["kernel"] == "tiled")
 naive_sh = spread(K.SHARED_LD, lambda s: s["kernel"] == "naive")
 sh_st = spread(K.SHARED_ST)
 dw = mvn[(mvn["metric"] == K.DRAM_WRITE) & (mvn["seq_len"] == 1024) & (mvn["kernel"] == "tiled")]
-display(Markdown(f"""
+display(
+    Markdown(f"""
 **Targets: {met} of {len(targets)} met** (DRAM reads and L1 load sectors within ±5 % at N ≥ {TARGET_MIN_N}).
 One lesson per metric:
 
@@ -369,7 +473,7 @@ One lesson per metric:
   The misses are the tiled kernel at N = 16K, where a head cut by a wave boundary is read again
   while the next head's blocks stream beside it (measured below).
 * **DRAM writes**: the model writes every byte back; ncu only counts write-backs *during* the kernel,
-  and a small output stays dirty in L2 (tiled, N = 1K: ncu counts {int(dw['ncu'].min())} bytes written). Judge
+  and a small output stays dirty in L2 (tiled, N = 1K: ncu counts {int(dw["ncu"].min())} bytes written). Judge
   reads, or L2 write sectors, not DRAM writes.
 * **L2 sectors**: a far-partition sector is looked up twice (×1.5); that is exact for the streaming softmax
   ({softmax_l2[0]:.3f}–{softmax_l2[1]:.3f}×). Kernels whose blocks share tiles come out {other_l2[0]:.1f}–{other_l2[1]:.1f}×
@@ -379,11 +483,16 @@ One lesson per metric:
   the tiled kernel's loads are {tiled_sh[0]:.3f}–{tiled_sh[1]:.3f}× ncu. Its Q, K and V rows are read with
   16-byte `LDS.128` loads (the SASS shows it), served a half-warp at a time: 4 wavefronts for 32 lanes
   reading 32 different Q rows, 2 for a K or V row all lanes read at once.
-"""))
+""")
+)
 
 # %%
-misses = mvn[~mvn["within_5pct"] & mvn["ratio"].notna() & (mvn["seq_len"] >= TARGET_MIN_N)
-             & mvn["metric"].isin([K.DRAM_READ, K.L1_LD, K.SHARED_LD])]
+misses = mvn[
+    ~mvn["within_5pct"]
+    & mvn["ratio"].notna()
+    & (mvn["seq_len"] >= TARGET_MIN_N)
+    & mvn["metric"].isin([K.DRAM_READ, K.L1_LD, K.SHARED_LD])
+]
 misses[["kernel", "launch", "seq_len", "head_dim", "what", "model", "ncu", "ratio", "cause"]]
 
 # %% [markdown] slideshow={"slide_type": "notes"}
@@ -395,20 +504,30 @@ misses[["kernel", "launch", "seq_len", "head_dim", "what", "model", "ncu", "rati
 # %%
 import dataclasses
 
-half = dataclasses.replace(H200, levels=tuple(
-    dataclasses.replace(lv, capacity_bytes=lv.capacity_bytes // 2) if lv.name == "L2" else lv for lv in H200.levels))
+half = dataclasses.replace(
+    H200,
+    levels=tuple(
+        dataclasses.replace(lv, capacity_bytes=lv.capacity_bytes // 2) if lv.name == "L2" else lv
+        for lv in H200.levels
+    ),
+)
 w = Workload(seq_len=16384, head_dim=128, batch=1, heads=4, dtype="fp32")
 regs = int(ncu_value("tiled", "launch__registers_per_thread", 16384, 128))
-full_pred = K.predict("tiled", "fa2", w, {"block_rows": 24, "block_cols": 24}, H200, registers=regs, details=True)
+full_pred = K.predict(
+    "tiled", "fa2", w, {"block_rows": 24, "block_cols": 24}, H200, registers=regs, details=True
+)
 half_pred = K.predict("tiled", "fa2", w, {"block_rows": 24, "block_cols": 24}, half, registers=regs)
 measured = ncu_value("tiled", K.DRAM_READ, 16384, 128)
-display(Markdown(
-    f"Tiled, N = 16K, d = 128: {full_pred['model:waves']} waves of {full_pred['model:resident_blocks']} blocks; "
-    f"{charts.fmt_bytes(full_pred['model:kv_reread_bytes'], binary=False)} of K/V is read again by a later wave, "
-    f"after at most {charts.fmt_bytes(full_pred['model:kv_reuse_distance_bytes'], binary=False)} of other data. "
-    f"DRAM reads: model with the 60 MiB L2 {charts.fmt_bytes(full_pred[K.DRAM_READ], binary=False)} (every "
-    f"re-read a hit), with one 30 MiB partition {charts.fmt_bytes(half_pred[K.DRAM_READ], binary=False)} "
-    f"(every re-read a miss), measured **{charts.fmt_bytes(measured, binary=False)}**."))
+display(
+    Markdown(
+        f"Tiled, N = 16K, d = 128: {full_pred['model:waves']} waves of {full_pred['model:resident_blocks']} blocks; "
+        f"{charts.fmt_bytes(full_pred['model:kv_reread_bytes'], binary=False)} of K/V is read again by a later wave, "
+        f"after at most {charts.fmt_bytes(full_pred['model:kv_reuse_distance_bytes'], binary=False)} of other data. "
+        f"DRAM reads: model with the 60 MiB L2 {charts.fmt_bytes(full_pred[K.DRAM_READ], binary=False)} (every "
+        f"re-read a hit), with one 30 MiB partition {charts.fmt_bytes(half_pred[K.DRAM_READ], binary=False)} "
+        f"(every re-read a miss), measured **{charts.fmt_bytes(measured, binary=False)}**."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### What does the L2 keep? Three micro-benchmarks
@@ -427,10 +546,16 @@ from simlib.physical import (
     l2_evidence,  # also names what benchmarks/h200_diagnostics.py profiled, in launch order
 )
 
-first_launch = {"own": 1, "rotating": 1, "shuffled": 4}   # MiB of each probe's first (compiling) launch
-probes = {name: l2_evidence.probe_misses(lookup(f"l2_ncu_{name}_h200.csv"), (mib,) + l2_evidence.NCU_SIZES_MIB, l2_evidence.NCU_PASSES)
-          for name, mib in first_launch.items()}
-l2_table = pd.concat({name: t.set_index("footprint (MiB)")["re-reads missed"] for name, t in probes.items()}, axis=1)
+first_launch = {"own": 1, "rotating": 1, "shuffled": 4}  # MiB of each probe's first (compiling) launch
+probes = {
+    name: l2_evidence.probe_misses(
+        lookup(f"l2_ncu_{name}_h200.csv"), (mib,) + l2_evidence.NCU_SIZES_MIB, l2_evidence.NCU_PASSES
+    )
+    for name, mib in first_launch.items()
+}
+l2_table = pd.concat(
+    {name: t.set_index("footprint (MiB)")["re-reads missed"] for name, t in probes.items()}, axis=1
+)
 l2_table.style.format("{:.1%}")
 
 # %%
@@ -438,8 +563,12 @@ fig, ax = plt.subplots(figsize=(6.6, 3.9))
 for name, t in probes.items():
     ax.plot(t["footprint (MiB)"], 100 * t["re-reads missed"].clip(lower=0), marker="o", label=name)
 ax.axvline(H200.level("L2").capacity_bytes / 2**20, color="black", ls="--", lw=1)
-ax.text(H200.level("L2").capacity_bytes / 2**20 + 1, 8, f"L2 = {H200.level('L2').capacity_bytes / 2**20:.0f} MiB",
-        fontsize=10)
+ax.text(
+    H200.level("L2").capacity_bytes / 2**20 + 1,
+    8,
+    f"L2 = {H200.level('L2').capacity_bytes / 2**20:.0f} MiB",
+    fontsize=10,
+)
 ax.set_xlabel("reuse distance = buffer footprint (MiB)")
 ax.set_ylabel("re-reads served from DRAM (%)")
 ax.set_title("H200 L2: what a re-read finds (ncu, 8 passes)")
@@ -454,14 +583,17 @@ def first_miss(name, share=0.01):
 
 
 shuffled = probes["shuffled"].set_index("footprint (MiB)")
-display(Markdown(
-    f"Re-read by its own thread, data starts to miss at **{first_miss('own')} MiB**; re-read from random SMs, "
-    f"at **{first_miss('shuffled')} MiB**, and at 48 MiB {shuffled.loc[48, 're-reads missed']:.0%} of it misses. "
-    "Lines read from both halves of the L2 take room in both (the A100/H100 whitepapers: each partition caches "
-    "data for the SMs attached to it). The fabric counter shows the copies: with random readers about half of "
-    "the reads would need the other partition every pass if lines were not copied, yet at 8 MiB only "
-    f"{shuffled.loc[8, 'over the fabric']:.0%} of the L2's read sectors crossed the fabric (the first pass "
-    "brings the copies). So data every SM reads sees a smaller cache than the 60 MiB on the box."))
+display(
+    Markdown(
+        f"Re-read by its own thread, data starts to miss at **{first_miss('own')} MiB**; re-read from random SMs, "
+        f"at **{first_miss('shuffled')} MiB**, and at 48 MiB {shuffled.loc[48, 're-reads missed']:.0%} of it misses. "
+        "Lines read from both halves of the L2 take room in both (the A100/H100 whitepapers: each partition caches "
+        "data for the SMs attached to it). The fabric counter shows the copies: with random readers about half of "
+        "the reads would need the other partition every pass if lines were not copied, yet at 8 MiB only "
+        f"{shuffled.loc[8, 'over the fabric']:.0%} of the L2's read sectors crossed the fabric (the first pass "
+        "brings the copies). So data every SM reads sees a smaller cache than the 60 MiB on the box."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The tiled kernel's re-reads, measured
@@ -472,13 +604,34 @@ display(Markdown(
 # predicts 0 % in every row (each reuse distance is under 60 MiB).
 
 # %%
-tiled_n = l2_evidence.tiled_rereads(lookup("tiled_l2_ncu_h200.csv"), [(n, d, 4) for n, d in l2_evidence.TILED_NCU_SHAPES], H200)
-tiled_h = l2_evidence.tiled_rereads(lookup("tiled_heads_l2_ncu_h200.csv"), l2_evidence.TILED_HEADS_NCU_SHAPES, H200)
-reread_cols = ["N", "d", "H", "K/V per head (MiB)", "waves", "reuse distance (MiB, model)", "re-read K/V (MB)",
-               "DRAM read (MB)", "model (MB)", "re-reads missed"]
+tiled_n = l2_evidence.tiled_rereads(
+    lookup("tiled_l2_ncu_h200.csv"), [(n, d, 4) for n, d in l2_evidence.TILED_NCU_SHAPES], H200
+)
+tiled_h = l2_evidence.tiled_rereads(
+    lookup("tiled_heads_l2_ncu_h200.csv"), l2_evidence.TILED_HEADS_NCU_SHAPES, H200
+)
+reread_cols = [
+    "N",
+    "d",
+    "H",
+    "K/V per head (MiB)",
+    "waves",
+    "reuse distance (MiB, model)",
+    "re-read K/V (MB)",
+    "DRAM read (MB)",
+    "model (MB)",
+    "re-reads missed",
+]
 tiled_all = pd.concat([tiled_n, tiled_h], ignore_index=True)[reread_cols]
-tiled_all.style.format({"re-reads missed": "{:.0%}", "DRAM read (MB)": "{:.1f}", "model (MB)": "{:.1f}",
-                        "re-read K/V (MB)": "{:.1f}", "reuse distance (MiB, model)": "{:.1f}"})
+tiled_all.style.format(
+    {
+        "re-reads missed": "{:.0%}",
+        "DRAM read (MB)": "{:.1f}",
+        "model (MB)": "{:.1f}",
+        "re-read K/V (MB)": "{:.1f}",
+        "reuse distance (MiB, model)": "{:.1f}",
+    }
+)
 
 # %%
 fig, ax = plt.subplots(figsize=(6.6, 3.9))
@@ -519,8 +672,11 @@ def waves_of(table):
     t = table.sort_values("start_ns")
     wave = (t["start_ns"].diff().fillna(0) > 1e6).cumsum()
     t = t.assign(wave=wave.to_numpy(), duration=(t["end_ns"] - t["start_ns"]) / 1e6)
-    return t.groupby(["wave", "head"]).agg(blocks=("i", "size"), start_spread_ms=("start_ns", lambda s: (s.max() - s.min()) / 1e6),
-                                          duration_ms=("duration", "median"))
+    return t.groupby(["wave", "head"]).agg(
+        blocks=("i", "size"),
+        start_spread_ms=("start_ns", lambda s: (s.max() - s.min()) / 1e6),
+        duration_ms=("duration", "median"),
+    )
 
 
 two_heads = waves_of(trace[(trace["N"] == 16384) & (trace["d"] == 128) & (trace["H"] == 2)])
@@ -531,8 +687,13 @@ alone = tiled_h[(tiled_h["N"] == 16384) & (tiled_h["d"] == 128) & (tiled_h["H"] 
 beside = tiled_h[(tiled_h["N"] == 16384) & (tiled_h["d"] == 128) & (tiled_h["H"] == 2)].iloc[0]
 four = tiled_n[(tiled_n["N"] == 16384) & (tiled_n["d"] == 128)].iloc[0]
 run3 = pd.read_csv(lookup("profile_h200.csv", run_id="run03"))
-run3_dram = run3[(run3["kernel"] == "tiled") & (run3["metric"] == K.DRAM_READ) & (run3["seq_len"] == 16384)
-                 & (run3["head_dim"] == 128) & (run3["launch"] == "fa2")]["value"].sum()
+run3_dram = run3[
+    (run3["kernel"] == "tiled")
+    & (run3["metric"] == K.DRAM_READ)
+    & (run3["seq_len"] == 16384)
+    & (run3["head_dim"] == 128)
+    & (run3["launch"] == "fa2")
+]["value"].sum()
 run3_missed = (run3_dram - 3 * 4 * 16384 * 128 * 4) / (four["re-read K/V (MB)"] * 1e6)
 tail, main = two_heads.loc[(1, 0)], two_heads.loc[(1, 1)]
 # one L2 partition (half of the 60 MiB) while the cut head's tail re-reads it beside the next head:
@@ -540,25 +701,28 @@ tail, main = two_heads.loc[(1, 0)], two_heads.loc[(1, 1)]
 partition = H200.level("L2").capacity_bytes / 2
 kv_head = 2 * 16384 * 128 * 4
 wave_qo = 2 * 660 * 24 * 128 * 4 / 2
-room = partition - kv_head - wave_qo          # left for the next head's K/V, which streams at the same pace
+room = partition - kv_head - wave_qo  # left for the next head's K/V, which streams at the same pace
 share_kept = max(0.0, room / kv_head)
-display(Markdown(
-    f"**The waves do walk in lockstep**: in each wave the blocks start within {two_heads['start_spread_ms'].max():.2f} ms "
-    f"of each other, and the cut head's {int(tail['blocks'])} tail blocks run beside the next head's "
-    f"{int(main['blocks'])} blocks in {tail['duration_ms']:.1f} ms against their {main['duration_ms']:.1f} ms: they do "
-    "not fall behind. So the model's timing is right and the miss is in what the L2 keeps.\n\n"
-    f"Alone (H = 1) the tail's {alone['re-read K/V (MB)']:.1f} MB re-read comes {1 - alone['re-reads missed']:.0%} "
-    f"from L2, as the model says; beside the next head (H = 2) {beside['re-reads missed']:.0%} comes from DRAM, "
-    f"with four heads {four['re-reads missed']:.0%}. The shuffled probe says why the 60 MiB is not 60 MiB here: "
-    "a line read from SMs on both halves of the L2 is kept in both. Per partition "
-    f"({partition / 2**20:.0f} MiB) that is a whole copy of the cut head's K/V ({kv_head / 2**20:.0f} MiB) plus "
-    f"its share of a wave's Q and O rows ({wave_qo / 2**20:.0f} MiB), which leaves room for the first "
-    f"{share_kept:.0%} of the next head's K/V; once that has streamed in, every further re-read tile has been "
-    f"evicted: about {1 - share_kept:.0%} of the re-read from DRAM, against {beside['re-reads missed']:.0%} measured. "
-    "That estimate assumes LRU partitions and where each line lives, which NVIDIA does not document, so the model "
-    "keeps its one-level L2 and the table marks the two cells with this cause. Not explained: the share also "
-    f"depends on the kernel's speed (the previous build, 2.7× slower per tile, missed {run3_missed:.0%} "
-    "at N = 16K, d = 128, H = 4; run 3, `profile_h200_run3.csv`)."))
+display(
+    Markdown(
+        f"**The waves do walk in lockstep**: in each wave the blocks start within {two_heads['start_spread_ms'].max():.2f} ms "
+        f"of each other, and the cut head's {int(tail['blocks'])} tail blocks run beside the next head's "
+        f"{int(main['blocks'])} blocks in {tail['duration_ms']:.1f} ms against their {main['duration_ms']:.1f} ms: they do "
+        "not fall behind. So the model's timing is right and the miss is in what the L2 keeps.\n\n"
+        f"Alone (H = 1) the tail's {alone['re-read K/V (MB)']:.1f} MB re-read comes {1 - alone['re-reads missed']:.0%} "
+        f"from L2, as the model says; beside the next head (H = 2) {beside['re-reads missed']:.0%} comes from DRAM, "
+        f"with four heads {four['re-reads missed']:.0%}. The shuffled probe says why the 60 MiB is not 60 MiB here: "
+        "a line read from SMs on both halves of the L2 is kept in both. Per partition "
+        f"({partition / 2**20:.0f} MiB) that is a whole copy of the cut head's K/V ({kv_head / 2**20:.0f} MiB) plus "
+        f"its share of a wave's Q and O rows ({wave_qo / 2**20:.0f} MiB), which leaves room for the first "
+        f"{share_kept:.0%} of the next head's K/V; once that has streamed in, every further re-read tile has been "
+        f"evicted: about {1 - share_kept:.0%} of the re-read from DRAM, against {beside['re-reads missed']:.0%} measured. "
+        "That estimate assumes LRU partitions and where each line lives, which NVIDIA does not document, so the model "
+        "keeps its one-level L2 and the table marks the two cells with this cause. Not explained: the share also "
+        f"depends on the kernel's speed (the previous build, 2.7× slower per tile, missed {run3_missed:.0%} "
+        "at N = 16K, d = 128, H = 4; run 3, `profile_h200_run3.csv`)."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. The optimised kernel, for comparison
@@ -570,8 +734,12 @@ display(Markdown(
 cmp_path = lookup("compare_h200.csv")
 cmp = readers.compare_times(cmp_path)
 ms = cmp.pivot_table(index=["head_dim", "seq_len"], columns="kernel", values="time_ms")
-display(Markdown(f"Median milliseconds, B = {cmp['batch'].iloc[0]}, H = {cmp['heads'].iloc[0]}, fp32 "
-                 f"(`current/{cmp_path.name}`, {run_of(cmp_path)['run_id']} in `manifest.csv`):"))
+display(
+    Markdown(
+        f"Median milliseconds, B = {cmp['batch'].iloc[0]}, H = {cmp['heads'].iloc[0]}, fp32 "
+        f"(`current/{cmp_path.name}`, {run_of(cmp_path)['run_id']} in `manifest.csv`):"
+    )
+)
 display(ms.round(2))
 
 # %% [markdown] slideshow={"slide_type": "slide"}

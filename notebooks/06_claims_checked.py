@@ -55,13 +55,33 @@ pd.set_option("display.max_colwidth", None)
 # the cuBLAS baseline runs fp32 with TF32 off (see the provenance record below)
 speedups = claims.teaching_speedups()
 bench_path = lookup("bench_h200.csv")
-display(Markdown(f"`current/{bench_path.name}` ({run_of(bench_path)['run_id']}, commit "
-                 f"{run_of(bench_path)['commit']}): numba naive vs readable tiled kernel at N = "
-                 f"{', '.join(charts.tokens_label(n) for n in sorted(speedups.seq_len))}, d = {claims.DEFAULT_HEAD_DIM}."))
+display(
+    Markdown(
+        f"`current/{bench_path.name}` ({run_of(bench_path)['run_id']}, commit "
+        f"{run_of(bench_path)['commit']}): numba naive vs readable tiled kernel at N = "
+        f"{', '.join(charts.tokens_label(n) for n in sorted(speedups.seq_len))}, d = {claims.DEFAULT_HEAD_DIM}."
+    )
+)
 provenance = readers.read_provenance(bench_path)
-display(pd.Series({k: provenance[k] for k in ("gpu_name", "date_utc", "what", "driver_version", "numba_cuda",
-                                               "cupy", "kernels", "cupy_naive") if k in provenance},
-                  name="provenance").to_frame())
+display(
+    pd.Series(
+        {
+            k: provenance[k]
+            for k in (
+                "gpu_name",
+                "date_utc",
+                "what",
+                "driver_version",
+                "numba_cuda",
+                "cupy",
+                "kernels",
+                "cupy_naive",
+            )
+            if k in provenance
+        },
+        name="provenance",
+    ).to_frame()
+)
 speedups.round(3)
 
 # %% [markdown]
@@ -112,6 +132,7 @@ table.loc[list(GROUPS["End to end"]), SHORT]
 # Each is one column: what decides the claim, the model's number, the paper's, the H200's, and the
 # rule the verdict applies.
 
+
 # %%
 def row(*keys):
     """The full rows of `keys`, one column each (fields as rows)."""
@@ -150,11 +171,13 @@ claims.claim_b().round(3)
 
 # %% tags=["remove-input"]
 b = claims.claim_b()
-display(Markdown(
-    f"Scores and FLOPs grow exactly ×{b['scores ×'].iloc[0]:.0f} per doubling. HBM traffic grows slightly "
-    f"less (×{b['naive HBM bytes ×'].min():.2f} to ×{b['naive HBM bytes ×'].max():.2f} for naive) because "
-    f"of its terms linear in N (reading Q, K, V, writing O)."
-))
+display(
+    Markdown(
+        f"Scores and FLOPs grow exactly ×{b['scores ×'].iloc[0]:.0f} per doubling. HBM traffic grows slightly "
+        f"less (×{b['naive HBM bytes ×'].min():.2f} to ×{b['naive HBM bytes ×'].max():.2f} for naive) because "
+        f"of its terms linear in N (reading Q, K, V, writing O)."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## (c) "Gigabytes" for the fp16 N×N matrix
@@ -169,10 +192,12 @@ pd.DataFrame(claims.model_configs()).T
 claims.claim_c(seq_lens=(4096, 8192), batches=(1, 8)).round(2)
 
 # %% tags=["remove-input"]
-display(Markdown(
-    f"One head's matrix is {charts.fmt_bytes(claims.nxn_bytes(4096))} at N = 4096 and reaches 1 GiB only at "
-    f"N = {claims.min_seq_len_for(2**30):,}; gigabytes appear once heads and batch multiply it."
-))
+display(
+    Markdown(
+        f"One head's matrix is {charts.fmt_bytes(claims.nxn_bytes(4096))} at N = 4096 and reaches 1 GiB only at "
+        f"N = {claims.min_seq_len_for(2**30):,}; gigabytes appear once heads and batch multiply it."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## (d) O(N²) vs O(N) HBM traffic
@@ -220,32 +245,67 @@ model_fp32 = claims.model_speedups(SEQ, gpu="h200", dtype="fp32")
 model_fp32.round(2)
 
 # %% slideshow={"slide_type": "subslide"}
-paper_tables = {"paper, A100 fp16, fwd+bwd (Table 20)": "table_20_fwd_bwd_ms",
-                "paper, A100 fp16, fwd+bwd, dropout + mask (Table 11)": "table_11_fwd_bwd_dropout_mask_ms"}
+paper_tables = {
+    "paper, A100 fp16, fwd+bwd (Table 20)": "table_20_fwd_bwd_ms",
+    "paper, A100 fp16, fwd+bwd, dropout + mask (Table 11)": "table_11_fwd_bwd_dropout_mask_ms",
+}
 tensor_core = verdicts.tensor_core_speedups()
 fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.4), sharey=True)
 x = model_h200.N
-left.semilogx(x, model_h200["HBM-roofline speed-up fa1"], "o-", color=charts.COLORS["fa1"],
-              label="model, H200: FlashAttention-1")
-left.semilogx(x, model_h200["HBM-roofline speed-up fa2"], "o-", color=charts.COLORS["fa2"],
-              label="model, H200: FlashAttention-2 (its default tiles)")
+left.semilogx(
+    x,
+    model_h200["HBM-roofline speed-up fa1"],
+    "o-",
+    color=charts.COLORS["fa1"],
+    label="model, H200: FlashAttention-1",
+)
+left.semilogx(
+    x,
+    model_h200["HBM-roofline speed-up fa2"],
+    "o-",
+    color=charts.COLORS["fa2"],
+    label="model, H200: FlashAttention-2 (its default tiles)",
+)
 for (label, key), marker in zip(paper_tables.items(), ("s", "D")):
     t = paper.speedups(key).dropna()
     left.semilogx(t.N, t["speed-up"], marker, ms=8, mfc="none", mew=2, color="black", label=label)
-for ((run, base, kernel), g), color in zip(tensor_core.groupby(["run", "baseline", "kernel"], sort=False),
-                                           ("#9467bd", "#8c564b", "#e377c2", "#17becf")):
+for ((run, base, kernel), g), color in zip(
+    tensor_core.groupby(["run", "baseline", "kernel"], sort=False),
+    ("#9467bd", "#8c564b", "#e377c2", "#17becf"),
+):
     g = g[g.head_dim == claims.DEFAULT_HEAD_DIM]
-    left.semilogx(g.seq_len, g["speed-up"], "*", ms=14, color=color,
-                  label=f"H200 {g['dtype'].iloc[0]}, {run}: {base} / {kernel}" if len(g) else None)
+    left.semilogx(
+        g.seq_len,
+        g["speed-up"],
+        "*",
+        ms=14,
+        color=color,
+        label=f"H200 {g['dtype'].iloc[0]}, {run}: {base} / {kernel}" if len(g) else None,
+    )
 left.set_title("fp16/bf16 on tensor cores: the posts' regime")
-right.semilogx(x, model_fp32["HBM-roofline speed-up fa2"], "^-.", color="#8c564b",
-               label="model, H200 fp32: FlashAttention-2")
+right.semilogx(
+    x,
+    model_fp32["HBM-roofline speed-up fa2"],
+    "^-.",
+    color="#8c564b",
+    label="model, H200 fp32: FlashAttention-2",
+)
 for (base, kernel), g in speedups.groupby(["baseline", "kernel"]):
-    right.semilogx(g.seq_len, g["speed-up"], "s", ms=9, mfc="none", mew=2, color="black",
-                   label=f"H200 fp32 teaching kernels: {base} / {kernel}")
+    right.semilogx(
+        g.seq_len,
+        g["speed-up"],
+        "s",
+        ms=9,
+        mfc="none",
+        mew=2,
+        color="black",
+        label=f"H200 fp32 teaching kernels: {base} / {kernel}",
+    )
 opt64 = optimised[optimised.head_dim == 64] if len(optimised) else optimised
 for ((base, kernel), g), color in zip(opt64.groupby(["baseline", "kernel"]), ("#d62728", "#9467bd")):
-    right.semilogx(g.seq_len, g["speed-up"], "D-", ms=7, color=color, label=f"H200 fp32 optimised: {base} / {kernel}")
+    right.semilogx(
+        g.seq_len, g["speed-up"], "D-", ms=7, color=color, label=f"H200 fp32 optimised: {base} / {kernel}"
+    )
 right.set_title("fp32 on CUDA cores: our numba kernels")
 for ax in (left, right):
     ax.axhspan(2, 4, color="#ffdd57", alpha=0.25, label="claim (e): 2–4×")
@@ -259,20 +319,24 @@ plt.show()
 
 # %% tags=["remove-input"]
 m = model_h200.set_index("N")
-fa2_tiles = intensity.tiles_of(count("fa2", Workload(4096, claims.DEFAULT_HEAD_DIM),
-                                     sram_bytes=load_preset("h200").sram_bytes))
+fa2_tiles = intensity.tiles_of(
+    count("fa2", Workload(4096, claims.DEFAULT_HEAD_DIM), sram_bytes=load_preset("h200").sram_bytes)
+)
 t20 = paper.speedups("table_20_fwd_bwd_ms").set_index("N")["speed-up"]
-display(Markdown(
-    f"In the HBM model FlashAttention-1's advantage grows from {m.loc[256, 'HBM-roofline speed-up fa1']:.1f}× "
-    f"at N = 256 to {m.loc[16384, 'HBM-roofline speed-up fa1']:.1f}× at 16K; FlashAttention-2 with its "
-    f"default tiles ({fa2_tiles} at N = 4K) goes from {m.loc[256, 'HBM-roofline speed-up fa2']:.1f}× to "
-    f"{m.loc[16384, 'HBM-roofline speed-up fa2']:.1f}×. At N = 256 the model's saving per head is "
-    f"{m.loc[256, 'naive − fa2 HBM time per head (µs)'] * 1e3:.0f} ns of HBM time, yet the paper measured "
-    f"FlashAttention {t20.loc[256]:.1f}× faster there (fwd+bwd, A100): short sequences gain too. In fp32 "
-    f"(CUDA cores, the dtype of our numba kernels) both kernels are compute bound from N = "
-    f"{model_fp32[model_fp32['HBM-roofline speed-up fa2'] < 1.005].N.min():,} on, and the HBM model "
-    f"predicts no speed-up ({model_fp32['HBM-roofline speed-up fa2'].iloc[-1]:.2f}× at 16K): the fp32 "
-    f"measurements on the right answer a different question than the posts."))
+display(
+    Markdown(
+        f"In the HBM model FlashAttention-1's advantage grows from {m.loc[256, 'HBM-roofline speed-up fa1']:.1f}× "
+        f"at N = 256 to {m.loc[16384, 'HBM-roofline speed-up fa1']:.1f}× at 16K; FlashAttention-2 with its "
+        f"default tiles ({fa2_tiles} at N = 4K) goes from {m.loc[256, 'HBM-roofline speed-up fa2']:.1f}× to "
+        f"{m.loc[16384, 'HBM-roofline speed-up fa2']:.1f}×. At N = 256 the model's saving per head is "
+        f"{m.loc[256, 'naive − fa2 HBM time per head (µs)'] * 1e3:.0f} ns of HBM time, yet the paper measured "
+        f"FlashAttention {t20.loc[256]:.1f}× faster there (fwd+bwd, A100): short sequences gain too. In fp32 "
+        f"(CUDA cores, the dtype of our numba kernels) both kernels are compute bound from N = "
+        f"{model_fp32[model_fp32['HBM-roofline speed-up fa2'] < 1.005].N.min():,} on, and the HBM model "
+        f"predicts no speed-up ({model_fp32['HBM-roofline speed-up fa2'].iloc[-1]:.2f}× at 16K): the fp32 "
+        f"measurements on the right answer a different question than the posts."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## (f) ~10× smaller memory footprint
@@ -287,8 +351,7 @@ footprint.round(1)
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plt.subplots(figsize=(8.5, 5))
 for col, color in (("ratio, S and P", charts.COLORS["naive"]), ("ratio, P only", "#ff7f0e")):
-    charts.plot_loglog(ax, footprint.N, footprint[col], f"{col[7:]} kept",
-                       color=color, fit_from=4096)
+    charts.plot_loglog(ax, footprint.N, footprint[col], f"{col[7:]} kept", color=color, fit_from=4096)
 ax.axhline(10, color="gray", ls="--", lw=1)
 ax.text(footprint.N.min(), 10 * 1.08, "the claim: 10×", fontsize=9, color="gray")
 charts.tokens_axis(ax, list(footprint.N))
@@ -327,18 +390,22 @@ plt.show()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Take-aways
 
+
 # %% tags=["remove-input"]
 def listed(verdict, numbers=False):
     keys = [k for k in table.index if table.loc[k, "verdict"] == verdict]
     return "; ".join(f"({k})" + (f" {table.loc[k, 'number']}" if numbers else "") for k in keys) or "none"
 
 
-display(Markdown(
-    f"- **Hold**: {listed(verdicts.HOLDS)}.\n"
-    f"- **Hold with conditions** (true per layer or model, for training or inference, against one baseline, "
-    f"or in one regime; each row names its condition): {listed(verdicts.CONDITIONS)}.\n"
-    f"- **Do not hold**: {listed(verdicts.FAILS, numbers=True)}.\n"
-    f"- **Not checked yet**: {listed(verdicts.NOT_CHECKED)}.\n"
-    f"- HBM *traffic* stays Θ(N²d²/M), quadratic in N; the extra *memory* is linear. Speed-ups depend on "
-    f"the regime: the posts mean fp16/bf16 on tensor cores; our fp32 kernels run on CUDA cores, where "
-    f"both kernels are compute bound (Lecture 1)."))
+display(
+    Markdown(
+        f"- **Hold**: {listed(verdicts.HOLDS)}.\n"
+        f"- **Hold with conditions** (true per layer or model, for training or inference, against one baseline, "
+        f"or in one regime; each row names its condition): {listed(verdicts.CONDITIONS)}.\n"
+        f"- **Do not hold**: {listed(verdicts.FAILS, numbers=True)}.\n"
+        f"- **Not checked yet**: {listed(verdicts.NOT_CHECKED)}.\n"
+        f"- HBM *traffic* stays Θ(N²d²/M), quadratic in N; the extra *memory* is linear. Speed-ups depend on "
+        f"the regime: the posts mean fp16/bf16 on tensor cores; our fp32 kernels run on CUDA cores, where "
+        f"both kernels are compute bound (Lecture 1)."
+    )
+)

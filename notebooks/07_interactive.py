@@ -60,8 +60,11 @@ def draw(n, d, sram_kib, br, bc, gpu):
         note = f"{err}; showing the default tiles instead."
         blocks = {}
     w = Workload(n, d)
-    results = {"naive": count("naive", w), "fa1": tiled("fa1", w, sram, blocks),
-               "fa2": tiled("fa2", w, sram, blocks)}
+    results = {
+        "naive": count("naive", w),
+        "fa1": tiled("fa1", w, sram, blocks),
+        "fa2": tiled("fa2", w, sram, blocks),
+    }
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5.8))
     curves = {
@@ -72,18 +75,31 @@ def draw(n, d, sram_kib, br, bc, gpu):
         "saha_ye": [saha_ye_bytes(Workload(m, d), sram) for m in SEQ],
     }
     for name, ys in curves.items():
-        charts.plot_loglog(ax1, SEQ, ys, charts.LABELS[name].split(" (")[0], color=charts.COLORS[name],
-                           fit_from=2048, ms=4, ls="--" if name in ("compulsory", "saha_ye") else "-")
+        charts.plot_loglog(
+            ax1,
+            SEQ,
+            ys,
+            charts.LABELS[name].split(" (")[0],
+            color=charts.COLORS[name],
+            fit_from=2048,
+            ms=4,
+            ls="--" if name in ("compulsory", "saha_ye") else "-",
+        )
     ax1.axvline(n, color="black", lw=1, ls=":")
     for name in ("naive", "fa1", "fa2"):
         ax1.plot([n], [results[name].hbm_bytes], "o", ms=10, mfc="none", mec=charts.COLORS[name], mew=2)
     charts.tokens_axis(ax1, SEQ)
     charts.bytes_axis(ax1, label="HBM traffic per head")
-    ax1.set_title(f"d = {d}, SRAM {sram / 1024:.0f} KiB per block, Br = {results['fa2'].block_rows}, "
-                  f"Bc = {results['fa2'].block_cols} (at N = {n})", fontsize=11)
+    ax1.set_title(
+        f"d = {d}, SRAM {sram / 1024:.0f} KiB per block, Br = {results['fa2'].block_rows}, "
+        f"Bc = {results['fa2'].block_cols} (at N = {n})",
+        fontsize=11,
+    )
     ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8.5)
 
-    points = [(name, roofline(r, hw).arithmetic_intensity, charts.COLORS[name]) for name, r in results.items()]
+    points = [
+        (name, roofline(r, hw).arithmetic_intensity, charts.COLORS[name]) for name, r in results.items()
+    ]
     charts.plot_roofline(ax2, hw, "fp16", points=points, title=f"{hw.name}, N = {n}, d = {d}")
     if note:
         fig.suptitle(note, color="#d62728", fontsize=10)
@@ -92,12 +108,21 @@ def draw(n, d, sram_kib, br, bc, gpu):
     rows = []
     for name, r in results.items():
         rl = roofline(r, hw)
-        rows.append({"schedule": name, "Br": r.block_rows, "Bc": r.block_cols, "Tr": r.tr, "Tc": r.tc,
-                     "HBM traffic (MB)": round(r.hbm_bytes / 1e6, 3),
-                     "intensity (FLOP/B)": round(rl.arithmetic_intensity, 1),
-                     "HBM-roofline time (µs)": round(max(rl.compute_s, rl.level_s["HBM"]) * 1e6, 2)})
+        rows.append(
+            {
+                "schedule": name,
+                "Br": r.block_rows,
+                "Bc": r.block_cols,
+                "Tr": r.tr,
+                "Tc": r.tc,
+                "HBM traffic (MB)": round(r.hbm_bytes / 1e6, 3),
+                "intensity (FLOP/B)": round(rl.arithmetic_intensity, 1),
+                "HBM-roofline time (µs)": round(max(rl.compute_s, rl.level_s["HBM"]) * 1e6, 2),
+            }
+        )
     table = pd.DataFrame(rows).set_index("schedule")
     display(table.astype({c: "Int64" for c in ("Br", "Bc", "Tr", "Tc")}))
+
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The default setting (static, always drawn)
@@ -117,19 +142,40 @@ draw(**DEFAULTS)
 style = {"description_width": "170px"}
 layout = widgets.Layout(width="520px")
 controls = {
-    "n": widgets.SelectionSlider(options=SEQ, value=DEFAULTS["n"], description="sequence length N",
-                                 style=style, layout=layout),
-    "d": widgets.SelectionSlider(options=DIMS, value=DEFAULTS["d"], description="head dimension d",
-                                 style=style, layout=layout),
-    "sram_kib": widgets.SelectionSlider(options=[("preset" if k == 0 else f"{k} KiB", k) for k in SRAM_KIB],
-                                        value=DEFAULTS["sram_kib"], description="SRAM per block",
-                                        style=style, layout=layout),
-    "br": widgets.IntSlider(value=DEFAULTS["br"], min=0, max=1024, step=16, description="Br (0 = paper)",
-                            style=style, layout=layout),
-    "bc": widgets.IntSlider(value=DEFAULTS["bc"], min=0, max=1024, step=16, description="Bc (0 = paper)",
-                            style=style, layout=layout),
-    "gpu": widgets.Dropdown(options=preset_keys(), value=DEFAULTS["gpu"], description="GPU preset",
-                            style=style, layout=layout),
+    "n": widgets.SelectionSlider(
+        options=SEQ, value=DEFAULTS["n"], description="sequence length N", style=style, layout=layout
+    ),
+    "d": widgets.SelectionSlider(
+        options=DIMS, value=DEFAULTS["d"], description="head dimension d", style=style, layout=layout
+    ),
+    "sram_kib": widgets.SelectionSlider(
+        options=[("preset" if k == 0 else f"{k} KiB", k) for k in SRAM_KIB],
+        value=DEFAULTS["sram_kib"],
+        description="SRAM per block",
+        style=style,
+        layout=layout,
+    ),
+    "br": widgets.IntSlider(
+        value=DEFAULTS["br"],
+        min=0,
+        max=1024,
+        step=16,
+        description="Br (0 = paper)",
+        style=style,
+        layout=layout,
+    ),
+    "bc": widgets.IntSlider(
+        value=DEFAULTS["bc"],
+        min=0,
+        max=1024,
+        step=16,
+        description="Bc (0 = paper)",
+        style=style,
+        layout=layout,
+    ),
+    "gpu": widgets.Dropdown(
+        options=preset_keys(), value=DEFAULTS["gpu"], description="GPU preset", style=style, layout=layout
+    ),
 }
 out = widgets.Output()
 
@@ -148,7 +194,9 @@ for control in controls.values():
 display(widgets.VBox(list(controls.values())), out)
 
 # %% tags=["remove-input"]
-display(Markdown(
-    f"Presets available: {', '.join(load_preset(k).name for k in preset_keys())}. "
-    f"Every number on these charts is recomputed by `simlib` when a slider moves."
-))
+display(
+    Markdown(
+        f"Presets available: {', '.join(load_preset(k).name for k in preset_keys())}. "
+        f"Every number on these charts is recomputed by `simlib` when a slider moves."
+    )
+)

@@ -54,20 +54,28 @@ rows = []
 for n in (256, 1024, 4096, 16384):
     full = count("fa2", Workload(n, 64, dtype="fp16"), block_rows=128, block_cols=128)
     causal = count("fa2", Workload(n, 64, dtype="fp16", causal=True), block_rows=128, block_cols=128)
-    rows.append({"N": n, "useful FLOPs / N²·4d": causal.useful_flops / full.flops,
-                 "performed FLOPs / N²·4d": causal.flops / full.flops,
-                 "HBM bytes causal / full": causal.hbm_bytes / full.hbm_bytes})
+    rows.append(
+        {
+            "N": n,
+            "useful FLOPs / N²·4d": causal.useful_flops / full.flops,
+            "performed FLOPs / N²·4d": causal.flops / full.flops,
+            "HBM bytes causal / full": causal.hbm_bytes / full.hbm_bytes,
+        }
+    )
 causal_table = pd.DataFrame(rows)
 causal_table
 
 # %%
 last = causal_table.iloc[-1]
-display(Markdown(
-    f"With 128×128 tiles at N = {int(last['N']):,}, the causal kernel performs "
-    f"{last['performed FLOPs / N²·4d']:.4f} of the unmasked FLOPs (the useful fraction is "
-    f"{last['useful FLOPs / N²·4d']:.4f} = (N+1)/2N) and moves {last['HBM bytes causal / full']:.3f} of the "
-    f"bytes. At N = 256 the diagonal tiles are a larger share: {causal_table.iloc[0]['performed FLOPs / N²·4d']:.3f} "
-    "of the FLOPs are still performed."))
+display(
+    Markdown(
+        f"With 128×128 tiles at N = {int(last['N']):,}, the causal kernel performs "
+        f"{last['performed FLOPs / N²·4d']:.4f} of the unmasked FLOPs (the useful fraction is "
+        f"{last['useful FLOPs / N²·4d']:.4f} = (N+1)/2N) and moves {last['HBM bytes causal / full']:.3f} of the "
+        f"bytes. At N = 256 the diagonal tiles are a larger share: {causal_table.iloc[0]['performed FLOPs / N²·4d']:.3f} "
+        "of the FLOPs are still performed."
+    )
+)
 
 # %% slideshow={"slide_type": "slide"}
 n_demo, b_demo = 1024, 128
@@ -104,10 +112,15 @@ for kv_heads in (32, 8, 1):
     w_decode = Workload(8192, 128, heads=32, kv_heads=kv_heads, query_len=1, dtype="fp16")
     pre = count("fa2", w_prefill, sram_bytes=SRAM)
     dec = count("decode", w_decode, sram_bytes=SRAM)
-    rows.append({"kv_heads": kv_heads, "group g": 32 // kv_heads,
-                 "prefill HBM (GB)": pre.hbm_bytes / 1e9,
-                 "decode HBM (MB)": dec.hbm_bytes / 1e6,
-                 "decode FLOP/byte": dec.flops / dec.hbm_bytes})
+    rows.append(
+        {
+            "kv_heads": kv_heads,
+            "group g": 32 // kv_heads,
+            "prefill HBM (GB)": pre.hbm_bytes / 1e9,
+            "decode HBM (MB)": dec.hbm_bytes / 1e6,
+            "decode FLOP/byte": dec.flops / dec.hbm_bytes,
+        }
+    )
 gqa_table = pd.DataFrame(rows)
 gqa_table
 
@@ -130,29 +143,48 @@ rows = []
 for splits in (1, 2, 4, 8, 16, 32, 64):
     r = count("decode", w_dec, sram_bytes=SRAM, splits=splits)
     extra = r.traffic.elements("HBM", tensor="O_part") + r.traffic.elements("HBM", tensor="lse_part")
-    rows.append({"splits s": splits, "HBM (MB)": r.hbm_bytes / 1e6,
-                 "partial-result traffic (kB)": extra * 4 * r.units / 1e3,
-                 "thread blocks (B·H_kv·s)": r.units * splits,
-                 "roofline time (µs)": roofline(r, H200).time_s * 1e6,
-                 "bound": roofline(r, H200).bound})
+    rows.append(
+        {
+            "splits s": splits,
+            "HBM (MB)": r.hbm_bytes / 1e6,
+            "partial-result traffic (kB)": extra * 4 * r.units / 1e3,
+            "thread blocks (B·H_kv·s)": r.units * splits,
+            "roofline time (µs)": roofline(r, H200).time_s * 1e6,
+            "bound": roofline(r, H200).bound,
+        }
+    )
 decode_table = pd.DataFrame(rows)
 decode_table
 
 # %%
 d0, d64 = decode_table.iloc[0], decode_table.iloc[-1]
-display(Markdown(
-    f"Splitting the 32K-token cache 64 ways adds {d64['partial-result traffic (kB)']:.0f} kB of partial results to "
-    f"{d0['HBM (MB)']:.1f} MB of K/V reads ({(d64['HBM (MB)'] / d0['HBM (MB)'] - 1) * 100:.2f} % more traffic) and "
-    f"raises the number of thread blocks from {int(d0['thread blocks (B·H_kv·s)'])} to "
-    f"{int(d64['thread blocks (B·H_kv·s)'])}: enough to fill the H200's {H200.sm_count} SMs. That is the whole "
-    "trick of flash-decoding: parallelism bought with a few kB."))
+display(
+    Markdown(
+        f"Splitting the 32K-token cache 64 ways adds {d64['partial-result traffic (kB)']:.0f} kB of partial results to "
+        f"{d0['HBM (MB)']:.1f} MB of K/V reads ({(d64['HBM (MB)'] / d0['HBM (MB)'] - 1) * 100:.2f} % more traffic) and "
+        f"raises the number of thread blocks from {int(d0['thread blocks (B·H_kv·s)'])} to "
+        f"{int(d64['thread blocks (B·H_kv·s)'])}: enough to fill the H200's {H200.sm_count} SMs. That is the whole "
+        "trick of flash-decoding: parallelism bought with a few kB."
+    )
+)
 
 # %% slideshow={"slide_type": "slide"}
 fig, ax = plt.subplots(figsize=(6.4, 4.2))
 for kv_heads, marker in ((32, "o"), (8, "s"), (1, "^")):
     lengths = [2**k for k in range(10, 18)]
-    times = [roofline(count("decode", Workload(L, 128, heads=32, kv_heads=kv_heads, query_len=1, dtype="fp16"),
-                            sram_bytes=SRAM, splits=16), H200).level_s["HBM"] * 1e6 for L in lengths]
+    times = [
+        roofline(
+            count(
+                "decode",
+                Workload(L, 128, heads=32, kv_heads=kv_heads, query_len=1, dtype="fp16"),
+                sram_bytes=SRAM,
+                splits=16,
+            ),
+            H200,
+        ).level_s["HBM"]
+        * 1e6
+        for L in lengths
+    ]
     charts.plot_loglog(ax, lengths, times, f"H_kv = {kv_heads} (g = {32 // kv_heads})", marker=marker)
 charts.tokens_axis(ax, lengths, label="KV cache length L (tokens)")
 ax.set_ylabel("HBM time per decode step per layer (µs, H200)")
@@ -173,9 +205,16 @@ rows = []
 for n in (1024, 4096, 16384):
     w = Workload(n, 64, dtype="fp16")
     std, fl = count("naive_bwd", w), count("flash_bwd", w, sram_bytes=SRAM)
-    rows.append({"N": n, "standard bwd HBM (GB)": std.hbm_bytes / 1e9, "flash bwd HBM (GB)": fl.hbm_bytes / 1e9,
-                 "traffic ratio": std.hbm_bytes / fl.hbm_bytes,
-                 "standard GFLOP": std.flops / 1e9, "flash GFLOP (recompute)": fl.flops / 1e9})
+    rows.append(
+        {
+            "N": n,
+            "standard bwd HBM (GB)": std.hbm_bytes / 1e9,
+            "flash bwd HBM (GB)": fl.hbm_bytes / 1e9,
+            "traffic ratio": std.hbm_bytes / fl.hbm_bytes,
+            "standard GFLOP": std.flops / 1e9,
+            "flash GFLOP (recompute)": fl.flops / 1e9,
+        }
+    )
 backward_table = pd.DataFrame(rows)
 backward_table
 
@@ -193,22 +232,28 @@ fig2 = figure2_left()
 fig2
 
 # %%
-std_row, fa_row = fig2.set_index("attention").loc["standard"], fig2.set_index("attention").loc["FlashAttention"]
+std_row, fa_row = (
+    fig2.set_index("attention").loc["standard"],
+    fig2.set_index("attention").loc["FlashAttention"],
+)
 no_mask = figure2_left(workload=Workload(1024, 64, batch=64, heads=16, dtype="fp16"))
 nm = no_mask.set_index("attention")
-display(Markdown(
-    f"The model gives **{std_row['model_hbm_gb']:.1f} GB** for standard attention against the paper's "
-    f"{std_row['paper_hbm_gb']} GB ({(std_row['model_over_paper'] - 1) * 100:+.0f} %), and "
-    f"**{fa_row['model_hbm_gb']:.2f} GB** for FlashAttention against {fa_row['paper_hbm_gb']} GB "
-    f"({(fa_row['model_over_paper'] - 1) * 100:+.0f} %). The ratio, "
-    f"{std_row['model_hbm_gb'] / fa_row['model_hbm_gb']:.1f}× in the model against "
-    f"{std_row['paper_hbm_gb'] / fa_row['paper_hbm_gb']:.1f}× in the paper, is the point of the figure. "
-    f"Without the causal mask the standard count drops to {nm.loc['standard', 'model_hbm_gb']:.1f} GB "
-    f"and FlashAttention's rises to {nm.loc['FlashAttention', 'model_hbm_gb']:.2f} GB: the paper does not state "
-    "its masking and kernel boundaries (a fused scale+mask+softmax kernel, as some implementations have, "
-    "removes four N×N passes), which is where the remaining distance lies. The paper's GFLOPs row "
-    f"({std_row['paper_gflop']} and {fa_row['paper_gflop']}) does not follow from the stated workload: "
-    f"4·N²·d·B·H alone is {Workload(1024, 64, batch=64, heads=16).flops / 1e9:.0f} GFLOP for the forward pass."))
+display(
+    Markdown(
+        f"The model gives **{std_row['model_hbm_gb']:.1f} GB** for standard attention against the paper's "
+        f"{std_row['paper_hbm_gb']} GB ({(std_row['model_over_paper'] - 1) * 100:+.0f} %), and "
+        f"**{fa_row['model_hbm_gb']:.2f} GB** for FlashAttention against {fa_row['paper_hbm_gb']} GB "
+        f"({(fa_row['model_over_paper'] - 1) * 100:+.0f} %). The ratio, "
+        f"{std_row['model_hbm_gb'] / fa_row['model_hbm_gb']:.1f}× in the model against "
+        f"{std_row['paper_hbm_gb'] / fa_row['paper_hbm_gb']:.1f}× in the paper, is the point of the figure. "
+        f"Without the causal mask the standard count drops to {nm.loc['standard', 'model_hbm_gb']:.1f} GB "
+        f"and FlashAttention's rises to {nm.loc['FlashAttention', 'model_hbm_gb']:.2f} GB: the paper does not state "
+        "its masking and kernel boundaries (a fused scale+mask+softmax kernel, as some implementations have, "
+        "removes four N×N passes), which is where the remaining distance lies. The paper's GFLOPs row "
+        f"({std_row['paper_gflop']} and {fa_row['paper_gflop']}) does not follow from the stated workload: "
+        f"4·N²·d·B·H alone is {Workload(1024, 64, batch=64, heads=16).flops / 1e9:.0f} GFLOP for the forward pass."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Speaker notes: the paper's 40.3 GB and 4.4 GB depend on kernel boundaries the paper does not list.
@@ -224,10 +269,17 @@ display(Markdown(
 kv_rows = []
 for key in model_keys():
     m = load_model(key)
-    kv_rows.append({"model": m.name, "params (B)": m.params / 1e9, "layers": m.num_hidden_layers,
-                    "kv_heads": m.num_key_value_heads, "KV cache per token (KiB, fp16)": m.kv_bytes_per_token() / 1024,
-                    "weights fp16 (GB)": m.weight_bytes("fp16") / 1e9,
-                    "tokens per GiB of cache": 2**30 // m.kv_bytes_per_token()})
+    kv_rows.append(
+        {
+            "model": m.name,
+            "params (B)": m.params / 1e9,
+            "layers": m.num_hidden_layers,
+            "kv_heads": m.num_key_value_heads,
+            "KV cache per token (KiB, fp16)": m.kv_bytes_per_token() / 1024,
+            "weights fp16 (GB)": m.weight_bytes("fp16") / 1e9,
+            "tokens per GiB of cache": 2**30 // m.kv_bytes_per_token(),
+        }
+    )
 pd.DataFrame(kv_rows)
 
 # %% slideshow={"slide_type": "slide"}
@@ -252,10 +304,13 @@ m8 = load_model("llama-3-8b")
 fits_fp16 = max_context(m8, GPU_16)
 fits_int8 = max_context(m8, GPU_16, weight_dtype="int8")
 m7 = load_model("llama-2-7b")
-display(Markdown(
-    f"**Llama-3-8B on a 16 GiB GPU**: {m8.params / 1e9:.2f} B parameters are {m8.weight_bytes() / 1e9:.2f} GB in "
-    f"fp16, leaving room for **{fits_fp16:,} tokens** of fp16 KV cache ({m8.kv_bytes_per_token() // 1024} KiB each) at "
-    f"batch 1, before activations and the CUDA context. With int8 weights: {fits_int8:,} tokens, beyond the "
-    f"{m8.max_position_embeddings:,} the model was trained for. Llama-2-7B has no GQA: "
-    f"{m7.kv_bytes_per_token() // 1024} KiB per token, so even with int8 weights a single conversation of "
-    f"{max_context(m7, GPU_16, weight_dtype='int8'):,} tokens exhausts the card."))
+display(
+    Markdown(
+        f"**Llama-3-8B on a 16 GiB GPU**: {m8.params / 1e9:.2f} B parameters are {m8.weight_bytes() / 1e9:.2f} GB in "
+        f"fp16, leaving room for **{fits_fp16:,} tokens** of fp16 KV cache ({m8.kv_bytes_per_token() // 1024} KiB each) at "
+        f"batch 1, before activations and the CUDA context. With int8 weights: {fits_int8:,} tokens, beyond the "
+        f"{m8.max_position_embeddings:,} the model was trained for. Llama-2-7B has no GQA: "
+        f"{m7.kv_bytes_per_token() // 1024} KiB per token, so even with int8 weights a single conversation of "
+        f"{max_context(m7, GPU_16, weight_dtype='int8'):,} tokens exhausts the card."
+    )
+)

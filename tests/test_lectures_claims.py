@@ -1,6 +1,7 @@
 """The claims table (simlib.lectures.verdicts) and the intensity chart, against numbers derived by hand
 here: the paper's printed times and days (data/papers.json), the presets' datasheet numbers, and the
 paper's element counts (naive reads 3Nd + 2N² and writes 2N² + Nd elements)."""
+
 import json
 import subprocess
 import sys
@@ -11,9 +12,9 @@ from simlib.lectures import intensity, verdicts
 from simlib.lectures.verdicts import CONDITIONS, FAILS, HOLDS, NOT_CHECKED
 
 N, D = 4096, 64
-NAIVE_BYTES = 2 * (3 * N * D + 2 * N * N + 2 * N * N + N * D)      # fp16: 136,314,880
-NAIVE_FLOPS = 4 * N * N * D                                        # QKᵀ and PV: 4,294,967,296
-H200_FP16, H200_FP32, H200_HBM = 989.4e12, 66.9e12, 4.8e12         # data/hardware/h200.json (datasheet)
+NAIVE_BYTES = 2 * (3 * N * D + 2 * N * N + 2 * N * N + N * D)  # fp16: 136,314,880
+NAIVE_FLOPS = 4 * N * N * D  # QKᵀ and PV: 4,294,967,296
+H200_FP16, H200_FP32, H200_HBM = 989.4e12, 66.9e12, 4.8e12  # data/hardware/h200.json (datasheet)
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +26,15 @@ def test_every_claim_has_a_verdict_a_rule_and_a_quantity(table):
     assert list(table.index) == list("abcdefghijklmnopqr")
     assert set(table.verdict) <= set(verdicts.VERDICTS)
     assert (table.rule.str.len() > 20).all() and (table.quantity.str.len() > 10).all()
-    assert (table.verdict != NOT_CHECKED).all()        # every claim has a model, a paper number or a measurement
+    assert (table.verdict != NOT_CHECKED).all()  # every claim has a model, a paper number or a measurement
 
 
 def test_counting_claims(table):
     assert NAIVE_BYTES == 136_314_880
     assert table.loc["a", "verdict"] == HOLDS and "16,777,216" in table.loc["a", "model"]
-    assert table.loc["m", "verdict"] == HOLDS and f"{NAIVE_BYTES / 32 / 1e6:.2f} M" in table.loc["m", "model"]  # 4.26 M
+    assert (
+        table.loc["m", "verdict"] == HOLDS and f"{NAIVE_BYTES / 32 / 1e6:.2f} M" in table.loc["m", "model"]
+    )  # 4.26 M
     # (n): S is N² = 16,777,216 values, S and P 33,554,432; FlashAttention-2 writes only L (N values)
     assert table.loc["n", "verdict"] == HOLDS and "33,554,432" in table.loc["n", "model"]
     assert f"fa2: {N:,}" in table.loc["n", "model"]
@@ -40,28 +43,33 @@ def test_counting_claims(table):
 
 def test_sram_is_one_order_of_magnitude_faster_not_orders(table):
     assert table.loc["i", "verdict"] == FAILS
-    assert f"NVIDIA H200 {30.91968e12 / 4.8e12:.1f}×" in table.loc["i", "model"]        # 6.4×
-    assert f"{19 / 2.0:.1f}–{19 / 1.5:.1f}×" in table.loc["i", "paper"]                 # 9.5–12.7×
+    assert f"NVIDIA H200 {30.91968e12 / 4.8e12:.1f}×" in table.loc["i", "model"]  # 6.4×
+    assert f"{19 / 2.0:.1f}–{19 / 1.5:.1f}×" in table.loc["i", "paper"]  # 9.5–12.7×
 
 
 def test_math_microseconds_memory_milliseconds(table):
-    compute_us, hbm_us = NAIVE_FLOPS / H200_FP16 * 1e6, NAIVE_BYTES / H200_HBM * 1e6   # 4.3 µs, 28.4 µs
-    assert table.loc["j", "verdict"] == CONDITIONS                   # memory dominates 6.5×, not 1000×
-    assert f"naive math {compute_us:.1f} µs, HBM {hbm_us:.1f} µs ({hbm_us / compute_us:.1f}×)" in table.loc["j", "model"]
+    compute_us, hbm_us = NAIVE_FLOPS / H200_FP16 * 1e6, NAIVE_BYTES / H200_HBM * 1e6  # 4.3 µs, 28.4 µs
+    assert table.loc["j", "verdict"] == CONDITIONS  # memory dominates 6.5×, not 1000×
+    assert (
+        f"naive math {compute_us:.1f} µs, HBM {hbm_us:.1f} µs ({hbm_us / compute_us:.1f}×)"
+        in table.loc["j", "model"]
+    )
 
 
 def test_sram_and_hbm_sizes(table):
     # A100: 192 KiB × 108 SMs = 21,233,664 B; H100/H200: 256 KiB × 132 = 34,603,008 B
     assert table.loc["k", "verdict"] == HOLDS
     assert table.loc["k", "number"] == f"{196608 * 108 / 1e6:.1f}–{262144 * 132 / 1e6:.1f} MB"
-    assert table.loc["l", "verdict"] == CONDITIONS                   # the H200's 141 GB is outside 40–80
+    assert table.loc["l", "verdict"] == CONDITIONS  # the H200's 141 GB is outside 40–80
     assert table.loc["l", "number"] == "40–141 GB"
 
 
 def test_paper_end_to_end_claims(table):
     # Table 2 (days): vs Huggingface 9.5/2.7 = 3.52, 21.0/6.9 = 3.04; vs Megatron 4.7/2.7 = 1.74, 11.5/6.9 = 1.67
     assert table.loc["o", "verdict"] == CONDITIONS
-    assert table.loc["o", "number"] == f"{21.0 / 6.9:.1f}–{9.5 / 2.7:.1f}× vs Huggingface, 1.7× vs Megatron-LM"
+    assert (
+        table.loc["o", "number"] == f"{21.0 / 6.9:.1f}–{9.5 / 2.7:.1f}× vs Huggingface, 1.7× vs Megatron-LM"
+    )
     assert table.loc["p", "verdict"] == CONDITIONS and "1K–4K" in table.loc["p", "number"]
 
 
@@ -71,7 +79,9 @@ def test_short_sequences_are_not_diminishing_in_the_paper(table):
     speedups = [0.67 / 0.31, 0.70 / 0.31, 0.84 / 0.43, 0.86 / 0.41, 0.36 / 0.04, 0.34 / 0.06]
     assert min(speedups) > 1.5
     assert table.loc["h", "verdict"] == FAILS
-    assert table.loc["h", "number"] == f"{min(speedups):.1f}–{max(speedups):.1f}× at N = 128–256 (paper, A100)"
+    assert (
+        table.loc["h", "number"] == f"{min(speedups):.1f}–{max(speedups):.1f}× at N = 128–256 (paper, A100)"
+    )
 
 
 def test_long_sequences_judged_on_the_paper_without_an_h200_tensor_core_run():
@@ -96,7 +106,9 @@ def test_energy_claim_reads_the_energy_run(table):
     # joules per call, bf16 fwd+bwd, SDPA math vs flash: N = 1K 3.409336 vs 0.366828, 4K 13.264509 vs 1.2217,
     # 16K 103.534429 vs 9.339628: 89–91 % less per attention call
     savings = [1 - 0.366828 / 3.409336, 1 - 1.2217 / 13.264509, 1 - 9.339628 / 103.534429]
-    assert f"{100 * min(savings):.0f}–{100 * max(savings):.0f} % per attention call" in table.loc["q", "number"]
+    assert (
+        f"{100 * min(savings):.0f}–{100 * max(savings):.0f} % per attention call" in table.loc["q", "number"]
+    )
     assert table.loc["q", "verdict"] == CONDITIONS
 
 
@@ -114,30 +126,37 @@ def tc_bench(tmp_path, rows):
 
 
 def test_figure2_run_is_shown_but_n_1k_is_not_long(tmp_path):
-    short = figure2(tmp_path, [("standard", 0.1, 64, 1024, 16, 64, "fp16", 40.0),
-                               ("fa2_varlen", 0.1, 64, 1024, 16, 64, "fp16", 8.0)])
+    short = figure2(
+        tmp_path,
+        [
+            ("standard", 0.1, 64, 1024, 16, 64, "fp16", 40.0),
+            ("fa2_varlen", 0.1, 64, 1024, 16, 64, "fp16", 8.0),
+        ],
+    )
     tc = verdicts.tensor_core_speedups(short, None, None)
-    assert tc["speed-up"].item() == pytest.approx(5.0)                  # 40 / 8
+    assert tc["speed-up"].item() == pytest.approx(5.0)  # 40 / 8
     v = verdicts.verdict_e(tensor_core=tc)
     assert "5.0× at N = 1K" in v.measured and v.number.endswith("(paper, A100 fp16)")
 
 
 def test_tensor_core_bench_decides_e_at_long_sequences(tmp_path):
-    rows = [("torch_math", "", "bf16", 4, 16, 4096, 64, False, 9.0),
-            ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 3.0),       # 9 / 3 = 3.0×: inside 2–4×
-            ("naive_tc", "w4_bc64", "bf16", 4, 16, 4096, 64, False, 6.0),
-            ("fa2_tc", "w4_bc64 (default)", "bf16", 4, 16, 4096, 64, False, 1.0),
-            ("fa2_tc", "w8_bc64", "bf16", 4, 16, 4096, 64, False, 0.5),     # not the default: ignored
-            ("torch_math", "", "bf16", 4, 16, 16384, 64, False, ""),        # out of memory: no pair
-            ("torch_flash", "", "bf16", 4, 16, 16384, 64, False, 40.0)]
+    rows = [
+        ("torch_math", "", "bf16", 4, 16, 4096, 64, False, 9.0),
+        ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 3.0),  # 9 / 3 = 3.0×: inside 2–4×
+        ("naive_tc", "w4_bc64", "bf16", 4, 16, 4096, 64, False, 6.0),
+        ("fa2_tc", "w4_bc64 (default)", "bf16", 4, 16, 4096, 64, False, 1.0),
+        ("fa2_tc", "w8_bc64", "bf16", 4, 16, 4096, 64, False, 0.5),  # not the default: ignored
+        ("torch_math", "", "bf16", 4, 16, 16384, 64, False, ""),  # out of memory: no pair
+        ("torch_flash", "", "bf16", 4, 16, 16384, 64, False, 40.0),
+    ]
     tc = verdicts.tensor_core_speedups(None, tc_bench(tmp_path, rows), None).set_index("baseline")["speed-up"]
     assert tc["torch_math"] == pytest.approx(3.0) and tc["naive_tc"] == pytest.approx(6.0)
     v = verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
-    assert v.verdict == HOLDS and v.number == "3.0× (H200 tensor cores)"   # our kernels' 6× is context
-    rows[1] = ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 6.0)      # 9 / 6 = 1.5×
+    assert v.verdict == HOLDS and v.number == "3.0× (H200 tensor cores)"  # our kernels' 6× is context
+    rows[1] = ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 6.0)  # 9 / 6 = 1.5×
     v = verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
     assert v.verdict == FAILS
-    rows[1] = ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 1.0)      # 9×: faster than claimed
+    rows[1] = ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 1.0)  # 9×: faster than claimed
     v = verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
     assert v.verdict == CONDITIONS
 
@@ -150,21 +169,37 @@ def test_tensor_core_file_without_its_columns_fails_loudly(tmp_path):
 
 def test_memory_claims(table):
     assert table.loc["f", "verdict"] == CONDITIONS and f"{4416 / 418:.1f}× at 2K" in table.loc["f", "paper"]
-    assert table.loc["g", "verdict"] == CONDITIONS and "from N = 8K on an A100 with 40 GB" in table.loc["g", "paper"]
+    assert (
+        table.loc["g", "verdict"] == CONDITIONS
+        and "from N = 8K on an A100 with 40 GB" in table.loc["g", "paper"]
+    )
     # (r) Llama-3-8B: KV 2·32·8·128·2 B = 131,072 B per token; weights 8,030,261,248 · 2 B; a 16 GiB T4
     free = 2**34 - 8_030_261_248 * 2
     assert free // 131_072 == 8539
-    spare = free - 8192 * 131_072                                   # at its 8,192-token context: 43.5 MiB
+    spare = free - 8192 * 131_072  # at its 8,192-token context: 43.5 MiB
     assert table.loc["r", "verdict"] == CONDITIONS and f"{spare / 2**20:.1f} MiB" in table.loc["r", "number"]
 
 
 def test_cli_prints_every_claim_as_json():
-    out = subprocess.run([sys.executable, "-m", "simlib", "claims", "--json"], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "simlib", "claims", "--json"], capture_output=True, text=True, check=True
+    )
     rows = json.loads(out.stdout)
     assert [r["claim"] for r in rows] == list("abcdefghijklmnopqr")
-    assert set(rows[0]) == {"claim", "post", "quantity", "model", "paper", "measured", "rule", "verdict", "number"}
-    text = subprocess.run([sys.executable, "-m", "simlib", "claims"], capture_output=True, text=True, check=True)
+    assert set(rows[0]) == {
+        "claim",
+        "post",
+        "quantity",
+        "model",
+        "paper",
+        "measured",
+        "rule",
+        "verdict",
+        "number",
+    }
+    text = subprocess.run(
+        [sys.executable, "-m", "simlib", "claims"], capture_output=True, text=True, check=True
+    )
     assert len(text.stdout.splitlines()) == 18 and text.stdout.startswith("(a) holds")
 
 
@@ -172,14 +207,17 @@ def test_cli_prints_every_claim_as_json():
 # the compute-bound punchline
 # ---------------------------------------------------------------------------------------------
 
+
 def test_intensity_against_the_ridges():
     t = intensity.intensity_table(gpus=("h200",), seq_len=N, head_dim=D).set_index("schedule")
-    assert t.loc["naive", "FLOP per HBM byte"] == pytest.approx(NAIVE_FLOPS / NAIVE_BYTES)      # 31.5
-    assert t.loc[intensity.L2_LIMIT, "FLOP per HBM byte"] == pytest.approx(NAIVE_FLOPS / (4 * N * D * 2))  # 2048
-    assert t.loc["naive", "ridge fp16 (FLOP/B)"] == pytest.approx(H200_FP16 / H200_HBM)      # 206.1
-    assert t.loc["naive", "ridge fp32 (FLOP/B)"] == pytest.approx(H200_FP32 / H200_HBM)      # 13.9
+    assert t.loc["naive", "FLOP per HBM byte"] == pytest.approx(NAIVE_FLOPS / NAIVE_BYTES)  # 31.5
+    assert t.loc[intensity.L2_LIMIT, "FLOP per HBM byte"] == pytest.approx(
+        NAIVE_FLOPS / (4 * N * D * 2)
+    )  # 2048
+    assert t.loc["naive", "ridge fp16 (FLOP/B)"] == pytest.approx(H200_FP16 / H200_HBM)  # 206.1
+    assert t.loc["naive", "ridge fp32 (FLOP/B)"] == pytest.approx(H200_FP32 / H200_HBM)  # 13.9
     assert t.loc["naive", "fp16 tensor cores"] == "memory bound"
-    assert t.loc["naive", "fp32 CUDA cores"] == "compute bound"       # 31.5 > 13.9: fp32 is another regime
+    assert t.loc["naive", "fp32 CUDA cores"] == "compute bound"  # 31.5 > 13.9: fp32 is another regime
     assert t.loc[intensity.L2_LIMIT, "fp16 tensor cores"] == "compute bound"
 
 

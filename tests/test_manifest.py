@@ -1,5 +1,6 @@
 """gpu_kernels.measure.manifest: the measurement tree (current/, archive/<run_id>/, manifest.csv),
 on hand-made temporary folders, and the committed tree itself."""
+
 import csv
 import hashlib
 import json
@@ -12,7 +13,9 @@ from gpu_kernels.measure import manifest as mf
 ROOT = Path(__file__).resolve().parent.parent / "data" / "measurements"
 
 
-def make_run(folder, run_id, files, sha=True, date="2026-12-01T09:00:00+00:00", commit="abc1234 (FLASHIO_COMMIT)"):
+def make_run(
+    folder, run_id, files, sha=True, date="2026-12-01T09:00:00+00:00", commit="abc1234 (FLASHIO_COMMIT)"
+):
     """A run folder as the device returns it: each file F with F.provenance.json."""
     folder.mkdir(parents=True)
     for name, text in files.items():
@@ -31,26 +34,42 @@ def rows(root):
 
 def test_import_places_files_and_archives_what_they_replace(tmp_path):
     root = tmp_path / "measurements"
-    first = make_run(tmp_path / "out8", "run08", {"bench_h200.csv": "a,b\n1,2\n", "profile_h200.csv": "p\n1\n"})
+    first = make_run(
+        tmp_path / "out8", "run08", {"bench_h200.csv": "a,b\n1,2\n", "profile_h200.csv": "p\n1\n"}
+    )
     mf.import_run(first, "run08", "python -m gpu_kernels bench", root=root)
     assert mf.lookup("bench_h200.csv", root=root) == root / "current" / "bench_h200.csv"
     assert (root / "current" / "bench_h200.csv").read_text() == "a,b\n1,2\n"
-    second = make_run(tmp_path / "out16", "run16", {"bench_h200.csv": "a,b\n3,4\n"},
-                      date="2026-12-02T10:00:00+00:00", commit="def5678 (FLASHIO_COMMIT)")
+    second = make_run(
+        tmp_path / "out16",
+        "run16",
+        {"bench_h200.csv": "a,b\n3,4\n"},
+        date="2026-12-02T10:00:00+00:00",
+        commit="def5678 (FLASHIO_COMMIT)",
+    )
     row = mf.import_run(second, "run16", "python -m gpu_kernels bench", note="re-measured", root=root)
     # the new file is current, the old one and its sidecar are under the run that measured them
     assert (root / "current" / "bench_h200.csv").read_text() == "a,b\n3,4\n"
     assert (root / "archive" / "run08" / "bench_h200.csv").read_text() == "a,b\n1,2\n"
     assert (root / "archive" / "run08" / "bench_h200.csv.provenance.json").is_file()
     assert mf.lookup("bench_h200.csv", run_id="run08", root=root).read_text() == "a,b\n1,2\n"
-    assert row == {"run_id": "run16", "date": "2026-12-02T10:00:00+00:00", "commit": "def5678",
-                   "command": "python -m gpu_kernels bench",
-                   "files": "current/bench_h200.csv current/bench_h200.csv.provenance.json",
-                   "status": "current", "note": "re-measured"}
+    assert row == {
+        "run_id": "run16",
+        "date": "2026-12-02T10:00:00+00:00",
+        "commit": "def5678",
+        "command": "python -m gpu_kernels bench",
+        "files": "current/bench_h200.csv current/bench_h200.csv.provenance.json",
+        "status": "current",
+        "note": "re-measured",
+    }
     old, new = rows(root)
-    assert old["status"] == "current"           # its profile is still current
-    assert old["files"].split() == ["archive/run08/bench_h200.csv", "archive/run08/bench_h200.csv.provenance.json",
-                                    "current/profile_h200.csv", "current/profile_h200.csv.provenance.json"]
+    assert old["status"] == "current"  # its profile is still current
+    assert old["files"].split() == [
+        "archive/run08/bench_h200.csv",
+        "archive/run08/bench_h200.csv.provenance.json",
+        "current/profile_h200.csv",
+        "current/profile_h200.csv.provenance.json",
+    ]
     assert new == row
     assert mf.run_of(root / "archive" / "run08" / "bench_h200.csv", root=root)["run_id"] == "run08"
     third = make_run(tmp_path / "out17", "run17", {"profile_h200.csv": "p\n2\n"})
@@ -61,9 +80,11 @@ def test_import_places_files_and_archives_what_they_replace(tmp_path):
 
 def test_a_sidecar_of_another_run_is_refused(tmp_path):
     folder = make_run(tmp_path / "out", "run15", {"bench_h200.csv": "x\n"})
-    with pytest.raises(mf.ManifestError, match=r"bench_h200.csv.provenance.json: run_id is 'run15', expected 'run16'"):
+    with pytest.raises(
+        mf.ManifestError, match=r"bench_h200.csv.provenance.json: run_id is 'run15', expected 'run16'"
+    ):
         mf.import_run(folder, "run16", "cmd", root=tmp_path / "m")
-    assert not (tmp_path / "m" / "current").exists()       # nothing placed before the check
+    assert not (tmp_path / "m" / "current").exists()  # nothing placed before the check
 
 
 def test_a_file_whose_bytes_differ_from_its_sidecar_is_refused(tmp_path):
@@ -95,7 +116,7 @@ def test_a_log_is_covered_by_its_csvs_sidecar_whose_hash_is_the_csvs(tmp_path):
     side = folder / "figure2_h200.csv.provenance.json"
     assert mf.sidecar_of(folder / "figure2_h200.log") == side
     assert list(mf.verify(folder, "run16")) == [side]
-    (folder / "figure2_h200.csv").write_text("a\n2\n")            # the CSV, not the log, is hashed
+    (folder / "figure2_h200.csv").write_text("a\n2\n")  # the CSV, not the log, is hashed
     with pytest.raises(mf.ManifestError, match="figure2_h200.csv: sha256 differs"):
         mf.verify(folder, "run16")
     (folder / "other.log").write_text("")
@@ -118,12 +139,14 @@ def test_incoming_folder_is_removed_after_import(tmp_path):
 
 
 def test_cli_one_line_errors(tmp_path, capsys):
-    assert mf.main([str(tmp_path / "absent"), "--run-id", "r1", "--command", "c", "--root", str(tmp_path)]) == 2
+    assert (
+        mf.main([str(tmp_path / "absent"), "--run-id", "r1", "--command", "c", "--root", str(tmp_path)]) == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "absent: not a folder" in err
     assert mf.main([str(tmp_path), "--run-id", "../x", "--command", "c", "--root", str(tmp_path)]) == 2
     assert "--run-id" in capsys.readouterr().err
-    assert mf.main([str(tmp_path)]) == 2                       # --run-id missing: one line, no usage block
+    assert mf.main([str(tmp_path)]) == 2  # --run-id missing: one line, no usage block
     assert capsys.readouterr().err.count("\n") == 1
     folder = make_run(tmp_path / "out", "r1", {"x.csv": "1\n"})
     assert mf.main([str(folder), "--run-id", "r1", "--command", "c", "--root", str(tmp_path / "m")]) == 0
@@ -139,15 +162,22 @@ def test_lookup_names_the_missing_file(tmp_path):
 # the committed tree
 # ---------------------------------------------------------------------------------------------
 
+
 def test_committed_manifest_lists_every_file_exactly_once():
     listed = [p for r in mf.read_manifest(ROOT) for p in r["files"].split()]
-    on_disk = sorted(p.relative_to(ROOT).as_posix() for sub in ("current", "archive")
-                     for p in (ROOT / sub).rglob("*") if p.is_file())
+    on_disk = sorted(
+        p.relative_to(ROOT).as_posix()
+        for sub in ("current", "archive")
+        for p in (ROOT / sub).rglob("*")
+        if p.is_file()
+    )
     assert sorted(listed) == on_disk
     assert len(set(listed)) == len(listed)
     for r in mf.read_manifest(ROOT):
         files = r["files"].split()
-        assert r["status"] == ("current" if any(f.startswith("current/") for f in files) else "archive"), r["run_id"]
+        assert r["status"] == ("current" if any(f.startswith("current/") for f in files) else "archive"), r[
+            "run_id"
+        ]
         assert all(f.startswith(("current/", f"archive/{r['run_id']}/")) for f in files), r["run_id"]
 
 

@@ -4,6 +4,7 @@ Claim numbers are checked against hand derivations written out here, independent
 the paper's element counts (naive reads 3Nd + 2N², writes 2N² + Nd; FA2 reads Nd + Tr·2Nd, writes
 Nd + N fp32 stats) and plain arithmetic on N×N matrices.
 """
+
 import doctest
 import json
 import math
@@ -30,6 +31,7 @@ MiB, GiB = 2**20, 2**30
 # charts
 # ---------------------------------------------------------------------------------------------
 
+
 def test_doctests():
     for module in (charts, claims, intensity, paper, readers):
         failures, _ = doctest.testmod(module)
@@ -53,16 +55,24 @@ def test_fit_drops_non_positive_points_and_needs_two():
         charts.fit_loglog_slope([2, 2], [1, 3])
 
 
-@pytest.mark.parametrize("n,binary,text", [
-    (2 * 4096**2, True, "32 MiB"), (132 * GiB, True, "132 GiB"), (512, True, "512 B"),
-    (136_314_880, False, "136 MB"), (1.5e12, False, "1.5 TB"), (2048, False, "2.05 kB"),
-])
+@pytest.mark.parametrize(
+    "n,binary,text",
+    [
+        (2 * 4096**2, True, "32 MiB"),
+        (132 * GiB, True, "132 GiB"),
+        (512, True, "512 B"),
+        (136_314_880, False, "136 MB"),
+        (1.5e12, False, "1.5 TB"),
+        (2048, False, "2.05 kB"),
+    ],
+)
 def test_fmt_bytes(n, binary, text):
     assert charts.fmt_bytes(n, binary=binary) == text
 
 
-@pytest.mark.parametrize("n,text", [(256, "256"), (1024, "1K"), (65536, "64K"), (1000, "1000"),
-                                    (3072, "3K"), (2**20, "1M")])
+@pytest.mark.parametrize(
+    "n,text", [(256, "256"), (1024, "1K"), (65536, "64K"), (1000, "1000"), (3072, "3K"), (2**20, "1M")]
+)
 def test_tokens_label(n, text):
     assert charts.tokens_label(n) == text
 
@@ -86,7 +96,7 @@ def test_plot_loglog_prints_the_slope_and_labels_axes():
     assert "tokens" in ax.get_xlabel() and "bytes" in ax.get_ylabel()
     fig.canvas.draw()
     labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
-    assert labels and all("B" in t for t in labels)       # every tick label has a byte unit
+    assert labels and all("B" in t for t in labels)  # every tick label has a byte unit
     plt.close(fig)
 
 
@@ -112,6 +122,7 @@ def test_roofline_curve_and_ridge():
 # ---------------------------------------------------------------------------------------------
 # claims, against hand derivations
 # ---------------------------------------------------------------------------------------------
+
 
 def naive_elements(n, d):
     """Paper's Algorithm 0: reads 3Nd + 2N², writes 2N² + Nd."""
@@ -140,7 +151,7 @@ def test_claim_c_sizes():
     c = claims.claim_c(seq_lens=(4096,), batches=(8,))
     llama = c[c.model == claims.LLAMA].iloc[0]
     assert llama["one layer × batch (GiB)"] == 32 * 8 * 32 * MiB / GiB == 8
-    assert llama["all layers × batch (GiB)"] == 8 * 32          # 8 GiB per layer × 32 layers
+    assert llama["all layers × batch (GiB)"] == 8 * 32  # 8 GiB per layer × 32 layers
 
 
 def test_model_configs_come_from_data_where_possible():
@@ -169,7 +180,7 @@ def test_model_speedups_match_the_hand_counts():
     br = count("fa2", Workload(n, d), sram_bytes=load_preset("h200").sram_bytes).block_rows
     tr = math.ceil(n / br)
     naive = naive_elements(n, d) * 2
-    fa2 = (n * d + tr * 2 * n * d + n * d) * 2 + n * 4          # Br = 64: 68,173,824 B; Br = 128: 34,619,392 B
+    fa2 = (n * d + tr * 2 * n * d + n * d) * 2 + n * 4  # Br = 64: 68,173,824 B; Br = 128: 34,619,392 B
     assert m["naive HBM bytes / fa2"] == pytest.approx(naive / fa2)
     # HBM roofline: both memory bound at 4.8 TB/s while 4N²d FLOPs / bytes < the ridge 989.4e12 / 4.8e12 = 206
     flops = 4 * n * n * d
@@ -214,29 +225,35 @@ def write(tmp_path, text, name="bench.csv"):
 
 def test_bench_reader_keeps_the_median_of_the_fastest_params(tmp_path):
     # the layout of gpu_kernels' bench CSV: a params column, percentiles, a status row
-    path = write(tmp_path, BENCH_HEADER +
-                 "cupy_naive,1,16,4096,64,tf32=False,time_ms_median,7.0,ms,\n"
-                 "cupy_naive,1,16,4096,64,tf32=False,time_ms_p10,6.0,ms,\n"
-                 "naive,1,16,4096,64,matmul_tile=16,time_ms_median,36.0,ms,\n"
-                 "naive,1,16,32768,64,matmul_tile=16,status,skipped,,too big\n"
-                 "tiled,1,16,4096,64,block_rows=48;block_cols=48,time_ms_median,12.0,ms,\n"
-                 "tiled,1,16,4096,64,block_rows=24;block_cols=24,time_ms_median,18.0,ms,\n"
-                 "tiled,1,16,4096,64,block_rows=48;block_cols=48,tflops,1.2,TFLOP/s,\n"
-                 "naive,1,16,256,64,matmul_tile=16,time_ms_median,0.30,ms,\n"
-                 "tiled,1,16,256,64,block_rows=48;block_cols=48,time_ms_median,0.25,ms,\n")
+    path = write(
+        tmp_path,
+        BENCH_HEADER + "cupy_naive,1,16,4096,64,tf32=False,time_ms_median,7.0,ms,\n"
+        "cupy_naive,1,16,4096,64,tf32=False,time_ms_p10,6.0,ms,\n"
+        "naive,1,16,4096,64,matmul_tile=16,time_ms_median,36.0,ms,\n"
+        "naive,1,16,32768,64,matmul_tile=16,status,skipped,,too big\n"
+        "tiled,1,16,4096,64,block_rows=48;block_cols=48,time_ms_median,12.0,ms,\n"
+        "tiled,1,16,4096,64,block_rows=24;block_cols=24,time_ms_median,18.0,ms,\n"
+        "tiled,1,16,4096,64,block_rows=48;block_cols=48,tflops,1.2,TFLOP/s,\n"
+        "naive,1,16,256,64,matmul_tile=16,time_ms_median,0.30,ms,\n"
+        "tiled,1,16,256,64,block_rows=48;block_cols=48,time_ms_median,0.25,ms,\n",
+    )
     times = readers.bench_times(path)
     assert len(times) == 5
     tiled = times[(times.kernel == "tiled") & (times.seq_len == 4096)].iloc[0]
-    assert tiled.time_ms == 12.0 and tiled.params == "block_rows=48;block_cols=48"     # fastest tile kept
+    assert tiled.time_ms == 12.0 and tiled.params == "block_rows=48;block_cols=48"  # fastest tile kept
     s = claims.teaching_speedups(path).set_index("seq_len")["speed-up"]
     assert s[4096] == pytest.approx(36 / 12) and s[256] == pytest.approx(0.30 / 0.25)
 
 
 def test_a_file_without_its_writers_columns_fails_loudly_naming_file_and_column(tmp_path):
     path = write(tmp_path, "kernel,N,d,time_ms\nnaive,8192,64,12\n")
-    with pytest.raises(readers.MeasurementFileError, match=r"bench.csv: missing column\(s\) batch, heads, seq_len"):
+    with pytest.raises(
+        readers.MeasurementFileError, match=r"bench.csv: missing column\(s\) batch, heads, seq_len"
+    ):
         readers.bench_times(path)
-    path = write(tmp_path, "kernel,batch,heads,seq_len,head_dim,params,metric,value,unit,note\n", name="cmp.csv")
+    path = write(
+        tmp_path, "kernel,batch,heads,seq_len,head_dim,params,metric,value,unit,note\n", name="cmp.csv"
+    )
     with pytest.raises(readers.MeasurementFileError, match="cmp.csv: missing column.s. variant"):
         readers.compare_times(path)
 
@@ -257,7 +274,9 @@ def test_provenance_sidecar(tmp_path):
 
 def test_committed_measurements_read_with_their_schemas():
     assert set(readers.bench_times().kernel) == {"cupy_naive", "naive", "tiled"}
-    assert {"numba_fast", "torch_math", "torch_efficient", "cupy_naive"} <= set(readers.compare_times().kernel)
+    assert {"numba_fast", "torch_math", "torch_efficient", "cupy_naive"} <= set(
+        readers.compare_times().kernel
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,8 +306,9 @@ def test_notebook_stored_without_outputs_and_in_sync(path):
             assert cell["outputs"] == [] and cell["execution_count"] is None, "outputs stored"
     ipynb = jupytext.read(path)
     py = jupytext.read(path.with_suffix(".py"))
-    assert [(c.cell_type, c.source.strip()) for c in ipynb.cells] == \
-           [(c.cell_type, c.source.strip()) for c in py.cells], "the .ipynb and .py differ: run jupytext --sync"
+    assert [(c.cell_type, c.source.strip()) for c in ipynb.cells] == [
+        (c.cell_type, c.source.strip()) for c in py.cells
+    ], "the .ipynb and .py differ: run jupytext --sync"
 
 
 def _write_compare(tmp_path, rows):
@@ -301,10 +321,17 @@ def _write_compare(tmp_path, rows):
 
 
 def test_optimised_speedups_pair_each_standard_with_its_flash_kernel(tmp_path):
-    path = _write_compare(tmp_path, [("cupy_naive", 4096, 64, 9.0), ("numba_fast", 4096, 64, 3.0),
-                                     ("torch_math", 4096, 64, 4.0), ("torch_efficient", 4096, 64, 2.5),
-                                     ("numba_naive", 4096, 64, 40.0)])
+    path = _write_compare(
+        tmp_path,
+        [
+            ("cupy_naive", 4096, 64, 9.0),
+            ("numba_fast", 4096, 64, 3.0),
+            ("torch_math", 4096, 64, 4.0),
+            ("torch_efficient", 4096, 64, 2.5),
+            ("numba_naive", 4096, 64, 40.0),
+        ],
+    )
     s = claims.optimised_speedups(path).set_index("baseline")
-    assert s.loc["cupy_naive", "speed-up"] == pytest.approx(3.0)      # 9 / 3
-    assert s.loc["torch_math", "speed-up"] == pytest.approx(1.6)      # 4 / 2.5
+    assert s.loc["cupy_naive", "speed-up"] == pytest.approx(3.0)  # 9 / 3
+    assert s.loc["torch_math", "speed-up"] == pytest.approx(1.6)  # 4 / 2.5
     assert len(s) == 2

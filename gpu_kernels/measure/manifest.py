@@ -52,8 +52,10 @@ def lookup(name: str, run_id: str | None = None, root: Path = ROOT) -> Path:
     path = folder / name
     if not path.is_file():
         have = sorted(p.name for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
-        raise FileNotFoundError(f"{path}: no such measurement file (that folder has {len(have)} files"
-                                + (f", e.g. {', '.join(have[:5])})" if have else ")"))
+        raise FileNotFoundError(
+            f"{path}: no such measurement file (that folder has {len(have)} files"
+            + (f", e.g. {', '.join(have[:5])})" if have else ")")
+        )
     return path
 
 
@@ -141,7 +143,9 @@ def verify(folder: Path, run_id: str) -> dict[Path, dict]:
             own = [p for p in paths if side.name == p.name + SIDECAR]
             hashed = own or [p for p in paths if p.suffix != ".log"]
             if len(hashed) != 1:
-                raise ManifestError(f"{side}: one sha256 for {len(hashed)} files ({', '.join(p.name for p in hashed)})")
+                raise ManifestError(
+                    f"{side}: one sha256 for {len(hashed)} files ({', '.join(p.name for p in hashed)})"
+                )
             if record["sha256"] != sha256_of(hashed[0]):
                 raise ManifestError(f"{hashed[0]}: sha256 differs from the one in {side.name}")
         records[side] = record
@@ -171,13 +175,21 @@ def import_run(folder: Path, run_id: str, command: str, note: str = "", root: Pa
             (root / new).parent.mkdir(parents=True, exist_ok=True)
             os.replace(root / old, root / new)
             row["files"] = " ".join(new if p == old else p for p in row["files"].split())
-            row["status"] = CURRENT if any(p.startswith(CURRENT + "/") for p in row["files"].split()) else ARCHIVE
+            row["status"] = (
+                CURRENT if any(p.startswith(CURRENT + "/") for p in row["files"].split()) else ARCHIVE
+            )
         _write_atomic(root / old, (folder / name).read_bytes())
     dates = sorted(str(r["date_utc"]) for r in records.values() if r.get("date_utc"))
     commits = sorted({str(r["git_commit"]).split()[0] for r in records.values() if r.get("git_commit")})
-    row = {"run_id": run_id, "date": dates[0] if dates else _dt.date.today().isoformat(),
-           "commit": " ".join(commits) or "unknown", "command": command,
-           "files": " ".join(f"{CURRENT}/{n}" for n in names), "status": CURRENT, "note": note}
+    row = {
+        "run_id": run_id,
+        "date": dates[0] if dates else _dt.date.today().isoformat(),
+        "commit": " ".join(commits) or "unknown",
+        "command": command,
+        "files": " ".join(f"{CURRENT}/{n}" for n in names),
+        "status": CURRENT,
+        "note": note,
+    }
     write_manifest(rows + [row], root)
     if folder.resolve().parent == (root / "incoming").resolve():
         shutil.rmtree(folder)
@@ -191,13 +203,17 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     """`import-run FOLDER --run-id ID --command CMD [--note TEXT] [--root DIR]`; errors: one line, exit 2."""
-    parser = _Parser(prog="python -m gpu_kernels import-run",
-                     description="add a run folder's measurement files to data/measurements")
+    parser = _Parser(
+        prog="python -m gpu_kernels import-run",
+        description="add a run folder's measurement files to data/measurements",
+    )
     parser.add_argument("folder", type=Path)
     parser.add_argument("--run-id", required=True)
     parser.add_argument("--command", required=True, help="the command that measured the files")
     parser.add_argument("--note", default="")
-    parser.add_argument("--root", type=Path, default=ROOT, help="the measurement tree (default data/measurements)")
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="the measurement tree (default data/measurements)"
+    )
     try:
         args = parser.parse_args(argv)
         row = import_run(args.folder, args.run_id, args.command, args.note, args.root)

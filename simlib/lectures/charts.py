@@ -12,14 +12,15 @@ with units, log–log where growth is the point, and the fitted slope printed on
 >>> tokens_label(4096), tokens_label(1000)
 ('4K', '1000')
 """
+
 from dataclasses import dataclass
 
 import numpy as np
 
 COLORS = {
-    "naive": "#d62728",      # red: the slow baseline
-    "fa1": "#1f77b4",        # blue
-    "fa2": "#2ca02c",        # green
+    "naive": "#d62728",  # red: the slow baseline
+    "fa1": "#1f77b4",  # blue
+    "fa2": "#2ca02c",  # green
     "compulsory": "#7f7f7f",
     "saha_ye": "#9467bd",
 }
@@ -36,12 +37,23 @@ def use_style():
     """One readable style for every lecture chart (large enough fonts for a projector)."""
     import matplotlib as mpl
 
-    mpl.rcParams.update({
-        "figure.dpi": 100, "savefig.dpi": 120, "font.size": 11, "axes.titlesize": 12,
-        "axes.labelsize": 11, "legend.fontsize": 9.5, "xtick.labelsize": 10, "ytick.labelsize": 10,
-        "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
-        "figure.constrained_layout.use": True,
-    })
+    mpl.rcParams.update(
+        {
+            "figure.dpi": 100,
+            "savefig.dpi": 120,
+            "font.size": 11,
+            "axes.titlesize": 12,
+            "axes.labelsize": 11,
+            "legend.fontsize": 9.5,
+            "xtick.labelsize": 10,
+            "ytick.labelsize": 10,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "figure.constrained_layout.use": True,
+        }
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -65,7 +77,7 @@ def _sig(value, digits=3):
 def fmt_bytes(n, binary=True, digits=3):
     """Bytes as text: binary units (KiB, MiB, GiB: capacities) or decimal (kB, MB, GB: traffic)."""
     n = float(n)
-    for scale, unit in (_BINARY if binary else _DECIMAL):
+    for scale, unit in _BINARY if binary else _DECIMAL:
         if abs(n) >= scale:
             return f"{_sig(n / scale, digits)} {unit}"
     return f"{_sig(n, digits)} B"
@@ -101,6 +113,7 @@ def tokens_label(n):
 # log–log fits
 # ---------------------------------------------------------------------------------------------
 
+
 def fit_loglog_slope(x, y):
     """Least-squares fit of log10(y) = slope·log10(x) + intercept; returns (slope, intercept).
 
@@ -123,8 +136,20 @@ class Fit:
     fit_to: float | None
 
 
-def plot_loglog(ax, x, y, label, *, fit=True, fit_from=None, fit_to=None, slope_in_label=True,
-                color=None, marker="o", **kwargs):
+def plot_loglog(
+    ax,
+    x,
+    y,
+    label,
+    *,
+    fit=True,
+    fit_from=None,
+    fit_to=None,
+    slope_in_label=True,
+    color=None,
+    marker="o",
+    **kwargs,
+):
     """Plot y(x) on log–log axes and (by default) fit and print its slope in the legend entry.
 
     The fit uses the points with fit_from ≤ x ≤ fit_to (all points by default); the legend says which
@@ -139,7 +164,7 @@ def plot_loglog(ax, x, y, label, *, fit=True, fit_from=None, fit_to=None, slope_
         hi = np.inf if fit_to is None else fit_to
         sel = (x >= lo) & (x <= hi)
         slope, _ = fit_loglog_slope(x[sel], y[sel])
-        slope = 0.0 if abs(slope) < 0.005 else slope        # never print "-0.00"
+        slope = 0.0 if abs(slope) < 0.005 else slope  # never print "-0.00"
         if slope_in_label:
             text = f"{label}: slope {slope:.2f}"
             if fit_from is not None or fit_to is not None:
@@ -152,13 +177,21 @@ def plot_loglog(ax, x, y, label, *, fit=True, fit_from=None, fit_to=None, slope_
 
 def annotate_slope(ax, fit, x, y, *, offset=(6, 0), color=None, fontsize=10):
     """Write 'slope s' next to the point (x, y) in data coordinates (for charts without a legend)."""
-    ax.annotate(f"slope {fit.slope:.2f}", (x, y), xytext=offset, textcoords="offset points",
-                color=color, fontsize=fontsize, va="center")
+    ax.annotate(
+        f"slope {fit.slope:.2f}",
+        (x, y),
+        xytext=offset,
+        textcoords="offset points",
+        color=color,
+        fontsize=fontsize,
+        va="center",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # axis helpers
 # ---------------------------------------------------------------------------------------------
+
 
 def tokens_axis(ax, values, axis="x", label="sequence length N (tokens, 1K = 1024)"):
     """Ticks at exactly `values` (sequence lengths) labelled 256, 1K, 4K …; minor ticks hidden."""
@@ -222,6 +255,7 @@ def ratio_axis(ax, axis="y", label="ratio (×)"):
 # roofline
 # ---------------------------------------------------------------------------------------------
 
+
 def roofline_curve(peak_flops, bandwidth, intensity):
     """Attainable FLOP/s at arithmetic intensity `intensity` (FLOP/byte): min(peak, AI·bandwidth)."""
     return np.minimum(peak_flops, np.asarray(intensity, dtype=float) * bandwidth)
@@ -239,19 +273,41 @@ def plot_roofline(ax, hardware, dtype="fp16", points=(), intensity_range=(1, 10_
     ai = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 200)
     ax.loglog(ai, roofline_curve(peak, bandwidth, ai) / 1e12, color="black", lw=2)
     ax.axvline(ridge, color="gray", ls="--", lw=1)
-    ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak / 1e12), xytext=(4, -14),
-                textcoords="offset points", fontsize=9, color="gray")
-    ax.text(intensity_range[0] * 1.3, bandwidth * intensity_range[0] * 1.6 / 1e12,
-            f"HBM {bandwidth / 1e12:.2f} TB/s", rotation=0, fontsize=9, color="black")
-    ax.text(intensity_range[1] / 1.3, peak / 1e12 * 1.25, f"peak {peak / 1e12:.0f} TFLOP/s",
-            ha="right", fontsize=9)
+    ax.annotate(
+        f"ridge {ridge:.0f} FLOP/B",
+        (ridge, peak / 1e12),
+        xytext=(4, -14),
+        textcoords="offset points",
+        fontsize=9,
+        color="gray",
+    )
+    ax.text(
+        intensity_range[0] * 1.3,
+        bandwidth * intensity_range[0] * 1.6 / 1e12,
+        f"HBM {bandwidth / 1e12:.2f} TB/s",
+        rotation=0,
+        fontsize=9,
+        color="black",
+    )
+    ax.text(
+        intensity_range[1] / 1.3,
+        peak / 1e12 * 1.25,
+        f"peak {peak / 1e12:.0f} TFLOP/s",
+        ha="right",
+        fontsize=9,
+    )
     for i, (label, intensity, color) in enumerate(points):
         y = float(roofline_curve(peak, bandwidth, intensity)) / 1e12
         ax.plot([intensity], [y], "o", color=color, ms=8, zorder=5)
-        ax.annotate(f"{label}\n{intensity:.0f} FLOP/B", (intensity, y),
-                    xytext=(8, -22 - 4 * i) if i % 2 == 0 else (-8, 10),
-                    ha="left" if i % 2 == 0 else "right",
-                    textcoords="offset points", fontsize=9, color=color)
+        ax.annotate(
+            f"{label}\n{intensity:.0f} FLOP/B",
+            (intensity, y),
+            xytext=(8, -22 - 4 * i) if i % 2 == 0 else (-8, 10),
+            ha="left" if i % 2 == 0 else "right",
+            textcoords="offset points",
+            fontsize=9,
+            color=color,
+        )
     ax.set_xlim(*intensity_range)
     ax.set_ylim(peak / 1e12 / 2000, peak / 1e12 * 3)
     ax.set_xlabel("arithmetic intensity (FLOP per HBM byte)")
@@ -263,6 +319,7 @@ def plot_roofline(ax, hardware, dtype="fp16", points=(), intensity_range=(1, 10_
 # ---------------------------------------------------------------------------------------------
 # tiles in SRAM
 # ---------------------------------------------------------------------------------------------
+
 
 def draw_tiling_step(ax, n, block_rows, block_cols, i, j, order="fa2", title=None):
     """The N×N score matrix cut into Br×Bc tiles, at step (Q block i, K/V block j) of a schedule.
@@ -283,14 +340,31 @@ def draw_tiling_step(ax, n, block_rows, block_cols, i, j, order="fa2", title=Non
         for jj in range(tc):
             done = (ii, jj) < (i, j) if order == "fa2" else (jj, ii) < (j, i)
             if done:
-                ax.add_patch(Rectangle((cols[jj], rows[ii]), cols[jj + 1] - cols[jj],
-                                       rows[ii + 1] - rows[ii], facecolor="0.82", edgecolor="none"))
-    ax.add_patch(Rectangle((0, rows[i]), n, rows[i + 1] - rows[i], facecolor="#ff7f0e", alpha=0.25,
-                           edgecolor="none"))
-    ax.add_patch(Rectangle((cols[j], 0), cols[j + 1] - cols[j], n, facecolor="#1f77b4", alpha=0.2,
-                           edgecolor="none"))
-    ax.add_patch(Rectangle((cols[j], rows[i]), cols[j + 1] - cols[j], rows[i + 1] - rows[i],
-                           facecolor="#d62728", edgecolor="black", lw=1.2))
+                ax.add_patch(
+                    Rectangle(
+                        (cols[jj], rows[ii]),
+                        cols[jj + 1] - cols[jj],
+                        rows[ii + 1] - rows[ii],
+                        facecolor="0.82",
+                        edgecolor="none",
+                    )
+                )
+    ax.add_patch(
+        Rectangle((0, rows[i]), n, rows[i + 1] - rows[i], facecolor="#ff7f0e", alpha=0.25, edgecolor="none")
+    )
+    ax.add_patch(
+        Rectangle((cols[j], 0), cols[j + 1] - cols[j], n, facecolor="#1f77b4", alpha=0.2, edgecolor="none")
+    )
+    ax.add_patch(
+        Rectangle(
+            (cols[j], rows[i]),
+            cols[j + 1] - cols[j],
+            rows[i + 1] - rows[i],
+            facecolor="#d62728",
+            edgecolor="black",
+            lw=1.2,
+        )
+    )
     for r in rows:
         ax.axhline(r, color="black", lw=0.3)
     for c in cols:

@@ -8,6 +8,7 @@ by hand except the claims themselves and the stated model configurations (assump
 
 Hand check of (a): 4096² = 16,777,216 scores per head (16.8 M); 4000² = 16,000,000.
 """
+
 import math
 
 import pandas as pd
@@ -48,9 +49,14 @@ def model_configs():
     llama = _llama()
     return {
         GPT2: dict(GPT2_CONFIG),
-        LLAMA: {"layers": llama.num_hidden_layers, "heads": llama.num_attention_heads,
-                "head_dim": llama.head_dim, "source": f"data/models/{LLAMA_KEY}.json"},
+        LLAMA: {
+            "layers": llama.num_hidden_layers,
+            "heads": llama.num_attention_heads,
+            "head_dim": llama.head_dim,
+            "source": f"data/models/{LLAMA_KEY}.json",
+        },
     }
+
 
 #: What the posts say, in their words as far as a table allows.
 CLAIMS = {
@@ -111,6 +117,7 @@ def full_roofline_s(result, hardware):
 # (a) 16 million scores at 4K tokens
 # ---------------------------------------------------------------------------------------------
 
+
 def claim_a(seq_lens=(4096, 4000), head_dim=DEFAULT_HEAD_DIM):
     """Scores per head = elements of S the naive schedule writes to HBM (N²)."""
     rows = []
@@ -124,24 +131,30 @@ def claim_a(seq_lens=(4096, 4000), head_dim=DEFAULT_HEAD_DIM):
 # (b) N² quadruples when N doubles
 # ---------------------------------------------------------------------------------------------
 
+
 def claim_b(seq_lens=(1024, 2048, 4096, 8192), head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU):
     """Growth when N doubles: scores, FLOPs, naive and FlashAttention-2 HBM traffic."""
     rows = []
     for n in seq_lens:
         small, big = Workload(n, head_dim), Workload(2 * n, head_dim)
-        rows.append({
-            "N → 2N": f"{n} → {2 * n}",
-            "scores ×": _hbm_elements(count("naive", big), "S") / _hbm_elements(count("naive", small), "S"),
-            "FLOPs ×": big.flops / small.flops,
-            "naive HBM bytes ×": count("naive", big).hbm_bytes / count("naive", small).hbm_bytes,
-            "fa2 HBM bytes ×": result_on("fa2", big, gpu).hbm_bytes / result_on("fa2", small, gpu).hbm_bytes,
-        })
+        rows.append(
+            {
+                "N → 2N": f"{n} → {2 * n}",
+                "scores ×": _hbm_elements(count("naive", big), "S")
+                / _hbm_elements(count("naive", small), "S"),
+                "FLOPs ×": big.flops / small.flops,
+                "naive HBM bytes ×": count("naive", big).hbm_bytes / count("naive", small).hbm_bytes,
+                "fa2 HBM bytes ×": result_on("fa2", big, gpu).hbm_bytes
+                / result_on("fa2", small, gpu).hbm_bytes,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------------
 # (c) "gigabytes" for the fp16 N×N matrix
 # ---------------------------------------------------------------------------------------------
+
 
 def min_seq_len_for(target_bytes, dtype="fp16"):
     """Smallest N whose single N×N matrix in `dtype` takes at least `target_bytes`."""
@@ -165,20 +178,26 @@ def claim_c(seq_lens=(2048, 4096, 8192), configs=None, batches=(1, 8), dtype="fp
         for n in seq_lens:
             for b in batches:
                 head = nxn_bytes(n, dtype)
-                rows.append({
-                    "model": name, "N": n, "batch": b, "heads": cfg["heads"],
-                    "layers": cfg["layers"],
-                    "one head (MiB)": head / 2**20,
-                    "one layer, all heads (GiB)": head * cfg["heads"] / GIB,
-                    "one layer × batch (GiB)": head * cfg["heads"] * b / GIB,
-                    "all layers × batch (GiB)": head * cfg["heads"] * b * cfg["layers"] / GIB,
-                })
+                rows.append(
+                    {
+                        "model": name,
+                        "N": n,
+                        "batch": b,
+                        "heads": cfg["heads"],
+                        "layers": cfg["layers"],
+                        "one head (MiB)": head / 2**20,
+                        "one layer, all heads (GiB)": head * cfg["heads"] / GIB,
+                        "one layer × batch (GiB)": head * cfg["heads"] * b / GIB,
+                        "all layers × batch (GiB)": head * cfg["heads"] * b * cfg["layers"] / GIB,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------------
 # (d) O(N²) vs O(N) HBM traffic
 # ---------------------------------------------------------------------------------------------
+
 
 def extra_memory_bytes(algorithm, workload):
     """HBM the algorithm needs beyond Q, K, V, O, per head: S and P (naive), ℓ and m (fa1), L (fa2)."""
@@ -188,15 +207,25 @@ def extra_memory_bytes(algorithm, workload):
     return {"fa1": 2 * n * STAT_BYTES, "fa2": n * STAT_BYTES}[algorithm]
 
 
-def claim_d(seq_lens=tuple(2**k for k in range(10, 17)), head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU):
+#: N = 1K, 2K, … 64K: the sequence lengths of claim (d)'s slopes.
+D_SEQ_LENS = tuple(2**k for k in range(10, 17))
+
+
+def claim_d(seq_lens=D_SEQ_LENS, head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU):
     """HBM traffic and extra memory vs N; fitted log–log slopes per algorithm (last rows)."""
     rows = []
     for algorithm in ("naive", "fa1", "fa2"):
         for n in seq_lens:
             w = Workload(n, head_dim)
             r = result_on(algorithm, w, gpu)
-            rows.append({"algorithm": algorithm, "N": n, "HBM traffic (bytes)": r.hbm_bytes,
-                         "extra memory (bytes)": extra_memory_bytes(algorithm, w)})
+            rows.append(
+                {
+                    "algorithm": algorithm,
+                    "N": n,
+                    "HBM traffic (bytes)": r.hbm_bytes,
+                    "extra memory (bytes)": extra_memory_bytes(algorithm, w),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -204,9 +233,13 @@ def slopes_d(detail):
     """Fitted log–log slopes of traffic and extra memory vs N, one row per algorithm."""
     out = []
     for algorithm, g in detail.groupby("algorithm", sort=False):
-        out.append({"algorithm": algorithm,
-                    "traffic slope": fit_loglog_slope(g["N"], g["HBM traffic (bytes)"])[0],
-                    "extra-memory slope": fit_loglog_slope(g["N"], g["extra memory (bytes)"])[0]})
+        out.append(
+            {
+                "algorithm": algorithm,
+                "traffic slope": fit_loglog_slope(g["N"], g["HBM traffic (bytes)"])[0],
+                "extra-memory slope": fit_loglog_slope(g["N"], g["extra memory (bytes)"])[0],
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -238,7 +271,7 @@ def optimised_speedups(path=None):
 # (e) 2–4× speed-up for long sequences
 # ---------------------------------------------------------------------------------------------
 
-LONG_SEQ = 2048   # "long" in the claims: N ≥ 2K
+LONG_SEQ = 2048  # "long" in the claims: N ≥ 2K
 SHORT_SEQ = 256
 
 
@@ -255,17 +288,20 @@ def model_speedups(seq_lens, head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU, dtype="
         rs = {a: result_on(a, w, gpu) for a in ("naive", "fa1", "fa2")}
         hbm_t = {a: hbm_roofline_s(r, hw) for a, r in rs.items()}
         full_t = {a: full_roofline_s(r, hw) for a, r in rs.items()}
-        rows.append({
-            "N": n,
-            "naive HBM bytes / fa1": rs["naive"].hbm_bytes / rs["fa1"].hbm_bytes,
-            "naive HBM bytes / fa2": rs["naive"].hbm_bytes / rs["fa2"].hbm_bytes,
-            "HBM-roofline speed-up fa1": hbm_t["naive"] / hbm_t["fa1"],
-            "HBM-roofline speed-up fa2": hbm_t["naive"] / hbm_t["fa2"],
-            "full-roofline speed-up fa1": full_t["naive"] / full_t["fa1"],
-            "full-roofline speed-up fa2": full_t["naive"] / full_t["fa2"],
-            "naive − fa2 HBM time per head (µs)": (rs["naive"].hbm_bytes - rs["fa2"].hbm_bytes)
-            / hw.level("HBM").bandwidth_bytes_per_s * 1e6,
-        })
+        rows.append(
+            {
+                "N": n,
+                "naive HBM bytes / fa1": rs["naive"].hbm_bytes / rs["fa1"].hbm_bytes,
+                "naive HBM bytes / fa2": rs["naive"].hbm_bytes / rs["fa2"].hbm_bytes,
+                "HBM-roofline speed-up fa1": hbm_t["naive"] / hbm_t["fa1"],
+                "HBM-roofline speed-up fa2": hbm_t["naive"] / hbm_t["fa2"],
+                "full-roofline speed-up fa1": full_t["naive"] / full_t["fa1"],
+                "full-roofline speed-up fa2": full_t["naive"] / full_t["fa2"],
+                "naive − fa2 HBM time per head (µs)": (rs["naive"].hbm_bytes - rs["fa2"].hbm_bytes)
+                / hw.level("HBM").bandwidth_bytes_per_s
+                * 1e6,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -276,6 +312,7 @@ def claim_e(seq_lens=(2048, 4096, 8192, 16384), head_dim=DEFAULT_HEAD_DIM, gpu=D
 # ---------------------------------------------------------------------------------------------
 # (f) ~10× memory footprint
 # ---------------------------------------------------------------------------------------------
+
 
 def claim_f(seq_lens=(512, 1024, 2048, 4096, 8192, 16384), head_dim=DEFAULT_HEAD_DIM):
     """Forward activations in HBM per head: Q, K, V, O plus what each algorithm keeps.
@@ -290,15 +327,23 @@ def claim_f(seq_lens=(512, 1024, 2048, 4096, 8192, 16384), head_dim=DEFAULT_HEAD
         fa = qkvo + extra_memory_bytes("fa2", w)
         both = qkvo + extra_memory_bytes("naive", w)
         p_only = qkvo + w.matrix_bytes("P")
-        rows.append({"N": n, "standard, S and P (bytes)": both, "standard, P only (bytes)": p_only,
-                     "FlashAttention-2 (bytes)": fa, "ratio, S and P": both / fa,
-                     "ratio, P only": p_only / fa})
+        rows.append(
+            {
+                "N": n,
+                "standard, S and P (bytes)": both,
+                "standard, P only (bytes)": p_only,
+                "FlashAttention-2 (bytes)": fa,
+                "ratio, S and P": both / fa,
+                "ratio, P only": p_only / fa,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------------
 # (g) 8K OOM on an 80 GB A100
 # ---------------------------------------------------------------------------------------------
+
 
 def claim_g(seq_len=8192, batches=(1, 2, 4, 8), configs=None, gpu="a100-80gb", dtype="fp16"):
     """N×N matrices of standard attention against the GPU's HBM, per stated model and mode.
@@ -317,10 +362,18 @@ def claim_g(seq_len=8192, batches=(1, 2, 4, 8), configs=None, gpu="a100-80gb", d
             for b in batches:
                 per_layer = head * cfg["heads"] * b
                 need = 2 * per_layer if mode == "inference" else per_layer * (cfg["layers"] + 1)
-                rows.append({"model": name, "mode": mode, "batch": b, "N": seq_len,
-                             "N×N matrices (GiB)": need / GIB, "HBM (GiB)": capacity / GIB,
-                             "share of HBM": need / capacity,
-                             "N×N alone exceed HBM": bool(need > capacity)})
+                rows.append(
+                    {
+                        "model": name,
+                        "mode": mode,
+                        "batch": b,
+                        "N": seq_len,
+                        "N×N matrices (GiB)": need / GIB,
+                        "HBM (GiB)": capacity / GIB,
+                        "share of HBM": need / capacity,
+                        "N×N alone exceed HBM": bool(need > capacity),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -328,7 +381,6 @@ def claim_g(seq_len=8192, batches=(1, 2, 4, 8), configs=None, gpu="a100-80gb", d
 # (h) diminishing returns under 256 tokens
 # ---------------------------------------------------------------------------------------------
 
+
 def claim_h(seq_lens=(64, 128, 256, 512, 1024, 2048, 4096), head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU):
     return model_speedups(seq_lens, head_dim, gpu)
-
-

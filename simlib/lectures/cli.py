@@ -1,9 +1,10 @@
-"""`python -m simlib claims [--json]` (parsed in simlib/cli.py): every claim of the posts, judged.
+"""`python -m simlib claims [--json]` (parsed in simlib/command_line.py): every claim of the posts, judged.
 
 Without --json: one line per claim (letter, verdict, deciding number, the claim); with --json: a
 list of objects with every field of `verdicts.Claim` (claim, post, quantity, model, paper,
 measured, rule, verdict, number).
 """
+
 import json
 
 from . import verdicts

@@ -18,6 +18,7 @@ elements = 2,097,152 B, so the L2-absorbed limit is 4,294,967,296 / 2,097,152 = 
 >>> float(round(t.loc["naive", "ridge fp16 (FLOP/B)"], 1)), float(round(t.loc["naive", "ridge fp32 (FLOP/B)"], 1))
 (206.1, 13.9)
 """
+
 import numpy as np
 import pandas as pd
 
@@ -52,15 +53,27 @@ def intensity_table(gpus=DATACENTER_GPUS, seq_len=4096, head_dim=64, dtype="fp16
         entries.append((L2_LIMIT, results["fa2"].flops, compulsory_bytes(workload), tiles_of(results["fa2"])))
         for name, flops, hbm, tiles in entries:
             ai = flops / hbm
-            rows.append({"gpu": hw.name, "schedule": name, "tiles": tiles, "FLOPs": flops, "HBM bytes": hbm,
-                         "FLOP per HBM byte": ai, "ridge fp16 (FLOP/B)": ridge(hw, "fp16"),
-                         "ridge fp32 (FLOP/B)": ridge(hw, "fp32"),
-                         "fp16 tensor cores": "compute bound" if ai > ridge(hw, "fp16") else "memory bound",
-                         "fp32 CUDA cores": "compute bound" if ai > ridge(hw, "fp32") else "memory bound"})
+            rows.append(
+                {
+                    "gpu": hw.name,
+                    "schedule": name,
+                    "tiles": tiles,
+                    "FLOPs": flops,
+                    "HBM bytes": hbm,
+                    "FLOP per HBM byte": ai,
+                    "ridge fp16 (FLOP/B)": ridge(hw, "fp16"),
+                    "ridge fp32 (FLOP/B)": ridge(hw, "fp32"),
+                    "fp16 tensor cores": "compute bound" if ai > ridge(hw, "fp16") else "memory bound",
+                    "fp32 CUDA cores": "compute bound" if ai > ridge(hw, "fp32") else "memory bound",
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def intensity_sweep(gpu="h200", seq_lens=tuple(2**k for k in range(8, 17)), head_dim=64, dtype="fp16"):
+SWEEP_SEQ_LENS = tuple(2**k for k in range(8, 17))  # N = 256 … 64K
+
+
+def intensity_sweep(gpu="h200", seq_lens=SWEEP_SEQ_LENS, head_dim=64, dtype="fp16"):
     """FLOP per HBM byte of each schedule (and the L2-absorbed limit) vs N on one GPU."""
     parts = [intensity_table((gpu,), n, head_dim, dtype).assign(N=n) for n in seq_lens]
     return pd.concat(parts, ignore_index=True)
@@ -70,18 +83,28 @@ def plot_intensity(ax, sweep, hardware, colors, labels):
     """Intensity vs N per schedule on log–log axes, with the fp16 tensor-core and fp32 CUDA-core ridges."""
     for name, g in sweep.groupby("schedule", sort=False):
         limit = name == L2_LIMIT
-        ax.loglog(g.N, g["FLOP per HBM byte"], "o--" if limit else "o-", color=colors["fa2" if limit else name],
-                  mfc="none" if limit else None,
-                  label=("FlashAttention-2 if L2 absorbed every re-read (compulsory traffic: a limit)"
-                         if limit else labels[name]))
+        ax.loglog(
+            g.N,
+            g["FLOP per HBM byte"],
+            "o--" if limit else "o-",
+            color=colors["fa2" if limit else name],
+            mfc="none" if limit else None,
+            label=(
+                "FlashAttention-2 if L2 absorbed every re-read (compulsory traffic: a limit)"
+                if limit
+                else labels[name]
+            ),
+        )
     lo, hi = sweep.N.min(), sweep.N.max()
     for dtype, where, style in (("fp16", "tensor cores", "-"), ("fp32", "CUDA cores", ":")):
         r = ridge(hardware, dtype)
         ax.axhline(r, color="black", ls=style, lw=1.2)
         ax.text(lo, r * 1.12, f"ridge {dtype} {where}: {r:.0f} FLOP/B", fontsize=9)
     ax.set_xlim(lo / 1.3, hi * 1.3)
-    ax.set_ylim(min(sweep["FLOP per HBM byte"].min(), ridge(hardware, "fp32")) / 2,
-                sweep["FLOP per HBM byte"].max() * 2)
+    ax.set_ylim(
+        min(sweep["FLOP per HBM byte"].min(), ridge(hardware, "fp32")) / 2,
+        sweep["FLOP per HBM byte"].max() * 2,
+    )
     ax.set_ylabel("arithmetic intensity (FLOP per HBM byte, log)")
     ax.set_title(f"{hardware.name}: above a ridge the kernel is compute bound")
     return np.array([ridge(hardware, "fp16"), ridge(hardware, "fp32")])

@@ -18,6 +18,7 @@ Schemas (long format: one row per kernel, shape and metric):
 >>> median_times(read_csv(io.StringIO(text), BENCH_COLUMNS), "kernel", BENCH_TIME_METRIC).time_ms.item()
 2.5
 """
+
 import json
 
 import pandas as pd
@@ -42,8 +43,9 @@ def read_csv(path, columns):
     frame = pd.read_csv(path)
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise MeasurementFileError(f"{path}: missing column(s) {', '.join(missing)} "
-                                   f"(its writer's columns: {', '.join(columns)})")
+        raise MeasurementFileError(
+            f"{path}: missing column(s) {', '.join(missing)} (its writer's columns: {', '.join(columns)})"
+        )
     return frame
 
 
@@ -58,7 +60,10 @@ def read_provenance(path):
 def median_times(frame, name_column, metric):
     """One row per (name, shape, params) with the median wall time `time_ms` of metric `metric`."""
     rows = frame[frame["metric"] == metric]
-    times = rows.assign(time_ms=pd.to_numeric(rows["value"], errors="raise"), params=rows["params"].astype("string").fillna(""))
+    times = rows.assign(
+        time_ms=pd.to_numeric(rows["value"], errors="raise"),
+        params=rows["params"].astype("string").fillna(""),
+    )
     return times[[name_column, *SHAPE, "params", "time_ms"]].rename(columns={name_column: "kernel"})
 
 

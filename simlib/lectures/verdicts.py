@@ -9,6 +9,7 @@ applies. `table()` is the whole table; `python -m simlib claims [--json]` prints
 Verdicts: holds / holds with conditions / does not hold; `not checked yet` only where the project
 has neither a model nor a measurement of the quantity (stated in the row).
 """
+
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -39,7 +40,17 @@ POSTS_DTYPE = "fp16"
 FIGURE2 = "figure2_h200.csv"
 FIGURE2_COLUMNS = ("variant", "dropout_p", "batch", "seq_len", "heads", "head_dim", "dtype", "wall_ms_median")
 TC_BENCH = "tc_bench_h200.csv"
-TC_BENCH_COLUMNS = ("kernel", "config", "dtype", "batch", "heads", "seq_len", "head_dim", "causal", "median_ms")
+TC_BENCH_COLUMNS = (
+    "kernel",
+    "config",
+    "dtype",
+    "batch",
+    "heads",
+    "seq_len",
+    "head_dim",
+    "causal",
+    "median_ms",
+)
 TC_PAIRS = (("torch_math", "torch_flash"), ("naive_tc", "fa2_tc"))
 #: benchmarks/energy_h200.py -> energy_attention_h200.csv (NVML energy and time per call; d = 64 in
 #: every row of that run, stated in its sidecar's `what`).
@@ -53,14 +64,14 @@ STANDARD = ("attention_ref", "torch_math")
 @dataclass(frozen=True)
 class Claim:
     claim: str
-    post: str          # what the posts say
-    quantity: str      # what decides it
-    model: str         # computed with simlib
-    paper: str         # the FlashAttention paper's number, cited
-    measured: str      # H200, data/measurements/current/
-    rule: str          # the threshold the verdict applies
+    post: str  # what the posts say
+    quantity: str  # what decides it
+    model: str  # computed with simlib
+    paper: str  # the FlashAttention paper's number, cited
+    measured: str  # H200, data/measurements/current/
+    rule: str  # the threshold the verdict applies
     verdict: str
-    number: str        # the deciding number, short
+    number: str  # the deciding number, short
 
 
 def _claim(key, **fields):
@@ -87,24 +98,37 @@ def _between(values, lo, hi):
 # (a)–(d): counting
 # ---------------------------------------------------------------------------------------------
 
+
 def verdict_a():
     d = c.claim_a().set_index("N (tokens)")["scores per head"]
     n4096, n4000 = d[4096], d[4000]
     ok = 15e6 <= n4000 and n4096 <= 17e6
-    return _claim("a", quantity="elements of S per head that naive attention writes to HBM (N²)",
-                  model=f"{n4096:,} at N = 4096 ({fmt_count(n4096)}); {n4000:,} at N = 4000", paper=NONE,
-                  measured=NONE, rule="holds if N² is within 15–17 million at N = 4000–4096",
-                  verdict=HOLDS if ok else FAILS, number=f"{n4096 / 1e6:.1f} M")
+    return _claim(
+        "a",
+        quantity="elements of S per head that naive attention writes to HBM (N²)",
+        model=f"{n4096:,} at N = 4096 ({fmt_count(n4096)}); {n4000:,} at N = 4000",
+        paper=NONE,
+        measured=NONE,
+        rule="holds if N² is within 15–17 million at N = 4000–4096",
+        verdict=HOLDS if ok else FAILS,
+        number=f"{n4096 / 1e6:.1f} M",
+    )
 
 
 def verdict_b():
     d = c.claim_b()
     scores = d["scores ×"].unique()
-    return _claim("b", quantity="scores and FLOPs per doubling of N",
-                  model=f"scores and FLOPs ×{scores[0]:.2f}; HBM bytes naive ×{_span(d['naive HBM bytes ×'], 2, '')}, "
-                        f"fa2 ×{_span(d['fa2 HBM bytes ×'], 2, '')} (terms linear in N)",
-                  paper=NONE, measured=NONE, rule="holds if the scores grow exactly ×4 per doubling",
-                  verdict=HOLDS if np.allclose(scores, 4.0) else FAILS, number=f"×{scores[0]:.0f}")
+    return _claim(
+        "b",
+        quantity="scores and FLOPs per doubling of N",
+        model=f"scores and FLOPs ×{scores[0]:.2f}; HBM bytes naive ×{_span(d['naive HBM bytes ×'], 2, '')}, "
+        f"fa2 ×{_span(d['fa2 HBM bytes ×'], 2, '')} (terms linear in N)",
+        paper=NONE,
+        measured=NONE,
+        rule="holds if the scores grow exactly ×4 per doubling",
+        verdict=HOLDS if np.allclose(scores, 4.0) else FAILS,
+        number=f"×{scores[0]:.0f}",
+    )
 
 
 def verdict_c():
@@ -112,34 +136,42 @@ def verdict_c():
     n_gib = c.min_seq_len_for(GIB)
     llama = c.claim_c(seq_lens=(4096,), batches=(8,)).query("model == @c.LLAMA").iloc[0]
     per_layer = llama["one layer × batch (GiB)"]
-    return _claim("c", quantity="bytes of one fp16 N×N matrix, per head and per layer × batch",
-                  model=f"one head at N = 4096: {fmt_bytes(head)} (1 GiB only at N = {n_gib:,}); {c.LLAMA} "
-                        f"({llama.heads} heads) × batch 8: {per_layer:.0f} GiB per layer",
-                  paper=NONE, measured=NONE,
-                  rule="holds with conditions if one head's matrix is under 1 GiB at N = 4096 but heads × batch "
-                       "reach gigabytes",
-                  verdict=CONDITIONS if head < GIB <= per_layer * GIB else HOLDS if head >= GIB else FAILS,
-                  number=f"{fmt_bytes(head)} per head; {per_layer:.0f} GiB per layer (batch 8)")
+    return _claim(
+        "c",
+        quantity="bytes of one fp16 N×N matrix, per head and per layer × batch",
+        model=f"one head at N = 4096: {fmt_bytes(head)} (1 GiB only at N = {n_gib:,}); {c.LLAMA} "
+        f"({llama.heads} heads) × batch 8: {per_layer:.0f} GiB per layer",
+        paper=NONE,
+        measured=NONE,
+        rule="holds with conditions if one head's matrix is under 1 GiB at N = 4096 but heads × batch "
+        "reach gigabytes",
+        verdict=CONDITIONS if head < GIB <= per_layer * GIB else HOLDS if head >= GIB else FAILS,
+        number=f"{fmt_bytes(head)} per head; {per_layer:.0f} GiB per layer (batch 8)",
+    )
 
 
 def verdict_d():
     s = c.slopes_d(c.claim_d()).set_index("algorithm")
     traffic, memory = s.loc["fa2", "traffic slope"], s.loc["fa2", "extra-memory slope"]
-    return _claim("d", quantity="log–log slope of HBM traffic and of extra memory vs N (N = 1K–64K, d = 64)",
-                  model=f"traffic slopes: naive {s.loc['naive', 'traffic slope']:.2f}, fa1 "
-                        f"{s.loc['fa1', 'traffic slope']:.2f}, fa2 {traffic:.2f}; extra memory: naive "
-                        f"{s.loc['naive', 'extra-memory slope']:.2f}, fa2 {memory:.2f}",
-                  paper="Theorem 2: FlashAttention makes Θ(N²d²M⁻¹) HBM accesses, standard attention "
-                        "Θ(Nd + N²); Proposition 3: no exact algorithm does o(N²d²M⁻¹) for M in [d, Nd]",
-                  measured=NONE,
-                  rule="does not hold if FlashAttention's traffic grows with slope > 1.5 (quadratic, not linear)",
-                  verdict=FAILS if traffic > 1.5 else HOLDS,
-                  number=f"traffic slope {traffic:.2f}; memory slope {memory:.2f}")
+    return _claim(
+        "d",
+        quantity="log–log slope of HBM traffic and of extra memory vs N (N = 1K–64K, d = 64)",
+        model=f"traffic slopes: naive {s.loc['naive', 'traffic slope']:.2f}, fa1 "
+        f"{s.loc['fa1', 'traffic slope']:.2f}, fa2 {traffic:.2f}; extra memory: naive "
+        f"{s.loc['naive', 'extra-memory slope']:.2f}, fa2 {memory:.2f}",
+        paper="Theorem 2: FlashAttention makes Θ(N²d²M⁻¹) HBM accesses, standard attention "
+        "Θ(Nd + N²); Proposition 3: no exact algorithm does o(N²d²M⁻¹) for M in [d, Nd]",
+        measured=NONE,
+        rule="does not hold if FlashAttention's traffic grows with slope > 1.5 (quadratic, not linear)",
+        verdict=FAILS if traffic > 1.5 else HOLDS,
+        number=f"traffic slope {traffic:.2f}; memory slope {memory:.2f}",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # (e), (h): wall time
 # ---------------------------------------------------------------------------------------------
+
 
 def _current(name):
     try:
@@ -154,28 +186,52 @@ def figure2_speedups(path):
     frame = frame.assign(wall_ms_median=pd.to_numeric(frame["wall_ms_median"], errors="raise"))
     std = frame[frame.variant == "standard"].set_index("dropout_p")
     fa2 = frame[frame.variant == "fa2_varlen"].set_index("dropout_p")
-    return pd.DataFrame([{"run": "Figure 2 config, fwd+bwd", "baseline": "attention_ref", "kernel": "FA2 (varlen)",
-                          "dtype": std.loc[p, "dtype"], "seq_len": int(std.loc[p, "seq_len"]),
-                          "head_dim": int(std.loc[p, "head_dim"]), "dropout_p": p,
-                          "speed-up": std.loc[p, "wall_ms_median"] / fa2.loc[p, "wall_ms_median"]}
-                         for p in std.index.intersection(fa2.index)], columns=TC_COLUMNS)
+    return pd.DataFrame(
+        [
+            {
+                "run": "Figure 2 config, fwd+bwd",
+                "baseline": "attention_ref",
+                "kernel": "FA2 (varlen)",
+                "dtype": std.loc[p, "dtype"],
+                "seq_len": int(std.loc[p, "seq_len"]),
+                "head_dim": int(std.loc[p, "head_dim"]),
+                "dropout_p": p,
+                "speed-up": std.loc[p, "wall_ms_median"] / fa2.loc[p, "wall_ms_median"],
+            }
+            for p in std.index.intersection(fa2.index)
+        ],
+        columns=TC_COLUMNS,
+    )
 
 
 def tc_bench_speedups(path):
     """baseline / kernel forward time per (N, d) for TC_PAIRS from tc_bench_h200.csv (non-causal; fa2_tc
     in its default configuration; a variant out of memory has no time and no pair)."""
     frame = readers.read_csv(path, TC_BENCH_COLUMNS)
-    frame = frame[(frame.causal.astype(str) == "False")
-                  & ((frame.kernel != "fa2_tc") | frame.config.astype(str).str.contains("default"))]
-    frame = frame.assign(median_ms=pd.to_numeric(frame["median_ms"], errors="coerce")).dropna(subset=["median_ms"])
+    frame = frame[
+        (frame.causal.astype(str) == "False")
+        & ((frame.kernel != "fa2_tc") | frame.config.astype(str).str.contains("default"))
+    ]
+    frame = frame.assign(median_ms=pd.to_numeric(frame["median_ms"], errors="coerce")).dropna(
+        subset=["median_ms"]
+    )
     times = frame.set_index(["kernel", "seq_len", "head_dim"])["median_ms"]
     rows = []
     for base, kern in TC_PAIRS:
         for (name, n, d), t in times.items():
             if name == kern and (base, n, d) in times.index:
-                rows.append({"run": "tensor-core bench, fwd", "baseline": base, "kernel": kern,
-                             "dtype": frame.dtype.iloc[0], "seq_len": int(n), "head_dim": int(d),
-                             "dropout_p": 0.0, "speed-up": times[(base, n, d)] / t})
+                rows.append(
+                    {
+                        "run": "tensor-core bench, fwd",
+                        "baseline": base,
+                        "kernel": kern,
+                        "dtype": frame.dtype.iloc[0],
+                        "seq_len": int(n),
+                        "head_dim": int(d),
+                        "dropout_p": 0.0,
+                        "speed-up": times[(base, n, d)] / t,
+                    }
+                )
     return pd.DataFrame(rows, columns=TC_COLUMNS)
 
 
@@ -184,11 +240,22 @@ def energy_run_speedups(path):
     by simlib.energy_claim): the math backend accumulates in fp32, the flash backend is FA2."""
     calls = energy_claim.attention_calls(path)
     calls = calls[calls.dtype == "bf16"]
-    return pd.DataFrame([{"run": f"energy run, {r['pass'].replace('_', '+')}", "baseline": r["standard"],
-                          "kernel": r["flash"], "dtype": "bf16", "seq_len": int(r["seq_len"]),
-                          "head_dim": ENERGY_HEAD_DIM, "dropout_p": 0.0,
-                          "speed-up": r["standard_ms"] / r["flash_ms"]} for _, r in calls.iterrows()],
-                        columns=TC_COLUMNS)
+    return pd.DataFrame(
+        [
+            {
+                "run": f"energy run, {r['pass'].replace('_', '+')}",
+                "baseline": r["standard"],
+                "kernel": r["flash"],
+                "dtype": "bf16",
+                "seq_len": int(r["seq_len"]),
+                "head_dim": ENERGY_HEAD_DIM,
+                "dropout_p": 0.0,
+                "speed-up": r["standard_ms"] / r["flash_ms"],
+            }
+            for _, r in calls.iterrows()
+        ],
+        columns=TC_COLUMNS,
+    )
 
 
 def tensor_core_speedups(figure2="current", tc_bench="current", energy="current"):
@@ -198,17 +265,22 @@ def tensor_core_speedups(figure2="current", tc_bench="current", energy="current"
     figure2 = _current(FIGURE2) if figure2 == "current" else figure2
     tc_bench = _current(TC_BENCH) if tc_bench == "current" else tc_bench
     energy = _current(ENERGY) if energy == "current" else energy
-    parts = [figure2_speedups(figure2) if figure2 is not None else None,
-             tc_bench_speedups(tc_bench) if tc_bench is not None else None,
-             energy_run_speedups(energy) if energy is not None else None]
+    parts = [
+        figure2_speedups(figure2) if figure2 is not None else None,
+        tc_bench_speedups(tc_bench) if tc_bench is not None else None,
+        energy_run_speedups(energy) if energy is not None else None,
+    ]
     parts = [p for p in parts if p is not None and len(p)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=TC_COLUMNS)
 
 
 def _pairs_text(speedups, select):
     part = speedups[select(speedups.seq_len)] if len(speedups) else speedups
-    return "; ".join(f"{b} / {k} {_span(g['speed-up'])} (N {tokens_label(g.seq_len.min())}–"
-                     f"{tokens_label(g.seq_len.max())})" for (b, k), g in part.groupby(["baseline", "kernel"]))
+    return "; ".join(
+        f"{b} / {k} {_span(g['speed-up'])} (N {tokens_label(g.seq_len.min())}–"
+        f"{tokens_label(g.seq_len.max())})"
+        for (b, k), g in part.groupby(["baseline", "kernel"])
+    )
 
 
 def verdict_e(optimised=None, tensor_core=None, gpu=c.DEFAULT_GPU):
@@ -217,74 +289,108 @@ def verdict_e(optimised=None, tensor_core=None, gpu=c.DEFAULT_GPU):
     optimised = c.optimised_speedups() if optimised is None else optimised
     tensor_core = tensor_core_speedups() if tensor_core is None else tensor_core
     m = c.claim_e(gpu=gpu)
-    model = (f"HBM roofline, {load_preset(gpu).name}, fp16, N 2K–16K: fa2 {_span(m['HBM-roofline speed-up fa2'])}, "
-             f"fa1 {_span(m['HBM-roofline speed-up fa1'])}")
-    tables = {"Table 20 (fwd+bwd)": "table_20_fwd_bwd_ms", "Table 11 (fwd+bwd, dropout, mask)":
-              "table_11_fwd_bwd_dropout_mask_ms", "Table 9 (fwd, dropout, mask)": "table_9_forward_dropout_mask_ms"}
-    long = {name: paper.speedups(t).query("N >= @c.LONG_SEQ")["speed-up"].dropna() for name, t in tables.items()}
-    paper_text = (f"{paper.cite(paper.APPENDIX)} (A100 40 GB, fp16, N 2K–4K): "
-                  + "; ".join(f"{name} {_span(v)}" for name, v in long.items()))
+    model = (
+        f"HBM roofline, {load_preset(gpu).name}, fp16, N 2K–16K: fa2 {_span(m['HBM-roofline speed-up fa2'])}, "
+        f"fa1 {_span(m['HBM-roofline speed-up fa1'])}"
+    )
+    tables = {
+        "Table 20 (fwd+bwd)": "table_20_fwd_bwd_ms",
+        "Table 11 (fwd+bwd, dropout, mask)": "table_11_fwd_bwd_dropout_mask_ms",
+        "Table 9 (fwd, dropout, mask)": "table_9_forward_dropout_mask_ms",
+    }
+    long = {
+        name: paper.speedups(t).query("N >= @c.LONG_SEQ")["speed-up"].dropna() for name, t in tables.items()
+    }
+    paper_text = f"{paper.cite(paper.APPENDIX)} (A100 40 GB, fp16, N 2K–4K): " + "; ".join(
+        f"{name} {_span(v)}" for name, v in long.items()
+    )
     fp32 = _pairs_text(optimised, lambda n: n >= c.LONG_SEQ)
     tc_long = tensor_core[(tensor_core.seq_len >= c.LONG_SEQ) & tensor_core.baseline.isin(STANDARD)]
-    tc_text = ("H200 tensor cores: " + "; ".join(
-                   f"{run} ({g['dtype'].iloc[0]}) {b} / {k}: {_span(g['speed-up'])} at N = "
-                   f"{'/'.join(tokens_label(n) for n in sorted(g.seq_len.unique()))}"
-                   for (run, b, k), g in tensor_core.groupby(["run", "baseline", "kernel"], sort=False))
-               if len(tensor_core) else f"H200 {POSTS_DTYPE}/bf16 tensor cores: {NOT_MEASURED}")
+    tc_text = (
+        "H200 tensor cores: "
+        + "; ".join(
+            f"{run} ({g['dtype'].iloc[0]}) {b} / {k}: {_span(g['speed-up'])} at N = "
+            f"{'/'.join(tokens_label(n) for n in sorted(g.seq_len.unique()))}"
+            for (run, b, k), g in tensor_core.groupby(["run", "baseline", "kernel"], sort=False)
+        )
+        if len(tensor_core)
+        else f"H200 {POSTS_DTYPE}/bf16 tensor cores: {NOT_MEASURED}"
+    )
     measured = f"{tc_text}; fp32 CUDA cores (not the posts' regime): {fp32 or NOT_MEASURED}"
     if len(tc_long):
         values, source = list(tc_long["speed-up"]), "H200 tensor cores"
     else:
         values, source = [v for vs in long.values() for v in vs], "paper, A100 fp16"
-    return _claim("e", quantity="standard / FlashAttention wall time at N ≥ 2K, fp16/bf16 on tensor cores",
-                  model=model, paper=paper_text, measured=measured,
-                  rule="judged on the H200 tensor-core runs of PyTorch's standard attention vs FlashAttention-2 at "
-                       "N ≥ 2K, else the paper's: holds if every speed-up is in 2–4×, does not hold if none "
-                       "reaches 2×, else holds with conditions (the factor depends on the baseline and the run)",
-                  verdict=HOLDS if all(2 <= v <= 4 for v in values) else FAILS if max(values) < 2 else CONDITIONS,
-                  number=f"{_span(values)} ({source})")
+    return _claim(
+        "e",
+        quantity="standard / FlashAttention wall time at N ≥ 2K, fp16/bf16 on tensor cores",
+        model=model,
+        paper=paper_text,
+        measured=measured,
+        rule="judged on the H200 tensor-core runs of PyTorch's standard attention vs FlashAttention-2 at "
+        "N ≥ 2K, else the paper's: holds if every speed-up is in 2–4×, does not hold if none "
+        "reaches 2×, else holds with conditions (the factor depends on the baseline and the run)",
+        verdict=HOLDS if all(2 <= v <= 4 for v in values) else FAILS if max(values) < 2 else CONDITIONS,
+        number=f"{_span(values)} ({source})",
+    )
 
 
 def verdict_h(teaching=None):
     """The paper's A100 tables at N = 128–256: holds if FlashAttention gains < 1.5× there in every table."""
     teaching = c.teaching_speedups() if teaching is None else teaching
-    tables = {"Table 20 (fwd+bwd)": "table_20_fwd_bwd_ms", "Table 11 (fwd+bwd, dropout, mask)":
-              "table_11_fwd_bwd_dropout_mask_ms", "Table 9 (fwd, dropout, mask)": "table_9_forward_dropout_mask_ms"}
+    tables = {
+        "Table 20 (fwd+bwd)": "table_20_fwd_bwd_ms",
+        "Table 11 (fwd+bwd, dropout, mask)": "table_11_fwd_bwd_dropout_mask_ms",
+        "Table 9 (fwd, dropout, mask)": "table_9_forward_dropout_mask_ms",
+    }
     short = {name: paper.speedups(t).query("N <= @c.SHORT_SEQ")["speed-up"] for name, t in tables.items()}
     values = [v for vs in short.values() for v in vs]
     m = c.claim_h().set_index("N")
     small = [v < 1.5 for v in values]
     part = teaching[teaching.seq_len <= c.SHORT_SEQ] if len(teaching) else teaching
-    return _claim("h", quantity="standard / FlashAttention wall time at N = 128–256",
-                  model=f"HBM roofline, fp16: fa1 {_x(m.loc[c.SHORT_SEQ, 'HBM-roofline speed-up fa1'])}, fa2 "
-                        f"{_x(m.loc[c.SHORT_SEQ, 'HBM-roofline speed-up fa2'])} at N = 256; saves "
-                        f"{m.loc[c.SHORT_SEQ, 'naive − fa2 HBM time per head (µs)'] * 1e3:.0f} ns per head "
-                        f"(no launch overhead in the model)",
-                  paper=f"{paper.cite(paper.APPENDIX)} (A100 40 GB, fp16, N 128–256): "
-                        + "; ".join(f"{name} {_span(v)}" for name, v in short.items()),
-                  measured=("fp32 teaching kernels, naive / tiled: " + _span(part["speed-up"], 2)
-                            + " (fp32 CUDA cores, not the posts' regime)") if len(part) else NOT_MEASURED,
-                  rule="judged on the paper's tables: holds if every speed-up at N ≤ 256 is below 1.5×, "
-                       "does not hold if none is",
-                  verdict=HOLDS if all(small) else FAILS if not any(small) else CONDITIONS,
-                  number=f"{_span(values)} at N = 128–256 (paper, A100)")
+    return _claim(
+        "h",
+        quantity="standard / FlashAttention wall time at N = 128–256",
+        model=f"HBM roofline, fp16: fa1 {_x(m.loc[c.SHORT_SEQ, 'HBM-roofline speed-up fa1'])}, fa2 "
+        f"{_x(m.loc[c.SHORT_SEQ, 'HBM-roofline speed-up fa2'])} at N = 256; saves "
+        f"{m.loc[c.SHORT_SEQ, 'naive − fa2 HBM time per head (µs)'] * 1e3:.0f} ns per head "
+        f"(no launch overhead in the model)",
+        paper=f"{paper.cite(paper.APPENDIX)} (A100 40 GB, fp16, N 128–256): "
+        + "; ".join(f"{name} {_span(v)}" for name, v in short.items()),
+        measured=(
+            "fp32 teaching kernels, naive / tiled: "
+            + _span(part["speed-up"], 2)
+            + " (fp32 CUDA cores, not the posts' regime)"
+        )
+        if len(part)
+        else NOT_MEASURED,
+        rule="judged on the paper's tables: holds if every speed-up at N ≤ 256 is below 1.5×, "
+        "does not hold if none is",
+        verdict=HOLDS if all(small) else FAILS if not any(small) else CONDITIONS,
+        number=f"{_span(values)} at N = 128–256 (paper, A100)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # (f), (g): memory
 # ---------------------------------------------------------------------------------------------
 
+
 def verdict_f():
     d = c.claim_f().set_index("N")
     ratios = paper.memory_ratios().set_index("N")["ratio"]
-    return _claim("f", quantity="forward activations per head: Q, K, V, O + N×N matrices vs + logsumexp",
-                  model=f"{_x(d.loc[2048, 'ratio, P only'])} at N = 2K, {_x(d.loc[4096, 'ratio, P only'])} at 4K "
-                        f"(P kept), {_x(d.loc[2048, 'ratio, S and P'])} at 2K (S and P); grows ∝ N",
-                  paper=f"{paper.cite(paper.APPENDIX)}, Table 21 (fwd+bwd memory): "
-                        + ", ".join(f"{_x(r)} at {tokens_label(n)}" for n, r in ratios.items() if n >= 1024),
-                  measured=NONE, rule="holds with conditions when the ratio passes 10× only beyond some N",
-                  verdict=CONDITIONS if (ratios < 10).any() and (ratios >= 10).any() else HOLDS,
-                  number=f"{_x(d.loc[2048, 'ratio, P only'])} at N = 2K (model)")
+    return _claim(
+        "f",
+        quantity="forward activations per head: Q, K, V, O + N×N matrices vs + logsumexp",
+        model=f"{_x(d.loc[2048, 'ratio, P only'])} at N = 2K, {_x(d.loc[4096, 'ratio, P only'])} at 4K "
+        f"(P kept), {_x(d.loc[2048, 'ratio, S and P'])} at 2K (S and P); grows ∝ N",
+        paper=f"{paper.cite(paper.APPENDIX)}, Table 21 (fwd+bwd memory): "
+        + ", ".join(f"{_x(r)} at {tokens_label(n)}" for n, r in ratios.items() if n >= 1024),
+        measured=NONE,
+        rule="holds with conditions when the ratio passes 10× only beyond some N",
+        verdict=CONDITIONS if (ratios < 10).any() and (ratios >= 10).any() else HOLDS,
+        number=f"{_x(d.loc[2048, 'ratio, P only'])} at N = 2K (model)",
+    )
 
 
 def verdict_g():
@@ -292,40 +398,52 @@ def verdict_g():
     llama = d[(d["model"] == c.LLAMA) & (d.batch == 1)].set_index("mode")
     cap = llama.loc["training", "HBM (GiB)"]
     oom = paper.standard_oom_seq_len()
-    return _claim("g", quantity="GiB of N×N matrices at N = 8192 (fp16) against the GPU's HBM",
-                  model=f"{c.LLAMA}, batch 1: training keeps {llama.loc['training', 'N×N matrices (GiB)']:.0f} GiB "
-                        f"(> {cap:.0f} GiB); inference {llama.loc['inference', 'N×N matrices (GiB)']:.0f} GiB (fits)",
-                  paper=f"{paper.cite(paper.APPENDIX)}, Table 21: PyTorch standard attention out of memory from "
-                        f"N = {tokens_label(oom)} on an A100 with 40 GB (not 80 GB)",
-                  measured=NONE, rule="holds with conditions if it is out of memory in training but not in inference",
-                  verdict=CONDITIONS if llama.loc["training", "N×N alone exceed HBM"]
-                  and not llama.loc["inference", "N×N alone exceed HBM"] else HOLDS,
-                  number=f"{llama.loc['training', 'N×N matrices (GiB)']:.0f} GiB vs {cap:.0f} GiB (training)")
+    return _claim(
+        "g",
+        quantity="GiB of N×N matrices at N = 8192 (fp16) against the GPU's HBM",
+        model=f"{c.LLAMA}, batch 1: training keeps {llama.loc['training', 'N×N matrices (GiB)']:.0f} GiB "
+        f"(> {cap:.0f} GiB); inference {llama.loc['inference', 'N×N matrices (GiB)']:.0f} GiB (fits)",
+        paper=f"{paper.cite(paper.APPENDIX)}, Table 21: PyTorch standard attention out of memory from "
+        f"N = {tokens_label(oom)} on an A100 with 40 GB (not 80 GB)",
+        measured=NONE,
+        rule="holds with conditions if it is out of memory in training but not in inference",
+        verdict=CONDITIONS
+        if llama.loc["training", "N×N alone exceed HBM"]
+        and not llama.loc["inference", "N×N alone exceed HBM"]
+        else HOLDS,
+        number=f"{llama.loc['training', 'N×N matrices (GiB)']:.0f} GiB vs {cap:.0f} GiB (training)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # (i)–(n): the memory hierarchy and the trips
 # ---------------------------------------------------------------------------------------------
 
+
 def _levels(keys=DATACENTER_GPUS):
     return {load_preset(k).name: load_preset(k) for k in keys}
 
 
 def verdict_i():
-    ratios = {name: hw.level("SRAM").bandwidth_bytes_per_s / hw.level("HBM").bandwidth_bytes_per_s
-              for name, hw in _levels().items()}
+    ratios = {
+        name: hw.level("SRAM").bandwidth_bytes_per_s / hw.level("HBM").bandwidth_bytes_per_s
+        for name, hw in _levels().items()
+    }
     p = paper.section("section_2_1_a100")
     paper_ratios = [p["sram_bandwidth_tb_per_s"] / b for b in p["hbm_bandwidth_tb_per_s"]]
     values = list(ratios.values()) + paper_ratios
     big = [v >= 100 for v in values]
-    return _claim("i", quantity="SRAM bandwidth / HBM bandwidth",
-                  model=", ".join(f"{name} {_x(r)}" for name, r in ratios.items()) + " (data/hardware presets)",
-                  paper=f"{paper.cite('section_2_1_a100')}: {p['sram_bandwidth_tb_per_s']} TB/s vs "
-                        f"{p['hbm_bandwidth_tb_per_s'][0]}–{p['hbm_bandwidth_tb_per_s'][1]} TB/s = {_span(paper_ratios)}",
-                  measured=NONE, rule="orders of magnitude = at least 100×: holds if every ratio is ≥ 100×, "
-                                      "does not hold if none is",
-                  verdict=HOLDS if all(big) else FAILS if not any(big) else CONDITIONS,
-                  number=f"{_span(values)} (one order of magnitude)")
+    return _claim(
+        "i",
+        quantity="SRAM bandwidth / HBM bandwidth",
+        model=", ".join(f"{name} {_x(r)}" for name, r in ratios.items()) + " (data/hardware presets)",
+        paper=f"{paper.cite('section_2_1_a100')}: {p['sram_bandwidth_tb_per_s']} TB/s vs "
+        f"{p['hbm_bandwidth_tb_per_s'][0]}–{p['hbm_bandwidth_tb_per_s'][1]} TB/s = {_span(paper_ratios)}",
+        measured=NONE,
+        rule="orders of magnitude = at least 100×: holds if every ratio is ≥ 100×, does not hold if none is",
+        verdict=HOLDS if all(big) else FAILS if not any(big) else CONDITIONS,
+        number=f"{_span(values)} (one order of magnitude)",
+    )
 
 
 def verdict_j(gpu=c.DEFAULT_GPU, seq_len=4096, head_dim=64):
@@ -334,42 +452,61 @@ def verdict_j(gpu=c.DEFAULT_GPU, seq_len=4096, head_dim=64):
     times = {}
     for name in ("naive", "fa2"):
         r = c.result_on(name, w, gpu)
-        times[name] = (r.flops / hw.peak_flops[POSTS_DTYPE], r.hbm_bytes / hw.level("HBM").bandwidth_bytes_per_s)
+        times[name] = (
+            r.flops / hw.peak_flops[POSTS_DTYPE],
+            r.hbm_bytes / hw.level("HBM").bandwidth_bytes_per_s,
+        )
     ratio = times["naive"][1] / times["naive"][0]
-    return _claim("j", quantity="HBM time / arithmetic time of standard attention (fp16, one head, N = 4096, d = 64)",
-                  model=f"{hw.name}: naive math {times['naive'][0] * 1e6:.1f} µs, HBM {times['naive'][1] * 1e6:.1f} µs "
-                        f"({_x(ratio)}); fa2 math {times['fa2'][0] * 1e6:.1f} µs, HBM {times['fa2'][1] * 1e6:.1f} µs",
-                  paper=NONE, measured=NONE,
-                  rule="µs vs ms is ~1000×: holds if the ratio is ≥ 100×, with conditions if memory still dominates "
-                       "(1–100×), does not hold if the math dominates",
-                  verdict=HOLDS if ratio >= 100 else CONDITIONS if ratio > 1 else FAILS,
-                  number=f"memory {_x(ratio)} the math (both µs)")
+    return _claim(
+        "j",
+        quantity="HBM time / arithmetic time of standard attention (fp16, one head, N = 4096, d = 64)",
+        model=f"{hw.name}: naive math {times['naive'][0] * 1e6:.1f} µs, HBM {times['naive'][1] * 1e6:.1f} µs "
+        f"({_x(ratio)}); fa2 math {times['fa2'][0] * 1e6:.1f} µs, HBM {times['fa2'][1] * 1e6:.1f} µs",
+        paper=NONE,
+        measured=NONE,
+        rule="µs vs ms is ~1000×: holds if the ratio is ≥ 100×, with conditions if memory still dominates "
+        "(1–100×), does not hold if the math dominates",
+        verdict=HOLDS if ratio >= 100 else CONDITIONS if ratio > 1 else FAILS,
+        number=f"memory {_x(ratio)} the math (both µs)",
+    )
 
 
 def verdict_k():
     totals = {name: hw.level("SRAM").capacity_bytes * hw.sm_count for name, hw in _levels().items()}
-    others = {name: hw.level("SRAM").capacity_bytes * hw.sm_count
-              for name, hw in _levels(("rtx-4090", "t4")).items()}
+    others = {
+        name: hw.level("SRAM").capacity_bytes * hw.sm_count
+        for name, hw in _levels(("rtx-4090", "t4")).items()
+    }
     p = paper.section("figure_1_left_memory_hierarchy")
     inside = [20 * MB <= b <= 40 * MB for b in totals.values()]
-    return _claim("k", quantity="L1/shared memory per SM × SMs (MB = 10⁶ B)",
-                  model=", ".join(f"{name} {b / MB:.1f} MB" for name, b in totals.items())
-                        + "; not data-centre: " + ", ".join(f"{name} {b / MB:.1f} MB" for name, b in others.items()),
-                  paper=f"{paper.cite('figure_1_left_memory_hierarchy')}: SRAM {p['sram_size_mb']} MB ({p['gpu']})",
-                  measured=NONE, rule="holds if every data-centre preset (A100, H100, H200) has 20–40 MB",
-                  verdict=HOLDS if all(inside) else CONDITIONS if any(inside) else FAILS,
-                  number=_span([b / MB for b in totals.values()], 1, " MB"))
+    return _claim(
+        "k",
+        quantity="L1/shared memory per SM × SMs (MB = 10⁶ B)",
+        model=", ".join(f"{name} {b / MB:.1f} MB" for name, b in totals.items())
+        + "; not data-centre: "
+        + ", ".join(f"{name} {b / MB:.1f} MB" for name, b in others.items()),
+        paper=f"{paper.cite('figure_1_left_memory_hierarchy')}: SRAM {p['sram_size_mb']} MB ({p['gpu']})",
+        measured=NONE,
+        rule="holds if every data-centre preset (A100, H100, H200) has 20–40 MB",
+        verdict=HOLDS if all(inside) else CONDITIONS if any(inside) else FAILS,
+        number=_span([b / MB for b in totals.values()], 1, " MB"),
+    )
 
 
 def verdict_l():
     sizes = {name: hw.level("HBM").capacity_bytes / GIB for name, hw in _levels().items()}
     p = paper.section("section_2_1_a100")
-    return _claim("l", quantity="HBM capacity of the data-centre presets (GB as the vendors use it: 2³⁰ B)",
-                  model=", ".join(f"{name} {g:.0f} GB" for name, g in sizes.items()),
-                  paper=f"{paper.cite('section_2_1_a100')}: the A100 has {p['hbm_capacity_gb'][0]}–"
-                        f"{p['hbm_capacity_gb'][1]} GB",
-                  measured=NONE, rule="holds if every data-centre preset has 40–80 GB, with conditions if some do",
-                  verdict=_between(list(sizes.values()), 40, 80), number=_span(list(sizes.values()), 0, " GB"))
+    return _claim(
+        "l",
+        quantity="HBM capacity of the data-centre presets (GB as the vendors use it: 2³⁰ B)",
+        model=", ".join(f"{name} {g:.0f} GB" for name, g in sizes.items()),
+        paper=f"{paper.cite('section_2_1_a100')}: the A100 has {p['hbm_capacity_gb'][0]}–"
+        f"{p['hbm_capacity_gb'][1]} GB",
+        measured=NONE,
+        rule="holds if every data-centre preset has 40–80 GB, with conditions if some do",
+        verdict=_between(list(sizes.values()), 40, 80),
+        number=_span(list(sizes.values()), 0, " GB"),
+    )
 
 
 def verdict_m(gpu=c.DEFAULT_GPU, seq_len=4096, head_dim=64):
@@ -378,10 +515,16 @@ def verdict_m(gpu=c.DEFAULT_GPU, seq_len=4096, head_dim=64):
     sector = hw.level("HBM").granularity_bytes
     naive = c.result_on("naive", w, gpu).hbm_bytes / sector
     fa2 = c.result_on("fa2", w, gpu).hbm_bytes / sector
-    return _claim("m", quantity=f"{sector}-byte HBM transactions of standard attention, one head, N = 4096, d = 64",
-                  model=f"naive {naive / 1e6:.2f} M, fa2 {fa2 / 1e6:.2f} M ({hw.name} tiles)", paper=NONE,
-                  measured=NONE, rule="holds if standard attention makes at least 10⁶ transactions per head",
-                  verdict=HOLDS if naive >= 1e6 else FAILS, number=f"{naive / 1e6:.1f} M per head")
+    return _claim(
+        "m",
+        quantity=f"{sector}-byte HBM transactions of standard attention, one head, N = 4096, d = 64",
+        model=f"naive {naive / 1e6:.2f} M, fa2 {fa2 / 1e6:.2f} M ({hw.name} tiles)",
+        paper=NONE,
+        measured=NONE,
+        rule="holds if standard attention makes at least 10⁶ transactions per head",
+        verdict=HOLDS if naive >= 1e6 else FAILS,
+        number=f"{naive / 1e6:.1f} M per head",
+    )
 
 
 def _written_besides_o(result):
@@ -395,44 +538,57 @@ def verdict_n(gpu=c.DEFAULT_GPU, seq_len=4096, head_dim=64):
     s = c._hbm_elements(naive, "S")
     inter_naive, inter_fa2 = _written_besides_o(naive), _written_besides_o(fa2)
     share = inter_fa2 / inter_naive
-    return _claim("n", quantity="intermediate values written to HBM per head (everything but O), N = 4096",
-                  model=f"naive: S {s:,} + P = {inter_naive:,}; fa2: {inter_fa2:,} (its logsumexp), "
-                        f"{share:.3%} of naive's (it still computes all {s:,} scores, tile by tile on chip)",
-                  paper=NONE, measured=NONE,
-                  rule="holds if S has 15–17 million values and FlashAttention writes < 0.1 % of naive's",
-                  verdict=HOLDS if 15e6 <= s <= 17e6 and share < 1e-3 else FAILS,
-                  number=f"{s / 1e6:.1f} M vs {inter_fa2:,}")
+    return _claim(
+        "n",
+        quantity="intermediate values written to HBM per head (everything but O), N = 4096",
+        model=f"naive: S {s:,} + P = {inter_naive:,}; fa2: {inter_fa2:,} (its logsumexp), "
+        f"{share:.3%} of naive's (it still computes all {s:,} scores, tile by tile on chip)",
+        paper=NONE,
+        measured=NONE,
+        rule="holds if S has 15–17 million values and FlashAttention writes < 0.1 % of naive's",
+        verdict=HOLDS if 15e6 <= s <= 17e6 and share < 1e-3 else FAILS,
+        number=f"{s / 1e6:.1f} M vs {inter_fa2:,}",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # (o)–(r): end-to-end claims
 # ---------------------------------------------------------------------------------------------
 
+
 def verdict_o():
     t = paper.training_speedups()
     hf, mega = t[t.baseline == "huggingface"]["speed-up"], t[t.baseline == "megatron_lm"]["speed-up"]
     reaches = [v >= 3 * 0.95 for v in t["speed-up"]]
-    return _claim("o", quantity="GPT-2 training time at 1K context, baseline / FlashAttention (8×A100)",
-                  model="not modelled: end-to-end training (MLP, optimiser, other layers) is outside simlib",
-                  paper=f"{paper.cite('table_2_gpt2_training')}: vs Huggingface {_span(hf)}, vs Megatron-LM "
-                        f"{_span(mega)} (GPT-2 small and medium)",
-                  measured=NONE, rule="holds if every baseline gives ≥ 3× (within 5 %), with conditions if some do",
-                  verdict=HOLDS if all(reaches) else CONDITIONS if any(reaches) else FAILS,
-                  number=f"{_span(hf)} vs Huggingface, {_span(mega)} vs Megatron-LM")
+    return _claim(
+        "o",
+        quantity="GPT-2 training time at 1K context, baseline / FlashAttention (8×A100)",
+        model="not modelled: end-to-end training (MLP, optimiser, other layers) is outside simlib",
+        paper=f"{paper.cite('table_2_gpt2_training')}: vs Huggingface {_span(hf)}, vs Megatron-LM "
+        f"{_span(mega)} (GPT-2 small and medium)",
+        measured=NONE,
+        rule="holds if every baseline gives ≥ 3× (within 5 %), with conditions if some do",
+        verdict=HOLDS if all(reaches) else CONDITIONS if any(reaches) else FAILS,
+        number=f"{_span(hf)} vs Huggingface, {_span(mega)} vs Megatron-LM",
+    )
 
 
 def verdict_p():
     lra = paper.section("table_3_lra")
     lo, hi = lra["seq_len_range"]
     at_one_length = lo == hi == 4096
-    return _claim("p", quantity="Long-range arena speed-up over the standard Transformer, and at which length",
-                  model="not modelled: whole-model training throughput",
-                  paper=f"{paper.cite('table_3_lra')}: {lra['speedup']}× over five tasks of length "
-                        f"{tokens_label(lo)}–{tokens_label(hi)}",
-                  measured=NONE, rule="holds if the paper's number is measured at 4K; with conditions if it is "
-                                      "an aggregate over lengths that include 4K",
-                  verdict=HOLDS if at_one_length else CONDITIONS if lo <= 4096 <= hi else FAILS,
-                  number=f"{lra['speedup']}× over N = {tokens_label(lo)}–{tokens_label(hi)}")
+    return _claim(
+        "p",
+        quantity="Long-range arena speed-up over the standard Transformer, and at which length",
+        model="not modelled: whole-model training throughput",
+        paper=f"{paper.cite('table_3_lra')}: {lra['speedup']}× over five tasks of length "
+        f"{tokens_label(lo)}–{tokens_label(hi)}",
+        measured=NONE,
+        rule="holds if the paper's number is measured at 4K; with conditions if it is "
+        "an aggregate over lengths that include 4K",
+        verdict=HOLDS if at_one_length else CONDITIONS if lo <= 4096 <= hi else FAILS,
+        number=f"{lra['speedup']}× over N = {tokens_label(lo)}–{tokens_label(hi)}",
+    )
 
 
 def verdict_q():
@@ -440,24 +596,34 @@ def verdict_q():
     try:
         judged = energy_claim.energy_claim_verdict()
     except FileNotFoundError as exc:
-        return _claim("q", quantity="energy per training step, standard vs FlashAttention", model=NOT_MEASURED,
-                      paper=NONE, measured=f"{NOT_MEASURED} ({exc})", rule="needs the H200 energy run",
-                      verdict=NOT_CHECKED, number=NONE)
+        return _claim(
+            "q",
+            quantity="energy per training step, standard vs FlashAttention",
+            model=NOT_MEASURED,
+            paper=NONE,
+            measured=f"{NOT_MEASURED} ({exc})",
+            rule="needs the H200 energy run",
+            verdict=NOT_CHECKED,
+            number=NONE,
+        )
     cases = pd.DataFrame(judged["cases"])
     calls = pd.DataFrame(judged["attention_calls"])
     attn = calls[(calls.dtype == "bf16") & (calls["pass"] == "fwd_bwd")]["saving"]
     lo, hi = cases.saving.min(), cases.saving.max()
-    return _claim("q", quantity="energy saved per GPT-2-medium training step at N = 1K (24 layers of attention + the "
-                                "rest of the step priced as bf16 GEMMs, a lower bound)",
-                  model=f"step saving {lo:.0%}–{hi:.0%} (upper bounds: the rest of the step needs "
-                        f"{cases.rest_multiple_for_35pct.min():.1f}× the GEMMs' energy for 35 %)",
-                  paper="no energy number in data/papers.json",
-                  measured=f"H200 NVML, attention fwd+bwd bf16, SDPA math vs flash: {_span(100 * attn, 0, ' %')} "
-                           f"less energy per call",
-                  rule="does not hold if even the upper bound on the step saving is below 35 %; holds with "
-                       "conditions otherwise (the saving depends on what the rest of a step costs)",
-                  verdict=FAILS if hi < 0.35 else CONDITIONS,
-                  number=f"≤ {lo:.0%}–{hi:.0%} per step; {_span(100 * attn, 0, ' %')} per attention call")
+    return _claim(
+        "q",
+        quantity="energy saved per GPT-2-medium training step at N = 1K (24 layers of attention + the "
+        "rest of the step priced as bf16 GEMMs, a lower bound)",
+        model=f"step saving {lo:.0%}–{hi:.0%} (upper bounds: the rest of the step needs "
+        f"{cases.rest_multiple_for_35pct.min():.1f}× the GEMMs' energy for 35 %)",
+        paper="no energy number in data/papers.json",
+        measured=f"H200 NVML, attention fwd+bwd bf16, SDPA math vs flash: {_span(100 * attn, 0, ' %')} "
+        f"less energy per call",
+        rule="does not hold if even the upper bound on the step saving is below 35 %; holds with "
+        "conditions otherwise (the saving depends on what the rest of a step costs)",
+        verdict=FAILS if hi < 0.35 else CONDITIONS,
+        number=f"≤ {lo:.0%}–{hi:.0%} per step; {_span(100 * attn, 0, ' %')} per attention call",
+    )
 
 
 def verdict_r(model_key="llama-3-8b", gpu="t4"):
@@ -468,21 +634,42 @@ def verdict_r(model_key="llama-3-8b", gpu="t4"):
     limit = m.max_position_embeddings
     spare = capacity - m.weight_bytes("fp16") - limit * m.kv_bytes_per_token("fp16")
     fits = tokens["fp16"] >= limit
-    return _claim("r", quantity=f"KV-cache tokens that fit beside {m.name}'s fp16 weights on a {capacity / GIB:.0f} GiB "
-                                f"GPU ({hw.name}), against its {limit:,}-token context",
-                  model=f"{tokens['fp16']:,} tokens (KV {fmt_bytes(m.kv_bytes_per_token('fp16'))} per token, weights "
-                        f"{m.weight_bytes('fp16') / GB:.2f} GB); at {limit:,} tokens {fmt_bytes(spare)} remain for the "
-                        f"CUDA context and activations; with int4 weights {tokens['int4']:,} tokens",
-                  paper=NONE, measured=NONE,
-                  rule="holds if one conversation at the model's context does not fit; with conditions if it fits "
-                       "with less than 5 % of the GPU to spare",
-                  verdict=HOLDS if not fits else CONDITIONS if spare < 0.05 * capacity else FAILS,
-                  number=f"{fmt_bytes(spare)} spare at {limit:,} tokens (fp16 weights)")
+    return _claim(
+        "r",
+        quantity=f"KV-cache tokens that fit beside {m.name}'s fp16 weights on a {capacity / GIB:.0f} GiB "
+        f"GPU ({hw.name}), against its {limit:,}-token context",
+        model=f"{tokens['fp16']:,} tokens (KV {fmt_bytes(m.kv_bytes_per_token('fp16'))} per token, weights "
+        f"{m.weight_bytes('fp16') / GB:.2f} GB); at {limit:,} tokens {fmt_bytes(spare)} remain for the "
+        f"CUDA context and activations; with int4 weights {tokens['int4']:,} tokens",
+        paper=NONE,
+        measured=NONE,
+        rule="holds if one conversation at the model's context does not fit; with conditions if it fits "
+        "with less than 5 % of the GPU to spare",
+        verdict=HOLDS if not fits else CONDITIONS if spare < 0.05 * capacity else FAILS,
+        number=f"{fmt_bytes(spare)} spare at {limit:,} tokens (fp16 weights)",
+    )
 
 
-VERDICTS_BY_KEY = {"a": verdict_a, "b": verdict_b, "c": verdict_c, "d": verdict_d, "e": verdict_e, "f": verdict_f,
-                   "g": verdict_g, "h": verdict_h, "i": verdict_i, "j": verdict_j, "k": verdict_k, "l": verdict_l,
-                   "m": verdict_m, "n": verdict_n, "o": verdict_o, "p": verdict_p, "q": verdict_q, "r": verdict_r}
+VERDICTS_BY_KEY = {
+    "a": verdict_a,
+    "b": verdict_b,
+    "c": verdict_c,
+    "d": verdict_d,
+    "e": verdict_e,
+    "f": verdict_f,
+    "g": verdict_g,
+    "h": verdict_h,
+    "i": verdict_i,
+    "j": verdict_j,
+    "k": verdict_k,
+    "l": verdict_l,
+    "m": verdict_m,
+    "n": verdict_n,
+    "o": verdict_o,
+    "p": verdict_p,
+    "q": verdict_q,
+    "r": verdict_r,
+}
 
 
 def records():
