@@ -191,7 +191,7 @@ shown.style.format({"standard_j": "{:.3f} J", "flash_j": "{:.3f} J", "saving": "
 
 # %% slideshow={"slide_type": "subslide"}
 verdict = energy_claim_verdict()
-steps = pd.DataFrame(verdict["cases"]).set_index("case")
+steps = pd.DataFrame([*verdict["cases"], *verdict["fp32_cases"]]).set_index("case")
 display(steps[["standard_attention_j", "flash_attention_j", "rest_j", "attention_share_standard", "saving",
                "rest_multiple_for_40pct", "rest_multiple_for_35pct"]].round(3))
 fig, ax = plt.subplots(figsize=(9, 3.8))

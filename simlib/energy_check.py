@@ -205,7 +205,7 @@ def report_markdown() -> str:
 
     lines += ["", "| case | standard attention (J) | FlashAttention (J) | rest of step (J) | attention share | "
                   "saving per step | rest × for 40 % | rest × for 35 % |", "|---|---|---|---|---|---|---|---|"]
-    for c in v["cases"]:
+    for c in [*v["cases"], *v["fp32_cases"]]:
         lines.append(f"| {c['case']} | {c['standard_attention_j']:.3f} | {c['flash_attention_j']:.3f} | {c['rest_j']:.3f} "
                      f"| {c['attention_share_standard']:.0%} | {c['saving']:.0%} | {multiple(c['rest_multiple_for_40pct'])} "
                      f"| {multiple(c['rest_multiple_for_35pct'])} |")

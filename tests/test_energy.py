@@ -212,7 +212,8 @@ def test_claim_verdict_is_stated_with_its_numbers():
 
     v = energy_claim_verdict()
     assert v["cases"] and "%" in v["verdict"]
-    for c in v["cases"]:
+    assert {c["dtype"] for c in v["cases"]} <= {"fp16", "bf16"} and [c["dtype"] for c in v["fp32_cases"]] == ["fp32"]
+    for c in [*v["cases"], *v["fp32_cases"]]:
         assert 0 < c["saving"] < 1 and 0 < c["attention_share_standard"] < 1
 
 
