@@ -16,6 +16,8 @@ L (4 B) written once per valid row. The visited tiles are found by brute force h
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kernel_helpers import ON_GPU, ceil_div, lse_error, sim_only
 
 from gpu_kernels.reference import attention_reference, random_qkv, rel_error
@@ -199,3 +201,18 @@ def test_fa2_tc_gpu_ptx():
             assert (s["atom"] > 0) == counting
             assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
             assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx and "cp.async.cg.shared.global" in ptx
+
+
+@settings(max_examples=120, deadline=None)
+@given(n=st.integers(1, 700), nq=st.none() | st.integers(1, 700), w=st.integers(1, 8),
+       bc=st.sampled_from([16, 32, 48, 64, 128]), causal=st.booleans(), d=st.sampled_from([64, 128]))
+def test_fa2_tc_closed_form_equals_trace_and_brute_force(n, nq, w, bc, causal, d):
+    if causal and nq is not None and nq > n:
+        nq = n
+    wl = Workload(n, d, 1, 2, dtype="bf16", causal=causal, query_len=nq)
+    m = SCHEDULE.build(wl, None, warps=w, block_cols=bc)
+    closed = SCHEDULE.closed_form(wl, m)
+    assert closed == Traffic.from_events(SCHEDULE.trace(wl, m))
+    hand = hand_counts(1, 2, wl.nq, n, d, TcConfig(d, w, bc), causal)
+    assert {f"{lv.lower()}_{op}_bytes": closed.bytes(2, lv, op) * 2
+            for lv in ("HBM", "SRAM") for op in ("read", "write")} == hand

@@ -19,6 +19,8 @@ V c·d from HBM, Bm·Bk + Bk·d written to and Bm·Bk + W·Bk·d read from SRAM;
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kernel_helpers import ON_GPU, ceil_div, sim_only
 
 from gpu_kernels.reference import attention_reference, causal_mask, random_qkv, rel_error, repeat_kv
@@ -143,3 +145,15 @@ GPU_CASES = [
 @pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,dtype", GPU_CASES)
 def test_naive_tc_gpu(b, h, hkv, nk, nq, d, causal, dtype):
     check_case(b, h, hkv, nk, nq, d, causal, NaiveTcConfig(d), dtype, seed=nk + d)
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(1, 600), nq=st.none() | st.integers(1, 600), w=st.integers(1, 8),
+       bc=st.sampled_from([64, 128]), t=st.sampled_from([32, 64, 256, 1024]), d=st.sampled_from([64, 128]))
+def test_naive_tc_closed_form_equals_trace_and_hand_formula(n, nq, w, bc, t, d):
+    wl = Workload(n, d, 2, 1, dtype="fp16", query_len=nq)
+    kw = dict(warps=w, block_cols=bc, softmax_threads=t)
+    closed, traced = count("naive_tc", wl, **kw), count("naive_tc", wl, method="trace", **kw)
+    assert closed.traffic == traced.traffic
+    hand = hand_counts(2, 1, wl.nq, n, d, NaiveTcConfig(d, w, bc), t)
+    assert {key: int(getattr(closed, key)) for key in KEYS} == hand
