@@ -62,12 +62,15 @@ figures
 # %% slideshow={"slide_type": "subslide"}
 table = load_energy_table("h200")
 ratio = table.pj_per_byte["HBM"] / table.pj_per_flop["tensor_core"]
+dram_only = table.pj_per_byte["HBM"] - table.pj_per_byte["L2"]
 display(Markdown(
     f"On the H200 one HBM byte costs **{table.pj_per_byte['HBM']:.0f} pJ**, a tensor-core FLOP "
     f"**{table.pj_per_flop['tensor_core']:.2f} pJ**: one byte from memory is worth **{ratio:.0f} FLOPs**. "
     f"An L2 hit still costs {table.pj_per_byte['L2']:.0f} pJ per byte "
-    f"({table.pj_per_byte['L2'] / table.pj_per_byte['HBM']:.0%} of a DRAM byte: the trip across the chip, "
-    f"not the DRAM cell, is most of it), a shared-memory byte {table.pj_per_byte['SRAM']:.1f} pJ. "
+    f"({table.pj_per_byte['L2'] / table.pj_per_byte['HBM']:.0%} of a DRAM byte): most of a DRAM byte's energy is "
+    f"spent between the L2 and the SMs, and in the load instructions that ask for it; the difference, "
+    f"{dram_only:.0f} pJ/B = {dram_only / 8:.1f} pJ/bit, is close to the published HBM3E figure "
+    f"({published.loc['HBM', 'value'] / 8:.1f} pJ/bit). A shared-memory byte costs {table.pj_per_byte['SRAM']:.1f} pJ. "
     f"Just being on with clocks up costs {table.static_w:.0f} W (idle {table.idle_w:.0f} W)."))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
