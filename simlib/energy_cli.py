@@ -26,7 +26,7 @@ def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, 
 
 
 def run_energy_command(args: argparse.Namespace) -> None:
-    from . import cli
+    from . import command_line as cli
     from .hardware import load_preset
 
     if args.gpu is None:

@@ -148,7 +148,7 @@ def test_roofline_sram_binds_only_when_asked():
 
 
 def test_every_schedule_follows_the_protocol_and_the_cli_has_its_flags():
-    from simlib.cli import build_parser
+    from simlib.command_line import build_parser
     from simlib.counts import all_parameters
     from simlib.schedules import NAMES, SCHEDULES
 

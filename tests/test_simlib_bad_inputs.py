@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from simlib import Workload, count, load_preset, parse_size, roofline
-from simlib.cli import main
+from simlib.command_line import main
 from simlib.kvcache import load_model, max_context
 
 C = ["count", "--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64"]

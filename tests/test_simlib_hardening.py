@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simlib import Workload, count, load_preset, parse_size, roofline
-from simlib.cli import main
+from simlib.command_line import main
 from simlib.kvcache import load_model, max_context
 from simlib.safe_write import write_atomic
 
@@ -225,7 +225,7 @@ def test_a_failed_write_leaves_the_destination_and_no_temporary_file(tmp_path, m
     (KeyboardInterrupt(), 130, "interrupted"),
 ])
 def test_faults_during_the_work_give_one_line(monkeypatch, fault, status, needle):
-    import simlib.cli as cli
+    import simlib.command_line as cli
 
     def boom(args):
         raise fault
