@@ -24,7 +24,7 @@ import numpy as np
 
 from ..schedule_protocol import Parameter, ParamValue, Schedule
 from ..tiling import BLOCK_COLS, Tiling, block_sizes, ceil_div, tile_trace_size
-from ..traffic import Event, Traffic, TrafficKey
+from ..traffic import Count, Event, Traffic, TrafficKey
 from ..workload import Workload
 from .visits import floor_sum, key_blocks_seen
 
@@ -72,7 +72,7 @@ def units(workload: Workload) -> int:
     return workload.batch_heads
 
 
-def _tile_events(m: TcMapping, d: int, tiles) -> list[tuple[str, str, str, str, object]]:
+def _tile_events(m: TcMapping, d: int, tiles: Count) -> list[tuple[str, str, str, str, Count]]:
     """SRAM accesses of `tiles` visited (Q block, K/V block) tiles (an int or an array of ones)."""
     bc, w = m.block_cols, m.warps
     return [
