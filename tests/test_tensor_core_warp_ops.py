@@ -134,3 +134,16 @@ def test_bf16_rounding_is_nearest_even():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_one_tile_gpu(dtype):
     test_one_tile_matches_numpy(dtype)
+
+
+@pytest.mark.parametrize("args,name", [(["--out", "x", "--seq-lens", "a,b"], "--seq-lens"),
+                                       (["--out", "x", "--head-dims", "96"], "--head-dims"),
+                                       (["--out", "x", "--reps", "0"], "--reps"), ([], "--out")])
+def test_bench_refuses_bad_arguments_in_one_line(args, name, capsys):
+    from gpu_kernels.tensor_core.bench import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert name in err[-1] and "Traceback" not in "\n".join(err)

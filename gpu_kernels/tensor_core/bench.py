@@ -158,18 +158,35 @@ def bench_case(n, d, batch, heads, reps):
     return rows
 
 
+def positive_ints(text):
+    """'4096,16384' -> [4096, 16384]; argparse turns the ValueError into a one-line usage error."""
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
+    return values
+
+
+def head_dims(text):
+    values = positive_ints(text)
+    if not set(values) <= {64, 128}:
+        raise argparse.ArgumentTypeError(f"the tensor-core kernels support head dims 64 and 128, got {text!r}")
+    return values
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
-    p.add_argument("--seq-lens", default="4096,16384")
-    p.add_argument("--head-dims", default="64,128")
-    p.add_argument("--batch", type=int, default=4)
-    p.add_argument("--heads", type=int, default=16)
-    p.add_argument("--reps", type=int, default=30)
+    p.add_argument("--seq-lens", type=positive_ints, default=[4096, 16384])
+    p.add_argument("--head-dims", type=head_dims, default=[64, 128])
+    p.add_argument("--batch", type=lambda x: positive_ints(x)[0], default=4)
+    p.add_argument("--heads", type=lambda x: positive_ints(x)[0], default=16)
+    p.add_argument("--reps", type=lambda x: positive_ints(x)[0], default=30)
     a = p.parse_args(argv)
-    seq_lens = [int(x) for x in a.seq_lens.split(",")]
-    head_dims = [int(x) for x in a.head_dims.split(",")]
-    rows = [r for d in head_dims for n in seq_lens for r in bench_case(n, d, a.batch, a.heads, a.reps)]
+    seq_lens, head_dims_ = a.seq_lens, a.head_dims
+    rows = [r for d in head_dims_ for n in seq_lens for r in bench_case(n, d, a.batch, a.heads, a.reps)]
     from ..measure.provenance import provenance, write_measurement
 
     buf = io.StringIO()
