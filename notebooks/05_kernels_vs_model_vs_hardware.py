@@ -720,7 +720,7 @@ display(
         "That estimate assumes LRU partitions and where each line lives, which NVIDIA does not document, so the model "
         "keeps its one-level L2 and the table marks the two cells with this cause. Not explained: the share also "
         f"depends on the kernel's speed (the previous build, 2.7× slower per tile, missed {run3_missed:.0%} "
-        "at N = 16K, d = 128, H = 4; run 3, `profile_h200_run3.csv`)."
+        "at N = 16K, d = 128, H = 4; run 3, `archive/run03/profile_h200.csv`)."
     )
 )
 

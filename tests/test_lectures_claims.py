@@ -93,13 +93,23 @@ def test_long_sequences_judged_on_the_paper_without_an_h200_tensor_core_run():
     assert "fp32 CUDA cores (not the posts' regime)" in v.measured
 
 
-def test_long_sequences_judged_on_the_h200_energy_run(table):
-    # energy_attention_h200.csv, bf16, ms per call, SDPA math / flash: fwd N = 4K 9.091213 / 0.516385,
-    # 16K 68.716599 / 3.835256; fwd+bwd 4K 20.017856 / 1.909306, 16K 154.387927 / 14.398404: all above 4×
-    speedups = [9.091213 / 0.516385, 68.716599 / 3.835256, 20.017856 / 1.909306, 154.387927 / 14.398404]
+def test_long_sequences_judged_on_the_h200_tensor_core_runs(table):
+    # PyTorch's math / flash SDPA in bf16 at N >= 2K, ms: the energy run (energy_attention_h200.csv) fwd
+    # 4K 9.091213 / 0.516385, 16K 68.716599 / 3.835256, fwd+bwd 4K 20.017856 / 1.909306, 16K 154.387927 /
+    # 14.398404; the tensor-core bench (tc_bench_h200.csv) fwd 4K d=64 16.7430 / 0.9293, d=128 21.8078 /
+    # 1.5722 (16K: math out of memory). Our naive_tc / fa2_tc (2.9-5.1x) is context, not the verdict.
+    speedups = [
+        9.091213 / 0.516385,
+        68.716599 / 3.835256,
+        20.017856 / 1.909306,
+        154.387927 / 14.398404,
+        16.7430 / 0.9293,
+        21.8078 / 1.5722,
+    ]
     assert min(speedups) > 4
     assert table.loc["e", "verdict"] == CONDITIONS
     assert table.loc["e", "number"] == f"{min(speedups):.1f}–{max(speedups):.1f}× (H200 tensor cores)"
+    assert "naive_tc / fa2_tc" in table.loc["e", "measured"] and "ours" in table.loc["e", "measured"]
 
 
 def test_energy_claim_reads_the_energy_run(table):
@@ -136,7 +146,7 @@ def test_figure2_run_is_shown_but_n_1k_is_not_long(tmp_path):
     tc = verdicts.tensor_core_speedups(short, None, None)
     assert tc["speed-up"].item() == pytest.approx(5.0)  # 40 / 8
     v = verdicts.verdict_e(tensor_core=tc)
-    assert "5.0× at N = 1K" in v.measured and v.number.endswith("(paper, A100 fp16)")
+    assert "5.0× (fp16, N 1K)" in v.measured and v.number.endswith("(paper, A100 fp16)")
 
 
 def test_tensor_core_bench_decides_e_at_long_sequences(tmp_path):

@@ -119,9 +119,61 @@ def test_a_log_is_covered_by_its_csvs_sidecar_whose_hash_is_the_csvs(tmp_path):
     (folder / "figure2_h200.csv").write_text("a\n2\n")  # the CSV, not the log, is hashed
     with pytest.raises(mf.ManifestError, match="figure2_h200.csv: sha256 differs"):
         mf.verify(folder, "run16")
-    (folder / "other.log").write_text("")
-    with pytest.raises(mf.ManifestError, match="other.log: no sidecar"):
+    (folder / "notes.txt").write_text("")
+    with pytest.raises(mf.ManifestError, match="notes.txt: no sidecar"):
         mf.verify(folder, "run17")
+
+
+def test_a_log_of_its_own_is_covered_by_the_runs_sidecars_only_if_there_are_some(tmp_path):
+    folder = make_run(tmp_path / "out", "tc_run3", {"tc_bench_h200.csv": "k\n1\n"})
+    (folder / "pytest_gpu_tensor_core.log").write_text("12 passed\n")
+    assert list(mf.verify(folder, "tc_run3")) == [folder / "tc_bench_h200.csv.provenance.json"]
+    with pytest.raises(mf.ManifestError, match="run_id is 'tc_run3', expected 'tc_run4'"):
+        mf.verify(folder, "tc_run4")  # the run's sidecars still decide
+    logs_only = tmp_path / "tc_run1"
+    logs_only.mkdir()
+    (logs_only / "bench.log").write_text("d=64 N=4096 ...\n")
+    with pytest.raises(mf.ManifestError, match="bench.log: no sidecar, and no sidecar in"):
+        mf.verify(logs_only, "tc_run1")
+
+
+def test_a_legacy_sidecar_is_archived_with_the_last_file_it_describes(tmp_path):
+    root = tmp_path / "m"
+    (root / "current").mkdir(parents=True)
+    for name, text in (
+        ("fast_h200.csv", "a\n1\n"),
+        ("fast_h200.log", "ran\n"),
+        ("fast_h200.provenance.json", "{}"),
+    ):
+        (root / "current" / name).write_text(text)
+    mf.write_manifest(
+        [
+            {
+                "run_id": "run15",
+                "date": "d",
+                "commit": "c",
+                "command": "x",
+                "status": "current",
+                "files": "current/fast_h200.csv current/fast_h200.log current/fast_h200.provenance.json",
+                "note": "",
+            }
+        ],
+        root,
+    )
+    mf.import_run(make_run(tmp_path / "a", "run16", {"fast_h200.csv": "a\n2\n"}), "run16", "x", root=root)
+    # the log still uses the shared sidecar: it stays current, and so does the sidecar
+    assert sorted(p.name for p in (root / "archive" / "run15").iterdir()) == ["fast_h200.csv"]
+    assert (root / "current" / "fast_h200.provenance.json").is_file()
+    run = make_run(tmp_path / "b", "run17", {"fast_h200.csv": "a\n3\n"})
+    (run / "fast_h200.log").write_text("ran again\n")
+    mf.import_run(run, "run17", "x", root=root)
+    assert sorted(p.name for p in (root / "archive" / "run15").iterdir()) == [
+        "fast_h200.csv",
+        "fast_h200.log",
+        "fast_h200.provenance.json",
+    ]
+    assert mf.read_manifest(root)[0]["status"] == "archive"
+    assert not (root / "current" / "fast_h200.provenance.json").exists()
 
 
 def test_importing_a_run_twice_is_refused(tmp_path):

@@ -117,7 +117,8 @@ def sidecar_of(path: Path) -> Path | None:
 
 def verify(folder: Path, run_id: str) -> dict[Path, dict]:
     """{sidecar: its record} for a run folder, after checking that every data file has a sidecar that
-    names `run_id` and, where it records `sha256`, matches the file's bytes. ManifestError otherwise."""
+    names `run_id` and, where it records `sha256`, matches the file's bytes (a log without one of its
+    own is covered by the folder's sidecars, which must all name `run_id`). ManifestError otherwise."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ManifestError(f"{folder}: not a folder")
@@ -127,11 +128,17 @@ def verify(folder: Path, run_id: str) -> dict[Path, dict]:
         raise ManifestError(f"{folder}: no measurement files")
     records: dict[Path, dict] = {}
     covered: dict[Path, list[Path]] = {}
+    logs_of_the_run = []
     for path in data:
         side = sidecar_of(path)
+        if side is None and path.suffix == ".log":
+            logs_of_the_run.append(path)
+            continue
         if side is None:
             raise ManifestError(f"{path}: no sidecar ({path.name}{SIDECAR})")
         covered.setdefault(side, []).append(path)
+    if logs_of_the_run and not covered:
+        raise ManifestError(f"{logs_of_the_run[0]}: no sidecar, and no sidecar in {folder} names the run")
     for side, paths in covered.items():
         try:
             record = json.loads(side.read_text())
@@ -171,10 +178,26 @@ def import_run(folder: Path, run_id: str, command: str, note: str = "", root: Pa
             if old not in owner:
                 raise ManifestError(f"{root / old}: in current/ but in no manifest row; cannot archive it")
             row = owner[old]
-            new = f"{ARCHIVE}/{row['run_id']}/{name}"
-            (root / new).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(root / old, root / new)
-            row["files"] = " ".join(new if p == old else p for p in row["files"].split())
+            moving = [old]
+            side = sidecar_of(root / old)
+            if side is not None and side.name not in names:
+                side_rel = f"{CURRENT}/{side.name}"
+                still_used = [
+                    p
+                    for p in row["files"].split()
+                    if p.startswith(CURRENT + "/")
+                    and p != old
+                    and p != side_rel
+                    and sidecar_of(root / p) == side
+                    and Path(p).name not in names
+                ]
+                if side_rel in row["files"].split() and not still_used:
+                    moving.append(side_rel)  # a legacy sidecar goes with the last file it describes
+            for rel in moving:
+                new = f"{ARCHIVE}/{row['run_id']}/{Path(rel).name}"
+                (root / new).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(root / rel, root / new)
+                row["files"] = " ".join(new if p == rel else p for p in row["files"].split())
             row["status"] = (
                 CURRENT if any(p.startswith(CURRENT + "/") for p in row["files"].split()) else ARCHIVE
             )

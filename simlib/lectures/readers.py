@@ -9,7 +9,7 @@ Schemas (long format: one row per kernel, shape and metric):
 
 * `bench_h200.csv` (`python -m gpu_kernels bench`): BENCH_COLUMNS; wall time = metric
   `time_ms_median` in ms.
-* `compare_h200.csv`, `compare_fast_h200.csv` (`python -m gpu_kernels bench --compare`):
+* `compare_h200.csv`, `compare_h200_fast.csv` (`python -m gpu_kernels bench --compare`):
   COMPARE_COLUMNS; wall time = metric `ms` (the median) in ms.
 
 >>> import io

@@ -274,11 +274,15 @@ def tensor_core_speedups(figure2="current", tc_bench="current", energy="current"
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=TC_COLUMNS)
 
 
+def _n_span(seq_lens):
+    lo, hi = tokens_label(min(seq_lens)), tokens_label(max(seq_lens))
+    return f"N {lo}" if lo == hi else f"N {lo}–{hi}"
+
+
 def _pairs_text(speedups, select):
     part = speedups[select(speedups.seq_len)] if len(speedups) else speedups
     return "; ".join(
-        f"{b} / {k} {_span(g['speed-up'])} (N {tokens_label(g.seq_len.min())}–"
-        f"{tokens_label(g.seq_len.max())})"
+        f"{b} / {k} {_span(g['speed-up'])} ({_n_span(g.seq_len)})"
         for (b, k), g in part.groupby(["baseline", "kernel"])
     )
 
@@ -309,9 +313,9 @@ def verdict_e(optimised=None, tensor_core=None, gpu=c.DEFAULT_GPU):
     tc_text = (
         "H200 tensor cores: "
         + "; ".join(
-            f"{run} ({g['dtype'].iloc[0]}) {b} / {k}: {_span(g['speed-up'])} at N = "
-            f"{'/'.join(tokens_label(n) for n in sorted(g.seq_len.unique()))}"
-            for (run, b, k), g in tensor_core.groupby(["run", "baseline", "kernel"], sort=False)
+            f"{b} / {k} {_span(g['speed-up'])} ({'/'.join(sorted(g.dtype.unique()))}, {_n_span(g.seq_len)}"
+            + (", ours)" if b not in STANDARD else ")")
+            for (b, k), g in tensor_core.groupby(["baseline", "kernel"], sort=False)
         )
         if len(tensor_core)
         else f"H200 {POSTS_DTYPE}/bf16 tensor cores: {NOT_MEASURED}"
