@@ -58,6 +58,19 @@ def test_tiles_shrink_only_when_the_working_set_does_not_fit():
         count("fa2", Workload(4096, 256, dtype="fp32"), sram_bytes="16KiB")
 
 
+def test_the_optional_double_buffer_takes_its_own_room():
+    # T4, d = 128 fp16, the kernel's 128×64: (128 + 2·64)·128·2 = 65,536 B fits 64 KiB exactly; a second
+    # K/V buffer adds 2·64·128·2 = 32,768 B: halve the larger block (Br → 64: (64 + 256)·256 = 81,920 B,
+    # still over), then Bc → 32: (64 + 64 + 64)·256 = 49,152 B
+    t4, w = load_preset("t4"), Workload(4096, 128)
+    single = count("fa2", w, hardware=t4)
+    double = count("fa2", w, hardware=t4, double_buffer=True)
+    assert (single.block_rows, single.block_cols, single.working_set.bytes("SRAM")) == (128, 64, 65_536)
+    assert (double.block_rows, double.block_cols, double.working_set.bytes("SRAM")) == (64, 32, 49_152)
+    assert double.to_dict()["double_buffer"] is True and single.to_dict()["double_buffer"] is False
+    assert single.hbm_read_bytes == (4096 * 128 + 4096 // 128 * 2 * 4096 * 128) * 2      # Tr = 32
+
+
 def test_tile_rule_fa1_keeps_the_papers_rule_for_fa2():
     # H200: M = 232,448/2 = 116,224 → Bc = ⌈116224/256⌉ = 454, Br = min(454, 64) = 64, Tr = 64
     r = count("fa2", Workload(4096, 64), hardware=load_preset("h200"), tile_rule="fa1")

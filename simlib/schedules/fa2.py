@@ -1,8 +1,8 @@
 """FlashAttention-2 forward: outer loop over Q blocks, inner loop over K/V blocks.
 
 Tiles: by default FA2's own (`tile_rule="fa2"`): the reference kernel's Br×Bc for the head
-dimension (simlib/fa2_tile_rule.py, data/fa2_tiles.json: d = 64 → 128×128), halved (Bc first) only
-while the on-chip working set does not fit the SRAM size; `tile_rule="fa1"` takes the paper's
+dimension (simlib/fa2_tile_rule.py, data/fa2_tiles.json: d = 64 → 128×128), the larger halved (Bc on
+a tie) only while the on-chip working set does not fit the SRAM size; `tile_rule="fa1"` takes the paper's
 Algorithm 1 rule instead (Bc = ⌈M/4d⌉, Br = min(Bc, d)), to show why it was the wrong choice for
 FA2. On chip (the FA2 kernel): Q_i, K_j, V_j in shared memory, (Br + 2·Bc)·d elements; S/P
 (Br·Bc), the O accumulator (Br·d) and ℓ, m (2·Br) in registers, fp32.
@@ -27,9 +27,10 @@ shared memory; the on-chip budget above is the FA2 kernel's).
 {'onchip_sram_bytes': 49152, 'onchip_register_bytes': 99328}
 """
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ..fa2_tile_rule import ARCHS, kernel_tiles
-from ..schedule_protocol import DoesNotFit, Parameter, Schedule, WorkingSet
+from ..schedule_protocol import DoesNotFit, Parameter, ParamValue, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, BLOCK_ROWS, Tiling, block_sizes, make_tiling, tile_trace_size
 from ..traffic import Count, Event, Traffic, TrafficKey
 from ..units import STAT_BYTES
@@ -39,6 +40,8 @@ from .visits import key_blocks_seen, visited_by_q_blocks
 TILE_RULE = Parameter("tile_rule", "which rule picks the default tiles: fa2 = the FA2 kernel's table "
                                    "(default), fa1 = the paper's Algorithm 1 rule", kind="choice",
                       choices=("fa2", "fa1"))
+DOUBLE_BUFFER = Parameter("double_buffer", "a second K_j, V_j buffer in shared memory for the next tile's copy "
+                                           "(default off, as the FA2 kernel)", kind="bool")
 ARCH = Parameter("arch", "GPU architecture whose FA2 kernel tiles to take (default sm90; --gpu sets it)",
                  kind="choice", choices=ARCHS)
 #: Smallest block the FA2 rule shrinks to before it refuses.
@@ -49,30 +52,47 @@ def units(workload: Workload) -> int:
     return workload.batch_heads
 
 
-def onchip(rows: int, cols: int, d: int, element_bytes: int) -> WorkingSet:
+@dataclass(frozen=True)
+class FA2Tiling(Tiling):
+    """fa2's tiles and whether K/V are double-buffered in shared memory (the FA2 kernel is not: it
+    overlaps its cp.async copies with the arithmetic of the tile it holds)."""
+
+    double_buffer: bool = False
+
+    def as_dict(self) -> dict[str, ParamValue]:
+        return {**super().as_dict(), "double_buffer": self.double_buffer}
+
+    def summary(self) -> str:
+        return super().summary() + ("; K/V double-buffered" if self.double_buffer else "")
+
+
+def onchip(rows: int, cols: int, d: int, element_bytes: int, double_buffer: bool = False) -> WorkingSet:
     """The FA2 kernel's working set for a Q block of `rows` and K/V blocks of `cols` rows."""
+    spare = (("K_j+1, V_j+1 (double buffer)", "SRAM", 2 * cols * d * element_bytes),) if double_buffer else ()
     return WorkingSet((
         ("Q_i", "SRAM", rows * d * element_bytes),
         ("K_j, V_j", "SRAM", 2 * cols * d * element_bytes),
+        *spare,
         ("S/P (fp32)", "registers", rows * cols * STAT_BYTES),
         ("O accumulator (fp32)", "registers", rows * d * STAT_BYTES),
         ("ℓ, m (fp32)", "registers", 2 * rows * STAT_BYTES),
     ))
 
 
-def working_set(workload: Workload, tiling: Tiling) -> WorkingSet:
-    if tiling.rule == "fa1":
-        from .fa1 import working_set as paper_working_set  # the paper's rule, Algorithm 1's buffers
-
-        return paper_working_set(workload, tiling)
-    return onchip(tiling.block_rows, tiling.block_cols, workload.head_dim, workload.element_bytes)
+def working_set(workload: Workload, tiling: FA2Tiling) -> WorkingSet:
+    """FA2's buffers, whichever rule chose the tiles."""
+    return onchip(tiling.block_rows, tiling.block_cols, workload.head_dim, workload.element_bytes,
+                  tiling.double_buffer)
 
 
 def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = None,
-          block_cols: int | None = None, tile_rule: str | None = None, arch: str | None = None) -> Tiling:
+          block_cols: int | None = None, tile_rule: str | None = None, arch: str | None = None,
+          double_buffer: bool | None = None) -> FA2Tiling:
     """FA2's tiles (the kernel's table, shrunk to fit `sram_bytes`), the paper's, or explicit ones."""
+    spare = bool(double_buffer)
     if tile_rule == "fa1":
-        return make_tiling(workload, sram_bytes, block_rows, block_cols)
+        t = make_tiling(workload, sram_bytes, block_rows, block_cols)
+        return FA2Tiling(t.block_rows, t.block_cols, t.query_len, t.key_len, rule=t.rule, double_buffer=spare)
     nq, nk, d, eb = workload.nq, workload.nk, workload.head_dim, workload.element_bytes
     explicit = block_rows is not None and block_cols is not None
     br, bc = (None, None) if explicit else kernel_tiles(d, arch, workload.causal)
@@ -82,15 +102,16 @@ def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = N
     br, bc = min(br, nq), min(bc, nk)
     rule = "explicit" if block_rows is not None or block_cols is not None else "fa2"
     if rule == "fa2" and sram_bytes is not None:
-        while onchip(br, bc, d, eb).bytes("SRAM") > sram_bytes and max(br, bc) > MIN_BLOCK:
+        while onchip(br, bc, d, eb, spare).bytes("SRAM") > sram_bytes and max(br, bc) > MIN_BLOCK:
             if bc >= br:
                 bc //= 2
             else:
                 br //= 2
-        if onchip(br, bc, d, eb).bytes("SRAM") > sram_bytes:
-            raise DoesNotFit(f"sram_bytes={sram_bytes}: even {br}×{bc} FA2 tiles need "
-                             f"{onchip(br, bc, d, eb).bytes('SRAM'):,} B of Q_i, K_j, V_j at head_dim={d}")
-    return Tiling(br, bc, nq, nk, rule=rule)
+        need = onchip(br, bc, d, eb, spare).bytes("SRAM")
+        if need > sram_bytes:
+            raise DoesNotFit(f"sram_bytes={sram_bytes}: even {br}×{bc} FA2 tiles need {need:,} B of "
+                             f"Q_i, K_j, V_j at head_dim={d}")
+    return FA2Tiling(br, bc, nq, nk, rule=rule, double_buffer=spare)
 
 
 def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
@@ -163,6 +184,6 @@ def flops(workload: Workload, tiling: Tiling) -> int:
 
 SCHEDULE = Schedule(
     name="fa2", description="FlashAttention-2 forward, outer loop over Q blocks (FA2's own tiles)",
-    parameters=(BLOCK_ROWS, BLOCK_COLS, TILE_RULE, ARCH), sram="sizes", build=build, trace=trace,
+    parameters=(BLOCK_ROWS, BLOCK_COLS, TILE_RULE, ARCH, DOUBLE_BUFFER), sram="sizes", build=build, trace=trace,
     closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size, working_set=working_set,
 )
