@@ -11,9 +11,9 @@ import pytest
 import simlib
 
 SKIP = ("simlib.physical", "simlib.lectures", "simlib.kernel_layout", "simlib.__main__")
-#: The model core's modules, each with at least one executed worked number (the CLI's numbers are
-#: checked by test_simlib_cli.py); other modules' doctests run too but may have none.
-CORE = {"simlib", "simlib.bounds", "simlib.cli_values", "simlib.counts", "simlib.fa2_tile_rule", "simlib.hardware", "simlib.kvcache",
+#: The model core's modules, each with at least one executed worked number; other modules'
+#: doctests run too but may have none.
+CORE = {"simlib", "simlib.bounds", "simlib.cli_values", "simlib.command_line", "simlib.counts", "simlib.fa2_tile_rule", "simlib.hardware", "simlib.kvcache",
         "simlib.presets", "simlib.reproduce", "simlib.roofline", "simlib.safe_write", "simlib.schedule_protocol",
         "simlib.schedules", "simlib.tiling", "simlib.traffic", "simlib.units", "simlib.workload"} | {
     f"simlib.schedules.{name}" for name in ("decode", "fa1", "fa2", "fa2_fast", "flash_bwd", "naive",
