@@ -27,7 +27,8 @@ from simlib.schedule_protocol import DoesNotFit
 def test_fa2_default_tiles_are_the_kernels(gpu, d, causal, tiles):
     r = count("fa2", Workload(8192, d, causal=causal), hardware=load_preset(gpu))
     assert (r.block_rows, r.block_cols) == tiles and r.mapping.rule == "fa2"
-    assert r.to_dict()["tile_rule"] == "fa2"
+    expected_arch = {"h200": "sm90", "h100-sxm": "sm90", "rtx-4090": "sm8x", "a100-40gb": "sm80"}[gpu]
+    assert (r.to_dict()["tile_rule"], r.to_dict()["tile_arch"]) == ("fa2", expected_arch)
 
 
 def test_head_dim_rounding_and_architectures():

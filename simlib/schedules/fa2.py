@@ -58,12 +58,14 @@ class FA2Tiling(Tiling):
     overlaps its cp.async copies with the arithmetic of the tile it holds)."""
 
     double_buffer: bool = False
+    arch: str | None = None       # the architecture whose kernel table chose the tiles (rule "fa2")
 
     def as_dict(self) -> dict[str, ParamValue]:
-        return {**super().as_dict(), "double_buffer": self.double_buffer}
+        return {**super().as_dict(), "double_buffer": self.double_buffer, "tile_arch": self.arch}
 
     def summary(self) -> str:
-        return super().summary() + ("; K/V double-buffered" if self.double_buffer else "")
+        arch = f", {self.arch} kernel table" if self.arch else ""
+        return super().summary() + arch + ("; K/V double-buffered" if self.double_buffer else "")
 
 
 def onchip(rows: int, cols: int, d: int, element_bytes: int, double_buffer: bool = False) -> WorkingSet:
@@ -111,7 +113,7 @@ def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = N
         if need > sram_bytes:
             raise DoesNotFit(f"sram_bytes={sram_bytes}: even {br}×{bc} FA2 tiles need {need:,} B of "
                              f"Q_i, K_j, V_j at head_dim={d}")
-    return FA2Tiling(br, bc, nq, nk, rule=rule, double_buffer=spare)
+    return FA2Tiling(br, bc, nq, nk, rule=rule, double_buffer=spare, arch=(arch or "sm90") if rule == "fa2" else None)
 
 
 def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
