@@ -154,6 +154,25 @@ row("i", "j")
 # %% slideshow={"slide_type": "subslide"}
 row("r", "q")
 
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The remaining rows in full (backup for questions):
+
+# %% slideshow={"slide_type": "subslide"}
+row("a", "b", "c")
+
+# %% slideshow={"slide_type": "subslide"}
+row("f", "g")
+
+# %% slideshow={"slide_type": "subslide"}
+row("k", "l")
+
+# %% slideshow={"slide_type": "subslide"}
+row("m", "n")
+
+# %% slideshow={"slide_type": "subslide"}
+row("o", "p")
+
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Speaker notes: go through the table top to bottom, then use the following slides as backup for the
 # questions. Every number in the table is recomputed each time this notebook runs.
