@@ -53,10 +53,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32, uint16, uint32  # module globals: the simulator swaps `cuda`
 
-from ..checks import check_attention_inputs
 from ..counting import new_counters, simulator_enabled
 from ..flush import flush_counters
 from .dtypes import check_dtype, from_bits, to_bits
+from .plan import TcPlan, checked_plan, counts_from_bytes, upload
 from .tiles import tile_copier
 from .warp_ops import warp_ops
 
@@ -65,7 +65,6 @@ HEAD_DIMS = (64, 128)
 STATIC_SHARED_LIMIT = 48 * 1024
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
-COUNT_KEYS = ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes")
 
 
 @dataclass(frozen=True)
@@ -75,6 +74,9 @@ class TcConfig:
     head_dim: int
     warps: int = 4
     block_cols: int = 64
+
+    #: Bc must be a multiple of this, and why (naive_tc's P tile needs whole swizzle rows: 64)
+    BLOCK_MULTIPLE = (16, "one mma k-step")
 
     @property
     def block_rows(self) -> int:
@@ -88,16 +90,21 @@ class TcConfig:
     def smem_bytes(self) -> int:
         return (self.block_rows + 2 * self.block_cols) * self.head_dim * 2
 
-    def check(self) -> TcConfig:
+    def tiles(self) -> tuple[tuple[int, int], ...]:
+        """(rows, cols) of every tile the threads copy: each must split into 16-byte chunks evenly."""
+        return ((self.block_rows, self.head_dim), (self.block_cols, self.head_dim))
+
+    def check(self):
         d, w, bc = self.head_dim, self.warps, self.block_cols
+        multiple, why = self.BLOCK_MULTIPLE
         if d not in HEAD_DIMS:
             raise ValueError(f"head_dim={d}: the tensor-core kernels support head_dim 64 and 128 only")
         if not isinstance(w, int) or isinstance(w, bool) or not 1 <= w <= 8:
             raise ValueError(f"warps must be an int in 1..8; got {w!r}")
-        if not isinstance(bc, int) or isinstance(bc, bool) or bc < 16 or bc % 16:
-            raise ValueError(f"block_cols must be a positive multiple of 16 (one mma k-step); got {bc!r}")
-        if (bc * d // 8) % self.threads:
-            raise ValueError(f"block_cols={bc}: the {bc}×{d} K/V tile must split into 16-byte copies evenly "
+        if not isinstance(bc, int) or isinstance(bc, bool) or bc < multiple or bc % multiple:
+            raise ValueError(f"block_cols must be a positive multiple of {multiple} ({why}); got {bc!r}")
+        if any((rows * cols // 8) % self.threads for rows, cols in self.tiles()):
+            raise ValueError(f"block_cols={bc}: the tiles {self.tiles()} must split into 16-byte copies evenly "
                              f"over {self.threads} threads")
         if self.smem_bytes > STATIC_SHARED_LIMIT:
             raise ValueError(f"block_cols={bc}, warps={w}, head_dim={d} need {self.smem_bytes} bytes of shared "
@@ -360,14 +367,8 @@ class TcResult:
 
 
 @dataclass(frozen=True)
-class Fa2TcPlan:
-    """Everything a launch needs; built once from checked inputs, launched many times."""
-
-    shape: tuple  # (B, H, H_kv, N_q, N_k, d)
-    config: TcConfig
-    dtype: str
-    counting: bool = False
-    causal: bool = False
+class Fa2TcPlan(TcPlan):
+    """One launch of the FA2 kernel: grid (Tr, B·H), W warps per block."""
 
     @property
     def grid(self):
@@ -385,20 +386,8 @@ class Fa2TcPlan:
 
 def plan_fa2_tc(q, k, v, *, dtype="bf16", config: TcConfig | None = None, counting=False,
                 causal=False) -> Fa2TcPlan:
-    check_dtype(dtype)
-    shape = check_attention_inputs(q, k, v, causal=causal)
-    b, h, nk, d = shape.batch, shape.heads, shape.seq_len, shape.head_dim
-    cfg = default_config(d) if config is None else config.check()
-    if cfg.head_dim != d:
-        raise ValueError(f"config.head_dim={cfg.head_dim} does not match the inputs' head_dim={d}")
-    nq = shape.query_len or nk
-    hkv = shape.kv_heads or h
-    return Fa2TcPlan((b, h, hkv, nq, nk, d), cfg, dtype, bool(counting), bool(causal))
-
-
-def counts_from_bytes(counters) -> dict:
-    host = counters.copy_to_host() if hasattr(counters, "copy_to_host") else np.asarray(counters)
-    return {key: int(host[i]) for i, key in enumerate(COUNT_KEYS)}
+    return checked_plan(Fa2TcPlan, q, k, v, dtype=dtype, config=config, default=default_config,
+                        counting=counting, causal=causal)
 
 
 def run_fa2_tc(q, k, v, *, dtype="bf16", config: TcConfig | None = None, count=False, causal=False) -> TcResult:
@@ -410,7 +399,7 @@ def run_fa2_tc(q, k, v, *, dtype="bf16", config: TcConfig | None = None, count=F
     """
     plan = plan_fa2_tc(q, k, v, dtype=dtype, config=config, counting=count, causal=causal)
     b, h, hkv, nq, nk, d = plan.shape
-    dq, dk, dv = (cuda.to_device(to_bits(x, dtype).reshape(-1)) for x in (q, k, v))
+    dq, dk, dv = upload(dtype, q, k, v)
     do = cuda.to_device(to_bits(np.full(b * h * nq * d, np.nan, np.float32), dtype))
     dl = cuda.to_device(np.full(b * h * nq, np.nan, dtype=np.float32))
     counters = new_counters()

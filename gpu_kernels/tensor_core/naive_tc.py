@@ -32,11 +32,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32, uint16  # module globals: the simulator swaps `cuda`
 
-from ..checks import check_attention_inputs
 from ..counting import new_counters, simulator_enabled
 from ..flush import flush_counters
-from .dtypes import check_dtype, from_bits, to_bits
-from .fa2_tc import HEAD_DIMS, STATIC_SHARED_LIMIT, counts_from_bytes
+from .dtypes import from_bits, to_bits
+from .fa2_tc import TcConfig
+from .plan import TcPlan, checked_plan, counts_from_bytes, upload
 from .tiles import tile_copier
 from .warp_ops import warp_ops
 
@@ -53,22 +53,13 @@ def softmax_threads_for(nk: int) -> int:
 
 
 @dataclass(frozen=True)
-class NaiveTcConfig:
-    """W warps (Bm = 16·W query rows per tile), Bn keys per S tile and Bk keys per PV chunk; softmax
-    threads per row (None: softmax_threads_for(N_k))."""
+class NaiveTcConfig(TcConfig):
+    """W warps (Bm = 16·W query rows per tile), Bn keys per S tile and Bk keys per PV chunk (Bn = Bk =
+    block_cols); softmax threads per row (None: softmax_threads_for(N_k))."""
 
-    head_dim: int
-    warps: int = 4
-    block_cols: int = 64  # Bn = Bk
     softmax_threads: int | None = None
 
-    @property
-    def block_rows(self) -> int:
-        return 16 * self.warps
-
-    @property
-    def threads(self) -> int:
-        return 32 * self.warps
+    BLOCK_MULTIPLE = (64, "a swizzled P tile")
 
     @property
     def smem_bytes(self) -> int:
@@ -76,20 +67,12 @@ class NaiveTcConfig:
         bm, bc, d = self.block_rows, self.block_cols, self.head_dim
         return max((bm + bc) * d, bm * bc + bc * d) * 2
 
-    def check(self) -> NaiveTcConfig:
-        d, w, bc, t = self.head_dim, self.warps, self.block_cols, self.softmax_threads
-        if d not in HEAD_DIMS:
-            raise ValueError(f"head_dim={d}: the tensor-core kernels support head_dim 64 and 128 only")
-        if not isinstance(w, int) or isinstance(w, bool) or not 1 <= w <= 8:
-            raise ValueError(f"warps must be an int in 1..8; got {w!r}")
-        if not isinstance(bc, int) or isinstance(bc, bool) or bc < 64 or bc % 64:
-            raise ValueError(f"block_cols must be a positive multiple of 64 (a swizzled P tile); got {bc!r}")
-        if (bc * d // 8) % self.threads or (self.block_rows * bc // 8) % self.threads:
-            raise ValueError(f"block_cols={bc}: tiles must split into 16-byte copies evenly over {self.threads} "
-                             "threads")
-        if self.smem_bytes > STATIC_SHARED_LIMIT:
-            raise ValueError(f"block_cols={bc}, warps={w}, head_dim={d} need {self.smem_bytes} bytes of shared "
-                             f"memory; at most {STATIC_SHARED_LIMIT}")
+    def tiles(self) -> tuple[tuple[int, int], ...]:
+        return super().tiles() + ((self.block_rows, self.block_cols),)
+
+    def check(self):
+        super().check()
+        t = self.softmax_threads
         if t is not None and (not isinstance(t, int) or isinstance(t, bool) or t < 32 or t % 32 or t > MAX_THREADS):
             raise ValueError(f"softmax_threads must be a multiple of 32 in 32..{MAX_THREADS}; got {t!r}")
         return self
@@ -329,12 +312,8 @@ def row_stride(nk: int) -> int:
 
 
 @dataclass(frozen=True)
-class NaiveTcPlan:
-    shape: tuple  # (B, H, H_kv, N_q, N_k, d)
-    config: NaiveTcConfig
-    dtype: str
-    counting: bool = False
-    causal: bool = False
+class NaiveTcPlan(TcPlan):
+    """The three launches: scores (⌈N_k/Bn⌉, ⌈N_q/Bm⌉, B·H), softmax (N_q, B·H), pv (⌈N_q/Bm⌉, B·H)."""
 
     @property
     def softmax_threads(self) -> int:
@@ -358,14 +337,8 @@ class NaiveTcPlan:
 
 def plan_naive_tc(q, k, v, *, dtype="bf16", config: NaiveTcConfig | None = None, counting=False,
                   causal=False) -> NaiveTcPlan:
-    check_dtype(dtype)
-    shape = check_attention_inputs(q, k, v, causal=causal)
-    b, h, nk, d = shape.batch, shape.heads, shape.seq_len, shape.head_dim
-    cfg = (NaiveTcConfig(d) if config is None else config).check()
-    if cfg.head_dim != d:
-        raise ValueError(f"config.head_dim={cfg.head_dim} does not match the inputs' head_dim={d}")
-    return NaiveTcPlan((b, h, shape.kv_heads or h, shape.query_len or nk, nk, d), cfg, dtype, bool(counting),
-                       bool(causal))
+    return checked_plan(NaiveTcPlan, q, k, v, dtype=dtype, config=config, default=lambda d: NaiveTcConfig(d).check(),
+                        counting=counting, causal=causal)
 
 
 @dataclass
@@ -385,7 +358,7 @@ def run_naive_tc(q, k, v, *, dtype="bf16", config: NaiveTcConfig | None = None, 
     plan = plan_naive_tc(q, k, v, dtype=dtype, config=config, counting=count, causal=causal)
     b, h, _, nq, nk, d = plan.shape
     nan = to_bits(np.float32(np.nan), dtype)[0]
-    dq, dk, dv = (cuda.to_device(to_bits(x, dtype).reshape(-1)) for x in (q, k, v))
+    dq, dk, dv = upload(dtype, q, k, v)
     ds, dp = (cuda.to_device(np.full(b * h * nq * row_stride(nk), nan, np.uint16)) for _ in range(2))
     do = cuda.to_device(np.full(b * h * nq * d, nan, np.uint16))
     counters = tuple(new_counters() for _ in range(3))
