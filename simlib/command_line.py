@@ -312,9 +312,9 @@ def run_figure2(args: argparse.Namespace) -> None:
 
 
 def run_claims(args: argparse.Namespace) -> None:
-    from .lectures.cli import run  # the lecture helpers load for this subcommand only
+    from .lectures.verdicts import print_claims  # the lecture helpers load for this subcommand only
 
-    run(args)
+    print_claims(args.json)
 
 
 COMMANDS = {"count": run_count, "sweep": run_sweep, "kvcache": run_kvcache, "figure2": run_figure2,

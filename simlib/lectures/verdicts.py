@@ -10,6 +10,7 @@ Verdicts: holds / holds with conditions / does not hold; `not checked yet` only 
 has neither a model nor a measurement of the quantity (stated in the row).
 """
 
+import json
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -684,3 +685,15 @@ def records():
 def table():
     """Every claim, one row each, indexed by its letter."""
     return pd.DataFrame(records()).set_index("claim")
+
+
+def print_claims(as_json=False):
+    """`python -m simlib claims [--json]` (parsed in simlib/command_line.py): one line per claim (letter,
+    verdict, deciding number, the claim), or with `as_json` every field of every claim as a JSON list."""
+    rows = records()
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False, indent=1))
+        return
+    width = max(len(r["verdict"]) for r in rows)
+    for r in rows:
+        print(f"({r['claim']}) {r['verdict']:<{width}}  {r['number']:<44}  {r['post']}")
