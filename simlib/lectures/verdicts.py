@@ -20,7 +20,7 @@ from .. import Workload, energy_claim, load_preset
 from ..kvcache import load_model, max_context
 from . import claims as c
 from . import paper, readers
-from .charts import fmt_bytes, fmt_count, tokens_label
+from .charts import fmt_bytes, fmt_count, fmt_seconds, tokens_label
 from .intensity import DATACENTER_GPUS
 
 HOLDS, CONDITIONS, FAILS = c.HOLDS, c.CONDITIONS, c.FAILS
@@ -472,7 +472,7 @@ def verdict_j(gpu=c.DEFAULT_GPU, seq_len=4096, head_dim=64):
         rule="µs vs ms is ~1000×: holds if the ratio is ≥ 100×, with conditions if memory still dominates "
         "(1–100×), does not hold if the math dominates",
         verdict=HOLDS if ratio >= 100 else CONDITIONS if ratio > 1 else FAILS,
-        number=f"memory {_x(ratio)} the math (both µs)",
+        number=f"memory {_x(ratio)} the math ({fmt_seconds(times['naive'][1])} vs {fmt_seconds(times['naive'][0])})",
     )
 
 
