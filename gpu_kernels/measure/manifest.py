@@ -8,11 +8,12 @@
 
 A measured file F comes with a sidecar written by the program that measured it: F.provenance.json
 (or, for the runs before the sidecar rule, <stem of F>.provenance.json shared by a CSV and its log;
-a run's log F.log is covered by the sidecar of its CSV, F.csv.provenance.json).
+a run's log F.log is covered by the sidecar of its CSV, F.csv.provenance.json, and a log with no such
+sidecar by the run folder's other sidecars).
 `import_run` accepts a folder only if every sidecar names the run being imported (`run_id`) and,
 where it records one, the `sha256` of its file's bytes matches, so a CSV can never be paired with
-another run's provenance. Plain Python (no numba, no simlib): the lectures and the physical model
-look files up with `lookup` and never spell a path themselves.
+another run's provenance. Plain Python (no numba, no simlib): the lectures look files up with
+`lookup` and never spell a path themselves.
 
     python -m gpu_kernels import-run data/measurements/incoming/run16 --run-id run16 \\
         --command "python -m gpu_kernels bench" --note "..."
