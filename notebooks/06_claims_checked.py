@@ -98,8 +98,9 @@ optimised.round(2)
 
 # %% [markdown]
 # The posts' regime, fp16/bf16 on the tensor cores: every H200 run of standard attention against
-# FlashAttention-2 committed so far (the Figure 2 configuration, helper runs of PyTorch's SDPA
-# backends and of our tensor-core kernels). Claim (e) is judged on PyTorch's pairs at N ≥ 2K.
+# FlashAttention-2 committed so far (the Figure 2 configuration; PyTorch's SDPA backends timed by the
+# energy run and by the tensor-core bench; our own tensor-core kernels). Claim (e) is judged on
+# PyTorch's pairs at N ≥ 2K.
 
 # %%
 verdicts.tensor_core_speedups().round(2)
