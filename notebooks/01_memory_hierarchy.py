@@ -214,6 +214,19 @@ display(
 )
 
 # %% slideshow={"slide_type": "subslide"}
+fig, axes = plt.subplots(2, 2, figsize=(13, 8.5), sharex=True, sharey=True)
+for ax, key in zip(axes.flat, intensity.DATACENTER_GPUS):
+    intensity.plot_intensity(
+        ax, intensity.intensity_sweep(key, head_dim=D), load_preset(key), charts.COLORS, charts.LABELS
+    )
+    charts.tokens_axis(ax, intensity.SWEEP_SEQ_LENS, label="N (tokens)" if ax in axes[1] else "")
+    ax.set_title(load_preset(key).name)
+handles, labels = axes.flat[0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, bbox_to_anchor=(0.5, -0.06))
+fig.suptitle(f"Every data-centre preset, d = {D}, fp16: the same story against each GPU's two ridges")
+plt.show()
+
+# %% slideshow={"slide_type": "subslide"}
 punch = intensity.intensity_table(seq_len=N, head_dim=D)
 punch[
     [
