@@ -56,6 +56,7 @@ from numba import cuda, float32, uint16, uint32  # module globals: the simulator
 from ..counting import new_counters, simulator_enabled
 from ..flush import flush_counters
 from .dtypes import check_dtype, from_bits, to_bits
+from .fragments import tile_products
 from .plan import TcPlan, checked_plan, counts_from_bytes, upload
 from .tiles import tile_copier
 from .warp_ops import warp_ops
@@ -135,6 +136,9 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
     # numba resolves a closure variable that is a function, not an attribute of a tuple: unpack
     mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, _, quad_max, quad_sum, _, _ = warp_ops(
         dtype, simulator)
+    # B = K_jᵀ: 16 keys per pair of n-tiles; B = V_j (transposed on the way): 16 head-dim columns per pair
+    times_k = tile_products(mma, ldsm_x4, NS // 2, D, 16, 0, simulator)
+    times_v = tile_products(mma, ldsm_x4_t, NO // 2, D, 0, 2, simulator)
     copy_q = tile_copier(cp_async16, BR, D, NT, simulator)
     copy_kv = tile_copier(cp_async16, BC, D, NT, simulator)
     C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
@@ -228,14 +232,7 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
                 for e in range(4):
                     s[t, e] = ZERO
             for kk in range(KQ):
-                for p in range(NS // 2):
-                    b0, b1, b2, b3 = ldsm_x4(Ks, (16 * p + k_row) * D + (((2 * kk + k_ch) ^ swz) << 3))
-                    s[2 * p, 0], s[2 * p, 1], s[2 * p, 2], s[2 * p, 3] = mma(
-                        qa[kk, 0], qa[kk, 1], qa[kk, 2], qa[kk, 3], b0, b1,
-                        s[2 * p, 0], s[2 * p, 1], s[2 * p, 2], s[2 * p, 3])
-                    s[2 * p + 1, 0], s[2 * p + 1, 1], s[2 * p + 1, 2], s[2 * p + 1, 3] = mma(
-                        qa[kk, 0], qa[kk, 1], qa[kk, 2], qa[kk, 3], b2, b3,
-                        s[2 * p + 1, 0], s[2 * p + 1, 1], s[2 * p + 1, 2], s[2 * p + 1, 3])
+                times_k(s, qa[kk, 0], qa[kk, 1], qa[kk, 2], qa[kk, 3], Ks, k_row, 2 * kk + k_ch, swz)
             if COUNTING:
                 n_sr += 16 * KQ * (NS // 2)
 
@@ -298,13 +295,7 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
                 a1 = pack2(s[2 * kk, 2], s[2 * kk, 3])
                 a2 = pack2(s[2 * kk + 1, 0], s[2 * kk + 1, 1])
                 a3 = pack2(s[2 * kk + 1, 2], s[2 * kk + 1, 3])
-                for p in range(NO // 2):
-                    b0, b1, b2, b3 = ldsm_x4_t(Vs, (16 * kk + v_row) * D + (((2 * p + v_ch) ^ swz) << 3))
-                    acc[2 * p, 0], acc[2 * p, 1], acc[2 * p, 2], acc[2 * p, 3] = mma(
-                        a0, a1, a2, a3, b0, b1, acc[2 * p, 0], acc[2 * p, 1], acc[2 * p, 2], acc[2 * p, 3])
-                    acc[2 * p + 1, 0], acc[2 * p + 1, 1], acc[2 * p + 1, 2], acc[2 * p + 1, 3] = mma(
-                        a0, a1, a2, a3, b2, b3,
-                        acc[2 * p + 1, 0], acc[2 * p + 1, 1], acc[2 * p + 1, 2], acc[2 * p + 1, 3])
+                times_v(acc, a0, a1, a2, a3, Vs, 16 * kk + v_row, v_ch, swz)
             if COUNTING:
                 n_sr += 16 * KP * (NO // 2)
 

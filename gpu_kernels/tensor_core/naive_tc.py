@@ -36,6 +36,7 @@ from ..counting import new_counters, simulator_enabled
 from ..flush import flush_counters
 from .dtypes import from_bits, to_bits
 from .fa2_tc import TcConfig
+from .fragments import tile_products
 from .plan import TcPlan, checked_plan, counts_from_bytes, upload
 from .tiles import tile_copier
 from .warp_ops import warp_ops
@@ -86,6 +87,7 @@ def scores_kernel(cfg: NaiveTcConfig, dtype: str, counting: bool, simulator: boo
     Q_ELEMS, K_ELEMS = BM * D, BN * D
     COUNTING = counting
     mma, ldsm_x4, _, cp_async16, cp_commit, cp_wait_all, pack2, *_ = warp_ops(dtype, simulator)
+    times_k = tile_products(mma, ldsm_x4, NS // 2, D, 16, 0, simulator)  # as fa2_tc's S = Q K_jᵀ
     copy_q = tile_copier(cp_async16, BM, D, NT, simulator)
     copy_k = tile_copier(cp_async16, BN, D, NT, simulator)
     SCALE = np.float32(1.0 / math.sqrt(D))
@@ -126,13 +128,7 @@ def scores_kernel(cfg: NaiveTcConfig, dtype: str, counting: bool, simulator: boo
                 acc[t, e] = ZERO
         for kk in range(KQ):
             a0, a1, a2, a3 = ldsm_x4(Qs, a_row * D + (((2 * kk + (lane >> 4)) ^ swz) << 3))
-            for p in range(NS // 2):
-                b0, b1, b2, b3 = ldsm_x4(Ks, (16 * p + k_row) * D + (((2 * kk + ((lane >> 3) & 1)) ^ swz) << 3))
-                acc[2 * p, 0], acc[2 * p, 1], acc[2 * p, 2], acc[2 * p, 3] = mma(
-                    a0, a1, a2, a3, b0, b1, acc[2 * p, 0], acc[2 * p, 1], acc[2 * p, 2], acc[2 * p, 3])
-                acc[2 * p + 1, 0], acc[2 * p + 1, 1], acc[2 * p + 1, 2], acc[2 * p + 1, 3] = mma(
-                    a0, a1, a2, a3, b2, b3,
-                    acc[2 * p + 1, 0], acc[2 * p + 1, 1], acc[2 * p + 1, 2], acc[2 * p + 1, 3])
+            times_k(acc, a0, a1, a2, a3, Ks, k_row, 2 * kk + ((lane >> 3) & 1), swz)
         if COUNTING:
             n_sr += 16 * KQ * (1 + NS // 2)
         for h in range(2):  # my rows g and g + 8 of the warp's 16
@@ -239,6 +235,7 @@ def pv_kernel(cfg: NaiveTcConfig, dtype: str, counting: bool, simulator: bool):
     P_ELEMS, V_ELEMS = BM * BK, BK * D
     COUNTING = counting
     mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, *_ = warp_ops(dtype, simulator)
+    times_v = tile_products(mma, ldsm_x4_t, NO // 2, D, 0, 2, simulator)  # as fa2_tc's O += P V_j
     copy_p = tile_copier(cp_async16, BM, BK, NT, simulator, ragged_cols=True)
     copy_v = tile_copier(cp_async16, BK, D, NT, simulator)
     ZERO = np.float32(0.0)
@@ -281,13 +278,7 @@ def pv_kernel(cfg: NaiveTcConfig, dtype: str, counting: bool, simulator: bool):
                 n_sw += put + put2
             for kk in range(KP):
                 a0, a1, a2, a3 = ldsm_x4(Ps, a_row * BK + (((2 * kk + (lane >> 4)) ^ swz) << 3))
-                for q2 in range(NO // 2):
-                    b0, b1, b2, b3 = ldsm_x4_t(Vs, (16 * kk + v_row) * D + (((2 * q2 + (lane >> 4)) ^ swz) << 3))
-                    acc[2 * q2, 0], acc[2 * q2, 1], acc[2 * q2, 2], acc[2 * q2, 3] = mma(
-                        a0, a1, a2, a3, b0, b1, acc[2 * q2, 0], acc[2 * q2, 1], acc[2 * q2, 2], acc[2 * q2, 3])
-                    acc[2 * q2 + 1, 0], acc[2 * q2 + 1, 1], acc[2 * q2 + 1, 2], acc[2 * q2 + 1, 3] = mma(
-                        a0, a1, a2, a3, b2, b3,
-                        acc[2 * q2 + 1, 0], acc[2 * q2 + 1, 1], acc[2 * q2 + 1, 2], acc[2 * q2 + 1, 3])
+                times_v(acc, a0, a1, a2, a3, Vs, 16 * kk + v_row, lane >> 4, swz)
             if COUNTING:
                 n_sr += 16 * KP * (1 + NO // 2)
         for h in range(2):
