@@ -297,10 +297,8 @@ left.semilogx(
 for (label, key), marker in zip(paper_tables.items(), ("s", "D")):
     t = paper.speedups(key).dropna()
     left.semilogx(t.N, t["speed-up"], marker, ms=8, mfc="none", mew=2, color="black", label=label)
-for ((run, base, kernel), g), color in zip(
-    tensor_core.groupby(["run", "baseline", "kernel"], sort=False),
-    ("#9467bd", "#8c564b", "#e377c2", "#17becf"),
-):
+runs = tensor_core.groupby(["run", "baseline", "kernel"], sort=False)
+for ((run, base, kernel), g), color in zip(runs, plt.cm.Dark2(range(runs.ngroups))):
     g = g[g.head_dim == claims.DEFAULT_HEAD_DIM]
     left.semilogx(
         g.seq_len,
