@@ -20,7 +20,7 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from simlib.lectures import charts, claims, intensity, paper, readers  # noqa: E402
+from simlib.lectures import charts, claims, intensity, paper, readers, verdicts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -33,7 +33,7 @@ MiB, GiB = 2**20, 2**30
 
 
 def test_doctests():
-    for module in (charts, claims, intensity, paper, readers):
+    for module in (charts, claims, intensity, paper, readers, verdicts):
         failures, _ = doctest.testmod(module)
         assert failures == 0, module.__name__
 

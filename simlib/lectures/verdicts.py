@@ -8,6 +8,12 @@ applies. `table()` is the whole table; `python -m simlib claims [--json]` prints
 
 Verdicts: holds / holds with conditions / does not hold; `not checked yet` only where the project
 has neither a model nor a measurement of the quantity (stated in the row).
+
+Worked number, claim (a): naive attention writes N² scores per head, 4096² = 16,777,216:
+
+>>> a = verdict_a()
+>>> a.verdict, a.number
+('holds', '16.8 M')
 """
 
 import json
