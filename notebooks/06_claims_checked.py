@@ -103,7 +103,7 @@ optimised.round(2)
 # PyTorch's pairs at N ≥ 2K.
 
 # %%
-verdicts.tensor_core_speedups().round(2)
+readers.tensor_core_speedups().round(2)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The verdicts
@@ -277,7 +277,7 @@ paper_tables = {
     "paper, A100 fp16, fwd+bwd (Table 20)": "table_20_fwd_bwd_ms",
     "paper, A100 fp16, fwd+bwd, dropout + mask (Table 11)": "table_11_fwd_bwd_dropout_mask_ms",
 }
-tensor_core = verdicts.tensor_core_speedups()
+tensor_core = readers.tensor_core_speedups()
 fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.4), sharey=True)
 x = model_h200.N
 left.semilogx(

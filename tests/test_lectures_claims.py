@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from simlib.lectures import intensity, verdicts
+from simlib.lectures import intensity, readers, verdicts
 from simlib.lectures.verdicts import CONDITIONS, FAILS, HOLDS, NOT_CHECKED
 
 N, D = 4096, 64
@@ -87,7 +87,7 @@ def test_short_sequences_are_not_diminishing_in_the_paper(table):
 def test_long_sequences_judged_on_the_paper_without_an_h200_tensor_core_run():
     # N = 2K, 4K: Table 20 13.22/7.64 = 1.73, 50.44/30.09 = 1.68 (below 2×); Table 11 3.32, 3.31; Table 9 3.27, 3.49
     speedups = [13.22 / 7.64, 50.44 / 30.09, 31.75 / 9.56, 124.19 / 37.49, 9.33 / 2.85, 36.33 / 10.41]
-    v = verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(None, None, None))
+    v = verdicts.verdict_e(tensor_core=readers.tensor_core_speedups(None, None, None))
     assert v.verdict == CONDITIONS
     assert v.number == f"{min(speedups):.1f}–{max(speedups):.1f}× (paper, A100 fp16)"
     assert "fp32 CUDA cores (not the posts' regime)" in v.measured
@@ -127,12 +127,12 @@ def write_csv(path, columns, rows):
     return path
 
 
-def figure2(tmp_path, rows, columns=verdicts.FIGURE2_COLUMNS):
+def figure2(tmp_path, rows, columns=readers.FIGURE2_COLUMNS):
     return write_csv(tmp_path / "figure2_h200.csv", columns, rows)
 
 
 def tc_bench(tmp_path, rows):
-    return write_csv(tmp_path / "tc_bench_h200.csv", verdicts.TC_BENCH_COLUMNS, rows)
+    return write_csv(tmp_path / "tc_bench_h200.csv", readers.TC_BENCH_COLUMNS, rows)
 
 
 def test_figure2_run_is_shown_but_n_1k_is_not_long(tmp_path):
@@ -143,7 +143,7 @@ def test_figure2_run_is_shown_but_n_1k_is_not_long(tmp_path):
             ("fa2_varlen", 0.1, 64, 1024, 16, 64, "fp16", 8.0),
         ],
     )
-    tc = verdicts.tensor_core_speedups(short, None, None)
+    tc = readers.tensor_core_speedups(short, None, None)
     assert tc["speed-up"].item() == pytest.approx(5.0)  # 40 / 8
     v = verdicts.verdict_e(tensor_core=tc)
     assert "5.0× (fp16, N 1K)" in v.measured and v.number.endswith("(paper, A100 fp16)")
@@ -159,22 +159,22 @@ def test_tensor_core_bench_decides_e_at_long_sequences(tmp_path):
         ("torch_math", "", "bf16", 4, 16, 16384, 64, False, ""),  # out of memory: no pair
         ("torch_flash", "", "bf16", 4, 16, 16384, 64, False, 40.0),
     ]
-    tc = verdicts.tensor_core_speedups(None, tc_bench(tmp_path, rows), None).set_index("baseline")["speed-up"]
+    tc = readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None).set_index("baseline")["speed-up"]
     assert tc["torch_math"] == pytest.approx(3.0) and tc["naive_tc"] == pytest.approx(6.0)
-    v = verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
+    v = verdicts.verdict_e(tensor_core=readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
     assert v.verdict == HOLDS and v.number == "3.0× (H200 tensor cores)"  # our kernels' 6× is context
     rows[1] = ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 6.0)  # 9 / 6 = 1.5×
-    v = verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
+    v = verdicts.verdict_e(tensor_core=readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
     assert v.verdict == FAILS
     rows[1] = ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 1.0)  # 9×: faster than claimed
-    v = verdicts.verdict_e(tensor_core=verdicts.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
+    v = verdicts.verdict_e(tensor_core=readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
     assert v.verdict == CONDITIONS
 
 
 def test_tensor_core_file_without_its_columns_fails_loudly(tmp_path):
     bad = figure2(tmp_path, [("standard", 0.1, 64)], columns=("variant", "dropout_p", "batch"))
     with pytest.raises(ValueError, match="figure2_h200.csv: missing column.s. seq_len"):
-        verdicts.tensor_core_speedups(bad, None, None)
+        readers.tensor_core_speedups(bad, None, None)
 
 
 def test_memory_claims(table):
@@ -232,9 +232,9 @@ def test_intensity_against_the_ridges():
 
 
 def test_without_a_tensor_core_run_e_says_not_measured_yet(monkeypatch):
-    monkeypatch.setattr(verdicts, "FIGURE2", "no_such_run.csv")
-    monkeypatch.setattr(verdicts, "TC_BENCH", "no_such_bench.csv")
-    monkeypatch.setattr(verdicts, "ENERGY", "no_such_energy_run.csv")
-    assert verdicts.tensor_core_speedups().empty
+    monkeypatch.setattr(readers, "FIGURE2", "no_such_run.csv")
+    monkeypatch.setattr(readers, "TC_BENCH", "no_such_bench.csv")
+    monkeypatch.setattr(readers, "ENERGY", "no_such_energy_run.csv")
+    assert readers.tensor_core_speedups().empty
     v = verdicts.verdict_e()
     assert f"tensor cores: {verdicts.NOT_MEASURED}" in v.measured and v.number.endswith("(paper, A100 fp16)")
