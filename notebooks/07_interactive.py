@@ -155,24 +155,18 @@ controls = {
         style=style,
         layout=layout,
     ),
-    "br": widgets.IntSlider(
-        value=DEFAULTS["br"],
-        min=0,
-        max=1024,
-        step=16,
-        description="Br (0 = paper)",
-        style=style,
-        layout=layout,
-    ),
-    "bc": widgets.IntSlider(
-        value=DEFAULTS["bc"],
-        min=0,
-        max=1024,
-        step=16,
-        description="Bc (0 = paper)",
-        style=style,
-        layout=layout,
-    ),
+    **{
+        key: widgets.IntSlider(
+            value=DEFAULTS[key],
+            min=0,
+            max=1024,
+            step=16,
+            description=f"{name} (0 = default)",
+            style=style,
+            layout=layout,
+        )
+        for key, name in (("br", "Br"), ("bc", "Bc"))
+    },
     "gpu": widgets.Dropdown(
         options=preset_keys(), value=DEFAULTS["gpu"], description="GPU preset", style=style, layout=layout
     ),
