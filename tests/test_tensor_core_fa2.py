@@ -216,3 +216,15 @@ def test_fa2_tc_closed_form_equals_trace_and_brute_force(n, nq, w, bc, causal, d
     hand = hand_counts(1, 2, wl.nq, n, d, TcConfig(d, w, bc), causal)
     assert {f"{lv.lower()}_{op}_bytes": closed.bytes(2, lv, op) * 2
             for lv in ("HBM", "SRAM") for op in ("read", "write")} == hand
+
+
+def test_fa2_tc_working_set_is_the_kernels_shared_memory():
+    from simlib.schedule_protocol import DoesNotFit
+
+    for d in (64, 128):
+        cfg = default_config(d)
+        r = count("fa2_tc", Workload(4096, d, dtype="bf16"), sram_bytes="48KiB")
+        assert r.to_dict()["onchip_sram_bytes"] == cfg.smem_bytes  # Qs + Ks + Vs, as the kernel declares
+        assert r.to_dict()["onchip_register_bytes"] == 64 * cfg.block_cols * 4 + 64 * d * 4 + 64 * d * 2
+    with pytest.raises(DoesNotFit, match="49,152 B of SRAM"):
+        count("fa2_tc", Workload(4096, 128, dtype="bf16"), sram_bytes="32KiB")

@@ -157,3 +157,9 @@ def test_naive_tc_closed_form_equals_trace_and_hand_formula(n, nq, w, bc, t, d):
     assert closed.traffic == traced.traffic
     hand = hand_counts(2, 1, wl.nq, n, d, NaiveTcConfig(d, w, bc), t)
     assert {key: int(getattr(closed, key)) for key in KEYS} == hand
+
+
+def test_naive_tc_working_set_is_the_kernels_shared_memory():
+    for d in (64, 128):
+        r = count("naive_tc", Workload(4096, d, dtype="fp16"))
+        assert r.to_dict()["onchip_sram_bytes"] == NaiveTcConfig(d).smem_bytes

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..schedule_protocol import Parameter, ParamValue, Schedule
+from ..schedule_protocol import Parameter, ParamValue, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, Tiling, block_sizes, ceil_div, tile_trace_size
 from ..traffic import Count, Event, Traffic, TrafficKey
 from ..workload import Workload
@@ -60,12 +60,16 @@ def build(workload: Workload, sram_bytes: int | None, warps: int | None = None,
     bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
     if bc % 16:
         raise ValueError(f"block_cols={bc} must be a multiple of 16 (one mma k-step)")
-    if sram_bytes is not None:
-        need = (16 * w + 2 * bc) * workload.head_dim * workload.element_bytes
-        if need > sram_bytes:
-            raise ValueError(f"sram_bytes={sram_bytes}: fa2_tc with W={w}, Bc={bc}, d={workload.head_dim} "
-                             f"needs {need} bytes (Qs, Ks, Vs)")
     return TcMapping(16 * w, bc, workload.nq, workload.nk)
+
+
+def working_set(workload: Workload, mapping: TcMapping) -> WorkingSet:
+    """Qs, Ks, Vs in shared memory (the dtype); S/P and O in fp32 registers, Q's fragments in the dtype.
+    d = 64, Br = 64, Bc = 128: 40,960 B of SRAM, 32,768 + 16,384 + 8,192 B of registers."""
+    br, bc, d, eb = mapping.block_rows, mapping.block_cols, workload.head_dim, workload.element_bytes
+    return WorkingSet((("Q_i", "SRAM", br * d * eb), ("K_j, V_j", "SRAM", 2 * bc * d * eb),
+                       ("S/P (fp32)", "registers", br * bc * 4), ("O_i (fp32)", "registers", br * d * 4),
+                       ("Q_i fragments", "registers", br * d * eb)))
 
 
 def units(workload: Workload) -> int:
@@ -148,5 +152,5 @@ def flops(workload: Workload, mapping: TcMapping) -> int:
 SCHEDULE = Schedule(
     name="fa2_tc", description="FlashAttention-2 forward on tensor cores (fp16/bf16) as the kernel `fa2_tc` runs it",
     parameters=(WARPS, BLOCK_COLS), sram="checks", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size,
+    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size, working_set=working_set,
 )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..schedule_protocol import ParamValue, Schedule
+from ..schedule_protocol import ParamValue, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, block_sizes, ceil_div
 from ..traffic import Event, Traffic, TrafficKey
 from ..workload import Workload
@@ -72,11 +72,16 @@ def build(workload: Workload, sram_bytes: int | None, warps: int | None = None, 
     t = default_softmax_threads(workload.nk) if softmax_threads is None else softmax_threads
     if t % 32 or t > MAX_THREADS:
         raise ValueError(f"softmax_threads={t}: naive_tc needs a multiple of 32, at most {MAX_THREADS}")
-    if sram_bytes is not None:
-        need = max((16 * w + bc) * d, 16 * w * bc + bc * d) * workload.element_bytes
-        if need > sram_bytes:
-            raise ValueError(f"sram_bytes={sram_bytes}: naive_tc with W={w}, Bn={bc}, d={d} needs {need} bytes")
     return NaiveTcMapping(w, bc, t)
+
+
+def working_set(workload: Workload, m: NaiveTcMapping) -> WorkingSet:
+    """The larger launch's block: scores (Q and K tiles, a Bm × Bn fp32 accumulator) or pv (P and V
+    tiles, a Bm × d fp32 accumulator). d = 64, W = 4, Bn = Bk = 64: 16,384 B of SRAM either way."""
+    bm, bc, d, eb = m.block_rows, m.block_cols, workload.head_dim, workload.element_bytes
+    scores, pv = (bm + bc) * d * eb, (bm * bc + bc * d) * eb
+    tiles = ("Q and K tiles (scores)", "SRAM", scores) if scores >= pv else ("P and V tiles (pv)", "SRAM", pv)
+    return WorkingSet((tiles, ("accumulator (fp32)", "registers", bm * max(bc, d) * 4)))
 
 
 def units(workload: Workload) -> int:
@@ -156,5 +161,5 @@ def trace_size(workload: Workload, m: NaiveTcMapping) -> tuple[int, int]:
 SCHEDULE = Schedule(
     name="naive_tc", description="standard attention on tensor cores (fp16/bf16), S and P in HBM, as `naive_tc` runs it",
     parameters=(WARPS, BLOCK_COLS, SOFTMAX_THREADS), sram="checks", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size, working_set=working_set,
 )
