@@ -32,6 +32,9 @@ def summarize_ptx(ptx: str) -> dict:
         "ld_local": _count(r"\bld\.local\.", body),
         "st_local": _count(r"\bst\.local\.", body),
         "ld_shared": _count(r"\bld\.shared\.", body),
+        "mma": _count(r"\bmma\.sync\.", body),
+        "ldmatrix": _count(r"\bldmatrix\.sync\.", body),
+        "cp_async": _count(r"\bcp\.async\.c[ag]\.", body),
         "st_shared": _count(r"\bst\.shared\.", body),
         "lines": len(instr),
     }
@@ -95,6 +98,26 @@ def ptx_report(head_dim: int = 64, seq_len: int = 4096, cc=None) -> list[dict]:
             row["regs_per_thread"] = regs
             row["local_bytes_per_thread"] = local
             rows.append(row)
+    if on_gpu and head_dim in (64, 128):
+        rows += tc_ptx_rows(head_dim, cc)
+    return rows
+
+
+def tc_ptx_rows(head_dim: int, cc) -> list[dict]:
+    """fa2_tc (bf16, default tiles, non-causal and causal), timing and counting builds: the PTX of the
+    dispatcher (compiled on a GPU), marked ``tensor_core`` so check_report also asks for mma,
+    ldmatrix and cp.async."""
+    from .tensor_core.fa2_tc import default_config, ptx_of
+
+    cfg = default_config(head_dim)
+    rows = []
+    for causal in (False, True):
+        for counting in (False, True):
+            ptx = ptx_of(cfg, "bf16", counting, causal)
+            name = f"fa2_tc bf16 d={head_dim} W={cfg.warps} Bc={cfg.block_cols}{' causal' if causal else ''}"
+            rows.append({"kernel": name, "build": "counting" if counting else "timing", "cc": f"{cc[0]}.{cc[1]}",
+                         **summarize_ptx(ptx), "regs_per_thread": None, "local_bytes_per_thread": None,
+                         "tensor_core": True})
     return rows
 
 
@@ -108,11 +131,17 @@ def check_report(rows: list[dict]) -> list[str]:
             problems.append(f"{r['kernel']}: counting build has no atomic instructions")
         if r["f64"] != 0:
             problems.append(f"{r['kernel']} ({r['build']}): {r['f64']} float64 instructions")
+        if r.get("tensor_core"):
+            missing = [k for k in ("mma", "ldmatrix", "cp_async") if not r[k]]
+            if missing or r["ld_local"] or r["st_local"]:
+                problems.append(f"{r['kernel']} ({r['build']}): no {', '.join(missing)}; local ld/st "
+                                f"{r['ld_local']}/{r['st_local']}")
     return problems
 
 
 def format_report(rows: list[dict]) -> str:
-    cols = ["kernel", "build", "atom", "f64", "ld_local", "st_local", "ld_shared", "st_shared",
+    cols = ["kernel", "build", "atom", "f64", "ld_local", "st_local", "ld_shared", "st_shared", "mma", "ldmatrix",
+            "cp_async",
             "regs_per_thread", "local_bytes_per_thread"]
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
     lines = ["  ".join(c.ljust(widths[c]) for c in cols)]

@@ -8,6 +8,8 @@ subcommand does is ``commands.py``.
     compare       the same harness: every variant (fast kernel, torch SDPA...) at N 1K, 4K, 16K
     tune          the fast kernel's configuration sweep        ncu      Nsight Compute on the fast kernel
     profile       Nsight Compute per launch, next to simlib    asm      PTX of timing vs counting builds
+    ceilings      mma.sync bf16/fp16, FFMA and copy-bandwidth ceilings, measured
+    side-by-side  the 16-bit kernels (fa2_tc, naive_tc) vs cupy and torch SDPA (tensor_core/bench.py)
     model-vs-ncu  the physical model next to a recorded profile (CPU)
     import-run    add a device run's folder to data/measurements (measure/manifest.py, CPU)
 
@@ -75,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _Parser(prog="python -m gpu_kernels", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True,
-                           metavar="{run,bench,compare,tune,ncu,profile,asm,model-vs-ncu,import-run}")
+                           metavar="{run,bench,compare,tune,ncu,profile,asm,ceilings,side-by-side,"
+                                   "model-vs-ncu,import-run}")
 
     r = sub.add_parser("run", help="run one kernel on fresh random inputs and check it")
     r.add_argument("--kernel", choices=("naive", "tiled"), required=True)
@@ -141,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--head-dims", type=_int_list, default=[64, 128])
     f.add_argument("--batch", type=_positive_int, default=1)
     f.add_argument("--heads", type=_positive_int, default=4)
-    f.add_argument("--kernels", default="naive,tiled")
+    f.add_argument("--kernels", default="naive,tiled", help="from naive, tiled, fa2_tc, naive_tc (bf16)")
     f.add_argument("--ncu", default=None, help="path of ncu (default: found on PATH or under /opt/nvidia)")
     f.add_argument("--timeout-s", type=_positive_float, default=240.0, help="per ncu process")
 
@@ -150,12 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--json", dest="json_out", default=None, help="also write the table to this JSON file")
     a.add_argument("--run-id", default=None)
 
+    c = sub.add_parser("ceilings", help="mma.sync (bf16, fp16), FFMA and copy-bandwidth ceilings of the GPU")
+    _add_out(c)
+
     m = sub.add_parser("model-vs-ncu", help="the physical model next to a recorded profile (CPU)")
     m.add_argument("--profile", default=None, help="profile CSV (default: data/measurements/current/profile_h200.csv)")
     m.add_argument("--out", default=None, help="output CSV (default: data/measurements/current/model_vs_ncu_h200.csv)")
 
     sub.add_parser("import-run", help="add a device run's folder to data/measurements (see its --help)",
                    add_help=False)
+    sub.add_parser("side-by-side", help="16-bit attention side by side on the GPU (see its --help)", add_help=False)
     return p
 
 
@@ -173,6 +180,10 @@ def main(argv=None) -> int:
         from .measure.manifest import main as import_run
 
         return import_run(argv[1:])
+    if argv[:1] == ["side-by-side"]:
+        from .tensor_core.bench import main as side_by_side
+
+        return side_by_side(argv[1:])
     try:
         args = build_parser().parse_args(argv)
         status = COMMANDS[args.command](args)

@@ -275,7 +275,7 @@ def cmd_launch(args) -> int:
 
 
 def cmd_profile(args) -> int:
-    kernels = _name_list(args.kernels, ("naive", "tiled"), "--kernels")
+    kernels = _name_list(args.kernels, ("naive", "tiled", "fa2_tc", "naive_tc"), "--kernels")
     _prepare_out(args)
     require_gpu("profile")
     _make_out(args)
@@ -290,6 +290,26 @@ def cmd_profile(args) -> int:
         return 1
     print(f"wrote {csv_path}")
     return 0
+
+
+def cmd_ceilings(args) -> int:
+    """The card's ceilings in one file: mma.sync (bf16, fp16), FFMA, copy bandwidth."""
+    _prepare_out(args)
+    require_gpu("ceilings")
+    _make_out(args)
+    from .measure.ceilings import measure_copy_bandwidth, measure_ffma_peak, measure_mma_peak
+    from .measure.provenance import provenance, write_measurement
+
+    result = {"mma_bf16": measure_mma_peak("bf16"), "mma_fp16": measure_mma_peak("fp16"),
+              "ffma_fp32": measure_ffma_peak(), "copy": measure_copy_bandwidth()}
+    path = os.path.join(args.out, f"ceilings_{args.tag}.json")
+    write_measurement(path, json.dumps(result, indent=1), provenance({"what": "the card's ceilings, measured"}))
+    for name in ("mma_bf16", "mma_fp16", "ffma_fp32"):
+        print(f"{name}: {result[name]['tflops']:.1f} TFLOP/s" + (
+            f" (output correct: {result[name]['correct']})" if "correct" in result[name] else ""))
+    if result["copy"]:
+        print(f"copy: {result['copy']['gbps']:.0f} GB/s")
+    return 0 if all(result[k]["correct"] for k in ("mma_bf16", "mma_fp16")) else 1
 
 
 def cmd_asm(args) -> int:
@@ -353,4 +373,4 @@ def cmd_model_vs_ncu(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "bench": cmd_harness, "compare": cmd_harness, "tune": cmd_tune, "ncu": cmd_ncu,
-            "launch": cmd_launch, "profile": cmd_profile, "asm": cmd_asm, "model-vs-ncu": cmd_model_vs_ncu}
+            "launch": cmd_launch, "profile": cmd_profile, "asm": cmd_asm, "ceilings": cmd_ceilings, "model-vs-ncu": cmd_model_vs_ncu}

@@ -147,3 +147,30 @@ def test_bench_refuses_bad_arguments_in_one_line(args, name, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert name in err[-1] and "Traceback" not in "\n".join(err)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mma_loop_one_round_matches_numpy(dtype):
+    """The ceiling's register loop (tensor_core.mma_loop) after one round: lane 4g + t holds
+    CHAINS·(A·B) at (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1), A·B from numpy in float64."""
+    from gpu_kernels.tensor_core.mma_loop import CHAINS, fragments, mma_loop_kernel
+
+    rng = np.random.default_rng(7)
+    a = round_to(rng.standard_normal((16, 16)), dtype)
+    b = round_to(rng.standard_normal((16, 8)), dtype)
+    fa, fb = fragments(a, b, dtype)
+    out = cuda.to_device(np.full(128, np.nan, np.float32))
+    mma_loop_kernel(dtype, simulator_enabled())[1, 32](cuda.to_device(fa), cuda.to_device(fb), out, 1)
+    got = out.copy_to_host().reshape(32, 4)
+    ref = CHAINS * (a.astype(np.float64) @ b)
+    lane = np.arange(32)
+    g, t = lane >> 2, lane & 3
+    expect = np.stack([ref[g, 2 * t], ref[g, 2 * t + 1], ref[g + 8, 2 * t], ref[g + 8, 2 * t + 1]], axis=1)
+    np.testing.assert_allclose(got, expect, rtol=0, atol=1e-4)  # 8 fp32 sums of values ~ 4
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mma_loop_gpu(dtype):
+    test_mma_loop_one_round_matches_numpy(dtype)

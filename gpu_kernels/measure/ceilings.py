@@ -1,6 +1,8 @@
 """The card's own ceilings, measured in the same run as the kernels they are set against.
 
 * fp32 FFMA rate: a numba kernel of 16 independent FFMA chains per thread (2 FLOP per FFMA);
+* tensor-core rate: a register-only loop of ``mma.sync.m16n8k16`` in bf16 or fp16 with fp32
+  accumulation (``tensor_core.mma_loop``: 8 independent chains per warp, 4096 FLOP per mma);
 * cuBLAS SGEMM with TF32 off (torch.matmul), the library's fp32 rate, for reference;
 * device-to-device copy bandwidth (cupy, bytes read + written).
 
@@ -75,6 +77,42 @@ def measure_ffma_peak(trips=8192, reps=7) -> dict:
             f"{blocks}x{threads} threads, 16 chains, {64 * trips} FFMA per thread, median of {reps}",
             "ptx_fma_f32": ptx.count("fma.rn.ftz.f32") if isinstance(ptx, str) else None,
             "ptx_f64": ptx.count(".f64") if isinstance(ptx, str) else None}
+
+
+def measure_mma_peak(dtype="bf16", trips=4096, reps=7) -> dict:
+    """mma.sync m16n8k16 rate (dtype in, fp32 accumulate) of a register-only loop, and the check
+    that the loop computed CHAINS·trips·(A·B) for the fragments it was given (A = B = 1/64:
+    every product sums 16 terms of 1/4096, so every output is exactly CHAINS·trips/256)."""
+    from numba import cuda
+
+    from ..tensor_core.mma_loop import CHAINS, MMA_FLOP, fragments, mma_loop_kernel
+
+    sms = int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+    threads, blocks = 256, sms * 8
+    a, b = fragments(np.full((16, 16), 1 / 64), np.full((16, 8), 1 / 64), dtype)
+    da, db = cuda.to_device(a), cuda.to_device(b)
+    out = cuda.device_array(threads * blocks * 4, dtype=np.float32)
+    k = mma_loop_kernel(dtype, False)
+    k[blocks, threads](da, db, out, 4)  # compile + warm-up
+    cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        e0, e1 = cuda.event(), cuda.event()
+        e0.record()
+        k[blocks, threads](da, db, out, trips)
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) / 1e3)
+    got = out.copy_to_host()
+    expect = CHAINS * trips / 256
+    mmas = CHAINS * trips * blocks * threads // 32
+    ptx = k.inspect_asm(next(iter(k.overloads)))
+    return {"tflops": mmas * MMA_FLOP / float(np.median(times)) / 1e12, "dtype": dtype,
+            "correct": bool(np.all(got == expect)), "expected_output": expect,
+            "method": f"numba mma.sync.m16n8k16 {dtype}->f32 register loop, {blocks}x{threads} threads, "
+                      f"{CHAINS} chains x {trips} trips per warp, median of {reps}",
+            "ptx_mma": ptx.count("mma.sync.aligned.m16n8k16"), "ptx_f64": ptx.count(".f64"),
+            "ptx_local": ptx.count("ld.local") + ptx.count("st.local")}
 
 
 def measure_sgemm(n=8192, reps=5) -> dict | None:

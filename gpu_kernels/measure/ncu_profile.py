@@ -37,12 +37,18 @@ from .provenance import csv_text, provenance, write_measurement
 
 METRICS = list(PROFILE_METRICS)
 SUMMABLE = [m for m in METRICS if m.endswith(".sum")]
-KERNEL_REGEX = "regex:fa2_forward|matmul_t|softmax_t"
+KERNEL_REGEX = "regex:fa2_forward|matmul_t|softmax_t|fa2_tc_|naive_tc_"
+#: Bytes per element of each kernel's Q, K, V, O (the tensor-core kernels run bf16).
+ITEM = {"naive": 4, "tiled": 4, "fa2_tc": 2, "naive_tc": 2}
 FIELDS = ["kernel", "launch", "batch", "heads", "seq_len", "head_dim", "params", "metric", "value", "unit",
           "source", "note"]
 
 
 def _launch_kind(name: str) -> str:
+    for tc, kind in (("fa2_tc_", "fa2_tc"), ("naive_tc_scores", "scores"), ("naive_tc_softmax", "softmax"),
+                     ("naive_tc_pv", "pv")):
+        if tc in name:
+            return kind
     if "fa2_forward" in name:
         return "fa2"
     if "softmax_t" in name:
@@ -59,6 +65,14 @@ def _counted(kernel, batch, heads, n, d):
     from ..reference import random_qkv
 
     q, k, v = random_qkv(batch, heads, n, d)
+    if kernel == "fa2_tc":
+        from ..tensor_core.fa2_tc import run_fa2_tc
+
+        return {"fa2_tc": run_fa2_tc(q, k, v, dtype="bf16", count=True).counts}
+    if kernel == "naive_tc":
+        from ..tensor_core.naive_tc import run_naive_tc
+
+        return run_naive_tc(q, k, v, dtype="bf16", count=True).counts_by_launch
     if kernel == "tiled":
         from ..tiled import run_tiled
 
@@ -152,9 +166,9 @@ def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096
                 ptxt = ";".join(f"{k}={v}" for k, v in params.items())
                 base = {"kernel": kernel, "batch": batch, "heads": heads, "seq_len": n, "head_dim": d,
                         "params": ptxt}
-                bh = batch * heads
-                inter = 2 * bh * n * n * 4 if kernel == "naive" else 0
-                ws = bh * n * d * 4 * 4 + (bh * n * 4 if kernel == "tiled" else 0) + inter
+                bh, item = batch * heads, ITEM[kernel]
+                inter = 2 * bh * n * n * item if kernel in ("naive", "naive_tc") else 0
+                ws = bh * n * d * item * 4 + (bh * n * 4 if kernel in ("tiled", "fa2_tc") else 0) + inter
                 note = ("working set fits in L2: DRAM counts measure first touches, not re-reads"
                         if ws <= l2 else "")
                 try:
@@ -188,7 +202,10 @@ def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096
                                      "value": sum(c[key] for c in counted.values()), "unit": "byte",
                                      "source": "kernel counters", "note": ""})
                 try:
-                    from ..prediction import simlib_prediction
+                    if kernel in ITEM and ITEM[kernel] == 2:
+                        from ..tensor_core.plan import tc_prediction as simlib_prediction
+                    else:
+                        from ..prediction import simlib_prediction
 
                     pred = simlib_prediction(kernel, batch, heads, n, d, **params)
                     for key in COUNT_KEYS:

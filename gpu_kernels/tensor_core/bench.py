@@ -1,15 +1,26 @@
-"""Time fa2_tc and naive_tc against torch SDPA (flash and math backends) in bf16 on the GPU, in one run.
+"""The 16-bit side by side, in one run: numba's fa2_tc and naive_tc against cupy's naive attention and
+torch SDPA's math, flash (FlashAttention-2), cuDNN and memory-efficient backends, in bf16 and fp16,
+non-causal and causal (``python -m gpu_kernels side-by-side``; ``python -m gpu_kernels.tensor_core.bench``).
 
-    python -m gpu_kernels.tensor_core.bench --out DIR [--seq-lens 4096,16384] [--head-dims 64,128]
+    python -m gpu_kernels side-by-side --out DIR [--dtypes bf16,fp16] [--causal no,yes]
+        [--seq-lens 512,...,16384] [--head-dims 64,128] [--budget-s 170]
 
-Per (N, d): inputs drawn on the GPU in fp32 and rounded to bf16 by torch (round to nearest even);
-fa2_tc and naive_tc read the same bytes through uint16 views. A variant that runs out of GPU memory
-(torch's math backend at N = 16384, B·H = 64 needs more than the 140 GB) gets a row saying so. Every variant's output is checked in the same run
-against an fp32 reference (torch's math backend on the inputs upcast to fp32) on the first and the
-last batch·head: ‖O − ref‖/‖ref‖ must stay below 2u = 7.8e-3 (the test suite's bf16 tolerance).
-Timing: CUDA events around PER_EVENT launches after warm-up, median of R such groups, cycling over
-two input sets (each alone is ≥ 100 MB at N ≥ 4096, B·H = 64: beyond the 60 MB L2).
-TFLOP/s counts the useful 4·N²·d·B·H FLOPs. Writes tc_bench_h200.csv + its provenance sidecar.
+Workload per (N, d): B·H·N = TOKENS = 2¹⁸ tokens (N = 512: B·H = 512; N = 4096: 64; N = 16384: 16),
+H = 16, B = B·H/16. Every kernel then has the same 2¹⁸/64 = 4096 query blocks of 64 rows, 31 per SM
+of the 132, so each fills the GPU; the largest N×N buffer (S or P, B·H·N² 16-bit values) is
+2¹⁸·N·2 B = 8.6 GB at N = 16384, so the naive variants stay well inside the 141 GB.
+
+Inputs: drawn on the GPU in fp32 and rounded to the dtype by torch (round to nearest even); two sets,
+each 3·2¹⁸·d·2 B ≥ 100 MB (beyond the 60 MB L2), cycled from launch to launch. The numba kernels read
+the same bytes through uint16 views. Correctness, in the same run, before timing: O poisoned with NaN,
+then ‖O − ref‖/‖ref‖ on the first and the last batch·head against torch's math backend on the inputs
+upcast to fp32 (same mask), within 2u of the dtype (7.8e-3 bf16, 9.8e-4 fp16; a kernel that rounds
+P and O once lands near 0.6u). Timing: CUDA events around PER_EVENT launches (1 when a launch takes
+more than 2 ms) after one warm-up group, median of reps groups, reps = TARGET_S of launches within
+[--min-reps, --reps]. Configurations run in the order bf16 non-causal, fp16 non-causal, bf16 causal,
+fp16 causal; those that would start after --budget-s get a row saying so.
+TFLOP/s counts the useful FLOPs: 4·N²·d·B·H, half of it with the causal mask.
+Writes tc_side_by_side_h200.csv + its provenance sidecar, rewritten after every (N, d).
 """
 
 from __future__ import annotations
@@ -20,33 +31,50 @@ import io
 import math
 import statistics
 import sys
+import time
+
+from .dtypes import DTYPES, UNIT_ROUNDOFF
 
 FIELDS = ["kernel", "config", "dtype", "batch", "heads", "seq_len", "head_dim", "causal", "median_ms", "min_ms",
-          "max_ms", "reps", "tflops", "rel_err", "checked_heads", "ratio_to_torch_flash"]
-TOL = 2 * 2.0**-8
+          "max_ms", "reps", "per_event", "flops", "tflops", "rel_err", "tol", "ok", "checked_heads",
+          "ratio_to_torch_flash", "note"]
+VARIANTS = ("fa2_tc", "naive_tc", "cupy_naive", "torch_math", "torch_flash", "torch_cudnn", "torch_efficient")
+TOKENS = 2**18
+HEADS = 16
+TARGET_S = 0.15
+#: fa2_tc tile shapes (W, Bc) timed beside the default, per d (tc_run3 measured Bc = 64 faster than
+#: Bc = 128 at d = 64; the default is now 64 and 128 is timed beside it to keep checking that).
+ALTERNATIVES = {64: [(4, 128)], 128: []}
 
 
-#: Launches between one pair of events: the host queues them faster than the GPU runs them, so the
-#: launch overhead of the first is the only gap timed (≤ 1 % at these sizes).
-PER_EVENT = 4
-#: fa2_tc tile shapes (W, Bc) timed beside the default (run tc_run2 timed W = 8 and Bc = 32 too:
-#: both slower at d = 64 and 128).
-ALTERNATIVES = {64: [(4, 64)], 128: []}
-WARMUP = 2
+def tolerance(dtype):
+    return 2 * UNIT_ROUNDOFF[dtype]
 
 
-def _events_time(launch, reps, sets, torch):
-    """Per-launch milliseconds of `reps` event pairs around PER_EVENT launches each, after warm-up."""
+def batch_heads(n):
+    """(B, H) with B·H·N = TOKENS and H = 16 (fewer heads only if B·H < 16)."""
+    bh = max(1, TOKENS // n)
+    h = min(HEADS, bh)
+    return bh // h, h
+
+
+def useful_flops(n, d, bh, causal):
+    return 4 * n * n * d * bh // (2 if causal else 1)
+
+
+def _events_time(launch, reps, per_event, torch):
+    """Per-launch milliseconds of `reps` event pairs around `per_event` launches each, after one
+    warm-up group; launch(i) runs on input set i % 2."""
     times = []
-    for r in range(reps + WARMUP):
+    for r in range(reps + 1):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for i in range(PER_EVENT):
-            launch((r * PER_EVENT + i) % sets)
+        for i in range(per_event):
+            launch((r * per_event + i) % 2)
         end.record()
         end.synchronize()
-        if r >= WARMUP:
-            times.append(start.elapsed_time(end) / PER_EVENT)
+        if r:
+            times.append(start.elapsed_time(end) / per_event)
     return times
 
 
@@ -60,9 +88,51 @@ def bits_view(t):
     return cuda.from_cuda_array_interface(desc, owner=t, sync=False)
 
 
-def bench_case(n, d, batch, heads, reps):
-    """Rows of fa2_tc, naive_tc, torch flash and torch math at one (N, d), each checked and timed."""
-    import torch
+def cupy_naive(q, k, v, o, s, mask, scale):
+    """cuBLAS in the dtype: S = QKᵀ·scale (+ causal −∞), P = exp(S − rowmax) in place, O = PV / rowsum
+    (the row sums in fp32). S is (B, H, N, N) in the dtype: the materialising pipeline."""
+    import cupy as cp
+
+    cp.matmul(q, k.transpose(0, 1, 3, 2), out=s)
+    cp.multiply(s, scale, out=s)
+    if mask is not None:
+        cp.add(s, mask, out=s)
+    cp.subtract(s, s.max(axis=3, keepdims=True), out=s)
+    cp.exp(s, out=s)
+    rowsum = s.sum(axis=3, keepdims=True, dtype=cp.float32)
+    cp.matmul(s, v, out=o)
+    o[...] = (o / rowsum).astype(o.dtype)
+
+
+class Shape:
+    """Input sets, outputs and the fp32 reference of one (dtype, causal, N, d)."""
+
+    def __init__(self, dtype, causal, n, d, torch):
+        import torch.nn.functional as F
+
+        self.dtype, self.causal, self.n, self.d = dtype, causal, n, d
+        self.batch, self.heads = batch_heads(n)
+        b, h = self.batch, self.heads
+        tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        self.tdt = tdt
+        self.qkv = [[torch.randn(b, h, n, d, device="cuda").to(tdt) for _ in range(3)] for _ in range(2)]
+        self.views = [[bits_view(x) for x in s] for s in self.qkv]
+        self.out = torch.empty(b, h, n, d, device="cuda", dtype=tdt)
+        self.lse = torch.empty(b, h, n, device="cuda", dtype=torch.float32)
+        self.o_view, self.l_view = bits_view(self.out), bits_view(self.lse)
+        q, k, v = (x.reshape(b * h, n, d) for x in self.qkv[0])
+        self.checked = [0, b * h - 1]
+        self.ref = [F.scaled_dot_product_attention(q[i].float()[None], k[i].float()[None], v[i].float()[None],
+                                                   is_causal=causal)[0] for i in self.checked]
+
+    def err(self, o, torch):
+        o = o.reshape(self.batch * self.heads, self.n, self.d)
+        num = sum(float(torch.linalg.norm(o[i].float() - r)) ** 2 for i, r in zip(self.checked, self.ref))
+        return math.sqrt(num / sum(float(torch.linalg.norm(r)) ** 2 for r in self.ref))
+
+
+def launchers(sh, names, torch):
+    """(kernel, config, make) per variant; make() returns launch(i) -> O (buffers made on the call)."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -70,91 +140,121 @@ def bench_case(n, d, batch, heads, reps):
     from .fa2_tc import Fa2TcPlan, TcConfig, default_config
     from .naive_tc import NaiveTcConfig, NaiveTcPlan, row_stride
 
-    sets = 2
-    qkv = [[torch.randn(batch, heads, n, d, device="cuda").to(torch.bfloat16) for _ in range(3)]
-           for _ in range(sets)]
-    views = [[bits_view(x) for x in s] for s in qkv]
-    out = torch.empty(batch, heads, n, d, device="cuda", dtype=torch.bfloat16)
-    lse = torch.empty(batch, heads, n, device="cuda", dtype=torch.float32)
-    o_view, l_view = bits_view(out), bits_view(lse)
+    b, h, n, d = sh.batch, sh.heads, sh.n, sh.d
+    shape = (b, h, h, n, n, d)
     counters = new_counters()
-    shape = (batch, heads, heads, n, n, d)
-    fa2 = Fa2TcPlan(shape, default_config(d), "bf16")
-    naive = NaiveTcPlan(shape, NaiveTcConfig(d).check(), "bf16")
+    keep = {}
 
-    def fa2_launcher(plan):
+    def fa2(cfg):
+        def make():
+            plan = Fa2TcPlan(shape, cfg, sh.dtype, causal=sh.causal)
+
+            def launch(i):
+                plan.launch(*sh.views[i], sh.o_view, sh.l_view, counters)
+                return sh.out
+
+            return launch
+
+        return make
+
+    def naive():
+        plan = NaiveTcPlan(shape, NaiveTcConfig(d).check(), sh.dtype, causal=sh.causal)
+        sp = [torch.empty(b * h * n * row_stride(n), device="cuda", dtype=sh.tdt) for _ in range(2)]
+        keep["sp"] = sp
+        s, p = (bits_view(x) for x in sp)
+
         def launch(i):
-            plan.launch(*views[i], o_view, l_view, counters)
-            return out
+            plan.launch(*sh.views[i], s, p, sh.o_view, (counters,) * 3)
+            return sh.out
 
         return launch
 
-    sp = {}
+    def cupy():
+        import cupy as cp
 
-    def naive_tc(i):
-        naive.launch(*views[i], sp["s"], sp["p"], o_view, (counters,) * 3)
-        return out
+        sets = [[cp.from_dlpack(x) for x in st] for st in sh.qkv]
+        o = cp.from_dlpack(sh.out)
+        s = cp.empty((b, h, n, n), dtype=sets[0][0].dtype)
+        mask = None
+        if sh.causal:
+            mask = cp.triu(cp.full((n, n), -cp.inf, dtype=s.dtype), 1)
+        keep["cupy"] = (s, mask)
+        scale = 1 / math.sqrt(d)
 
-    def flash(i):
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            return F.scaled_dot_product_attention(*qkv[i])
+        def launch(i):
+            cupy_naive(*sets[i], o, s, mask, scale)
+            return sh.out
 
-    def math_(i):
-        with sdpa_kernel(SDPBackend.MATH):
-            return F.scaled_dot_product_attention(*qkv[i])
+        return launch
 
-    q, k, v = (x.reshape(batch * heads, n, d) for x in qkv[0])
-    checked = [0, batch * heads - 1]
-    ref = [F.scaled_dot_product_attention(q[i].float()[None], k[i].float()[None], v[i].float()[None])[0]
-           for i in checked]
+    def sdpa(backend):
+        def make():
+            def launch(i):
+                with sdpa_kernel([backend]):
+                    return F.scaled_dot_product_attention(*sh.qkv[i], is_causal=sh.causal)
 
-    def err(o):
-        o = o.reshape(batch * heads, n, d)
-        num = sum(float(torch.linalg.norm(o[i].float() - r)) ** 2 for i, r in zip(checked, ref))
-        return math.sqrt(num / sum(float(torch.linalg.norm(r)) ** 2 for r in ref))
+            return launch
 
-    flops = 4 * n * n * d * batch * heads
+        return make
+
+    table = {"fa2_tc": [("fa2_tc", f"w4_bc{default_config(d).block_cols} (default)", fa2(default_config(d)))]
+             + [("fa2_tc", f"w{w}_bc{bc}", fa2(TcConfig(d, w, bc).check())) for w, bc in ALTERNATIVES[d]],
+             "naive_tc": [("naive_tc", "w4_bc64", naive)],
+             "cupy_naive": [("cupy_naive", "cuBLAS " + sh.dtype, cupy)],
+             "torch_math": [("torch_math", "", sdpa(SDPBackend.MATH))],
+             "torch_flash": [("torch_flash", "", sdpa(SDPBackend.FLASH_ATTENTION))],
+             "torch_cudnn": [("torch_cudnn", "", sdpa(SDPBackend.CUDNN_ATTENTION))],
+             "torch_efficient": [("torch_efficient", "", sdpa(SDPBackend.EFFICIENT_ATTENTION))]}
+    return [item for name in names for item in table[name]], keep
+
+
+def bench_shape(sh, names, min_reps, max_reps, torch, log):
+    """One row per variant: checked on fresh poisoned output, then timed."""
     rows = []
-    variants = [("fa2_tc", f"w{fa2.config.warps}_bc{fa2.config.block_cols} (default)", fa2_launcher(fa2))]
-    for w, bc in ALTERNATIVES[d]:
-        variants.append(("fa2_tc", f"w{w}_bc{bc}", fa2_launcher(Fa2TcPlan(shape, TcConfig(d, w, bc).check(), "bf16"))))
-    variants += [("naive_tc", "w4_bc64", naive_tc), ("torch_flash", "", flash), ("torch_math", "", math_)]
-    for name, config, launch in variants:
-        if name == "naive_tc":  # S and P: B·H·N·N bf16 each (34 GB each at N = 16384, B·H = 64)
-            sp.update({key: torch.empty(batch * heads * n * row_stride(n), device="cuda", dtype=torch.bfloat16)
-                       for key in ("s", "p")})
-            sp.update({key: bits_view(t) for key, t in sp.items()})
-        out.fill_(float("nan"))  # poisoned: an unwritten element fails the check
+    base = {"dtype": sh.dtype, "batch": sh.batch, "heads": sh.heads, "seq_len": sh.n, "head_dim": sh.d,
+            "causal": sh.causal, "tol": f"{tolerance(sh.dtype):.2e}", "checked_heads": "first,last"}
+    flops = useful_flops(sh.n, sh.d, sh.batch * sh.heads, sh.causal)
+    items, keep = launchers(sh, names, torch)
+    for name, config, make in items:
+        row = {**base, "kernel": name, "config": config, "flops": flops, "reps": 0}
         try:
+            launch = make()
+            sh.out.fill_(float("nan"))  # poisoned: an unwritten element fails the check
+            t0 = time.perf_counter()
             o = launch(0)
             torch.cuda.synchronize()
-        except torch.OutOfMemoryError:
-            print(f"d={d} N={n} {name}: out of GPU memory at B·H = {batch * heads}; not timed", flush=True)
-            rows.append({"kernel": name, "config": config, "dtype": "bf16", "batch": batch, "heads": heads, "seq_len": n,
-                         "head_dim": d, "causal": False, "median_ms": "", "min_ms": "", "max_ms": "",
-                         "reps": 0, "tflops": "", "rel_err": "out of memory", "checked_heads": "",
-                         "ratio_to_torch_flash": ""})
+            first_ms = (time.perf_counter() - t0) * 1e3
+            e = sh.err(o, torch)
+            del o
+            launch(1)  # warm (compiled by the first): the next call's time sets the reps
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            launch(0)
+            torch.cuda.synchronize()
+            est = (time.perf_counter() - t1) * 1e3
+            per_event = 4 if est < 2 else 1
+            reps = max(min_reps, min(max_reps, int(TARGET_S * 1e3 / (est * per_event))))
+            t = _events_time(launch, reps, per_event, torch)
+        except Exception as ex:  # out of memory, a backend that refuses the shape, a cupy dtype: say so
+            msg = f"{type(ex).__name__}: {str(ex).splitlines()[0][:160] if str(ex) else ''}"
+            log(f"{sh.dtype} causal={sh.causal} d={sh.d} N={sh.n} {name} {config}: not timed ({msg})")
+            rows.append({**row, "ok": False, "note": "not timed: " + msg})
+            keep.clear()
             torch.cuda.empty_cache()
             continue
-        e = err(o)
-        del o
-        t = _events_time(launch, reps, sets, torch)
         med = statistics.median(t)
-        rows.append({"kernel": name, "config": config, "dtype": "bf16", "batch": batch, "heads": heads, "seq_len": n,
-                     "head_dim": d, "causal": False, "median_ms": f"{med:.4f}", "min_ms": f"{min(t):.4f}",
-                     "max_ms": f"{max(t):.4f}", "reps": reps, "tflops": f"{flops / med / 1e9:.1f}",
-                     "rel_err": f"{e:.3e}", "checked_heads": "first,last", "ratio_to_torch_flash": ""})
-        print(f"d={d} N={n} {name:12s} {config:16s} {med:9.3f} ms {flops / med / 1e9:7.1f} TFLOP/s  err {e:.2e}", flush=True)
-        if not e < TOL:
-            print(f"  FAILED correctness: {name} rel_err {e:.3e} >= {TOL:.3e}", flush=True)
-        sp.clear()
+        ok = e < tolerance(sh.dtype)
+        rows.append({**row, "median_ms": f"{med:.4f}", "min_ms": f"{min(t):.4f}", "max_ms": f"{max(t):.4f}",
+                     "reps": reps, "per_event": per_event, "tflops": f"{flops / med / 1e9:.1f}",
+                     "rel_err": f"{e:.3e}", "ok": ok, "note": f"first call {first_ms:.0f} ms (compile included)"})
+        log(f"{sh.dtype} causal={sh.causal:d} d={sh.d} N={sh.n:5d} {name:15s} {config:18s} {med:9.3f} ms "
+            f"{flops / med / 1e9:7.1f} TFLOP/s err {e:.2e}{'' if ok else '  FAILED correctness'}")
+        keep.clear()
         torch.cuda.empty_cache()
-    flash_ms = float(next(r["median_ms"] for r in rows if r["kernel"] == "torch_flash"))
+    flash = next((float(r["median_ms"]) for r in rows if r["kernel"] == "torch_flash" and r.get("median_ms")), None)
     for r in rows:
-        if r["median_ms"]:
-            r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / flash_ms:.3f}"
-    regs = fa2.kernel().get_regs_per_thread()
-    print(f"d={d} fa2_tc registers per thread: {regs}", flush=True)
+        if flash and r.get("median_ms"):
+            r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / flash:.3f}"
     return rows
 
 
@@ -176,30 +276,78 @@ def head_dims(text):
     return values
 
 
+def names_of(allowed):
+    def parse(text):
+        names = [x.strip() for x in text.split(",") if x.strip()]
+        if not names or not set(names) <= set(allowed):
+            raise argparse.ArgumentTypeError(f"expected names from {', '.join(allowed)}, got {text!r}")
+        return names
+
+    return parse
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m gpu_kernels side-by-side", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
-    p.add_argument("--seq-lens", type=positive_ints, default=[4096, 16384])
+    p.add_argument("--dtypes", type=names_of(DTYPES), default=list(DTYPES))
+    p.add_argument("--causal", type=names_of(("no", "yes")), default=["no", "yes"])
+    p.add_argument("--seq-lens", type=positive_ints, default=[512, 1024, 2048, 4096, 8192, 16384])
     p.add_argument("--head-dims", type=head_dims, default=[64, 128])
-    p.add_argument("--batch", type=lambda x: positive_ints(x)[0], default=4)
-    p.add_argument("--heads", type=lambda x: positive_ints(x)[0], default=16)
-    p.add_argument("--reps", type=lambda x: positive_ints(x)[0], default=30)
+    p.add_argument("--variants", type=names_of(VARIANTS), default=list(VARIANTS))
+    p.add_argument("--reps", type=lambda x: positive_ints(x)[0], default=30, help="most timed groups per variant")
+    p.add_argument("--min-reps", type=lambda x: positive_ints(x)[0], default=5)
+    p.add_argument("--budget-s", type=float, default=170.0, help="start no configuration after this")
     a = p.parse_args(argv)
-    seq_lens, head_dims_ = a.seq_lens, a.head_dims
-    rows = [r for d in head_dims_ for n in seq_lens for r in bench_case(n, d, a.batch, a.heads, a.reps)]
+    from ..device import NoGPU, require_gpu
+
+    try:
+        require_gpu("side-by-side")
+    except NoGPU as e:
+        sys.stderr.write(f"error: {e}\n")
+        return 2
+    import torch
+
     from ..measure.provenance import provenance, write_measurement
 
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FIELDS)
-    w.writeheader()
-    w.writerows(rows)
-    record = provenance({"what": "fa2_tc and naive_tc vs torch SDPA flash and math, bf16, non-causal",
-                         "argv": sys.argv,
-                         "timing": f"CUDA events around {PER_EVENT} launches, {WARMUP} warm-up groups, median of reps, "
-                                   "2 input sets cycled",
-                         "check": "rel. error vs fp32 math on the first and last batch·head, tol 2u = 7.8e-3"})
-    write_measurement(f"{a.out}/tc_bench_h200.csv", buf.getvalue(), record)
-    bad = [r for r in rows if r["reps"] and not float(r["rel_err"]) < TOL]
+    t_start = time.monotonic()
+    lines = []
+
+    def log(text):
+        print(text, flush=True)
+        lines.append(text)
+
+    record = provenance({"what": "16-bit attention forward side by side: fa2_tc, naive_tc (numba, mma.sync), "
+                                 "cupy naive (cuBLAS in the dtype), torch SDPA math/flash/cuDNN/efficient",
+                         "argv": sys.argv, "tokens": TOKENS, "heads": HEADS, "torch": torch.__version__,
+                         "timing": f"CUDA events, 1 warm-up group, median of reps groups (~{TARGET_S} s)",
+                         "check": "rel. error vs fp32 math (same mask) on the first and last batch·head, tol 2u"})
+    rows = []
+
+    def save(status):
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+        write_measurement(f"{a.out}/tc_side_by_side_h200.csv", buf.getvalue(),
+                          {**record, "status": status, "elapsed_s": round(time.monotonic() - t_start, 1)})
+
+    for causal in [c == "yes" for c in a.causal]:
+        for dtype in a.dtypes:
+            for d in a.head_dims:
+                for n in a.seq_lens:
+                    if time.monotonic() - t_start > a.budget_s:
+                        b, h = batch_heads(n)
+                        rows.append({"kernel": "*", "dtype": dtype, "batch": b, "heads": h, "seq_len": n,
+                                     "head_dim": d, "causal": causal, "reps": 0, "ok": False,
+                                     "note": f"not run: past --budget-s {a.budget_s:g}"})
+                        continue
+                    sh = Shape(dtype, causal, n, d, torch)
+                    rows += bench_shape(sh, a.variants, a.min_reps, a.reps, torch, log)
+                    del sh
+                    torch.cuda.empty_cache()
+                    save("partial")
+    save("complete")
+    bad = [r for r in rows if r["reps"] and not r["ok"]]
     return 1 if bad else 0
 
 

@@ -113,14 +113,15 @@ class TcConfig:
         return self
 
 
-#: Bc per head dim: 128 at d = 64 (run tc_run2: 1.42 ms against 1.56 ms with Bc = 64, N = 4096; but
-#: run tc_run3, after the copier change, measured the opposite, 1.67 against 1.48 ms: PERFORMANCE.md);
-#: 64 at d = 128, the most that fits 48 KiB with Br = 64. simlib's fa2_tc schedule has the same table.
-DEFAULT_BLOCK_COLS = {64: 128, 128: 64}
+#: Bc per head dim: 64 at d = 64 (run tc_run3: 1.48 ms against 1.67 ms with Bc = 128 at N = 4096, 21.1
+#: against 25.0 ms at 16384; run tc_run2, before a copier change, had measured the opposite:
+#: PERFORMANCE.md); 64 at d = 128, the most that fits 48 KiB with Br = 64. simlib's fa2_tc schedule
+#: has the same table.
+DEFAULT_BLOCK_COLS = {64: 64, 128: 64}
 
 
 def default_config(head_dim: int) -> TcConfig:
-    """4 warps (Br = 64); Bc = 128 (d = 64) or 64 (d = 128): Qs, Ks, Vs need 40 and 48 KiB."""
+    """4 warps (Br = 64), Bc = 64: Qs, Ks, Vs need 24 KiB (d = 64) and 48 KiB (d = 128)."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim={head_dim}: the tensor-core kernels support head_dim 64 and 128 only")
     return TcConfig(head_dim, 4, DEFAULT_BLOCK_COLS[head_dim]).check()

@@ -51,3 +51,23 @@ def counts_from_bytes(counters) -> dict:
     """The four byte counters (a device or host int64[4]) by name."""
     host = counters.copy_to_host() if hasattr(counters, "copy_to_host") else np.asarray(counters)
     return {key: int(host[i]) for i, key in enumerate(COUNT_KEYS)}
+
+
+#: simlib's schedule for each tensor-core kernel (the mapping parameters are its config's).
+SCHEDULES = {"fa2_tc": "fa2_tc", "naive_tc": "naive_tc"}
+
+
+def tc_prediction(kernel, batch, heads, seq_len, head_dim, *, dtype="bf16", warps=4, block_cols=64,
+                  softmax_threads=None, kv_heads=None, causal=False, query_len=None) -> dict:
+    """simlib's four byte counts (totals over B·H) for the tensor-core `kernel` as configured.
+    Worked number: fa2_tc, N = 4096, d = 64, W = 4, Bc = 64, bf16, B·H = 1 reads 33,816,576 elements
+    (simlib/schedules/fa2_tc.py): 67,633,152 bytes."""
+    from simlib import Workload, count
+
+    wl = Workload(seq_len, head_dim, batch, heads, dtype=dtype, kv_heads=kv_heads, causal=bool(causal),
+                  query_len=query_len)
+    kw = {"warps": warps, "block_cols": block_cols}
+    if kernel == "naive_tc":
+        kw["softmax_threads"] = softmax_threads
+    r = count(SCHEDULES[kernel], wl, **kw)
+    return {key: int(getattr(r, key)) for key in COUNT_KEYS}

@@ -12,7 +12,7 @@ registers; the only shared-memory reads are the ldmatrix fragment loads:
                      and all of V_j (for O += P V_j): reads 2·W·Bc·d
 
 Per score that is 2·W·d/Br = d/8 reads (Br = 16W), against 3d + 2 for the one-thread-per-row fa2 kernel.
-Defaults (the kernel's): W = 4 (Br = 64); Bc = 128 at d = 64, 64 at d = 128.
+Defaults (the kernel's): W = 4 (Br = 64), Bc = 64 at d = 64 and 128.
 Worked number (N = 4096, d = 64, Br = Bc = 64 → W = 4, Tr = Tc = 64): HBM reads N·d + Tr·2N·d =
 262,144 + 64·524,288 = 33,816,576 elements (67.6 MB in bf16); SRAM reads Tr·Br·d + Tr·Tc·2·W·Bc·d
 = 262,144 + 4096·32,768 = 134,479,872 elements = N²·d/8 + N·d.
@@ -31,7 +31,7 @@ from .visits import floor_sum, key_blocks_seen
 #: The kernel's head dims, warps and default tiles (gpu_kernels/tensor_core/fa2_tc.py: TcConfig).
 HEAD_DIMS = (64, 128)
 DEFAULT_WARPS = 4
-DEFAULT_BLOCK_COLS = {64: 128, 128: 64}  # Bc per head dim
+DEFAULT_BLOCK_COLS = {64: 64, 128: 64}  # Bc per head dim
 WARPS = Parameter("warps", "W: warps per block, each owning 16 query rows (Br = 16·W; default 4)")
 
 
