@@ -106,7 +106,10 @@ def measure_mma_peak(dtype="bf16", trips=4096, reps=7) -> dict:
     got = out.copy_to_host()
     expect = CHAINS * trips / 256
     mmas = CHAINS * trips * blocks * threads // 32
-    ptx = k.inspect_asm(next(iter(k.overloads)))
+    try:
+        ptx = k.inspect_asm(next(iter(k.overloads)))
+    except Exception as e:  # keep the measured rate; say why the PTX counts are missing
+        ptx = f"(no PTX: {type(e).__name__})"
     return {"tflops": mmas * MMA_FLOP / float(np.median(times)) / 1e12, "dtype": dtype,
             "correct": bool(np.all(got == expect)), "expected_output": expect,
             "method": f"numba mma.sync.m16n8k16 {dtype}->f32 register loop, {blocks}x{threads} threads, "
