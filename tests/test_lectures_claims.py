@@ -87,13 +87,13 @@ def test_short_sequences_are_not_diminishing_in_the_paper(table):
 def test_long_sequences_judged_on_the_paper_without_an_h200_tensor_core_run():
     # N = 2K, 4K: Table 20 13.22/7.64 = 1.73, 50.44/30.09 = 1.68 (below 2×); Table 11 3.32, 3.31; Table 9 3.27, 3.49
     speedups = [13.22 / 7.64, 50.44 / 30.09, 31.75 / 9.56, 124.19 / 37.49, 9.33 / 2.85, 36.33 / 10.41]
-    v = verdicts.verdict_e(tensor_core=readers.tensor_core_speedups(None, None, None))
+    v = verdicts.verdict_e(tensor_core=readers.tensor_core_speedups(None, None, None, None))
     assert v.verdict == CONDITIONS
     assert v.number == f"{min(speedups):.1f}–{max(speedups):.1f}× (paper, A100 fp16)"
     assert "fp32 CUDA cores (not the posts' regime)" in v.measured
 
 
-def test_long_sequences_judged_on_the_h200_tensor_core_runs(table):
+def test_long_sequences_judged_on_the_h200_tensor_core_runs():
     # PyTorch's math / flash SDPA in bf16 at N >= 2K, ms: the energy run (energy_attention_h200.csv) fwd
     # 4K 9.091213 / 0.516385, 16K 68.716599 / 3.835256, fwd+bwd 4K 20.017856 / 1.909306, 16K 154.387927 /
     # 14.398404; the tensor-core bench (tc_bench_h200.csv) fwd 4K d=64 16.7430 / 0.9293, d=128 21.8078 /
@@ -107,9 +107,16 @@ def test_long_sequences_judged_on_the_h200_tensor_core_runs(table):
         21.8078 / 1.5722,
     ]
     assert min(speedups) > 4
-    assert table.loc["e", "verdict"] == CONDITIONS
-    assert table.loc["e", "number"] == f"{min(speedups):.1f}–{max(speedups):.1f}× (H200 tensor cores)"
-    assert "naive_tc / fa2_tc" in table.loc["e", "measured"] and "ours" in table.loc["e", "measured"]
+    runs = readers.tensor_core_speedups(
+        readers.lookup(readers.FIGURE2),
+        readers.lookup(readers.TC_BENCH),
+        readers.lookup(readers.ENERGY),
+        None,
+    )
+    v = verdicts.verdict_e(tensor_core=runs)
+    assert v.verdict == CONDITIONS
+    assert v.number == f"{min(speedups):.1f}–{max(speedups):.1f}× (H200 tensor cores)"
+    assert "naive_tc / fa2_tc" in v.measured and "ours" in v.measured
 
 
 def test_energy_claim_reads_the_energy_run(table):
@@ -143,7 +150,7 @@ def test_figure2_run_is_shown_but_n_1k_is_not_long(tmp_path):
             ("fa2_varlen", 0.1, 64, 1024, 16, 64, "fp16", 8.0),
         ],
     )
-    tc = readers.tensor_core_speedups(short, None, None)
+    tc = readers.tensor_core_speedups(short, None, None, None)
     assert tc["speed-up"].item() == pytest.approx(5.0)  # 40 / 8
     v = verdicts.verdict_e(tensor_core=tc)
     assert "5.0× (fp16, N 1K)" in v.measured and v.number.endswith("(paper, A100 fp16)")
@@ -159,22 +166,45 @@ def test_tensor_core_bench_decides_e_at_long_sequences(tmp_path):
         ("torch_math", "", "bf16", 4, 16, 16384, 64, False, ""),  # out of memory: no pair
         ("torch_flash", "", "bf16", 4, 16, 16384, 64, False, 40.0),
     ]
-    tc = readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None).set_index("baseline")["speed-up"]
+    tc = readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None, None).set_index("baseline")[
+        "speed-up"
+    ]
     assert tc["torch_math"] == pytest.approx(3.0) and tc["naive_tc"] == pytest.approx(6.0)
-    v = verdicts.verdict_e(tensor_core=readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
+    v = verdicts.verdict_e(
+        tensor_core=readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None, None)
+    )
     assert v.verdict == HOLDS and v.number == "3.0× (H200 tensor cores)"  # our kernels' 6× is context
     rows[1] = ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 6.0)  # 9 / 6 = 1.5×
-    v = verdicts.verdict_e(tensor_core=readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
+    v = verdicts.verdict_e(
+        tensor_core=readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None, None)
+    )
     assert v.verdict == FAILS
     rows[1] = ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 1.0)  # 9×: faster than claimed
-    v = verdicts.verdict_e(tensor_core=readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None))
+    v = verdicts.verdict_e(
+        tensor_core=readers.tensor_core_speedups(None, tc_bench(tmp_path, rows), None, None)
+    )
     assert v.verdict == CONDITIONS
+
+
+def test_tensor_core_bench_pairs_within_one_dtype_and_skips_causal_rows(tmp_path):
+    rows = [
+        ("torch_math", "", "bf16", 4, 16, 4096, 64, False, 8.0),
+        ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 2.0),  # bf16: 8 / 2 = 4.0×
+        ("torch_math", "", "fp16", 4, 16, 4096, 64, False, 9.0),
+        ("torch_flash", "", "fp16", 4, 16, 4096, 64, False, 3.0),  # fp16: 9 / 3 = 3.0×
+        ("torch_math", "", "bf16", 4, 16, 4096, 64, True, 4.0),  # causal: left out
+        ("torch_flash", "", "bf16", 4, 16, 4096, 64, True, 1.0),
+    ]
+    tc = readers.tensor_core_speedups(None, None, None, tc_bench(tmp_path, rows)).set_index("dtype")[
+        "speed-up"
+    ]
+    assert tc.to_dict() == {"bf16": pytest.approx(4.0), "fp16": pytest.approx(3.0)}
 
 
 def test_tensor_core_file_without_its_columns_fails_loudly(tmp_path):
     bad = figure2(tmp_path, [("standard", 0.1, 64)], columns=("variant", "dropout_p", "batch"))
     with pytest.raises(ValueError, match="figure2_h200.csv: missing column.s. seq_len"):
-        readers.tensor_core_speedups(bad, None, None)
+        readers.tensor_core_speedups(bad, None, None, None)
 
 
 def test_memory_claims(table):
@@ -235,6 +265,7 @@ def test_without_a_tensor_core_run_e_says_not_measured_yet(monkeypatch):
     monkeypatch.setattr(readers, "FIGURE2", "no_such_run.csv")
     monkeypatch.setattr(readers, "TC_BENCH", "no_such_bench.csv")
     monkeypatch.setattr(readers, "ENERGY", "no_such_energy_run.csv")
+    monkeypatch.setattr(readers, "TC_SIDE_BY_SIDE", "no_such_side_by_side.csv")
     assert readers.tensor_core_speedups().empty
     v = verdicts.verdict_e()
     assert f"tensor cores: {verdicts.NOT_MEASURED}" in v.measured and v.number.endswith("(paper, A100 fp16)")

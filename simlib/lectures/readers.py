@@ -120,11 +120,13 @@ def speedups(times, pairs):
 #: they are in data/measurements/current/ (each with its writer's columns):
 #: benchmarks/figure2_torch.py -> figure2_h200.csv (the paper's Figure 2 configuration, N = 1K, one
 #: forward + backward step; standard = attention_ref, FA2 = PyTorch's varlen kernels) and
-#: python -m gpu_kernels.tensor_core.bench -> tc_bench_h200.csv (forward, bf16; PyTorch's math vs
-#: flash SDPA backends, and our naive_tc vs fa2_tc kernels in their default configuration).
+#: python -m gpu_kernels.tensor_core.bench -> tc_bench_h200.csv, later tc_side_by_side_h200.csv
+#: (forward, bf16/fp16; PyTorch's math vs flash SDPA backends, and our naive_tc vs fa2_tc kernels in
+#: their default configuration).
 FIGURE2 = "figure2_h200.csv"
 FIGURE2_COLUMNS = ("variant", "dropout_p", "batch", "seq_len", "heads", "head_dim", "dtype", "wall_ms_median")
 TC_BENCH = "tc_bench_h200.csv"
+TC_SIDE_BY_SIDE = "tc_side_by_side_h200.csv"
 TC_BENCH_COLUMNS = (
     "kernel",
     "config",
@@ -177,9 +179,11 @@ def figure2_speedups(path):
     )
 
 
-def tc_bench_speedups(path):
-    """baseline / kernel forward time per (N, d) for TC_PAIRS from tc_bench_h200.csv (non-causal; fa2_tc
-    in its default configuration; a variant out of memory has no time and no pair)."""
+def tc_bench_speedups(path, run="tensor-core bench, fwd"):
+    """baseline / kernel forward time per (dtype, N, d) for TC_PAIRS from the tensor-core bench's CSV
+    (tc_bench_h200.csv, or its successor tc_side_by_side_h200.csv: the same columns and more).
+    Non-causal rows only; fa2_tc in its default configuration; a variant out of memory has no time
+    and so no pair."""
     frame = read_csv(path, TC_BENCH_COLUMNS)
     frame = frame[
         (frame.causal.astype(str) == "False")
@@ -188,21 +192,21 @@ def tc_bench_speedups(path):
     frame = frame.assign(median_ms=pd.to_numeric(frame["median_ms"], errors="coerce")).dropna(
         subset=["median_ms"]
     )
-    times = frame.set_index(["kernel", "seq_len", "head_dim"])["median_ms"]
+    times = frame.groupby(["kernel", "dtype", "seq_len", "head_dim"])["median_ms"].min()
     rows = []
     for base, kern in TC_PAIRS:
-        for (name, n, d), t in times.items():
-            if name == kern and (base, n, d) in times.index:
+        for (name, dtype, n, d), t in times.items():
+            if name == kern and (base, dtype, n, d) in times.index:
                 rows.append(
                     {
-                        "run": "tensor-core bench, fwd",
+                        "run": run,
                         "baseline": base,
                         "kernel": kern,
-                        "dtype": frame.dtype.iloc[0],
+                        "dtype": dtype,
                         "seq_len": int(n),
                         "head_dim": int(d),
                         "dropout_p": 0.0,
-                        "speed-up": times[(base, n, d)] / t,
+                        "speed-up": times[(base, dtype, n, d)] / t,
                     }
                 )
     return pd.DataFrame(rows, columns=TC_COLUMNS)
@@ -231,16 +235,20 @@ def energy_run_speedups(path):
     )
 
 
-def tensor_core_speedups(figure2="current", tc_bench="current", energy="current"):
+def tensor_core_speedups(figure2="current", tc_bench="current", energy="current", side_by_side="current"):
     """Every fp16/bf16 tensor-core speed-up of standard attention over FlashAttention-2 measured on the
     H200: from the files in data/measurements/current/ ("current"), a path, or None to leave a run
     out; an empty frame when no run is there."""
     figure2 = _current(FIGURE2) if figure2 == "current" else figure2
     tc_bench = _current(TC_BENCH) if tc_bench == "current" else tc_bench
     energy = _current(ENERGY) if energy == "current" else energy
+    side_by_side = _current(TC_SIDE_BY_SIDE) if side_by_side == "current" else side_by_side
     parts = [
         figure2_speedups(figure2) if figure2 is not None else None,
         tc_bench_speedups(tc_bench) if tc_bench is not None else None,
+        tc_bench_speedups(side_by_side, "tensor-core side by side, fwd")
+        if side_by_side is not None
+        else None,
         energy_run_speedups(energy) if energy is not None else None,
     ]
     parts = [p for p in parts if p is not None and len(p)]
