@@ -297,8 +297,8 @@ left.semilogx(
 for (label, key), marker in zip(paper_tables.items(), ("s", "D")):
     t = paper.speedups(key).dropna()
     left.semilogx(t.N, t["speed-up"], marker, ms=8, mfc="none", mew=2, color="black", label=label)
-runs = tensor_core.groupby(["run", "baseline", "kernel"], sort=False)
-for ((run, base, kernel), g), color in zip(runs, plt.cm.Dark2(range(runs.ngroups))):
+runs = tensor_core.groupby(["run", "dtype", "baseline", "kernel"], sort=False)
+for ((run, dtype, base, kernel), g), color in zip(runs, plt.cm.Dark2(range(runs.ngroups))):
     g = g[g.head_dim == claims.DEFAULT_HEAD_DIM]
     left.semilogx(
         g.seq_len,
@@ -306,7 +306,7 @@ for ((run, base, kernel), g), color in zip(runs, plt.cm.Dark2(range(runs.ngroups
         "*",
         ms=14,
         color=color,
-        label=f"H200 {g['dtype'].iloc[0]}, {run}: {base} / {kernel}" if len(g) else None,
+        label=f"H200 {dtype}, {run}: {base} / {kernel}" if len(g) else None,
     )
 left.set_title("fp16/bf16 on tensor cores: the posts' regime")
 right.semilogx(
