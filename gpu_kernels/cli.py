@@ -81,7 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "model-vs-ncu,import-run}")
 
     r = sub.add_parser("run", help="run one kernel on fresh random inputs and check it")
-    r.add_argument("--kernel", choices=("naive", "tiled"), required=True)
+    r.add_argument("--kernel", choices=("naive", "tiled", "fa2_tc", "naive_tc"), required=True)
+    r.add_argument("--dtype", choices=("bf16", "fp16"), default=None, help="fa2_tc, naive_tc: the 16-bit input "
+                   "type (default bf16; naive and tiled are fp32)")
+    r.add_argument("--warps", type=_positive_int, help="fa2_tc, naive_tc: W warps per block (Br = 16·W; default 4)")
     r.add_argument("--seq-len", type=_positive_int, required=True, help="N (keys; queries too unless --query-len)")
     r.add_argument("--head-dim", type=_positive_int, required=True, help="d")
     r.add_argument("--batch", type=_positive_int, default=1)
@@ -93,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--causal", action="store_true",
                    help="causal mask: query q sees keys k <= q + N - N_q (aligned bottom-right)")
     r.add_argument("--block-rows", type=_positive_int, help="tiled: Br (default: the paper's Algorithm 1 tiles for 48 KiB)")
-    r.add_argument("--block-cols", type=_positive_int, help="tiled: Bc")
+    r.add_argument("--block-cols", type=_positive_int, help="tiled, fa2_tc, naive_tc: Bc")
     r.add_argument("--matmul-tile", type=_positive_int, help="naive: matmul tile T (T*T threads)")
     r.add_argument("--softmax-threads", type=_positive_int, help="naive: threads per softmax row (power of two)")
     r.add_argument("--count", action="store_true", help="counting build; compare the counters with simlib")

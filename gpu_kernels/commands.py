@@ -29,8 +29,19 @@ def _name_list(text, allowed, option):
     return names
 
 
+TC_KERNELS = ("fa2_tc", "naive_tc")
+
+
 def _validate_run(args):
     """All checks that need no numba: shape, tiles, and which options belong to which kernel."""
+    tc = args.kernel in TC_KERNELS
+    if not tc and (args.dtype is not None or args.warps is not None):
+        raise UsageError("argument --dtype/--warps: only for --kernel fa2_tc or naive_tc")
+    if tc and (args.block_rows is not None or args.matmul_tile is not None or args.softmax_threads is not None):
+        raise UsageError("argument --block-rows/--matmul-tile/--softmax-threads: not for the tensor-core kernels "
+                         "(they take --warps and --block-cols)")
+    if tc:
+        return _validate_tc_run(args)
     if args.kernel == "naive" and (args.block_rows is not None or args.block_cols is not None):
         raise UsageError("argument --block-rows/--block-cols: only for --kernel tiled")
     if args.kernel == "tiled" and (args.matmul_tile is not None or args.softmax_threads is not None):
@@ -50,6 +61,64 @@ def _validate_run(args):
     _check_logit_scale(args.logit_scale, shape.head_dim)
     _check_host_memory(shape, args.kernel)
     return shape, params
+
+
+def _validate_tc_run(args):
+    """Shape and config of fa2_tc / naive_tc, checked before numba is imported (the configs are plain
+    dataclasses; their modules import numba, so only the check's rules are used here via a config)."""
+    try:
+        shape = checks.check_shape(args.batch, args.heads, args.seq_len, args.head_dim, kv_heads=args.kv_heads,
+                                   query_len=args.query_len, causal=args.causal)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if args.head_dim not in (64, 128):
+        raise UsageError(f"argument --head-dim: the tensor-core kernels support 64 and 128, got {args.head_dim}")
+    _check_logit_scale(args.logit_scale, shape.head_dim)
+    _check_host_memory(shape, "naive" if args.kernel == "naive_tc" else "tiled")
+    params = {"dtype": args.dtype or "bf16", "warps": args.warps or 4, "block_cols": args.block_cols or 64}
+    return shape, params
+
+
+def _run_tc(args, shape, params):
+    """fa2_tc or naive_tc on random inputs: (errors vs the float64 reference of the dtype-rounded inputs,
+    their tolerances, counts or None, the simlib prediction or None)."""
+    from .reference import attention_reference, random_qkv, rel_error
+    from .tensor_core.dtypes import UNIT_ROUNDOFF, round_to
+    from .tensor_core.plan import tc_prediction
+
+    dtype = params["dtype"]
+    if args.kernel == "fa2_tc":
+        from .tensor_core.fa2_tc import TcConfig as config_class
+    else:
+        from .tensor_core.naive_tc import NaiveTcConfig as config_class
+    try:
+        cfg = config_class(shape.head_dim, params["warps"], params["block_cols"]).check()
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    q, k, v = random_qkv(shape.batch, shape.heads, shape.seq_len, shape.head_dim, seed=args.seed,
+                         logit_scale=args.logit_scale, kv_heads=shape.kv_heads, query_len=shape.query_len)
+    q, k, v = (round_to(x, dtype) for x in (q, k, v))
+    ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)
+    u = UNIT_ROUNDOFF[dtype]
+    if args.kernel == "fa2_tc":
+        from .tensor_core.fa2_tc import run_fa2_tc
+
+        res = run_fa2_tc(q, k, v, dtype=dtype, config=cfg, count=args.count, causal=args.causal)
+        errors = {"o": rel_error(res.o, ref_o), "lse": rel_error(res.lse, ref_lse)}
+        tols = {"o": 2 * u, "lse": 1e-5}  # O rounded once to the dtype (P too, ~0.6u seen); L in fp32
+        extra = {}
+    else:
+        from .tensor_core.naive_tc import run_naive_tc
+
+        res = run_naive_tc(q, k, v, dtype=dtype, config=cfg, count=args.count, causal=args.causal)
+        errors, tols = {"o": rel_error(res.o, ref_o)}, {"o": 4 * u}  # S, P and O each rounded to the dtype
+        extra = {"softmax_threads": res.softmax_threads}
+    predicted = None
+    if args.count:
+        predicted = tc_prediction(args.kernel, shape.batch, shape.heads, shape.seq_len, shape.head_dim,
+                                  kv_heads=shape.kv_heads, causal=args.causal, query_len=shape.query_len,
+                                  **params, **extra)
+    return errors, tols, res.counts, predicted
 
 
 #: |x| of a standard-normal input stays below this (P(|x| > 8) ≈ 1e-15 per element).
@@ -111,9 +180,11 @@ def cmd_run(args) -> int:
         except NoGPU:
             raise UsageError(NO_GPU) from None
 
-    from .counting import COUNT_KEYS
     from .reference import attention_reference, random_qkv, rel_error
 
+    if args.kernel in TC_KERNELS:
+        errors, tols, counts, predicted = _run_tc(args, shape, params)
+        return _report_run(args, cuda, shape, params, errors, tols, counts, predicted)
     q, k, v = random_qkv(shape.batch, shape.heads, shape.seq_len, shape.head_dim, seed=args.seed,
                          logit_scale=args.logit_scale, kv_heads=shape.kv_heads, query_len=shape.query_len)
     if args.kernel == "tiled":
@@ -128,8 +199,22 @@ def cmd_run(args) -> int:
     errors = {"o": rel_error(res.o, ref_o)}
     if args.kernel == "tiled":
         errors["lse"] = rel_error(res.lse, ref_lse)
-    ok = all(e <= TOLERANCE for e in errors.values())
+    predicted = None
+    if args.count:
+        from .prediction import simlib_prediction
 
+        predicted = simlib_prediction(args.kernel, shape.batch, shape.heads, shape.seq_len, shape.head_dim,
+                                      kv_heads=shape.kv_heads, causal=args.causal, query_len=shape.query_len,
+                                      **params)
+    return _report_run(args, cuda, shape, params, errors, {key: TOLERANCE for key in errors}, res.counts,
+                       predicted)
+
+
+def _report_run(args, cuda, shape, params, errors, tols, counts, predicted):
+    """Print the run's table (or JSON): errors against their limits, counters against simlib."""
+    from .counting import COUNT_KEYS
+
+    ok = all(errors[key] <= tols[key] for key in errors)
     out = {
         "kernel": args.kernel,
         "device": _device_name(cuda, args.simulate),
@@ -138,16 +223,13 @@ def cmd_run(args) -> int:
         "params": params,
         "logit_scale": args.logit_scale,
         "rel_error": errors,
-        "tolerance": TOLERANCE,
+        "tolerance": tols,
     }
     if args.count:
-        from .prediction import diff_counts, simlib_prediction
+        from .prediction import diff_counts
 
-        predicted = simlib_prediction(args.kernel, shape.batch, shape.heads, shape.seq_len, shape.head_dim,
-                                      kv_heads=shape.kv_heads, causal=args.causal, query_len=shape.query_len,
-                                      **params)
-        diff = diff_counts(res.counts, predicted)
-        out.update(counts=res.counts, predicted=predicted, diff=diff)
+        diff = diff_counts(counts, predicted)
+        out.update(counts=counts, predicted=predicted, diff=diff)
         ok = ok and all(v == 0 for v in diff.values())
     out["ok"] = ok
 
@@ -161,8 +243,8 @@ def cmd_run(args) -> int:
         print(f"kernel {args.kernel} on {out['device']}: B={shape.batch} H={shape.heads} "
               f"N={shape.seq_len} d={shape.head_dim}{variant} {ptxt}")
         for name, e in errors.items():
-            flag = "ok" if e <= TOLERANCE else "FAIL"
-            print(f"rel. error {name:<4} {e:.3e}  (limit {TOLERANCE:.0e})  {flag}")
+            flag = "ok" if e <= tols[name] else "FAIL"
+            print(f"rel. error {name:<4} {e:.3e}  (limit {tols[name]:.1e})  {flag}")
         if args.count:
             print(f"{'counter':<18}{'kernel':>16}{'simlib':>16}{'diff':>8}")
             for key in COUNT_KEYS:

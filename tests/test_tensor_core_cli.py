@@ -1,0 +1,46 @@
+"""`python -m gpu_kernels run --kernel fa2_tc|naive_tc --simulate --count`: the CLI path of the
+tensor-core kernels on numba's simulator, its counters against simlib and against the hand counts of
+the kernel tests (independent of simlib), and its one-line refusals."""
+
+import json
+
+import pytest
+from kernel_helpers import sim_only
+from test_tensor_core_fa2 import hand_counts as fa2_hand_counts
+from test_tensor_core_naive import hand_counts as naive_hand_counts
+
+from gpu_kernels.cli import main
+from gpu_kernels.tensor_core.fa2_tc import TcConfig
+from gpu_kernels.tensor_core.naive_tc import NaiveTcConfig, softmax_threads_for
+
+
+def _run_json(capsys, *args):
+    rc = main(["run", "--simulate", "--count", "--json", "--seed", "3", *args])
+    return rc, json.loads(capsys.readouterr().out)
+
+
+@sim_only
+@pytest.mark.parametrize("kernel,dtype", [("fa2_tc", "fp16"), ("naive_tc", "bf16")])
+def test_run_tc_counts_equal_simlib_and_hand_counts(kernel, dtype, capsys):
+    rc, out = _run_json(capsys, "--kernel", kernel, "--dtype", dtype, "--seq-len", "40", "--head-dim", "64",
+                        "--warps", "1", "--block-cols", "64", "--causal")
+    assert rc == 0 and out["ok"]
+    assert set(out["diff"].values()) == {0}
+    if kernel == "fa2_tc":
+        hand = fa2_hand_counts(1, 1, 40, 40, 64, TcConfig(64, 1, 64), True)
+    else:
+        hand = naive_hand_counts(1, 1, 40, 40, 64, NaiveTcConfig(64, 1, 64), softmax_threads_for(40))
+    assert out["counts"] == hand
+    assert out["rel_error"]["o"] < out["tolerance"]["o"]
+
+
+@pytest.mark.parametrize("args,name", [
+    (["--kernel", "fa2_tc", "--head-dim", "96"], "--head-dim"),
+    (["--kernel", "tiled", "--head-dim", "64", "--dtype", "bf16"], "--dtype"),
+    (["--kernel", "naive_tc", "--head-dim", "64", "--matmul-tile", "8"], "--matmul-tile"),
+    (["--kernel", "fa2_tc", "--head-dim", "64", "--block-cols", "24"], "block_cols"),
+])
+def test_run_tc_refuses_in_one_line(args, name, capsys):
+    rc = main(["run", "--simulate", "--seq-len", "40", *args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and name in err[0]
