@@ -37,15 +37,20 @@ name → predicted value for one launch of gpu_kernels' `naive` (launches "qk", 
 The numbers this gives, next to ncu's, are in data/measurements/model_vs_ncu_h200.csv
 (`python -m gpu_kernels model-vs-ncu`); every gap is explained in docs/L2_INVESTIGATION.md.
 
-The rules per kernel are in tiled_model.py and naive_model.py; this module only dispatches.
+The rules per kernel are in tiled_model.py and naive_model.py (fp32), fa2_tc_model.py and
+naive_tc_model.py (the tensor-core kernels); this module only dispatches.
 """
 from ..kernel_layout import ITEM_BYTES
+from .fa2_tc_model import fa2_tc_launch
 from .l2 import l2_partition_factor
 from .metrics import DRAM_READ, DRAM_WRITE, L1_LD, L1_ST, L2_READ, L2_WRITE, METRICS, SHARED_LD, SHARED_ST
 from .naive_model import matmul_dram, matmul_launch, softmax_launch
+from .naive_tc_model import LAUNCHES as NAIVE_TC_LAUNCHES
+from .naive_tc_model import naive_tc_launch
 from .tiled_model import tiled_launch
 
-KERNEL_LAUNCHES = {"naive": ("qk", "softmax", "pv"), "tiled": ("fa2",)}
+KERNEL_LAUNCHES = {"naive": ("qk", "softmax", "pv"), "tiled": ("fa2",), "fa2_tc": ("fa2_tc",),
+                   "naive_tc": NAIVE_TC_LAUNCHES}
 
 __all__ = ["DRAM_READ", "DRAM_WRITE", "KERNEL_LAUNCHES", "L1_LD", "L1_ST", "L2_READ", "L2_WRITE", "METRICS",
            "SHARED_LD", "SHARED_ST", "predict"]
@@ -61,6 +66,12 @@ def _get(mapping, name):
 def _launch(kernel, launch, workload, mapping, hardware, registers):
     """(Tally, DRAM read bytes, DRAM write bytes, details) from the kernel's model."""
     bh, n, d = workload.batch_heads, workload.seq_len, workload.head_dim
+    if kernel == "fa2_tc":
+        return fa2_tc_launch(workload, _get(mapping, "warps"), _get(mapping, "block_cols"),
+                             hardware.level("L2").capacity_bytes)
+    if kernel == "naive_tc":
+        return naive_tc_launch(launch, workload, _get(mapping, "warps"), _get(mapping, "block_cols"),
+                               _get(mapping, "softmax_threads") if launch == "softmax" else 32)
     if kernel == "tiled":
         return tiled_launch(workload, _get(mapping, "block_rows"), _get(mapping, "block_cols"), hardware, registers)
     if launch == "softmax":
@@ -78,7 +89,9 @@ def predict(kernel, launch, workload, mapping, hardware, registers=None, details
     kernel 'tiled' (launch 'fa2'; mapping block_rows, block_cols) or 'naive' (launches 'qk',
     'softmax', 'pv'; mapping matmul_tile, softmax_threads). `registers`: registers per thread of
     the compiled launch (ncu launch__registers_per_thread), for occupancy and local memory.
-    fp32 only, as the kernels are.
+    fp32 for naive and tiled; the tensor-core kernels 'fa2_tc' (launch 'fa2_tc') and 'naive_tc'
+    (launches 'scores', 'softmax', 'pv'), 16-bit, take mapping warps and block_cols (naive_tc's
+    softmax also softmax_threads): fa2_tc_model.py, naive_tc_model.py.
     """
     if kernel not in KERNEL_LAUNCHES or launch not in KERNEL_LAUNCHES[kernel]:
         raise ValueError(f"unknown launch {kernel}/{launch}; known: {KERNEL_LAUNCHES}")

@@ -1,0 +1,131 @@
+"""What Nsight Compute should count for one launch of the tensor-core kernel ``fa2_tc`` (bf16/fp16).
+
+The rules of kernels.py, applied to gpu_kernels/tensor_core/fa2_tc.py's mapping (grid (Tr, B·H),
+W warps, Br = 16·W, Bc keys per K/V block, tiles swizzled: 16-byte chunk c of row r stored at chunk
+c ^ (r mod 8)); the lanes' addresses of each instruction class are written out here and turned into
+sectors and wavefronts by the primitives of coalescing.py:
+
+* global loads: every tile is copied by cp.async.cg, 16 bytes per thread and instruction, thread t
+  taking chunks t, t + NT, ... of the row-major tile (``copy_sectors``). ncu counts cp.async's
+  global reads in l1tex__t_sectors_pipe_lsu_mem_global_op_ld (run tc_run4: equal to the kernel's
+  own byte counter / 32, exactly);
+* global stores: O leaves the mma accumulators as 2-byte stores, lane 4g + t writing columns
+  8j + 2t and 8j + 2t + 1 of rows g and g + 8 (four store instructions per 8-column n-tile, each
+  touching 8 sectors for 256 bytes of data); L, fp32, by the 8 lanes t = 0 of each row pair;
+* shared loads: only ldmatrix.x4 (Q once per block, K and V per tile). An x4 is four 8×8 matrices,
+  each 8 lanes' 16-byte rows: a matrix costs as many wavefronts as the most-loaded bank has
+  distinct words (``ldmatrix_wavefronts``), one when the swizzle spreads its rows over all banks;
+  tc_run4 shows the ldmatrix wavefronts inside l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld
+  (the kernel has no other shared load);
+* shared stores: none through the LSU's st path: cp.async writes shared memory itself, and
+  l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st measured 0 for this kernel (tc_run4);
+* DRAM: Q, K, V once each (full sectors) when every head's K and V fit in the L2 together, so the
+  Tr-fold K/V re-reads of the blocks of one head hit; beyond that the model adds every re-read
+  (an upper bound: ``model:dram_regime`` says which); writes: O and L once.
+
+Worked number (B·H = 4, N = 4096, d = 64, W = 4, Bc = 64): Tr = Tc = 64; global-load sectors
+4·(64·256 + 64·64·2·256) = 8,454,144 (the kernel's 270,532,608 bytes / 32); store sectors
+4·64·4·(8·32 + 2) = 264,192; per warp 4 Q ldmatrix.x4 once and 16 + 16 (K, V) per tile, 4 wavefronts
+each: 4·64·4·(4 + 64·32)·4 = 8,404,992 (tc_run4's ncu: 8,454,144, 264,192 and 8,404,992).
+"""
+
+from __future__ import annotations
+
+from .coalescing import SECTOR_BYTES, shared_wavefronts, warp_sectors
+from .tally import Tally
+
+ELEMENT = 2  # bytes of bf16 / fp16
+CHUNK = 16  # bytes of one cp.async / one ldmatrix row
+
+
+def swizzled(row, chunk, cols):
+    """Element index of 16-byte chunk `chunk` of row `row` in a swizzled tile `cols` wide
+    (gpu_kernels/tensor_core/tiles.py)."""
+    return row * cols + ((chunk ^ (row & 7)) << 3)
+
+
+def copy_sectors(rows, cols, threads, row_stride, col0=0):
+    """Global-load sectors and instructions of one tile copy: rows × cols elements of a row-major
+    source with `row_stride` elements per row, 16 bytes per thread and instruction."""
+    chunks = rows * cols // 8
+    sectors = 0
+    for first in range(0, chunks, 32):  # one warp instruction: 32 consecutive chunks
+        addresses = [((c // (cols // 8)) * row_stride + col0 + 8 * (c % (cols // 8))) * ELEMENT
+                     for c in range(first, min(first + 32, chunks))]
+        sectors += warp_sectors(addresses, CHUNK)
+    assert chunks % threads == 0, "the kernels' tiles split into 16-byte chunks evenly over the threads"
+    return sectors, -(-chunks // 32)
+
+
+def ldmatrix_wavefronts(element_of_lane, cols):
+    """Wavefronts of one ldmatrix.x4: lane l gives the element index of one 16-byte row (of a tile
+    `cols` wide); matrix i is lanes 8i .. 8i + 7, served as one 128-byte access each."""
+    total = 0
+    for i in range(4):
+        addresses = [element_of_lane(lane) * ELEMENT for lane in range(8 * i, 8 * i + 8)]
+        total += shared_wavefronts(addresses, access_bytes=16)
+    return total
+
+
+def fragment_store_sectors(n_tiles, row_stride):
+    """Store sectors of one warp writing a 16-row × 8·n_tiles accumulator as 2-byte values: per
+    n-tile, four instructions (rows g / g + 8, columns 2t / 2t + 1), lane 4g + t."""
+    sectors = 0
+    for j in range(n_tiles):
+        for half in (0, 8):
+            for e in (0, 1):
+                addresses = [((lane >> 2) + half) * row_stride * ELEMENT + (8 * j + 2 * (lane & 3) + e) * ELEMENT
+                             for lane in range(32)]
+                sectors += warp_sectors(addresses, ELEMENT)
+    return sectors, 4 * n_tiles
+
+
+def q_fragment_row(w, kk, cols):
+    """The ldmatrix of a warp's 16 query rows (A operand), k-step kk: lane → element index."""
+    return lambda lane: swizzled(16 * w + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * kk + (lane >> 4), cols)
+
+
+def key_fragment_row(p, kk, cols):
+    """The ldmatrix of keys 16p .. 16p + 15 (B = Kᵀ), k-step kk."""
+    return lambda lane: swizzled(16 * p + (lane & 7) + (lane >> 4) * 8, 2 * kk + ((lane >> 3) & 1), cols)
+
+
+def value_fragment_row(kk, p, cols):
+    """The ldmatrix.trans of keys 16kk .. 16kk + 15 (B = V), head-dim columns 16p .. 16p + 15."""
+    return lambda lane: swizzled(16 * kk + (lane & 7) + ((lane >> 3) & 1) * 8, (lane >> 4) + 2 * p, cols)
+
+
+def fa2_tc_launch(workload, warps, block_cols, l2_bytes):
+    """(Tally, DRAM read bytes, DRAM write bytes, details) of one fa2_tc launch (non-causal, N a
+    multiple of Br and Bc: every tile full)."""
+    bh, n, d = workload.batch_heads, workload.seq_len, workload.head_dim
+    br, bc, nt = 16 * warps, block_cols, 32 * warps
+    if workload.causal or workload.nq != n or n % br or n % bc:
+        raise ValueError(f"the fa2_tc model covers non-causal self-attention with N a multiple of Br = {br} and "
+                         f"Bc = {bc}; got N = {n}")
+    tr, tc = n // br, n // bc
+    t = Tally()
+    q_sec, q_ins = copy_sectors(br, d, nt, d)
+    kv_sec, kv_ins = copy_sectors(bc, d, nt, d)
+    t.add("global_ld", q_sec, bh * tr)
+    t.add("global_ld", kv_sec, bh * tr * tc * 2)
+    warps_total = bh * tr * warps
+    o_sec, _ = fragment_store_sectors(d // 8, d)
+    t.add("global_st", o_sec, warps_total)
+    l_sec = warp_sectors([(lane >> 2) * 4 for lane in range(0, 32, 4)], 4)  # lanes t = 0, rows g: 8 floats
+    t.add("global_st", l_sec, 2 * warps_total)
+    per_warp_block = sum(ldmatrix_wavefronts(q_fragment_row(0, kk, d), d) for kk in range(d // 16))
+    per_tile = sum(ldmatrix_wavefronts(key_fragment_row(p, kk, d), d)
+                   for kk in range(d // 16) for p in range(bc // 16))
+    per_tile += sum(ldmatrix_wavefronts(value_fragment_row(kk, p, d), d)
+                    for kk in range(bc // 16) for p in range(d // 16))
+    t.add("shared_ld", per_warp_block + tc * per_tile, warps_total)
+    unique = 3 * bh * n * d * ELEMENT
+    kv_all = 2 * bh * n * d * ELEMENT
+    fits = kv_all <= l2_bytes
+    rereads = 0 if fits else bh * (tr - 1) * 2 * n * d * ELEMENT
+    writes = bh * n * (d * ELEMENT + 4)
+    info = {"dram_regime": "K/V of all heads fit in L2: compulsory reads" if fits
+            else "K/V exceed L2: every re-read counted (upper bound)", "kv_bytes": kv_all,
+            "sector_bytes": SECTOR_BYTES}
+    return t, unique + rereads, writes, info
