@@ -61,3 +61,18 @@ def test_tc_models_refuse_what_they_do_not_cover():
         K.predict("fa2_tc", "fa2_tc", bf16(100, 64), {"warps": 4, "block_cols": 64}, H200)
     with pytest.raises(ValueError, match="unknown launch"):
         K.predict("naive_tc", "qk", bf16(64, 64), {"warps": 4, "block_cols": 64}, H200)
+
+
+def test_committed_tc_model_vs_ncu_is_reproducible():
+    """model_vs_ncu_h200_tc.csv is compare() of tc_run4's profile; L1 global-load sectors are exact."""
+    import pandas as pd
+
+    from simlib.physical.model_vs_ncu import TC_OUT_CSV, TC_PROFILE_CSV, compare
+
+    committed = pd.read_csv(TC_OUT_CSV, keep_default_na=False, na_values=[""])
+    fresh = compare(TC_PROFILE_CSV)
+    for column in ("kernel", "launch", "seq_len", "head_dim", "metric", "model", "ncu", "within_5pct", "target"):
+        assert committed[column].astype(str).tolist() == fresh[column].astype(str).tolist(), column
+    targets = committed[committed["target"]]
+    assert (targets[targets["metric"] == K.L1_LD]["ratio"] == 1.0).all()
+    assert targets[~targets["within_5pct"]]["cause"].str.len().gt(20).all()
