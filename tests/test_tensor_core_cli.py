@@ -44,3 +44,23 @@ def test_run_tc_refuses_in_one_line(args, name, capsys):
     rc = main(["run", "--simulate", "--seq-len", "40", *args])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and name in err[0]
+
+
+def test_asm_checks_the_tensor_core_instructions():
+    """summarize_ptx counts mma, ldmatrix and cp.async; check_report flags a tensor-core build that
+    lacks one of them or touches local memory (the PTX lines are the ones numba emits)."""
+    from gpu_kernels.asm import check_report, summarize_ptx
+
+    ptx = "\n".join([
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f1,%f2,%f3,%f4}, {%r1,%r2,%r3,%r4}, {%r5,%r6}, "
+        "{%f5,%f6,%f7,%f8};",
+        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r1,%r2,%r3,%r4}, [sa];",
+        "cp.async.cg.shared.global [sa], [ga], 16, %r7;",
+        "// mma.sync in a comment is not an instruction"])
+    s = summarize_ptx(ptx)
+    assert (s["mma"], s["ldmatrix"], s["cp_async"], s["f64"]) == (1, 1, 1, 0)
+    good = {"kernel": "fa2_tc", "build": "timing", "atom": 0, **s, "tensor_core": True}
+    assert check_report([good]) == []
+    no_mma = {**good, "mma": 0}
+    assert len(check_report([no_mma])) == 1 and "mma" in check_report([no_mma])[0]
+    assert check_report([{**good, "ld_local": 2}])
