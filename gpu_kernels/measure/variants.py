@@ -9,6 +9,11 @@
     torch_math       torch SDPA, math backend (fp32 matmuls, TF32 off)
     torch_efficient  torch SDPA, memory-efficient backend (CUTLASS fp32 kernel)
 
+The 16-bit variants (numba fa2_tc and naive_tc on tensor cores, cupy's naive attention in the dtype,
+torch SDPA math / flash / cuDNN / efficient in bf16 and fp16) have their own registry,
+``gpu_kernels.tensor_core.bench.VARIANTS``, run by ``python -m gpu_kernels side-by-side``: this
+harness's inputs, float64 reference rows and 1e-4 tolerance are fp32's.
+
 ``make(name, case, fast_config)`` returns a ``Variant``: ``call(i)`` runs on input set i,
 ``output(i)`` gives (O, L or None), ``params`` describes the mapping, ``keep`` holds buffers, and
 ``intermediate_bytes`` is what a naive variant materialises (S, P), for the memory check.
