@@ -6,7 +6,7 @@ Usage on the device (one call, about 3 minutes):
 
 Part 1, calibration (``energy_calibration_h200.csv``, one row per micro-benchmark and repeat): each
 looped for ``--calib-s`` seconds between two steps of the energy counter
-(``gpu_kernels.measure.energy``), ``--repeats`` times, in this order per repeat:
+(``gpu_kernels.measure.nvml_energy``), ``--repeats`` times, in this order per repeat:
 
     idle       nothing running (the board's floor)
     static     a nanosleep kernel on every SM: clocks up, almost no work (the model's static power)
@@ -269,7 +269,7 @@ def fa2_tc_variant(n):
 
     from gpu_kernels.counting import new_counters
     from gpu_kernels.tensor_core.bench import bits_view
-    from gpu_kernels.tensor_core.fa2_tc import Fa2TcPlan, TcConfig
+    from gpu_kernels.tensor_core.fa2_tc_kernel import Fa2TcPlan, TcConfig
 
     batch = BATCH_HEADS[n] // HEADS
     sets = torch_sets(batch, n, torch.bfloat16, 3)
@@ -344,7 +344,7 @@ def run_one(variant, dtype, pas, n, counter, seconds, rng) -> dict:
     """Check, then measure one (variant, dtype, pass, N); every buffer dies when this returns."""
     import torch
 
-    from gpu_kernels.measure import energy
+    from gpu_kernels.measure import nvml_energy as energy
 
     if variant in TORCH_BACKENDS:
         call, check, params = torch_variant(TORCH_BACKENDS[variant], dtype, n, pas == "fwd_bwd")
@@ -420,13 +420,13 @@ def main(argv=None):
     from numba import cuda
 
     from gpu_kernels.device import silence_performance_warning
-    from gpu_kernels.measure import energy
+    from gpu_kernels.measure import nvml_energy as energy
 
     silence_performance_warning()
     counter = energy.NvmlCounter(0)
     sms = int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
     meta = {"what": "NVML total-energy counter (nvmlDeviceGetTotalEnergyConsumption), edge-aligned windows "
-                    "(gpu_kernels.measure.energy); board energy, idle not subtracted in the raw rows",
+                    "(gpu_kernels.measure.nvml_energy); board energy, idle not subtracted in the raw rows",
             "limits": counter.limits(), "state_at_start": counter.state(), "calib_s": args.calib_s,
             "kernel_s": args.kernel_s, "repeats": args.repeats, "budget_s": args.budget_s}
     try:
@@ -493,7 +493,7 @@ def main(argv=None):
     _free_device_memory()
     with_tc = True
     try:
-        import gpu_kernels.tensor_core.fa2_tc  # noqa: F401
+        import gpu_kernels.tensor_core.fa2_tc_kernel  # noqa: F401
     except Exception as e:
         with_tc = False
         print(f"fa2_tc unavailable: {e}", flush=True)

@@ -11,9 +11,9 @@ The layout rules (padding, default tiles, the fast kernel's config) live in ``si
 """
 
 _LAZY = {
-    "run_naive": ".naive",
+    "run_naive": ".naive_kernel",
     "run_tiled": ".tiled",
-    "plan_naive": ".naive",
+    "plan_naive": ".naive_kernel",
     "plan_tiled": ".tiled",
     "attention_reference": ".reference",
     "rel_error": ".reference",

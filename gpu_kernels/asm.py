@@ -45,7 +45,7 @@ def _cases(head_dim: int = 64, seq_len: int = 4096):
     from simlib.kernel_layout import NAIVE_DEFAULTS_GPU, tiled_default_blocks
 
     from .checks import softmax_per_thread
-    from .naive import matmul_kernel, softmax_kernel
+    from .naive_kernel import matmul_kernel, softmax_kernel
     from .tiled import fa2_kernel
 
     br, bc = tiled_default_blocks(seq_len, head_dim)
@@ -107,7 +107,7 @@ def tc_ptx_rows(head_dim: int, cc) -> list[dict]:
     """fa2_tc (bf16, default tiles, non-causal and causal), timing and counting builds: the PTX of the
     dispatcher (compiled on a GPU), marked ``tensor_core`` so check_report also asks for mma,
     ldmatrix and cp.async."""
-    from .tensor_core.fa2_tc import default_config, ptx_of
+    from .tensor_core.fa2_tc_kernel import default_config, ptx_of
 
     cfg = default_config(head_dim)
     rows = []

@@ -88,9 +88,9 @@ def _run_tc(args, shape, params):
 
     dtype = params["dtype"]
     if args.kernel == "fa2_tc":
-        from .tensor_core.fa2_tc import TcConfig as config_class
+        from .tensor_core.fa2_tc_kernel import TcConfig as config_class
     else:
-        from .tensor_core.naive_tc import NaiveTcConfig as config_class
+        from .tensor_core.naive_tc_kernel import NaiveTcConfig as config_class
     try:
         cfg = config_class(shape.head_dim, params["warps"], params["block_cols"]).check()
     except ValueError as e:
@@ -101,14 +101,14 @@ def _run_tc(args, shape, params):
     ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)
     u = UNIT_ROUNDOFF[dtype]
     if args.kernel == "fa2_tc":
-        from .tensor_core.fa2_tc import run_fa2_tc
+        from .tensor_core.fa2_tc_kernel import run_fa2_tc
 
         res = run_fa2_tc(q, k, v, dtype=dtype, config=cfg, count=args.count, causal=args.causal)
         errors = {"o": rel_error(res.o, ref_o), "lse": rel_error(res.lse, ref_lse)}
         tols = {"o": 2 * u, "lse": 1e-5}  # O rounded once to the dtype (P too, ~0.6u seen); L in fp32
         extra = {}
     else:
-        from .tensor_core.naive_tc import run_naive_tc
+        from .tensor_core.naive_tc_kernel import run_naive_tc
 
         res = run_naive_tc(q, k, v, dtype=dtype, config=cfg, count=args.count, causal=args.causal)
         errors, tols = {"o": rel_error(res.o, ref_o)}, {"o": 4 * u}  # S, P and O each rounded to the dtype
@@ -192,7 +192,7 @@ def cmd_run(args) -> int:
 
         res = run_tiled(q, k, v, count=args.count, causal=args.causal, **params)
     else:
-        from .naive import run_naive
+        from .naive_kernel import run_naive
 
         res = run_naive(q, k, v, count=args.count, causal=args.causal, **params)
     ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)

@@ -130,7 +130,7 @@ def tiled_wide_blocks(seq_len: int, head_dim: int, block_cols: int = 8) -> tuple
     return min(br, seq_len), min(block_cols, seq_len)
 
 
-# --- naive kernel (gpu_kernels/naive.py) ------------------------------------------------------------
+# --- naive kernel (gpu_kernels/naive_kernel.py) ------------------------------------------------------------
 
 #: Padding of a Bs row of the naive matmul: the transposed store writes a column of Bs, and a row
 #: stride of T + 1 floats puts those writes in different banks.

@@ -1,7 +1,7 @@
-"""gpu_kernels.measure.energy on a fake NVML counter (CPU only): edge-aligned windows, idle, baseline."""
+"""gpu_kernels.measure.nvml_energy on a fake NVML counter (CPU only): edge-aligned windows, idle, baseline."""
 import pytest
 
-from gpu_kernels.measure import energy
+from gpu_kernels.measure import nvml_energy as energy
 
 
 class FakeBoard:

@@ -137,7 +137,7 @@ def test_causal_timing_builds_have_no_atomics_and_no_float64():
 
     from gpu_kernels.asm import summarize_ptx
     from gpu_kernels.checks import softmax_per_thread
-    from gpu_kernels.naive import softmax_kernel
+    from gpu_kernels.naive_kernel import softmax_kernel
     from gpu_kernels.tiled import fa2_kernel
     from simlib.kernel_layout import tiled_default_blocks as default_blocks
 

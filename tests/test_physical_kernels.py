@@ -1,7 +1,7 @@
 """The kernel-level physical model against counts made by hand, and the committed model-vs-ncu table.
 
 Every expected number below is derived in the comment next to it from the kernel's code
-(gpu_kernels/tiled.py, gpu_kernels/naive.py): thread mapping, copy loops, shared-memory layout.
+(gpu_kernels/tiled.py, gpu_kernels/naive_kernel.py): thread mapping, copy loops, shared-memory layout.
 """
 import dataclasses
 from pathlib import Path

@@ -10,8 +10,8 @@ from test_tensor_core_fa2 import hand_counts as fa2_hand_counts
 from test_tensor_core_naive import hand_counts as naive_hand_counts
 
 from gpu_kernels.cli import main
-from gpu_kernels.tensor_core.fa2_tc import TcConfig
-from gpu_kernels.tensor_core.naive_tc import NaiveTcConfig, softmax_threads_for
+from gpu_kernels.tensor_core.fa2_tc_kernel import TcConfig
+from gpu_kernels.tensor_core.naive_tc_kernel import NaiveTcConfig, softmax_threads_for
 
 
 def _run_json(capsys, *args):

@@ -66,18 +66,18 @@ def _counted(kernel, batch, heads, n, d):
 
     q, k, v = random_qkv(batch, heads, n, d)
     if kernel == "fa2_tc":
-        from ..tensor_core.fa2_tc import run_fa2_tc
+        from ..tensor_core.fa2_tc_kernel import run_fa2_tc
 
         return {"fa2_tc": run_fa2_tc(q, k, v, dtype="bf16", count=True).counts}
     if kernel == "naive_tc":
-        from ..tensor_core.naive_tc import run_naive_tc
+        from ..tensor_core.naive_tc_kernel import run_naive_tc
 
         return run_naive_tc(q, k, v, dtype="bf16", count=True).counts_by_launch
     if kernel == "tiled":
         from ..tiled import run_tiled
 
         return {"fa2": run_tiled(q, k, v, count=True).counts}
-    from ..naive import run_naive
+    from ..naive_kernel import run_naive
 
     return run_naive(q, k, v, count=True).counts_by_launch
 

@@ -1,6 +1,6 @@
 """Every attention implementation the harness can time, by name (fp32 forward, inputs (B, H, N, d)).
 
-    numba_naive      gpu_kernels.naive: S = QKᵀ, softmax, PV through HBM (shared-memory matmuls)
+    numba_naive      gpu_kernels.naive_kernel: S = QKᵀ, softmax, PV through HBM (shared-memory matmuls)
     numba_tiled      gpu_kernels.tiled: the readable FlashAttention-2 kernel (one thread per row),
                      the paper's default blocks for 48 KiB (d=64: Br = Bc = 48)
     numba_tiled_wide the same kernel with more threads per block (kernel_layout.tiled_wide_blocks)
@@ -120,7 +120,7 @@ def make(name, case, fast_config=None) -> Variant:
 
         return Variant(call, o_and_l, {"block_rows": br, "block_cols": bc})
     if name == "numba_naive":
-        from ..naive import NaivePlan
+        from ..naive_kernel import NaivePlan
 
         t_mm, t_sm = resolve_naive_params(w)
         plan = NaivePlan(workload=w, matmul_tile=t_mm, softmax_threads=t_sm)

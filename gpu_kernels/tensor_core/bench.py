@@ -137,8 +137,8 @@ def launchers(sh, names, torch):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from ..counting import new_counters
-    from .fa2_tc import Fa2TcPlan, TcConfig, default_config
-    from .naive_tc import NaiveTcConfig, NaiveTcPlan, row_stride
+    from .fa2_tc_kernel import Fa2TcPlan, TcConfig, default_config
+    from .naive_tc_kernel import NaiveTcConfig, NaiveTcPlan, row_stride
 
     b, h, n, d = sh.batch, sh.heads, sh.n, sh.d
     shape = (b, h, h, n, n, d)

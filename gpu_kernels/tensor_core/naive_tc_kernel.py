@@ -35,7 +35,7 @@ from numba import cuda, float32, uint16  # module globals: the simulator swaps `
 from ..counting import new_counters, simulator_enabled
 from ..flush import flush_counters
 from .dtypes import from_bits, to_bits
-from .fa2_tc import TcConfig
+from .fa2_tc_kernel import TcConfig
 from .fragments import tile_products
 from .plan import TcPlan, checked_plan, counts_from_bytes, upload
 from .tiles import tile_copier
