@@ -45,12 +45,50 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CALIB_FIELDS = ["bench", "repeat", "units", "unit", "calls", "seconds", "joules", "watts", "steps_seen",
-                "sm_mhz", "sm_mhz_min", "sm_mhz_max", "mem_mhz", "temp_c_start", "temp_c", "power_w",
-                "rate_per_s", "note"]
-ATTN_FIELDS = ["variant", "dtype", "pass", "batch", "heads", "seq_len", "head_dim", "status", "rel_err",
-               "calls", "seconds", "ms_per_call", "joules", "watts", "joules_per_call", "steps_seen",
-               "sm_mhz", "sm_mhz_min", "mem_mhz", "temp_c", "params", "note"]
+CALIB_FIELDS = [
+    "bench",
+    "repeat",
+    "units",
+    "unit",
+    "calls",
+    "seconds",
+    "joules",
+    "watts",
+    "steps_seen",
+    "sm_mhz",
+    "sm_mhz_min",
+    "sm_mhz_max",
+    "mem_mhz",
+    "temp_c_start",
+    "temp_c",
+    "power_w",
+    "rate_per_s",
+    "note",
+]
+ATTN_FIELDS = [
+    "variant",
+    "dtype",
+    "pass",
+    "batch",
+    "heads",
+    "seq_len",
+    "head_dim",
+    "status",
+    "rel_err",
+    "calls",
+    "seconds",
+    "ms_per_call",
+    "joules",
+    "watts",
+    "joules_per_call",
+    "steps_seen",
+    "sm_mhz",
+    "sm_mhz_min",
+    "mem_mhz",
+    "temp_c",
+    "params",
+    "note",
+]
 HEADS, HEAD_DIM = 16, 64
 BATCH_HEADS = {1024: 128, 4096: 32, 16384: 16}
 BF16_TOL, FP32_TOL = 2e-2, 1e-4
@@ -158,8 +196,15 @@ def calibration_benches(sms):
     benches = []
     out = cuda.device_array(sms * 64 * 256, dtype=np.float32)
     spin = spin_kernel()
-    benches.append(("static", "launches", 1, lambda: spin[sms * 8, 256](out, 2000),
-                    f"nanosleep(1000 ns) x 2000 per thread, {sms * 8}x256 threads"))
+    benches.append(
+        (
+            "static",
+            "launches",
+            1,
+            lambda: spin[sms * 8, 256](out, 2000),
+            f"nanosleep(1000 ns) x 2000 per thread, {sms * 8}x256 threads",
+        )
+    )
     nbytes = 2 * 1024**3
     a = cp.random.standard_normal(nbytes // 4, dtype=cp.float32)
     b = cp.empty_like(a)
@@ -171,33 +216,64 @@ def calibration_benches(sms):
     l2_elems = 16 * 2**20 // 4
     x = cuda.to_device(np.random.default_rng(1).standard_normal(l2_elems).astype(np.float32))
     l2k, l2_passes, l2_grid = l2_read_kernel(), 256, sms * 8
-    benches.append(("l2_read", "bytes", l2_passes * l2_elems * 4,
-                    lambda: l2k[l2_grid, 256](x, out, l2_passes),
-                    f"16 MiB fp32 re-read {l2_passes}x per launch, reader rotated {ROTATE_BLOCKS} blocks per pass,"
-                    " one FADD per 4 B"))
+    benches.append(
+        (
+            "l2_read",
+            "bytes",
+            l2_passes * l2_elems * 4,
+            lambda: l2k[l2_grid, 256](x, out, l2_passes),
+            f"16 MiB fp32 re-read {l2_passes}x per launch, reader rotated {ROTATE_BLOCKS} blocks per pass,"
+            " one FADD per 4 B",
+        )
+    )
     smk, sm_trips, sm_grid = smem_read_kernel(), 4096, sms * 8
-    benches.append(("smem_read", "bytes", sm_grid * SMEM_THREADS * sm_trips * SMEM_WORDS * 4,
-                    lambda: smk[sm_grid, SMEM_THREADS](out, sm_trips),
-                    f"{SMEM_WORDS} conflict-free LDS.32 per thread per trip, {sm_trips} trips, "
-                    f"{sm_grid}x{SMEM_THREADS} threads, one FADD per 4 B"))
+    benches.append(
+        (
+            "smem_read",
+            "bytes",
+            sm_grid * SMEM_THREADS * sm_trips * SMEM_WORDS * 4,
+            lambda: smk[sm_grid, SMEM_THREADS](out, sm_trips),
+            f"{SMEM_WORDS} conflict-free LDS.32 per thread per trip, {sm_trips} trips, "
+            f"{sm_grid}x{SMEM_THREADS} threads, one FADD per 4 B",
+        )
+    )
     ffma, f_trips, f_grid = _ffma_kernel(), 256, sms * 16
-    benches.append(("fp32_fma", "flop", 2 * 64 * f_trips * 256 * f_grid,
-                    lambda: ffma[f_grid, 256](out, f_trips),
-                    f"ceilings FFMA chains, {64 * f_trips} FFMA per thread, {f_grid}x256 threads"))
+    benches.append(
+        (
+            "fp32_fma",
+            "flop",
+            2 * 64 * f_trips * 256 * f_grid,
+            lambda: ffma[f_grid, 256](out, f_trips),
+            f"ceilings FFMA chains, {64 * f_trips} FFMA per thread, {f_grid}x256 threads",
+        )
+    )
     try:
         mk, m_trips, m_grid = mma_kernel(), 2048, sms * 4
-        benches.append(("tc_mma", "flop", 4096 * MMA_CHAINS * m_trips * 4 * m_grid,
-                        lambda: mk[m_grid, 128](out, m_trips),
-                        f"mma.sync m16n8k16 bf16, {MMA_CHAINS} chains x {m_trips} trips per warp, "
-                        f"{m_grid}x128 threads"))
+        benches.append(
+            (
+                "tc_mma",
+                "flop",
+                4096 * MMA_CHAINS * m_trips * 4 * m_grid,
+                lambda: mk[m_grid, 128](out, m_trips),
+                f"mma.sync m16n8k16 bf16, {MMA_CHAINS} chains x {m_trips} trips per warp, "
+                f"{m_grid}x128 threads",
+            )
+        )
     except Exception as e:  # D's intrinsics not usable here: recorded in the log, the rest goes on
         print(f"tc_mma unavailable: {type(e).__name__}: {e}", flush=True)
     n = 8192
     ma = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     mb = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     mc = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-    benches.append(("tc_matmul", "flop", 2 * n**3, lambda: torch.matmul(ma, mb, out=mc),
-                    "torch bf16 matmul 8192^3 on random data"))
+    benches.append(
+        (
+            "tc_matmul",
+            "flop",
+            2 * n**3,
+            lambda: torch.matmul(ma, mb, out=mc),
+            "torch bf16 matmul 8192^3 on random data",
+        )
+    )
     return benches, (a, b, x, out, ma, mb, mc)
 
 
@@ -208,8 +284,12 @@ def torch_sets(batch, n, dtype, count, grad=False):
     import torch
 
     def one():
-        return [torch.randn(batch, HEADS, n, HEAD_DIM, device="cuda", dtype=torch.float32).to(dtype)
-                .requires_grad_(grad) for _ in range(3)]
+        return [
+            torch.randn(batch, HEADS, n, HEAD_DIM, device="cuda", dtype=torch.float32)
+            .to(dtype)
+            .requires_grad_(grad)
+            for _ in range(3)
+        ]
 
     return [one() for _ in range(count)]
 
@@ -226,8 +306,9 @@ def sampled_error(o, q, k, v, rng):
     rows = np.unique(np.concatenate(([0, n - 1], rng.choice(n, size=min(n, 48), replace=False))))
     num = den = 0.0
     for bi, hi in sorted({(0, 0), (b - 1, h - 1)}):
-        ref, _ = attention_reference(host(q[bi, hi])[rows][None, None], host(k[bi, hi])[None, None],
-                                     host(v[bi, hi])[None, None])
+        ref, _ = attention_reference(
+            host(q[bi, hi])[rows][None, None], host(k[bi, hi])[None, None], host(v[bi, hi])[None, None]
+        )
         got = host(o[bi, hi])[rows].astype(np.float64)
         num += float(np.sum((got - ref[0, 0]) ** 2))
         den += float(np.sum(ref[0, 0] ** 2))
@@ -321,13 +402,27 @@ def numba_variant(name, n, rng):
 
 def attention_plan(seq_lens, with_tc):
     """(variant, dtype, pass, N) in the order they run (see the module docstring)."""
-    fwd = [("torch_math", "bf16"), ("torch_flash", "bf16"), ("torch_efficient", "bf16"), ("torch_cudnn", "bf16"),
-           ("torch_math", "fp32"), ("torch_efficient", "fp32"), ("numba_naive", "fp32"), ("numba_tiled", "fp32"),
-           ("numba_fast", "fp32"), ("cupy_naive", "fp32")]
+    fwd = [
+        ("torch_math", "bf16"),
+        ("torch_flash", "bf16"),
+        ("torch_efficient", "bf16"),
+        ("torch_cudnn", "bf16"),
+        ("torch_math", "fp32"),
+        ("torch_efficient", "fp32"),
+        ("numba_naive", "fp32"),
+        ("numba_tiled", "fp32"),
+        ("numba_fast", "fp32"),
+        ("cupy_naive", "fp32"),
+    ]
     if with_tc:
         fwd.insert(4, ("fa2_tc", "bf16"))
-    bwd = [("torch_math", "bf16"), ("torch_flash", "bf16"), ("torch_cudnn", "bf16"), ("torch_math", "fp32"),
-           ("torch_efficient", "fp32")]
+    bwd = [
+        ("torch_math", "bf16"),
+        ("torch_flash", "bf16"),
+        ("torch_cudnn", "bf16"),
+        ("torch_math", "fp32"),
+        ("torch_efficient", "fp32"),
+    ]
     order = [n for n in (4096, 16384, 1024) if n in seq_lens]
     plan = [(v, dt, "fwd", n) for n in order[:2] for v, dt in fwd]
     plan += [(v, dt, "fwd_bwd", n) for n in order[:2] for v, dt in bwd]
@@ -336,8 +431,12 @@ def attention_plan(seq_lens, with_tc):
     return plan
 
 
-TORCH_BACKENDS = {"torch_math": "MATH", "torch_flash": "FLASH_ATTENTION", "torch_efficient": "EFFICIENT_ATTENTION",
-                  "torch_cudnn": "CUDNN_ATTENTION"}
+TORCH_BACKENDS = {
+    "torch_math": "MATH",
+    "torch_flash": "FLASH_ATTENTION",
+    "torch_efficient": "EFFICIENT_ATTENTION",
+    "torch_cudnn": "CUDNN_ATTENTION",
+}
 
 
 def run_one(variant, dtype, pas, n, counter, seconds, rng) -> dict:
@@ -374,17 +473,29 @@ def run_one(variant, dtype, pas, n, counter, seconds, rng) -> dict:
 
     res = energy.measure(step, sync, counter, seconds, call_seconds=one)
     tol = BF16_TOL if dtype == "bf16" else FP32_TOL
-    return {**res, "status": "ok" if err <= tol else "WRONG RESULT", "rel_err": err,
-            "ms_per_call": 1e3 * res["seconds"] / res["calls"], "joules_per_call": res["joules"] / res["calls"],
-            "params": ";".join(f"{a}={b}" for a, b in params.items())}
+    return {
+        **res,
+        "status": "ok" if err <= tol else "WRONG RESULT",
+        "rel_err": err,
+        "ms_per_call": 1e3 * res["seconds"] / res["calls"],
+        "joules_per_call": res["joules"] / res["calls"],
+        "params": ";".join(f"{a}={b}" for a, b in params.items()),
+    }
 
 
 def run_attention(counter, plan, seconds, rng, deadline, save, rows):
     from gpu_kernels.measure.timing import _free_device_memory
 
     for variant, dtype, pas, n in plan:
-        row = {"variant": variant, "dtype": dtype, "pass": pas, "batch": BATCH_HEADS[n] // HEADS, "heads": HEADS,
-               "seq_len": n, "head_dim": HEAD_DIM}
+        row = {
+            "variant": variant,
+            "dtype": dtype,
+            "pass": pas,
+            "batch": BATCH_HEADS[n] // HEADS,
+            "heads": HEADS,
+            "seq_len": n,
+            "head_dim": HEAD_DIM,
+        }
         left = deadline - time.monotonic()
         if left < seconds + 3:
             row.update(status="skipped", note=f"time budget: {left:.0f} s left")
@@ -397,9 +508,12 @@ def run_attention(counter, plan, seconds, rng, deadline, save, rows):
             _free_device_memory()
         rows.append({k: row.get(k, "") for k in ATTN_FIELDS})
         if row["status"] != "skipped":
-            print(f"{variant:16s} {dtype} {pas:7s} N={n:6d} {row['status']:6s} {row.get('ms_per_call', 0):9.3f} ms "
-                  f"{row.get('joules_per_call', 0):9.4f} J {row.get('watts') or 0:6.0f} W err {row.get('rel_err', '')} "
-                  f"{row.get('note', '')}", flush=True)
+            print(
+                f"{variant:16s} {dtype} {pas:7s} N={n:6d} {row['status']:6s} {row.get('ms_per_call', 0):9.3f} ms "
+                f"{row.get('joules_per_call', 0):9.4f} J {row.get('watts') or 0:6.0f} W err {row.get('rel_err', '')} "
+                f"{row.get('note', '')}",
+                flush=True,
+            )
         save()
 
 
@@ -425,16 +539,25 @@ def main(argv=None):
     silence_performance_warning()
     counter = energy.NvmlCounter(0)
     sms = int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
-    meta = {"what": "NVML total-energy counter (nvmlDeviceGetTotalEnergyConsumption), edge-aligned windows "
-                    "(gpu_kernels.measure.nvml_energy); board energy, idle not subtracted in the raw rows",
-            "limits": counter.limits(), "state_at_start": counter.state(), "calib_s": args.calib_s,
-            "kernel_s": args.kernel_s, "repeats": args.repeats, "budget_s": args.budget_s}
+    meta = {
+        "what": "NVML total-energy counter (nvmlDeviceGetTotalEnergyConsumption), edge-aligned windows "
+        "(gpu_kernels.measure.nvml_energy); board energy, idle not subtracted in the raw rows",
+        "limits": counter.limits(),
+        "state_at_start": counter.state(),
+        "calib_s": args.calib_s,
+        "kernel_s": args.kernel_s,
+        "repeats": args.repeats,
+        "budget_s": args.budget_s,
+    }
     try:
         import pynvml
         import torch
 
-        meta.update(torch=torch.__version__, torch_cuda=torch.version.cuda,
-                    nvml_driver=pynvml.nvmlSystemGetDriverVersion())
+        meta.update(
+            torch=torch.__version__,
+            torch_cuda=torch.version.cuda,
+            nvml_driver=pynvml.nvmlSystemGetDriverVersion(),
+        )
     except Exception:
         pass
     record = provenance(meta)
@@ -468,7 +591,10 @@ def main(argv=None):
     for rep in range(args.repeats):
         res = energy.measure_idle(counter, args.calib_s)
         calib_rows.append({"bench": "idle", "repeat": rep, "units": 0, "unit": "", **res, "note": "sleep"})
-        print(f"idle      rep {rep}: {res['watts']:7.1f} W  SM {res['sm_mhz']} MHz  {res['temp_c']} C", flush=True)
+        print(
+            f"idle      rep {rep}: {res['watts']:7.1f} W  SM {res['sm_mhz']} MHz  {res['temp_c']} C",
+            flush=True,
+        )
         for name, unit, units, call, note in benches:
             t0 = time.perf_counter()
             call()
@@ -480,10 +606,22 @@ def main(argv=None):
                 print(f"{name} rep {rep} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
                 continue
             rate = units * res["calls"] / res["seconds"]
-            calib_rows.append({"bench": name, "repeat": rep, "units": units * res["calls"], "unit": unit, **res,
-                               "rate_per_s": rate, "note": note})
-            print(f"{name:9s} rep {rep}: {res['watts']:7.1f} W  {rate:.3e} {unit}/s  SM {res['sm_mhz']} MHz "
-                  f"{res['temp_c']} C  steps {res['steps_seen']}", flush=True)
+            calib_rows.append(
+                {
+                    "bench": name,
+                    "repeat": rep,
+                    "units": units * res["calls"],
+                    "unit": unit,
+                    **res,
+                    "rate_per_s": rate,
+                    "note": note,
+                }
+            )
+            print(
+                f"{name:9s} rep {rep}: {res['watts']:7.1f} W  {rate:.3e} {unit}/s  SM {res['sm_mhz']} MHz "
+                f"{res['temp_c']} C  steps {res['steps_seen']}",
+                flush=True,
+            )
             save_calib()
     calib_rows = [{k: r.get(k, "") for k in CALIB_FIELDS} for r in calib_rows]
     save_calib()
@@ -499,13 +637,26 @@ def main(argv=None):
         print(f"fa2_tc unavailable: {e}", flush=True)
     rng = np.random.default_rng(2026)
     try:
-        run_attention(counter, attention_plan(seq_lens, with_tc), args.kernel_s, rng, deadline, save_attn,
-                      attn_rows)
+        run_attention(
+            counter, attention_plan(seq_lens, with_tc), args.kernel_s, rng, deadline, save_attn, attn_rows
+        )
     except Exception:
         traceback.print_exc()
     idle = energy.measure_idle(counter, args.calib_s)
-    calib_rows.append({k: v for k, v in {"bench": "idle", "repeat": args.repeats, "units": 0, "unit": "", **idle,
-                                         "note": "sleep, after the attention runs"}.items() if k in CALIB_FIELDS})
+    calib_rows.append(
+        {
+            k: v
+            for k, v in {
+                "bench": "idle",
+                "repeat": args.repeats,
+                "units": 0,
+                "unit": "",
+                **idle,
+                "note": "sleep, after the attention runs",
+            }.items()
+            if k in CALIB_FIELDS
+        }
+    )
     save_calib()
     print(f"idle at the end: {idle['watts']:.1f} W, {idle['temp_c']} C", flush=True)
 

@@ -47,8 +47,13 @@ DROPOUT = 0.1
 VARIANTS = [(impl, p) for impl in ("standard", "fa2_varlen", "fa2_sdpa") for p in (DROPOUT, 0.0)]
 NCU_VERSION = []  # what `ncu --version` said, for the provenance
 MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: separates the variants' steps under ncu
-METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_op_read.sum",
-           "lts__t_sectors_op_write.sum", "gpu__time_duration.sum"]
+METRICS = [
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_sectors_op_read.sum",
+    "lts__t_sectors_op_write.sum",
+    "gpu__time_duration.sum",
+]
 
 
 def lengths_and_mask(batch, seq_len, gen):
@@ -75,7 +80,8 @@ class _VarlenExplicit(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, cu, max_len, dropout_p):
         out, lse, rng_state, unused, _ = torch.ops.aten._flash_attention_forward(
-            q, k, v, cu, cu, max_len, max_len, dropout_p, False, False)
+            q, k, v, cu, cu, max_len, max_len, dropout_p, False, False
+        )
         ctx.save_for_backward(q, k, v, out, lse, cu, rng_state, unused)
         ctx.max_len, ctx.dropout_p = max_len, dropout_p
         return out
@@ -84,12 +90,15 @@ class _VarlenExplicit(torch.autograd.Function):
     def backward(ctx, grad):
         q, k, v, out, lse, cu, rng_state, unused = ctx.saved_tensors
         dq, dk, dv = torch.ops.aten._flash_attention_backward(
-            grad, q, k, v, out, lse, cu, cu, ctx.max_len, ctx.max_len, ctx.dropout_p, False, rng_state, unused)
+            grad, q, k, v, out, lse, cu, cu, ctx.max_len, ctx.max_len, ctx.dropout_p, False, rng_state, unused
+        )
         return dq, dk, dv, None, None, None
 
 
 def _varlen_autograd(q, k, v, cu, max_len, dropout_p):
-    return torch.ops.aten._flash_attention_forward(q, k, v, cu, cu, max_len, max_len, dropout_p, False, False)[0]
+    return torch.ops.aten._flash_attention_forward(
+        q, k, v, cu, cu, max_len, max_len, dropout_p, False, False
+    )[0]
 
 
 _VARLEN = []
@@ -99,7 +108,9 @@ def fa2_varlen(q, k, v, cu, max_len, dropout_p):
     """(nnz, H, d) unpadded q, k, v → (nnz, H, d); PyTorch's FlashAttention-2 varlen kernels. The
     first call picks the op's own autograd if it has one, else the explicit backward op."""
     if not _VARLEN:
-        small = [torch.randn(256, 2, D, device="cuda", dtype=torch.half, requires_grad=True) for _ in range(3)]
+        small = [
+            torch.randn(256, 2, D, device="cuda", dtype=torch.half, requires_grad=True) for _ in range(3)
+        ]
         cu_small = torch.tensor([0, 100, 256], dtype=torch.int32, device="cuda")
         for how in (_varlen_autograd, _VarlenExplicit.apply):
             try:
@@ -120,8 +131,9 @@ def fa2_sdpa(q, k, v, dropout_p):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-        out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                             dropout_p=dropout_p)
+        out = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p=dropout_p
+        )
     return out.transpose(1, 2)
 
 
@@ -203,8 +215,15 @@ def check(impl, seed=1234, batch=8):
     elif impl == "fa2_sdpa":
         got = [t.flatten(0, 1) for t in got]
     ref = reference64(case)
-    row = {"variant": impl, "batch": batch, "seq_len": N, "heads": H, "head_dim": D, "dropout_p": 0.0,
-           "tokens": case.nnz}
+    row = {
+        "variant": impl,
+        "batch": batch,
+        "seq_len": N,
+        "heads": H,
+        "head_dim": D,
+        "dropout_p": 0.0,
+        "tokens": case.nnz,
+    }
     worst = 0.0
     for name, g, r in zip(("out", "dq", "dk", "dv"), got, ref):
         finite = bool(torch.isfinite(g).all())
@@ -286,9 +305,25 @@ def split_by_marker(kernels):
 
 
 def run_ncu(ncu, log):
-    cmd = [ncu, "--profile-from-start", "off", "--cache-control", "all", "--clock-control", "none",
-           "--metrics", ",".join(METRICS), "--csv", "--page", "raw", "--print-units", "base",
-           sys.executable, os.path.abspath(__file__), "--ncu-driver"]
+    cmd = [
+        ncu,
+        "--profile-from-start",
+        "off",
+        "--cache-control",
+        "all",
+        "--clock-control",
+        "none",
+        "--metrics",
+        ",".join(METRICS),
+        "--csv",
+        "--page",
+        "raw",
+        "--print-units",
+        "base",
+        sys.executable,
+        os.path.abspath(__file__),
+        "--ncu-driver",
+    ]
     t0 = time.time()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -307,9 +342,22 @@ def ncu_reads_counters(ncu, log):
     version = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
     log.append("ncu --version: " + version.stdout.strip().replace("\n", " | "))
     NCU_VERSION.append(log[-1])
-    probe = subprocess.run([ncu, "--metrics", "dram__bytes_read.sum", "--csv", "--page", "raw", sys.executable, "-c",
-                            "import torch; torch.ones(1 << 20, device='cuda').sum().item()"],
-                           capture_output=True, text=True, timeout=120)
+    probe = subprocess.run(
+        [
+            ncu,
+            "--metrics",
+            "dram__bytes_read.sum",
+            "--csv",
+            "--page",
+            "raw",
+            sys.executable,
+            "-c",
+            "import torch; torch.ones(1 << 20, device='cuda').sum().item()",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     ok = probe.returncode == 0 and "dram__bytes_read.sum" in probe.stdout and "ERR_" not in probe.stdout
     log.append(f"ncu probe rc={probe.returncode} ok={ok}: {probe.stdout[-600:]} {probe.stderr[-600:]}")
     return ok
@@ -337,14 +385,23 @@ def provenance_writer(log):
     import platform
 
     def record(extra):
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout.strip()
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         stamp = datetime.datetime.now(datetime.UTC)
         commit = os.environ.get("FLASHIO_COMMIT", "unknown")
-        return {"run_id": os.environ.get("FLASHIO_RUN_ID", stamp.strftime("%Y%m%dT%H%M%SZ-") + commit[:10]),
-                "date_utc": stamp.isoformat(timespec="seconds"), "git_commit": commit + " (FLASHIO_COMMIT)",
-                "python": platform.python_version(), "platform": platform.platform(), "nvidia_smi": smi,
-                "argv": sys.argv, **extra}
+        return {
+            "run_id": os.environ.get("FLASHIO_RUN_ID", stamp.strftime("%Y%m%dT%H%M%SZ-") + commit[:10]),
+            "date_utc": stamp.isoformat(timespec="seconds"),
+            "git_commit": commit + " (FLASHIO_COMMIT)",
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "nvidia_smi": smi,
+            "argv": sys.argv,
+            **extra,
+        }
 
     def write(path, rows, fields, rec):
         buf = io.StringIO(newline="")
@@ -354,7 +411,12 @@ def provenance_writer(log):
         data = buf.getvalue().encode()
         with open(path, "wb") as f:
             f.write(data)
-        side = {**rec, "file": os.path.basename(path), "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+        side = {
+            **rec,
+            "file": os.path.basename(path),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "bytes": len(data),
+        }
         with open(path + ".provenance.json", "w") as f:
             json.dump(side, f, indent=1, default=str)
 
@@ -409,59 +471,126 @@ def main(argv=None):
             rows.append({"variant": impl, "dropout_p": p, "note": f"timing failed: {e!r}"[:300]})
             print(rows[-1], flush=True)
             continue
-        rows.append({"variant": impl, "dropout_p": p, "batch": B, "seq_len": N, "heads": H, "head_dim": D,
-                     "dtype": "fp16", "tokens": case.nnz if impl == "fa2_varlen" else B * N,
-                     "real_tokens": case.nnz, "wall_ms_median": med, "wall_ms_min": lo, "wall_ms_max": hi,
-                     "timed_steps": reps})
+        rows.append(
+            {
+                "variant": impl,
+                "dropout_p": p,
+                "batch": B,
+                "seq_len": N,
+                "heads": H,
+                "head_dim": D,
+                "dtype": "fp16",
+                "tokens": case.nnz if impl == "fa2_varlen" else B * N,
+                "real_tokens": case.nnz,
+                "wall_ms_median": med,
+                "wall_ms_min": lo,
+                "wall_ms_max": hi,
+                "timed_steps": reps,
+            }
+        )
         print(f"time {impl} p={p}: median {med:.3f} ms (min {lo:.3f}, max {hi:.3f})", flush=True)
         del case
         torch.cuda.empty_cache()
 
-    summary = ["variant", "dropout_p", "batch", "seq_len", "heads", "head_dim", "dtype", "tokens", "real_tokens",
-               "wall_ms_median", "wall_ms_min", "wall_ms_max", "timed_steps", "kernels", "dram_read_bytes",
-               "dram_write_bytes", "l2_read_bytes", "l2_write_bytes", "ncu_duration_ns", "ncu_status", "note"]
+    summary = [
+        "variant",
+        "dropout_p",
+        "batch",
+        "seq_len",
+        "heads",
+        "head_dim",
+        "dtype",
+        "tokens",
+        "real_tokens",
+        "wall_ms_median",
+        "wall_ms_min",
+        "wall_ms_max",
+        "timed_steps",
+        "kernels",
+        "dram_read_bytes",
+        "dram_write_bytes",
+        "l2_read_bytes",
+        "l2_write_bytes",
+        "ncu_duration_ns",
+        "ncu_status",
+        "note",
+    ]
     check_fields = list(dict.fromkeys(k for row in checks for k in row))
-    what = ("Figure 2 (left) configuration on this GPU: B=64, H=16, N=1024, d=64, fp16, non-causal, key-padding "
-            "lengths from [1004, 1024) (torch.randint with a seeded CUDA generator, seed 0), one forward+backward "
-            "step per variant; wall time = CUDA events, median; ncu --cache-control all --clock-control none, "
-            "sums over every kernel of the step (a torch.cuda._sleep marker kernel separates the steps and is "
-            "excluded)")
+    what = (
+        "Figure 2 (left) configuration on this GPU: B=64, H=16, N=1024, d=64, fp16, non-causal, key-padding "
+        "lengths from [1004, 1024) (torch.randint with a seeded CUDA generator, seed 0), one forward+backward "
+        "step per variant; wall time = CUDA events, median; ncu --cache-control all --clock-control none, "
+        "sums over every kernel of the step (a torch.cuda._sleep marker kernel separates the steps and is "
+        "excluded)"
+    )
 
     def save(kernel_rows):
-        record = provenance({"what": what, "torch": torch.__version__, "torch_cuda": torch.version.cuda,
-                             "ncu": NCU_VERSION[0] if counters else "counters not read: wall time only",
-                             "log": log})
+        record = provenance(
+            {
+                "what": what,
+                "torch": torch.__version__,
+                "torch_cuda": torch.version.cuda,
+                "ncu": NCU_VERSION[0] if counters else "counters not read: wall time only",
+                "log": log,
+            }
+        )
         write(os.path.join(args.out, "figure2_h200.csv"), rows, summary, record)
         write(os.path.join(args.out, "figure2_h200_check.csv"), checks, check_fields, record)
         if kernel_rows:
-            write(os.path.join(args.out, "figure2_h200_kernels.csv"), kernel_rows, list(kernel_rows[0]), record)
+            write(
+                os.path.join(args.out, "figure2_h200_kernels.csv"), kernel_rows, list(kernel_rows[0]), record
+            )
 
     save([])  # wall time and checks are kept even if the profiler run fails
     kernel_rows = []
     if counters:
         kernels_all, statuses = run_ncu(ncu, log)
         steps = split_by_marker(kernels_all)
-        profiled = [row for row, (impl, p) in zip(rows, VARIANTS)
-                    if any(st.startswith(f"ncu-driver: ok {impl} p={p} ") or
-                           st.startswith(f"ncu-driver: FAILED {impl} p={p} while") for st in statuses)]
+        profiled = [
+            row
+            for row, (impl, p) in zip(rows, VARIANTS)
+            if any(
+                st.startswith(f"ncu-driver: ok {impl} p={p} ")
+                or st.startswith(f"ncu-driver: FAILED {impl} p={p} while")
+                for st in statuses
+            )
+        ]
         if len(steps) != len(profiled):
             log.append(f"ncu: {len(steps)} marked steps for {len(profiled)} profiled variants; not recorded")
             steps = []
         for row in rows:
-            row["ncu_status"] = next((st.split(": ", 1)[1][:200] for st in statuses
-                                      if f" {row['variant']} p={row['dropout_p']} " in st), "not profiled")
+            row["ncu_status"] = next(
+                (
+                    st.split(": ", 1)[1][:200]
+                    for st in statuses
+                    if f" {row['variant']} p={row['dropout_p']} " in st
+                ),
+                "not profiled",
+            )
         for row, kernels in zip(profiled, steps):
-            for m, key in ((METRICS[0], "dram_read_bytes"), (METRICS[1], "dram_write_bytes"),
-                           (METRICS[4], "ncu_duration_ns")):
+            for m, key in (
+                (METRICS[0], "dram_read_bytes"),
+                (METRICS[1], "dram_write_bytes"),
+                (METRICS[4], "ncu_duration_ns"),
+            ):
                 row[key] = sum(k[m] or 0 for k in kernels)
             row["l2_read_bytes"] = 32 * sum(k[METRICS[2]] or 0 for k in kernels)
             row["l2_write_bytes"] = 32 * sum(k[METRICS[3]] or 0 for k in kernels)
             row["kernels"] = len(kernels)
             for i, k in enumerate(kernels):
-                kernel_rows.append({"variant": row["variant"], "dropout_p": row["dropout_p"], "index": i,
-                                    "kernel": k["kernel"][:400], "dram_read_bytes": k[METRICS[0]],
-                                    "dram_write_bytes": k[METRICS[1]], "l2_read_sectors": k[METRICS[2]],
-                                    "l2_write_sectors": k[METRICS[3]], "ncu_duration_ns": k[METRICS[4]]})
+                kernel_rows.append(
+                    {
+                        "variant": row["variant"],
+                        "dropout_p": row["dropout_p"],
+                        "index": i,
+                        "kernel": k["kernel"][:400],
+                        "dram_read_bytes": k[METRICS[0]],
+                        "dram_write_bytes": k[METRICS[1]],
+                        "l2_read_sectors": k[METRICS[2]],
+                        "l2_write_sectors": k[METRICS[3]],
+                        "ncu_duration_ns": k[METRICS[4]],
+                    }
+                )
     print("\n".join(log[1:]), flush=True)
     save(kernel_rows)
     for row in rows:

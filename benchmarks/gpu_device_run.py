@@ -94,31 +94,46 @@ def summary():
         tot.setdefault(key, {})[r["metric"]] = r["value"]
     if tot:
         print("\nprofile (B=1,H=4) per kernel total, bytes")
-        print(f"{'kernel':>6} {'N':>6} {'d':>4} {'dram_rd':>13} {'dram_wr':>13} {'l2_rd_B':>13} {'simlib_rd':>13} "
-              f"{'simlib_wr':>13} {'cnt-sim':>8}")
+        print(
+            f"{'kernel':>6} {'N':>6} {'d':>4} {'dram_rd':>13} {'dram_wr':>13} {'l2_rd_B':>13} {'simlib_rd':>13} "
+            f"{'simlib_wr':>13} {'cnt-sim':>8}"
+        )
         for (k, n, d), m in sorted(tot.items()):
+
             def g(x, m=m):
                 v = m.get(x, "")
                 return v if v != "" else "-"
+
             try:
                 l2rd = str(int(float(m["lts__t_sectors_op_read.sum"])) * 32)
             except (KeyError, ValueError):
                 l2rd = "-"
             try:
-                diff = sum(int(m[f"counted_{c}"]) - int(m[f"simlib_{c}"]) for c in
-                           ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes"))
+                diff = sum(
+                    int(m[f"counted_{c}"]) - int(m[f"simlib_{c}"])
+                    for c in ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes")
+                )
             except (KeyError, ValueError):
                 diff = "-"
-            print(f"{k:>6} {n:>6} {d:>4} {g('dram__bytes_read.sum'):>13} {g('dram__bytes_write.sum'):>13} "
-                  f"{l2rd:>13} {g('simlib_hbm_read_bytes'):>13} {g('simlib_hbm_write_bytes'):>13} {diff!s:>8}")
+            print(
+                f"{k:>6} {n:>6} {d:>4} {g('dram__bytes_read.sum'):>13} {g('dram__bytes_write.sum'):>13} "
+                f"{l2rd:>13} {g('simlib_hbm_read_bytes'):>13} {g('simlib_hbm_write_bytes'):>13} {diff!s:>8}"
+            )
     ptx = os.path.join(OUT, "ptx_check.json")
     if os.path.exists(ptx):
         with open(ptx) as f:
             rep = json.load(f)
-        print("\nPTX atom count (timing/counting):",
-              "; ".join(f"{r['kernel']}: {r['atom']}" for r in rep["rows"] if r["build"] == "timing"), "|",
-              "counting builds:", sorted({r["atom"] for r in rep["rows"] if r["build"] == "counting"}),
-              "| f64:", sum(r["f64"] for r in rep["rows"]), "| problems:", rep["problems"])
+        print(
+            "\nPTX atom count (timing/counting):",
+            "; ".join(f"{r['kernel']}: {r['atom']}" for r in rep["rows"] if r["build"] == "timing"),
+            "|",
+            "counting builds:",
+            sorted({r["atom"] for r in rep["rows"] if r["build"] == "counting"}),
+            "| f64:",
+            sum(r["f64"] for r in rep["rows"]),
+            "| problems:",
+            rep["problems"],
+        )
 
 
 def main():
@@ -130,38 +145,65 @@ def main():
 
     os.environ.setdefault("FLASHIO_RUN_ID", run_id())
     py = sys.executable
-    versions = ("import importlib.metadata as m, numpy; print('numpy', numpy.__version__, numpy.__file__); "
-                "[print(p, m.version(p)) for p in ('numba', 'numba-cuda', 'cupy-cuda13x')]")
+    versions = (
+        "import importlib.metadata as m, numpy; print('numpy', numpy.__version__, numpy.__file__); "
+        "[print(p, m.version(p)) for p in ('numba', 'numba-cuda', 'cupy-cuda13x')]"
+    )
     compare_table = ""
     if "env" in stages:
-        stage("env", ["bash", "-c", f"nvidia-smi; {py} -c \"{versions}\"; "
-                                    "(ncu --version || ls /opt/nvidia/nsight-compute) 2>&1 | tail -3"], 40)
+        stage(
+            "env",
+            [
+                "bash",
+                "-c",
+                f'nvidia-smi; {py} -c "{versions}"; '
+                "(ncu --version || ls /opt/nvidia/nsight-compute) 2>&1 | tail -3",
+            ],
+            40,
+        )
     if "pytest" in stages:
-        res = stage("pytest-gpu", [py, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "-rfs",
-                                   "tests"], 200, env={"FLASHIO_GPU": "1"})
+        res = stage(
+            "pytest-gpu",
+            [py, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "-rfs", "tests"],
+            200,
+            env={"FLASHIO_GPU": "1"},
+        )
         if res:
             tail = [ln for ln in res[1].strip().splitlines() if ln.strip()][-3:]
             log("pytest: " + " | ".join(tail))
-            write_measurement(os.path.join(OUT, "pytest_gpu.log"), res[1] + res[2],
-                              provenance({"what": "FLASHIO_GPU=1 pytest -m gpu tests", "returncode": res[0]}))
+            write_measurement(
+                os.path.join(OUT, "pytest_gpu.log"),
+                res[1] + res[2],
+                provenance({"what": "FLASHIO_GPU=1 pytest -m gpu tests", "returncode": res[0]}),
+            )
     if "asm" in stages:
         stage("asm", [py, "-m", "gpu_kernels", "asm", "--json", os.path.join(OUT, "ptx_check.json")], 90)
     if "profile" in stages:
-        stage("profile", [py, "-m", "gpu_kernels", "profile", "--out", OUT, "--no-progress", "--timeout-s", "110"],
-              260)
+        stage(
+            "profile",
+            [py, "-m", "gpu_kernels", "profile", "--out", OUT, "--no-progress", "--timeout-s", "110"],
+            260,
+        )
     if "compare" in stages:
         res = stage("compare", [py, "-m", "gpu_kernels", "compare", "--out", OUT, "--no-progress"], 240)
         compare_table = res[1] if res else ""
     if "bench" in stages:
         budget = max(20, DEADLINE - time.monotonic() - 45)
-        stage("bench", [py, "-m", "gpu_kernels", "bench", "--out", OUT, "--budget-s", f"{budget:.0f}",
-                        "--no-progress"], budget + 40)
+        stage(
+            "bench",
+            [py, "-m", "gpu_kernels", "bench", "--out", OUT, "--budget-s", f"{budget:.0f}", "--no-progress"],
+            budget + 40,
+        )
     summary()
     print("\n" + "\n".join(compare_table.strip().splitlines()[-45:]))
     log("FAILED: " + ", ".join(FAILED) if FAILED else "done: every stage passed")
-    write_measurement(os.path.join(OUT, "log.txt"), "\n".join(LOG) + "\n",
-                      provenance({"what": "log of benchmarks/gpu_device_run.py", "stages": stages,
-                                  "failed": FAILED}, gpu=False))
+    write_measurement(
+        os.path.join(OUT, "log.txt"),
+        "\n".join(LOG) + "\n",
+        provenance(
+            {"what": "log of benchmarks/gpu_device_run.py", "stages": stages, "failed": FAILED}, gpu=False
+        ),
+    )
     return 1 if FAILED else 0
 
 

@@ -15,6 +15,7 @@
     ncu --metrics dram__bytes_read.sum,... python3 benchmarks/h200_diagnostics.py --ncu-driver [--rotating]
     (benchmarks/l2_sharing_run.sh, l2_shuffled_run.sh and l2_heads_run.sh run 2-4 with ncu)
 """
+
 import os
 import re
 import statistics
@@ -58,7 +59,7 @@ def _reread_kernel():
                 a1 += x[i + 1]
                 a2 += x[i + 2]
                 a3 += x[i + 3]
-        out[cuda.grid(1)] = a0 + a1 + a2 + a3     # keeps the loads alive
+        out[cuda.grid(1)] = a0 + a1 + a2 + a3  # keeps the loads alive
 
     return reread
 
@@ -73,6 +74,7 @@ def _reread_rotating_kernel():
     round-robin block placement SMs of both L2 partitions), as the tiled kernel's K/V tiles are
     read by every block of a head. The L1 of the previous reader cannot serve it, so every re-read
     reaches L2; a line homed in one partition and read from the other may be held in both."""
+
     @cuda.jit
     def reread_rotating(x, out, passes):
         g = cuda.grid(1)
@@ -103,6 +105,7 @@ def _reread_shuffled_kernel():
     order[p, b], a fresh random permutation per pass. Each line's next reader runs on a random SM,
     so over the passes every line is read from SMs of both L2 partitions, as the tiled kernel's K/V
     tiles are (every block of a head reads them). Reuse distance still F."""
+
     @cuda.jit
     def reread_shuffled(x, order, out, passes):
         chunk = x.shape[0] // order.shape[1]
@@ -131,7 +134,7 @@ def l2_probe(sizes_mib=tuple(range(8, 129, 4)), reps=7):
     rows = []
     for mib in sizes_mib:
         x = cuda.to_device(np.random.default_rng(mib).standard_normal(mib * 2**20 // 4).astype(np.float32))
-        kernel[blocks, threads](x, out, 1)        # compile and warm up
+        kernel[blocks, threads](x, out, 1)  # compile and warm up
         times = []
         for _ in range(reps):
             start, stop = cuda.event(), cuda.event()
@@ -141,8 +144,15 @@ def l2_probe(sizes_mib=tuple(range(8, 129, 4)), reps=7):
             stop.synchronize()
             times.append(cuda.event_elapsed_time(start, stop) * 1e-3)
         t = statistics.median(times)
-        rows.append({"footprint_mib": mib, "passes": PASSES, "median_s": t,
-                     "read_gbps": PASSES * mib * 2**20 / t / 1e9, "reps": reps})
+        rows.append(
+            {
+                "footprint_mib": mib,
+                "passes": PASSES,
+                "median_s": t,
+                "read_gbps": PASSES * mib * 2**20 / t / 1e9,
+                "reps": reps,
+            }
+        )
         del x
     return rows
 
@@ -156,8 +166,15 @@ def tiled_sass(head_dim):
     run_tiled(q, k, v, block_rows=br, block_cols=bc)
     cuda.synchronize()
     kernel = fa2_kernel(head_dim, br, bc, False, False)
-    sass = "\n".join(kernel.inspect_sass().values()) if isinstance(kernel.inspect_sass(), dict) else kernel.inspect_sass()
-    counts = {op: len(re.findall(rf"\b{op}(\.\w+)*\b", sass)) for op in ("LDS", "STS", "LDG", "STG", "FFMA", "LDL", "STL")}
+    sass = (
+        "\n".join(kernel.inspect_sass().values())
+        if isinstance(kernel.inspect_sass(), dict)
+        else kernel.inspect_sass()
+    )
+    counts = {
+        op: len(re.findall(rf"\b{op}(\.\w+)*\b", sass))
+        for op in ("LDS", "STS", "LDG", "STG", "FFMA", "LDL", "STL")
+    }
     return sass, {"head_dim": head_dim, "block_rows": br, "block_cols": bc, **counts}
 
 
@@ -227,8 +244,19 @@ def tiled_trace(n, d, heads):
     rec = counters.copy_to_host()[4:].reshape(bh * tr, 3)
     block = np.arange(bh * tr)
     t0 = rec[:, 1].min()
-    return pd.DataFrame({"N": n, "d": d, "H": heads, "block_rows": plan.block_rows, "head": block // tr,
-                         "i": block % tr, "sm": rec[:, 0], "start_ns": rec[:, 1] - t0, "end_ns": rec[:, 2] - t0})
+    return pd.DataFrame(
+        {
+            "N": n,
+            "d": d,
+            "H": heads,
+            "block_rows": plan.block_rows,
+            "head": block // tr,
+            "i": block % tr,
+            "sm": rec[:, 0],
+            "start_ns": rec[:, 1] - t0,
+            "end_ns": rec[:, 2] - t0,
+        }
+    )
 
 
 def main():
@@ -240,12 +268,22 @@ def main():
 
         table = pd.concat([tiled_trace(*shape) for shape in TRACE_SHAPES], ignore_index=True)
         os.makedirs(OUT, exist_ok=True)
-        write_measurement(os.path.join(OUT, "tiled_trace_h200.csv"), table.to_csv(index=False), provenance({
-            "what": "the readable kernel's trace build (thread 0 of each block records the SM id and the GPU "
+        write_measurement(
+            os.path.join(OUT, "tiled_trace_h200.csv"),
+            table.to_csv(index=False),
+            provenance(
+                {
+                    "what": "the readable kernel's trace build (thread 0 of each block records the SM id and the GPU "
                     f"clock at the block's start and end), default blocks, B=1, shapes (N, d, H) {TRACE_SHAPES}; "
-                    "the second of two launches"}))
-        print(table.groupby(["N", "d", "H"]).agg(blocks=("i", "size"), sms=("sm", "nunique"),
-                                                 ms=("end_ns", lambda e: e.max() / 1e6)).to_string())
+                    "the second of two launches"
+                }
+            ),
+        )
+        print(
+            table.groupby(["N", "d", "H"])
+            .agg(blocks=("i", "size"), sms=("sm", "nunique"), ms=("end_ns", lambda e: e.max() / 1e6))
+            .to_string()
+        )
         return
     if "--tiled-ncu-driver" in sys.argv:
         tiled_ncu_driver(TILED_HEADS_NCU_SHAPES if "--heads" in sys.argv else None)
@@ -259,9 +297,16 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     if "--sass-only" not in sys.argv:
         rows = l2_probe()
-        write_measurement(os.path.join(OUT, "l2_capacity_h200.csv"), csv_text(rows, list(rows[0])), provenance({
-            "what": "L2 effective capacity probe: a numba kernel reading F bytes PASSES times "
-                    "(grid-stride, reuse distance F), CUDA events, median of reps"}))
+        write_measurement(
+            os.path.join(OUT, "l2_capacity_h200.csv"),
+            csv_text(rows, list(rows[0])),
+            provenance(
+                {
+                    "what": "L2 effective capacity probe: a numba kernel reading F bytes PASSES times "
+                    "(grid-stride, reuse distance F), CUDA events, median of reps"
+                }
+            ),
+        )
         for r in rows:
             print(f"{r['footprint_mib']:>5} MiB {r['read_gbps']:>9.0f} GB/s")
     if "--probe-only" not in sys.argv:
@@ -272,10 +317,18 @@ def write_sass():
     """sass_tiled_d{64,128}.txt, each with its sidecar (its instruction counts under sass_counts)."""
     for d in (64, 128):
         sass, summary = tiled_sass(d)
-        write_measurement(os.path.join(OUT, f"sass_tiled_d{d}.txt"), sass, provenance({
-            "what": "the readable tiled kernel's SASS on this GPU (default blocks, timing build)",
-            "sass_counts": summary}))
+        write_measurement(
+            os.path.join(OUT, f"sass_tiled_d{d}.txt"),
+            sass,
+            provenance(
+                {
+                    "what": "the readable tiled kernel's SASS on this GPU (default blocks, timing build)",
+                    "sass_counts": summary,
+                }
+            ),
+        )
         print(summary)
+
 
 if __name__ == "__main__":
     main()

@@ -3,6 +3,7 @@
 Run with `make bench-trace`. The trace walks every tile (the inner loop vectorised with numpy) and
 never allocates an N×N array.
 """
+
 import time
 
 from simlib import Workload, count
@@ -14,12 +15,16 @@ CASES = [
     ("trace", Workload(131072, 128, dtype="fp16"), "48KiB"),
 ]
 
-print(f"{'method':<7}{'algorithm':<10}{'N':>9}{'d':>5}{'SRAM':>8}{'Br':>6}{'Bc':>6}{'tiles':>12}{'seconds':>10}")
+print(
+    f"{'method':<7}{'algorithm':<10}{'N':>9}{'d':>5}{'SRAM':>8}{'Br':>6}{'Bc':>6}{'tiles':>12}{'seconds':>10}"
+)
 for method, w, sram in CASES:
     for algorithm in ("naive", "fa1", "fa2"):
         start = time.perf_counter()
         r = count(algorithm, w, sram_bytes=sram, method=method)
         elapsed = time.perf_counter() - start
         tiles = r.tr * r.tc if r.tr else 1
-        print(f"{method:<7}{algorithm:<10}{w.seq_len:>9}{w.head_dim:>5}{sram:>8}{r.block_rows or '-':>6}"
-              f"{r.block_cols or '-':>6}{tiles:>12,}{elapsed:>10.4f}")
+        print(
+            f"{method:<7}{algorithm:<10}{w.seq_len:>9}{w.head_dim:>5}{sram:>8}{r.block_rows or '-':>6}"
+            f"{r.block_cols or '-':>6}{tiles:>12,}{elapsed:>10.4f}"
+        )

@@ -6,6 +6,7 @@ d = 64) and Bc = 16 (Br = 96), writing compare_wide_bc<Bc>.csv with provenance u
 (docs/performance.md §6): Bc = 16 halves the barriers per key for 15 instead of 16 warps per SM:
 18.4 → about 17.5 ms at d = 64.
 """
+
 import functools
 import os
 import sys
@@ -20,5 +21,11 @@ OUT = os.environ["OUT"]
 require_gpu("wide_blocks_sweep")
 for block_cols in (8, 16):
     variants.tiled_wide_blocks = functools.partial(tiled_wide_blocks, block_cols=block_cols)
-    harness.run(out_dir=OUT, tag=f"wide_bc{block_cols}", seq_lens=(4096,), head_dims=(64,),
-                variants=("numba_naive", "numba_tiled_wide"), progress=False)
+    harness.run(
+        out_dir=OUT,
+        tag=f"wide_bc{block_cols}",
+        seq_lens=(4096,),
+        head_dims=(64,),
+        variants=("numba_naive", "numba_tiled_wide"),
+        progress=False,
+    )

@@ -115,9 +115,17 @@ def tc_ptx_rows(head_dim: int, cc) -> list[dict]:
         for counting in (False, True):
             ptx = ptx_of(cfg, "bf16", counting, causal)
             name = f"fa2_tc bf16 d={head_dim} W={cfg.warps} Bc={cfg.block_cols}{' causal' if causal else ''}"
-            rows.append({"kernel": name, "build": "counting" if counting else "timing", "cc": f"{cc[0]}.{cc[1]}",
-                         **summarize_ptx(ptx), "regs_per_thread": None, "local_bytes_per_thread": None,
-                         "tensor_core": True})
+            rows.append(
+                {
+                    "kernel": name,
+                    "build": "counting" if counting else "timing",
+                    "cc": f"{cc[0]}.{cc[1]}",
+                    **summarize_ptx(ptx),
+                    "regs_per_thread": None,
+                    "local_bytes_per_thread": None,
+                    "tensor_core": True,
+                }
+            )
     return rows
 
 
@@ -134,15 +142,29 @@ def check_report(rows: list[dict]) -> list[str]:
         if r.get("tensor_core"):
             missing = [k for k in ("mma", "ldmatrix", "cp_async") if not r[k]]
             if missing or r["ld_local"] or r["st_local"]:
-                problems.append(f"{r['kernel']} ({r['build']}): no {', '.join(missing)}; local ld/st "
-                                f"{r['ld_local']}/{r['st_local']}")
+                problems.append(
+                    f"{r['kernel']} ({r['build']}): no {', '.join(missing)}; local ld/st "
+                    f"{r['ld_local']}/{r['st_local']}"
+                )
     return problems
 
 
 def format_report(rows: list[dict]) -> str:
-    cols = ["kernel", "build", "atom", "f64", "ld_local", "st_local", "ld_shared", "st_shared", "mma", "ldmatrix",
-            "cp_async",
-            "regs_per_thread", "local_bytes_per_thread"]
+    cols = [
+        "kernel",
+        "build",
+        "atom",
+        "f64",
+        "ld_local",
+        "st_local",
+        "ld_shared",
+        "st_shared",
+        "mma",
+        "ldmatrix",
+        "cp_async",
+        "regs_per_thread",
+        "local_bytes_per_thread",
+    ]
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
     lines = ["  ".join(c.ljust(widths[c]) for c in cols)]
     for r in rows:

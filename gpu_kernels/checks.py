@@ -143,8 +143,16 @@ def check_shape(batch, heads, seq_len, head_dim, *, kv_heads=None, query_len=Non
         raise ValueError(f"batch*heads must be at most {MAX_GRID_YZ} (a grid dimension); got {batch * heads}")
     kv = None if kv_heads is None or kv_heads == heads else int(kv_heads)
     ql = None if query_len is None or query_len == seq_len else int(query_len)
-    return Workload(seq_len=int(seq_len), head_dim=int(head_dim), batch=int(batch), heads=int(heads), dtype="fp32",
-                    kv_heads=kv, causal=bool(causal), query_len=ql)
+    return Workload(
+        seq_len=int(seq_len),
+        head_dim=int(head_dim),
+        batch=int(batch),
+        heads=int(heads),
+        dtype="fp32",
+        kv_heads=kv,
+        causal=bool(causal),
+        query_len=ql,
+    )
 
 
 def resolve_tiled_blocks(shape: Workload, block_rows=None, block_cols=None) -> tuple[int, int]:
@@ -171,8 +179,9 @@ def resolve_tiled_blocks(shape: Workload, block_rows=None, block_cols=None) -> t
     return br, bc
 
 
-def resolve_naive_params(shape: Workload, matmul_tile=None, softmax_threads=None, *,
-                         simulator=False) -> tuple[int, int]:
+def resolve_naive_params(
+    shape: Workload, matmul_tile=None, softmax_threads=None, *, simulator=False
+) -> tuple[int, int]:
     """The (T, t) the naive kernels will use, after checks. None means the default."""
     defaults = NAIVE_DEFAULTS_SIM if simulator else NAIVE_DEFAULTS_GPU
     t_mm = defaults["matmul_tile"] if matmul_tile is None else matmul_tile
@@ -195,9 +204,13 @@ def resolve_naive_params(shape: Workload, matmul_tile=None, softmax_threads=None
         )
     smem = matmul_shared_bytes(t_mm)
     if smem > STATIC_SHARED_LIMIT_BYTES:
-        raise ValueError(f"matmul_tile={t_mm} needs {smem} bytes of shared memory; at most {STATIC_SHARED_LIMIT_BYTES}")
+        raise ValueError(
+            f"matmul_tile={t_mm} needs {smem} bytes of shared memory; at most {STATIC_SHARED_LIMIT_BYTES}"
+        )
     if -(-shape.nq // t_mm) > MAX_GRID_YZ:  # grid y of both matmuls: row tiles of the N_q query rows
-        raise ValueError(f"matmul_tile={t_mm} gives more than {MAX_GRID_YZ} row tiles for {shape.nq} query rows")
+        raise ValueError(
+            f"matmul_tile={t_mm} gives more than {MAX_GRID_YZ} row tiles for {shape.nq} query rows"
+        )
     return int(t_mm), int(t_sm)
 
 
@@ -208,4 +221,3 @@ def softmax_per_thread(seq_len: int, softmax_threads: int) -> int:
 def scale_for(head_dim: int) -> np.float32:
     """Softmax scale 1/sqrt(d) as float32, the value every kernel uses."""
     return np.float32(1.0 / math.sqrt(head_dim))
-

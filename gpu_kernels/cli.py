@@ -37,6 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _number(parse, accept, what):
     """An argparse type: `parse` the text, keep it if `accept(value)`, else one line naming `what`."""
+
     def convert(text):
         try:
             value = parse(text)
@@ -58,7 +59,9 @@ def _int_list(text):
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a comma-separated list of positive integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"must be a comma-separated list of positive integers, got {text!r}"
+        ) from None
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"must be a comma-separated list of positive integers, got {text!r}")
     return values
@@ -67,8 +70,11 @@ def _int_list(text):
 def _add_out(p, default_tag="h200"):
     p.add_argument("--out", required=True, help="folder for the files (e.g. $OUT on the device machine)")
     p.add_argument("--tag", default=default_tag, help="file names: <what>_<tag>.csv and its .provenance.json")
-    p.add_argument("--run-id", default=None, help="the run's id in every sidecar (default: FLASHIO_RUN_ID or "
-                                                 "<UTC time>-<commit>)")
+    p.add_argument(
+        "--run-id",
+        default=None,
+        help="the run's id in every sidecar (default: FLASHIO_RUN_ID or <UTC time>-<commit>)",
+    )
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -76,40 +82,80 @@ def build_parser() -> argparse.ArgumentParser:
     from .measure.variants import VARIANTS
 
     p = _Parser(prog="python -m gpu_kernels", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True,
-                           metavar="{run,bench,compare,tune,ncu,profile,asm,ceilings,side-by-side,"
-                                   "model-vs-ncu,import-run}")
+    sub = p.add_subparsers(
+        dest="command",
+        required=True,
+        metavar="{run,bench,compare,tune,ncu,profile,asm,ceilings,side-by-side,model-vs-ncu,import-run}",
+    )
 
     r = sub.add_parser("run", help="run one kernel on fresh random inputs and check it")
     r.add_argument("--kernel", choices=("naive", "tiled", "fa2_tc", "naive_tc"), required=True)
-    r.add_argument("--dtype", choices=("bf16", "fp16"), default=None, help="fa2_tc, naive_tc: the 16-bit input "
-                   "type (default bf16; naive and tiled are fp32)")
-    r.add_argument("--warps", type=_positive_int, help="fa2_tc, naive_tc: W warps per block (Br = 16·W; default 4)")
-    r.add_argument("--seq-len", type=_positive_int, required=True, help="N (keys; queries too unless --query-len)")
+    r.add_argument(
+        "--dtype",
+        choices=("bf16", "fp16"),
+        default=None,
+        help="fa2_tc, naive_tc: the 16-bit input type (default bf16; naive and tiled are fp32)",
+    )
+    r.add_argument(
+        "--warps", type=_positive_int, help="fa2_tc, naive_tc: W warps per block (Br = 16·W; default 4)"
+    )
+    r.add_argument(
+        "--seq-len", type=_positive_int, required=True, help="N (keys; queries too unless --query-len)"
+    )
     r.add_argument("--head-dim", type=_positive_int, required=True, help="d")
     r.add_argument("--batch", type=_positive_int, default=1)
     r.add_argument("--heads", type=_positive_int, default=1)
-    r.add_argument("--kv-heads", type=_positive_int, default=None, metavar="H_KV",
-                   help="K/V heads, dividing --heads (GQA; 1 = MQA; default: --heads)")
-    r.add_argument("--query-len", type=_positive_int, default=None, metavar="NQ",
-                   help="query rows N_q (default: --seq-len; with --causal at most --seq-len)")
-    r.add_argument("--causal", action="store_true",
-                   help="causal mask: query q sees keys k <= q + N - N_q (aligned bottom-right)")
-    r.add_argument("--block-rows", type=_positive_int, help="tiled: Br (default: the paper's Algorithm 1 tiles for 48 KiB)")
+    r.add_argument(
+        "--kv-heads",
+        type=_positive_int,
+        default=None,
+        metavar="H_KV",
+        help="K/V heads, dividing --heads (GQA; 1 = MQA; default: --heads)",
+    )
+    r.add_argument(
+        "--query-len",
+        type=_positive_int,
+        default=None,
+        metavar="NQ",
+        help="query rows N_q (default: --seq-len; with --causal at most --seq-len)",
+    )
+    r.add_argument(
+        "--causal",
+        action="store_true",
+        help="causal mask: query q sees keys k <= q + N - N_q (aligned bottom-right)",
+    )
+    r.add_argument(
+        "--block-rows",
+        type=_positive_int,
+        help="tiled: Br (default: the paper's Algorithm 1 tiles for 48 KiB)",
+    )
     r.add_argument("--block-cols", type=_positive_int, help="tiled, fa2_tc, naive_tc: Bc")
     r.add_argument("--matmul-tile", type=_positive_int, help="naive: matmul tile T (T*T threads)")
-    r.add_argument("--softmax-threads", type=_positive_int, help="naive: threads per softmax row (power of two)")
+    r.add_argument(
+        "--softmax-threads", type=_positive_int, help="naive: threads per softmax row (power of two)"
+    )
     r.add_argument("--count", action="store_true", help="counting build; compare the counters with simlib")
     r.add_argument("--simulate", action="store_true", help="run on numba's CUDA simulator (no GPU needed)")
     r.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     r.add_argument("--seed", type=_seed, default=None, help="random seed (default: fresh inputs every run)")
-    r.add_argument("--logit-scale", type=_positive_float, default=1.0, help="multiply Q (every logit) by this")
+    r.add_argument(
+        "--logit-scale", type=_positive_float, default=1.0, help="multiply Q (every logit) by this"
+    )
 
     for name, seq_lens, variants, help_text in (
-            ("bench", [2**i for i in range(8, 16)], "cupy_naive,numba_naive,numba_tiled",
-             "time numba naive and tiled and cupy's naive attention (the harness)"),
-            ("compare", [1024, 4096, 16384], ",".join(VARIANTS),
-             "every variant side by side: numba, cupy, torch SDPA (the harness)")):
+        (
+            "bench",
+            [2**i for i in range(8, 16)],
+            "cupy_naive,numba_naive,numba_tiled",
+            "time numba naive and tiled and cupy's naive attention (the harness)",
+        ),
+        (
+            "compare",
+            [1024, 4096, 16384],
+            ",".join(VARIANTS),
+            "every variant side by side: numba, cupy, torch SDPA (the harness)",
+        ),
+    ):
         b = sub.add_parser(name, help=help_text)
         _add_out(b)
         b.add_argument("--seq-lens", type=_int_list, default=seq_lens)
@@ -117,8 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
         b.add_argument("--batch", type=_positive_int, default=1)
         b.add_argument("--heads", type=_positive_int, default=16)
         b.add_argument("--reps", type=_positive_int, default=10, help="timed calls per config")
-        b.add_argument("--budget-s", type=_positive_float, default=240.0 if name == "bench" else None,
-                       help="skip configs predicted not to fit in what is left of this")
+        b.add_argument(
+            "--budget-s",
+            type=_positive_float,
+            default=240.0 if name == "bench" else None,
+            help="skip configs predicted not to fit in what is left of this",
+        )
         b.add_argument("--variants", default=variants, help=f"comma-separated, from {', '.join(VARIANTS)}")
         b.add_argument("--configs", default="", help="fast kernel: JSON {d: FastConfig keyword arguments}")
         b.add_argument("--tuned", default="", help="fast kernel: a tune JSON, its best config per d")
@@ -131,7 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     n = sub.add_parser("ncu", help="Nsight Compute on the fast kernel and torch's efficient kernel")
     _add_out(n)
-    n.add_argument("--specs", default="fast:4096:64,fast:4096:128,torch_efficient:4096:64,torch_efficient:4096:128")
+    n.add_argument(
+        "--specs", default="fast:4096:64,fast:4096:128,torch_efficient:4096:64,torch_efficient:4096:128"
+    )
     n.add_argument("--sections-spec", default="fast:4096:64,fast:4096:128,torch_efficient:4096:64")
     n.add_argument("--configs", default="")
     n.add_argument("--tuned", default="")
@@ -160,12 +212,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_out(c)
 
     m = sub.add_parser("model-vs-ncu", help="the physical model next to a recorded profile (CPU)")
-    m.add_argument("--profile", default=None, help="profile CSV (default: data/measurements/current/profile_h200.csv)")
-    m.add_argument("--out", default=None, help="output CSV (default: data/measurements/current/model_vs_ncu_h200.csv)")
+    m.add_argument(
+        "--profile", default=None, help="profile CSV (default: data/measurements/current/profile_h200.csv)"
+    )
+    m.add_argument(
+        "--out", default=None, help="output CSV (default: data/measurements/current/model_vs_ncu_h200.csv)"
+    )
 
-    sub.add_parser("import-run", help="add a device run's folder to data/measurements (see its --help)",
-                   add_help=False)
-    sub.add_parser("side-by-side", help="16-bit attention side by side on the GPU (see its --help)", add_help=False)
+    sub.add_parser(
+        "import-run", help="add a device run's folder to data/measurements (see its --help)", add_help=False
+    )
+    sub.add_parser(
+        "side-by-side", help="16-bit attention side by side on the GPU (see its --help)", add_help=False
+    )
     return p
 
 

@@ -25,7 +25,9 @@ def _name_list(text, allowed, option):
     names = [x.strip() for x in text.split(",") if x.strip()]
     bad = [x for x in names if x not in allowed]
     if not names or bad:
-        raise UsageError(f"argument {option}: unknown name(s) {bad or text!r}; choose from {', '.join(allowed)}")
+        raise UsageError(
+            f"argument {option}: unknown name(s) {bad or text!r}; choose from {', '.join(allowed)}"
+        )
     return names
 
 
@@ -37,9 +39,13 @@ def _validate_run(args):
     tc = args.kernel in TC_KERNELS
     if not tc and (args.dtype is not None or args.warps is not None):
         raise UsageError("argument --dtype/--warps: only for --kernel fa2_tc or naive_tc")
-    if tc and (args.block_rows is not None or args.matmul_tile is not None or args.softmax_threads is not None):
-        raise UsageError("argument --block-rows/--matmul-tile/--softmax-threads: not for the tensor-core kernels "
-                         "(they take --warps and --block-cols)")
+    if tc and (
+        args.block_rows is not None or args.matmul_tile is not None or args.softmax_threads is not None
+    ):
+        raise UsageError(
+            "argument --block-rows/--matmul-tile/--softmax-threads: not for the tensor-core kernels "
+            "(they take --warps and --block-cols)"
+        )
     if tc:
         return _validate_tc_run(args)
     if args.kernel == "naive" and (args.block_rows is not None or args.block_cols is not None):
@@ -47,14 +53,22 @@ def _validate_run(args):
     if args.kernel == "tiled" and (args.matmul_tile is not None or args.softmax_threads is not None):
         raise UsageError("argument --matmul-tile/--softmax-threads: only for --kernel naive")
     try:
-        shape = checks.check_shape(args.batch, args.heads, args.seq_len, args.head_dim, kv_heads=args.kv_heads,
-                                   query_len=args.query_len, causal=args.causal)
+        shape = checks.check_shape(
+            args.batch,
+            args.heads,
+            args.seq_len,
+            args.head_dim,
+            kv_heads=args.kv_heads,
+            query_len=args.query_len,
+            causal=args.causal,
+        )
         if args.kernel == "tiled":
             br, bc = checks.resolve_tiled_blocks(shape, args.block_rows, args.block_cols)
             params = {"block_rows": br, "block_cols": bc}
         else:
-            t, ts = checks.resolve_naive_params(shape, args.matmul_tile, args.softmax_threads,
-                                                simulator=args.simulate)
+            t, ts = checks.resolve_naive_params(
+                shape, args.matmul_tile, args.softmax_threads, simulator=args.simulate
+            )
             params = {"matmul_tile": t, "softmax_threads": ts}
     except ValueError as e:
         raise UsageError(str(e)) from None
@@ -67,12 +81,21 @@ def _validate_tc_run(args):
     """Shape and config of fa2_tc / naive_tc, checked before numba is imported (the configs are plain
     dataclasses; their modules import numba, so only the check's rules are used here via a config)."""
     try:
-        shape = checks.check_shape(args.batch, args.heads, args.seq_len, args.head_dim, kv_heads=args.kv_heads,
-                                   query_len=args.query_len, causal=args.causal)
+        shape = checks.check_shape(
+            args.batch,
+            args.heads,
+            args.seq_len,
+            args.head_dim,
+            kv_heads=args.kv_heads,
+            query_len=args.query_len,
+            causal=args.causal,
+        )
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.head_dim not in (64, 128):
-        raise UsageError(f"argument --head-dim: the tensor-core kernels support 64 and 128, got {args.head_dim}")
+        raise UsageError(
+            f"argument --head-dim: the tensor-core kernels support 64 and 128, got {args.head_dim}"
+        )
     _check_logit_scale(args.logit_scale, shape.head_dim)
     _check_host_memory(shape, "naive" if args.kernel == "naive_tc" else "tiled")
     params = {"dtype": args.dtype or "bf16", "warps": args.warps or 4, "block_cols": args.block_cols or 64}
@@ -95,8 +118,16 @@ def _run_tc(args, shape, params):
         cfg = config_class(shape.head_dim, params["warps"], params["block_cols"]).check()
     except ValueError as e:
         raise UsageError(str(e)) from None
-    q, k, v = random_qkv(shape.batch, shape.heads, shape.seq_len, shape.head_dim, seed=args.seed,
-                         logit_scale=args.logit_scale, kv_heads=shape.kv_heads, query_len=shape.query_len)
+    q, k, v = random_qkv(
+        shape.batch,
+        shape.heads,
+        shape.seq_len,
+        shape.head_dim,
+        seed=args.seed,
+        logit_scale=args.logit_scale,
+        kv_heads=shape.kv_heads,
+        query_len=shape.query_len,
+    )
     q, k, v = (round_to(x, dtype) for x in (q, k, v))
     ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)
     u = UNIT_ROUNDOFF[dtype]
@@ -115,9 +146,18 @@ def _run_tc(args, shape, params):
         extra = {"softmax_threads": res.softmax_threads}
     predicted = None
     if args.count:
-        predicted = tc_prediction(args.kernel, shape.batch, shape.heads, shape.seq_len, shape.head_dim,
-                                  kv_heads=shape.kv_heads, causal=args.causal, query_len=shape.query_len,
-                                  **params, **extra)
+        predicted = tc_prediction(
+            args.kernel,
+            shape.batch,
+            shape.heads,
+            shape.seq_len,
+            shape.head_dim,
+            kv_heads=shape.kv_heads,
+            causal=args.causal,
+            query_len=shape.query_len,
+            **params,
+            **extra,
+        )
     return errors, tols, res.counts, predicted
 
 
@@ -133,15 +173,19 @@ def _check_logit_scale(scale, head_dim):
 
     largest = scale * INPUT_BOUND * INPUT_BOUND * math.sqrt(head_dim)
     if not largest < float(np.finfo(np.float32).max):
-        raise UsageError(f"argument --logit-scale: {scale:g} lets fp32 scores reach {largest:.3g}, beyond fp32's "
-                         f"{float(np.finfo(np.float32).max):.3g}; use a smaller scale")
+        raise UsageError(
+            f"argument --logit-scale: {scale:g} lets fp32 scores reach {largest:.3g}, beyond fp32's "
+            f"{float(np.finfo(np.float32).max):.3g}; use a smaller scale"
+        )
 
 
 def _check_host_memory(shape, kernel):
     """Refuse a run whose host arrays (fp32 Q, K, V, O and the float64 reference's N_q×N_k scores of
     one head, twice; naive: S and P too) exceed this machine's memory, before allocating any."""
     w = shape
-    need = 4 * (2 * w.batch_heads * w.nq + 2 * w.batch * w.n_kv_heads * w.nk) * w.head_dim + 2 * 8 * w.nq * w.nk
+    need = (
+        4 * (2 * w.batch_heads * w.nq + 2 * w.batch * w.n_kv_heads * w.nk) * w.head_dim + 2 * 8 * w.nq * w.nk
+    )
     if kernel == "naive":
         need += 2 * 4 * w.batch_heads * w.nq * w.nk
     try:
@@ -149,8 +193,10 @@ def _check_host_memory(shape, kernel):
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
         return
     if need > have:
-        raise UsageError(f"arguments --batch, --heads, --seq-len: this run needs about {need / 1e9:,.1f} GB of host memory "
-                         f"(inputs and the float64 reference), this machine has {have / 1e9:,.1f} GB")
+        raise UsageError(
+            f"arguments --batch, --heads, --seq-len: this run needs about {need / 1e9:,.1f} GB of host memory "
+            f"(inputs and the float64 reference), this machine has {have / 1e9:,.1f} GB"
+        )
 
 
 def _check_specs(text):
@@ -160,7 +206,9 @@ def _check_specs(text):
         ok = len(parts) == 3 and parts[0] in ("fast", "tiled", "torch_efficient")
         ok = ok and all(p.isdigit() and int(p) > 0 for p in parts[1:])
         if not ok:
-            raise UsageError(f"argument --specs: {spec!r} is not variant:N:d (variant fast, tiled or torch_efficient)")
+            raise UsageError(
+                f"argument --specs: {spec!r} is not variant:N:d (variant fast, tiled or torch_efficient)"
+            )
 
 
 def _device_name(cuda, simulate):
@@ -185,8 +233,16 @@ def cmd_run(args) -> int:
     if args.kernel in TC_KERNELS:
         errors, tols, counts, predicted = _run_tc(args, shape, params)
         return _report_run(args, cuda, shape, params, errors, tols, counts, predicted)
-    q, k, v = random_qkv(shape.batch, shape.heads, shape.seq_len, shape.head_dim, seed=args.seed,
-                         logit_scale=args.logit_scale, kv_heads=shape.kv_heads, query_len=shape.query_len)
+    q, k, v = random_qkv(
+        shape.batch,
+        shape.heads,
+        shape.seq_len,
+        shape.head_dim,
+        seed=args.seed,
+        logit_scale=args.logit_scale,
+        kv_heads=shape.kv_heads,
+        query_len=shape.query_len,
+    )
     if args.kernel == "tiled":
         from .tiled import run_tiled
 
@@ -203,11 +259,20 @@ def cmd_run(args) -> int:
     if args.count:
         from .prediction import simlib_prediction
 
-        predicted = simlib_prediction(args.kernel, shape.batch, shape.heads, shape.seq_len, shape.head_dim,
-                                      kv_heads=shape.kv_heads, causal=args.causal, query_len=shape.query_len,
-                                      **params)
-    return _report_run(args, cuda, shape, params, errors, {key: TOLERANCE for key in errors}, res.counts,
-                       predicted)
+        predicted = simlib_prediction(
+            args.kernel,
+            shape.batch,
+            shape.heads,
+            shape.seq_len,
+            shape.head_dim,
+            kv_heads=shape.kv_heads,
+            causal=args.causal,
+            query_len=shape.query_len,
+            **params,
+        )
+    return _report_run(
+        args, cuda, shape, params, errors, {key: TOLERANCE for key in errors}, res.counts, predicted
+    )
 
 
 def _report_run(args, cuda, shape, params, errors, tols, counts, predicted):
@@ -218,8 +283,13 @@ def _report_run(args, cuda, shape, params, errors, tols, counts, predicted):
     out = {
         "kernel": args.kernel,
         "device": _device_name(cuda, args.simulate),
-        "batch": shape.batch, "heads": shape.heads, "seq_len": shape.seq_len, "head_dim": shape.head_dim,
-        "kv_heads": shape.n_kv_heads, "query_len": shape.nq, "causal": args.causal,
+        "batch": shape.batch,
+        "heads": shape.heads,
+        "seq_len": shape.seq_len,
+        "head_dim": shape.head_dim,
+        "kv_heads": shape.n_kv_heads,
+        "query_len": shape.nq,
+        "causal": args.causal,
         "params": params,
         "logit_scale": args.logit_scale,
         "rel_error": errors,
@@ -237,11 +307,17 @@ def _report_run(args, cuda, shape, params, errors, tols, counts, predicted):
         print(json.dumps(out))
     else:
         ptxt = " ".join(f"{k}={v}" for k, v in params.items())
-        variant = "".join([f" H_kv={shape.kv_heads}" if shape.kv_heads is not None else "",
-                           f" N_q={shape.query_len}" if shape.query_len is not None else "",
-                           " causal" if args.causal else ""])
-        print(f"kernel {args.kernel} on {out['device']}: B={shape.batch} H={shape.heads} "
-              f"N={shape.seq_len} d={shape.head_dim}{variant} {ptxt}")
+        variant = "".join(
+            [
+                f" H_kv={shape.kv_heads}" if shape.kv_heads is not None else "",
+                f" N_q={shape.query_len}" if shape.query_len is not None else "",
+                " causal" if args.causal else "",
+            ]
+        )
+        print(
+            f"kernel {args.kernel} on {out['device']}: B={shape.batch} H={shape.heads} "
+            f"N={shape.seq_len} d={shape.head_dim}{variant} {ptxt}"
+        )
         for name, e in errors.items():
             flag = "ok" if e <= tols[name] else "FAIL"
             print(f"rel. error {name:<4} {e:.3e}  (limit {tols[name]:.1e})  {flag}")
@@ -265,7 +341,9 @@ def _configs(args):
         try:
             cfgs = {**configs_from_tune_file(args.tuned), **cfgs}
         except (OSError, ValueError, KeyError, TypeError) as e:
-            raise UsageError(f"argument --tuned: cannot read a tune result from {args.tuned!r} ({e})") from None
+            raise UsageError(
+                f"argument --tuned: cannot read a tune result from {args.tuned!r} ({e})"
+            ) from None
     for cfg in cfgs.values():
         try:
             cfg.check()
@@ -301,10 +379,21 @@ def cmd_harness(args) -> int:
     _make_out(args)
     from .measure.harness import run
 
-    csv_path, results = run(out_dir=args.out, prefix=args.command, tag=args.tag, seq_lens=args.seq_lens,
-                            head_dims=args.head_dims, batch=args.batch, heads=args.heads, reps=args.reps,
-                            variants=variants, fast_configs=configs, budget_s=args.budget_s,
-                            progress=not args.no_progress, seed=args.seed)
+    csv_path, results = run(
+        out_dir=args.out,
+        prefix=args.command,
+        tag=args.tag,
+        seq_lens=args.seq_lens,
+        head_dims=args.head_dims,
+        batch=args.batch,
+        heads=args.heads,
+        reps=args.reps,
+        variants=variants,
+        fast_configs=configs,
+        budget_s=args.budget_s,
+        progress=not args.no_progress,
+        seed=args.seed,
+    )
     print(f"wrote {csv_path}")
     return 0 if all(r.get("status") != "ok" or r.get("ok") for r in results) else 1
 
@@ -322,8 +411,9 @@ def cmd_tune(args) -> int:
     res = tune(cfgs, seq_lens=args.seq_lens, reps=args.reps, progress=not args.no_progress)
     best = best_configs(res, cfgs)
     path = os.path.join(args.out, f"tune_{args.tag}.json")
-    text = json.dumps({"results": res, "best": {str(d): config_dict(c) for d, c in best.items()}}, indent=1,
-                      default=str)
+    text = json.dumps(
+        {"results": res, "best": {str(d): config_dict(c) for d, c in best.items()}}, indent=1, default=str
+    )
     write_measurement(path, text, provenance({"what": "fast kernel configuration sweep"}))
     for d, cfg in best.items():
         print(f"best d={d}: {cfg}")
@@ -340,8 +430,14 @@ def cmd_ncu(args) -> int:
     _make_out(args)
     from .measure.ncu import run_ncu
 
-    rc = run_ncu(args.specs.split(","), args.out, args.tag, configs, timeout_s=args.timeout_s,
-                 sections_spec=args.sections_spec)
+    rc = run_ncu(
+        args.specs.split(","),
+        args.out,
+        args.tag,
+        configs,
+        timeout_s=args.timeout_s,
+        sections_spec=args.sections_spec,
+    )
     print(f"ncu returncode {rc}")
     return 0 if rc == 0 else 1
 
@@ -364,9 +460,18 @@ def cmd_profile(args) -> int:
     from .measure.ncu_profile import run_profile
 
     try:
-        csv_path = run_profile(out_dir=args.out, tag=args.tag, seq_lens=args.seq_lens, head_dims=args.head_dims,
-                               batch=args.batch, heads=args.heads, kernels=kernels, ncu=args.ncu,
-                               timeout_s=args.timeout_s, progress=not args.no_progress)
+        csv_path = run_profile(
+            out_dir=args.out,
+            tag=args.tag,
+            seq_lens=args.seq_lens,
+            head_dims=args.head_dims,
+            batch=args.batch,
+            heads=args.heads,
+            kernels=kernels,
+            ncu=args.ncu,
+            timeout_s=args.timeout_s,
+            progress=not args.no_progress,
+        )
     except RuntimeError as e:  # ncu missing or no counters (e.g. a sandbox without profiler access)
         sys.stderr.write(f"error: {e}\n")
         return 1
@@ -382,13 +487,21 @@ def cmd_ceilings(args) -> int:
     from .measure.ceilings import measure_copy_bandwidth, measure_ffma_peak, measure_mma_peak
     from .measure.provenance import provenance, write_measurement
 
-    result = {"mma_bf16": measure_mma_peak("bf16"), "mma_fp16": measure_mma_peak("fp16"),
-              "ffma_fp32": measure_ffma_peak(), "copy": measure_copy_bandwidth()}
+    result = {
+        "mma_bf16": measure_mma_peak("bf16"),
+        "mma_fp16": measure_mma_peak("fp16"),
+        "ffma_fp32": measure_ffma_peak(),
+        "copy": measure_copy_bandwidth(),
+    }
     path = os.path.join(args.out, f"ceilings_{args.tag}.json")
-    write_measurement(path, json.dumps(result, indent=1), provenance({"what": "the card's ceilings, measured"}))
+    write_measurement(
+        path, json.dumps(result, indent=1), provenance({"what": "the card's ceilings, measured"})
+    )
     for name in ("mma_bf16", "mma_fp16", "ffma_fp32"):
-        print(f"{name}: {result[name]['tflops']:.1f} TFLOP/s" + (
-            f" (output correct: {result[name]['correct']})" if "correct" in result[name] else ""))
+        print(
+            f"{name}: {result[name]['tflops']:.1f} TFLOP/s"
+            + (f" (output correct: {result[name]['correct']})" if "correct" in result[name] else "")
+        )
     if result["copy"]:
         print(f"copy: {result['copy']['gbps']:.0f} GB/s")
     return 0 if all(result[k]["correct"] for k in ("mma_bf16", "mma_fp16")) else 1
@@ -419,8 +532,11 @@ def cmd_asm(args) -> int:
     if args.json_out:
         from .measure.provenance import provenance, write_measurement
 
-        write_measurement(args.json_out, json.dumps({"rows": rows, "problems": problems}, indent=1),
-                          provenance({"what": "PTX of the timing and counting builds"}))
+        write_measurement(
+            args.json_out,
+            json.dumps({"rows": rows, "problems": problems}, indent=1),
+            provenance({"what": "PTX of the timing and counting builds"}),
+        )
     return 1 if problems else 0
 
 
@@ -441,18 +557,37 @@ def cmd_model_vs_ncu(args) -> int:
         raise UsageError(str(e)) from None
     import hashlib
 
-    source = {"profile": os.path.basename(profile),
-              "profile_sha256": hashlib.sha256(open(profile, "rb").read()).hexdigest()}
+    source = {
+        "profile": os.path.basename(profile),
+        "profile_sha256": hashlib.sha256(open(profile, "rb").read()).hexdigest(),
+    }
     if os.path.isfile(sidecar_path(profile)):
         with open(sidecar_path(profile)) as f:
             source["profile_run_id"] = json.load(f).get("run_id")
-    write_measurement(out, frame.to_csv(index=False, lineterminator="\n"),
-                      provenance({"what": "computed, not measured: simlib.physical.model_vs_ncu.compare of "
-                                          "the profile", **source}, gpu=False))
+    write_measurement(
+        out,
+        frame.to_csv(index=False, lineterminator="\n"),
+        provenance(
+            {"what": "computed, not measured: simlib.physical.model_vs_ncu.compare of the profile", **source},
+            gpu=False,
+        ),
+    )
     targets = frame[frame["target"]]
-    print(f"wrote {out} ({len(frame)} rows); targets met: {int(targets['within_5pct'].sum())} of {len(targets)}")
+    print(
+        f"wrote {out} ({len(frame)} rows); targets met: {int(targets['within_5pct'].sum())} of {len(targets)}"
+    )
     return 0
 
 
-COMMANDS = {"run": cmd_run, "bench": cmd_harness, "compare": cmd_harness, "tune": cmd_tune, "ncu": cmd_ncu,
-            "launch": cmd_launch, "profile": cmd_profile, "asm": cmd_asm, "ceilings": cmd_ceilings, "model-vs-ncu": cmd_model_vs_ncu}
+COMMANDS = {
+    "run": cmd_run,
+    "bench": cmd_harness,
+    "compare": cmd_harness,
+    "tune": cmd_tune,
+    "ncu": cmd_ncu,
+    "launch": cmd_launch,
+    "profile": cmd_profile,
+    "asm": cmd_asm,
+    "ceilings": cmd_ceilings,
+    "model-vs-ncu": cmd_model_vs_ncu,
+}

@@ -71,6 +71,7 @@ LN2 = 0.6931471805599453
 # consecutive floats at a flat index that must be a multiple of 4 (16-byte aligned). Under the
 # simulator the kernel gets the plain Python versions below instead.
 
+
 def _ld4_py(arr, idx):
     return arr[idx], arr[idx + 1], arr[idx + 2], arr[idx + 3]
 
@@ -117,7 +118,9 @@ def _async_intrinsics():
                 fnty,
                 "{ .reg .u64 sa, ga; cvta.to.shared.u64 sa, $0; cvta.to.global.u64 ga, $1; "
                 "cp.async.cg.shared.global [sa], [ga], 16; }",
-                "l,l,~{memory}", side_effect=True)
+                "l,l,~{memory}",
+                side_effect=True,
+            )
             builder.call(asm, [sptr, gptr])
             return context.get_dummy_value()
 
@@ -349,11 +352,14 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
                 for u in range(UNROLL):
                     for a in range(TM):
                         qf[u, a, 0], qf[u, a, 1], qf[u, a, 2], qf[u, a, 3] = ld4(
-                            sm, q_base + a * (NTY * QSTR) + 4 * (k_out * UNROLL + u))
+                            sm, q_base + a * (NTY * QSTR) + 4 * (k_out * UNROLL + u)
+                        )
                 for b in range(TN):
                     for u in range(UNROLL):
                         k0, k1, k2, k3 = ld4(sm, k_base + b * (NTX * KSTR) + 4 * (k_out * UNROLL + u))
-                        for a in range(TM):  # a chain of 4 FMAs (t + x·y contracts; a sum of products would not)
+                        for a in range(
+                            TM
+                        ):  # a chain of 4 FMAs (t + x·y contracts; a sum of products would not)
                             t = s[a, b] + qf[u, a, 0] * k0
                             t = t + qf[u, a, 1] * k1
                             t = t + qf[u, a, 2] * k2
@@ -423,11 +429,13 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
                 for u in range(UNROLL):
                     for a in range(TM):
                         qf[u, a, 0], qf[u, a, 1], qf[u, a, 2], qf[u, a, 3] = ld4(
-                            sm, p_base + a * (NTY * PSTR) + 4 * (c_out * UNROLL + u))
+                            sm, p_base + a * (NTY * PSTR) + 4 * (c_out * UNROLL + u)
+                        )
                 for uc in range(4 * UNROLL):  # key row 4·(c_out·UNROLL + u) + cc, uc = 4u + cc
                     for gg in range(DG):
                         vr[4 * gg], vr[4 * gg + 1], vr[4 * gg + 2], vr[4 * gg + 3] = ld4(
-                            sm, v_base + (4 * c_out * UNROLL + uc) * VSTR + 4 * NTX * gg)
+                            sm, v_base + (4 * c_out * UNROLL + uc) * VSTR + 4 * NTX * gg
+                        )
                     for a in range(TM):
                         pa = qf[uc // 4, a, uc % 4]
                         for x in range(DX):
@@ -463,9 +471,14 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
             if row < n:
                 inv_l = ONE / l_row
                 for gg in range(DG):
-                    st4(o, (head + row) * D + 4 * tx + 4 * NTX * gg,
-                        acc[a, 4 * gg] * inv_l, acc[a, 4 * gg + 1] * inv_l,
-                        acc[a, 4 * gg + 2] * inv_l, acc[a, 4 * gg + 3] * inv_l)
+                    st4(
+                        o,
+                        (head + row) * D + 4 * tx + 4 * NTX * gg,
+                        acc[a, 4 * gg] * inv_l,
+                        acc[a, 4 * gg + 1] * inv_l,
+                        acc[a, 4 * gg + 2] * inv_l,
+                        acc[a, 4 * gg + 3] * inv_l,
+                    )
                 if COUNTING:
                     n_gw += DX
                 if tx == 0:
@@ -522,7 +535,9 @@ def allow_dynamic_shared(dispatcher, nbytes: int) -> str:
 
         err, func = cbd.cuKernelGetFunction(cufunc.handle)
         if err != cbd.CUresult.CUDA_SUCCESS:
-            raise RuntimeError(f"cuKernelSetAttribute failed ({first!r}); cuKernelGetFunction: {err}") from first
+            raise RuntimeError(
+                f"cuKernelSetAttribute failed ({first!r}); cuKernelGetFunction: {err}"
+            ) from first
         (err,) = cbd.cuFuncSetAttribute(func, attr, int(nbytes))
         if err != cbd.CUresult.CUDA_SUCCESS:
             raise RuntimeError(f"cuFuncSetAttribute: {err}") from first
@@ -561,8 +576,9 @@ class FastPlan(KernelPlan):
 
     def launch(self, q, k, v, o, lse, counters):
         """Flat (1-D) device arrays: q, k, v, o of B·H·N·d floats, lse of B·H·N; no checks, no sync."""
-        self.kernel()[self.grid, self.block, 0, self.config.smem_bytes](q, k, v, o, lse, counters,
-                                                                         self.workload.seq_len)
+        self.kernel()[self.grid, self.block, 0, self.config.smem_bytes](
+            q, k, v, o, lse, counters, self.workload.seq_len
+        )
 
 
 _SMEM_SET = set()
@@ -584,7 +600,9 @@ def resolve_config(head_dim: int, config: FastConfig | None = None) -> FastConfi
 
 def fast_plan(workload: Workload, config: FastConfig | None = None, counting=False) -> FastPlan:
     """The plan for an fp32 self-attention workload (the fast kernel has no GQA, N_q ≠ N_k or mask)."""
-    return FastPlan(workload=workload, config=resolve_config(workload.head_dim, config), counting=bool(counting))
+    return FastPlan(
+        workload=workload, config=resolve_config(workload.head_dim, config), counting=bool(counting)
+    )
 
 
 def plan_fast(q, k, v, *, config: FastConfig | None = None, counting=False) -> FastPlan:

@@ -113,9 +113,7 @@ def matmul_kernel(tile: int, trans_b: bool, counting: bool):
         if COUNTING:
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
-    return jit_named(matmul, (
-        f"matmul_t{T}{'_bt' if TRANS_B else ''}{'_count' if COUNTING else ''}"
-    ))
+    return jit_named(matmul, (f"matmul_t{T}{'_bt' if TRANS_B else ''}{'_count' if COUNTING else ''}"))
 
 
 @functools.cache
@@ -217,9 +215,9 @@ def softmax_kernel(threads: int, per_thread: int, counting: bool, causal: bool =
         if COUNTING:
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
-    return jit_named(softmax, (
-        f"softmax_t{TPB}_per{PER}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
-    ))
+    return jit_named(
+        softmax, (f"softmax_t{TPB}_per{PER}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}")
+    )
 
 
 @dataclass
@@ -239,8 +237,11 @@ class NaivePlan(KernelPlan):
     def kernels(self):
         t, ts, cnt = self.matmul_tile, self.softmax_threads, self.counting
         per = softmax_per_thread(self.workload.nk, ts)
-        return (matmul_kernel(t, True, cnt), softmax_kernel(ts, per, cnt, self.causal),
-                matmul_kernel(t, False, cnt))
+        return (
+            matmul_kernel(t, True, cnt),
+            softmax_kernel(ts, per, cnt, self.causal),
+            matmul_kernel(t, False, cnt),
+        )
 
     def grids(self):
         w = self.workload
@@ -281,8 +282,9 @@ def run_naive(q, k, v, *, matmul_tile=None, softmax_threads=None, count=False, c
     S, P and O are poisoned with NaN before the launches, so an element a kernel fails to write
     propagates to the output as NaN.
     """
-    plan = plan_naive(q, k, v, matmul_tile=matmul_tile, softmax_threads=softmax_threads, counting=count,
-                      causal=causal)
+    plan = plan_naive(
+        q, k, v, matmul_tile=matmul_tile, softmax_threads=softmax_threads, counting=count, causal=causal
+    )
     w = plan.workload
     bh, nq, n, d = w.batch_heads, w.nq, w.nk, w.head_dim
     dq, dk, dv = plan.device_inputs(q, k, v)

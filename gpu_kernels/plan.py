@@ -32,6 +32,8 @@ class KernelPlan:
 
         w = self.workload
         kv_shape = (w.batch * w.n_kv_heads, w.nk, w.head_dim)
-        return (cuda.to_device(np.ascontiguousarray(q).reshape(w.batch_heads, w.nq, w.head_dim)),
-                cuda.to_device(np.ascontiguousarray(k).reshape(kv_shape)),
-                cuda.to_device(np.ascontiguousarray(v).reshape(kv_shape)))
+        return (
+            cuda.to_device(np.ascontiguousarray(q).reshape(w.batch_heads, w.nq, w.head_dim)),
+            cuda.to_device(np.ascontiguousarray(k).reshape(kv_shape)),
+            cuda.to_device(np.ascontiguousarray(v).reshape(kv_shape)),
+        )

@@ -16,8 +16,10 @@ def repeat_kv(q, k, v):
     k, v = np.asarray(k), np.asarray(v)
     h, hkv = np.shape(q)[1], k.shape[1]
     if k.shape != v.shape or h % hkv:
-        raise ValueError(f"k, v must have equal shapes with heads dividing q's; got q {np.shape(q)}, "
-                         f"k {k.shape}, v {v.shape}")
+        raise ValueError(
+            f"k, v must have equal shapes with heads dividing q's; got q {np.shape(q)}, "
+            f"k {k.shape}, v {v.shape}"
+        )
     if hkv == h:
         return k, v
     return np.repeat(k, h // hkv, axis=1), np.repeat(v, h // hkv, axis=1)

@@ -52,15 +52,18 @@ from .timers import block_clocks
 
 
 @functools.cache
-def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, causal: bool = False,
-               trace: bool = False):
+def fa2_kernel(
+    head_dim: int, block_rows: int, block_cols: int, counting: bool, causal: bool = False, trace: bool = False
+):
     """Compile-time shapes: one kernel per (d, Br, Bc, counting, causal, trace).
 
     ``trace`` (a diagnostic, benchmarks/h200_diagnostics.py): thread 0 of each block records its SM
     and the GPU clock at its start and end in ``counters[4 + 3·block + 0, 1, 2]`` (block = bh·Tr + i),
     so the caller passes an int64 array of 4 + 3·blocks. Off, the branches vanish like COUNTING's."""
     D, BR, BC = head_dim, block_rows, block_cols
-    QS_COLS, SS_COLS = tiled_layout(BR, BC, D)  # padded rows (simlib.kernel_layout); plain constants for numba
+    QS_COLS, SS_COLS = tiled_layout(
+        BR, BC, D
+    )  # padded rows (simlib.kernel_layout); plain constants for numba
     COUNTING = counting
     CAUSAL = causal  # a closure constant like COUNTING: `if CAUSAL:` vanishes from the plain build
     TRACE = trace
@@ -226,10 +229,13 @@ def fa2_kernel(head_dim: int, block_rows: int, block_cols: int, counting: bool, 
         if COUNTING:  # one atomic per counter per thread
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
-    return jit_named(fa2_forward, (
-        f"fa2_forward_d{D}_br{BR}_bc{BC}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
-        f"{'_trace' if TRACE else ''}"
-    ))
+    return jit_named(
+        fa2_forward,
+        (
+            f"fa2_forward_d{D}_br{BR}_bc{BC}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
+            f"{'_trace' if TRACE else ''}"
+        ),
+    )
 
 
 @dataclass
@@ -258,8 +264,9 @@ class TiledPlan(KernelPlan):
         return (self.block_rows,)
 
     def kernel(self):
-        return fa2_kernel(self.workload.head_dim, self.block_rows, self.block_cols, self.counting, self.causal,
-                          self.trace)
+        return fa2_kernel(
+            self.workload.head_dim, self.block_rows, self.block_cols, self.counting, self.causal, self.trace
+        )
 
     def launch(self, q, k, v, o, lse, counters):
         """Device arrays viewed as q, o (B·H, N_q, d), k, v (B·H_kv, N, d), lse (B·H, N_q); no

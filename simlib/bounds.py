@@ -15,6 +15,7 @@
 >>> compulsory_bytes(w), round(saha_ye_elements(w, 98304))
 (2097152, 699051)
 """
+
 import math
 
 from .workload import Workload
@@ -33,7 +34,9 @@ def compulsory_bytes(workload: Workload) -> int:
 def saha_ye_elements(workload: Workload, sram_elements: int) -> float:
     """min(N²d²/M, N²d/√M) per head × B·H (asymptotic, constant taken as 1); M ≥ 1 element."""
     if isinstance(sram_elements, bool) or not isinstance(sram_elements, int) or sram_elements < 1:
-        raise ValueError(f"sram: the Saha–Ye bound needs at least one element of SRAM, got M = {sram_elements!r}")
+        raise ValueError(
+            f"sram: the Saha–Ye bound needs at least one element of SRAM, got M = {sram_elements!r}"
+        )
     pairs, d, m = workload.nq * workload.nk, workload.head_dim, sram_elements
     return min(pairs * d * d / m, pairs * d / math.sqrt(m)) * workload.batch_heads
 

@@ -7,6 +7,7 @@ Each returns an argparse `type` whose error becomes one line, "argument --flag: 
 >>> pair_type("--threads", many=False)("32x8"), size_type("--sram", many=False)("192KiB")
 ((32, 8), 196608)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,6 +34,7 @@ def positive_int(text: str, name: str = "value", maximum: int | None = None) -> 
 
 def int_type(name: str, maximum: int | None, many: bool) -> Callable[[str], Any]:
     """argparse type: one positive int, or (many) '64', '256,1024' or '256:4096' (doubling)."""
+
     def one(text: str) -> int:
         return positive_int(text, name, maximum)
 
@@ -62,6 +64,7 @@ def size_type(name: str, many: bool) -> Callable[[str], Any]:
             return parse_size(text, name)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
+
     return parse
 
 
@@ -77,9 +80,11 @@ def pair_type(name: str, many: bool) -> Callable[[str], Any]:
 
 def key_type(folder: str) -> Callable[[str], str]:
     """A preset key of data/<folder>, looked up by key only (no paths): the valid keys are listed otherwise."""
+
     def parse(text: str) -> str:
         try:
             return presets.checked_key(folder, text, "the preset key")
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
+
     return parse

@@ -13,6 +13,7 @@ Errors: bad input exits 2 with one line on stderr naming the parameter, before a
 (output files are checked first) and with nothing on stdout; an OSError or MemoryError exits 1,
 Ctrl-C exits 130, each with one line on stderr and no traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,21 +75,37 @@ def _add_common(p: argparse.ArgumentParser, many: bool) -> None:
     else:
         p.add_argument("--algorithm", required=True, choices=ALGORITHMS, help=algo_help)
     lists = ": list or START:STOP (doubling)" if many else ""
-    p.add_argument("--seq-len", type=int_type("--seq-len", MAX_SEQ_LEN, many), required=True, help="N" + lists)
-    p.add_argument("--head-dim", type=int_type("--head-dim", MAX_HEAD_DIM, many), required=True, help="d" + lists)
+    p.add_argument(
+        "--seq-len", type=int_type("--seq-len", MAX_SEQ_LEN, many), required=True, help="N" + lists
+    )
+    p.add_argument(
+        "--head-dim", type=int_type("--head-dim", MAX_HEAD_DIM, many), required=True, help="d" + lists
+    )
     p.add_argument("--batch", type=int_type("--batch", MAX_BATCH_HEADS, many), default=[1] if many else 1)
     p.add_argument("--heads", type=int_type("--heads", MAX_BATCH_HEADS, many), default=[1] if many else 1)
-    p.add_argument("--kv-heads", type=int_type("--kv-heads", MAX_BATCH_HEADS, many),
-                   help="GQA/MQA: K/V heads, dividing --heads (default: --heads)")
-    p.add_argument("--query-len", type=int_type("--query-len", MAX_SEQ_LEN, many),
-                   help="queries per head (decode: new tokens; default: --seq-len)")
+    p.add_argument(
+        "--kv-heads",
+        type=int_type("--kv-heads", MAX_BATCH_HEADS, many),
+        help="GQA/MQA: K/V heads, dividing --heads (default: --heads)",
+    )
+    p.add_argument(
+        "--query-len",
+        type=int_type("--query-len", MAX_SEQ_LEN, many),
+        help="queries per head (decode: new tokens; default: --seq-len)",
+    )
     p.add_argument("--dtype", default="fp16", choices=tuple(DTYPE_BYTES))
     p.add_argument("--causal", action="store_true", help="causal mask (fully masked tiles are skipped)")
-    p.add_argument("--sram", type=size_type("--sram", many),
-                   help="SRAM bytes for the tiling, e.g. 196608 or 192KiB (wins over --gpu's)"
-                   + (" (comma list)" if many else ""))
-    p.add_argument("--gpu", type=key_type("hardware"),
-                   help=f"hardware preset ({', '.join(preset_keys())}): its SRAM per block and a roofline")
+    p.add_argument(
+        "--sram",
+        type=size_type("--sram", many),
+        help="SRAM bytes for the tiling, e.g. 196608 or 192KiB (wins over --gpu's)"
+        + (" (comma list)" if many else ""),
+    )
+    p.add_argument(
+        "--gpu",
+        type=key_type("hardware"),
+        help=f"hardware preset ({', '.join(preset_keys())}): its SRAM per block and a roofline",
+    )
     for param in all_parameters().values():
         schedule_flag(p, param, many)
     p.add_argument("--trace", action="store_true", help="walk the loop nest instead of the closed form")
@@ -103,21 +120,36 @@ def build_parser() -> Parser:
     p_sweep = sub.add_parser("sweep", help="traffic over lists/ranges of N, d, SRAM or blocks")
     _add_common(p_sweep, many=True)
     p_sweep.add_argument("--csv", help="write CSV to this file ('-' for stdout) instead of a table")
-    p_kv = sub.add_parser("kvcache", help="weights + KV cache of a model on a GPU: the longest context that fits")
-    p_kv.add_argument("--model", required=True, type=key_type("models"),
-                      help=f"one of {', '.join(model_keys())}")
+    p_kv = sub.add_parser(
+        "kvcache", help="weights + KV cache of a model on a GPU: the longest context that fits"
+    )
+    p_kv.add_argument(
+        "--model", required=True, type=key_type("models"), help=f"one of {', '.join(model_keys())}"
+    )
     memory = p_kv.add_mutually_exclusive_group(required=True)
-    memory.add_argument("--gpu-memory", type=size_type("--gpu-memory", False), help="GPU memory, e.g. 16GiB or 16GB")
-    memory.add_argument("--gpu", type=key_type("hardware"), help="a hardware preset whose HBM capacity to use")
+    memory.add_argument(
+        "--gpu-memory", type=size_type("--gpu-memory", False), help="GPU memory, e.g. 16GiB or 16GB"
+    )
+    memory.add_argument(
+        "--gpu", type=key_type("hardware"), help="a hardware preset whose HBM capacity to use"
+    )
     p_kv.add_argument("--batch", type=int_type("--batch", MAX_BATCH_HEADS, False), default=1)
     p_kv.add_argument("--weight-dtype", default="fp16", choices=tuple(WEIGHT_BYTES))
     p_kv.add_argument("--kv-dtype", default="fp16", choices=tuple(DTYPE_BYTES))
     p_kv.add_argument("--reserve", default="0", help="memory set aside for activations and the CUDA context")
     p_kv.add_argument("--json", action="store_true")
-    p_fig = sub.add_parser("figure2", help="Figure 2 (left) of the FlashAttention paper: HBM GB, model vs paper")
-    p_fig.add_argument("--sram", type=size_type("--sram", False), default=192 * 1024,
-                       help="SRAM for FlashAttention's blocks (default: the paper's 192 KB)")
-    p_fig.add_argument("--json", action="store_true", help="the figure, every term, FLOPs and the H200 run as JSON")
+    p_fig = sub.add_parser(
+        "figure2", help="Figure 2 (left) of the FlashAttention paper: HBM GB, model vs paper"
+    )
+    p_fig.add_argument(
+        "--sram",
+        type=size_type("--sram", False),
+        default=192 * 1024,
+        help="SRAM for FlashAttention's blocks (default: the paper's 192 KB)",
+    )
+    p_fig.add_argument(
+        "--json", action="store_true", help="the figure, every term, FLOPs and the H200 run as JSON"
+    )
     p_claims = sub.add_parser("claims", help="every claim of the posts: model, paper, H200, verdict")
     p_claims.add_argument("--json", action="store_true", help="every field of every claim as JSON")
     add_energy_command(sub, _add_common)
@@ -133,22 +165,43 @@ def sram_source(schedule_sram: str, sram: int | None, hardware: Hardware | None)
     return f"{hardware.key} preset (shared memory per block)" if hardware is not None else None
 
 
-def evaluate(algorithm: str, workload: Workload, sram: int | None, hardware: Hardware | None,
-             options: dict[str, object], trace: bool) -> tuple[Result, dict[str, Any]]:
+def evaluate(
+    algorithm: str,
+    workload: Workload,
+    sram: int | None,
+    hardware: Hardware | None,
+    options: dict[str, object],
+    trace: bool,
+) -> tuple[Result, dict[str, Any]]:
     """count() plus bounds and (with a preset) the roofline, as one flat dict."""
     schedule = schedule_of(algorithm)
     used = None if schedule.sram == "unused" else sram
-    result = count(algorithm, workload, sram_bytes=used, hardware=hardware,
-                   method="trace" if trace else "closed", **options)
+    result = count(
+        algorithm,
+        workload,
+        sram_bytes=used,
+        hardware=hardware,
+        method="trace" if trace else "closed",
+        **options,
+    )
     row = result.to_dict()
     row["sram_source"] = sram_source(schedule.sram, sram, hardware)
     row["compulsory_hbm_bytes"] = compulsory_bytes(workload)
-    row["saha_ye_bytes_asymptotic"] = saha_ye_bytes(workload, result.sram_bytes) if result.sram_bytes else None
+    row["saha_ye_bytes_asymptotic"] = (
+        saha_ye_bytes(workload, result.sram_bytes) if result.sram_bytes else None
+    )
     if hardware:
         roof = roofline(result, hardware)
-        row.update(gpu=hardware.key, roofline_s=roof.time_s, compute_s=roof.compute_s,
-                   hbm_s=roof.level_s.get("HBM"), sram_s=roof.level_s.get("SRAM"), bound=roof.bound,
-                   arithmetic_intensity=roof.arithmetic_intensity, ridge_point=roof.ridge_point)
+        row.update(
+            gpu=hardware.key,
+            roofline_s=roof.time_s,
+            compute_s=roof.compute_s,
+            hbm_s=roof.level_s.get("HBM"),
+            sram_s=roof.level_s.get("SRAM"),
+            bound=roof.bound,
+            arithmetic_intensity=roof.arithmetic_intensity,
+            ridge_point=roof.ridge_point,
+        )
     return result, row
 
 
@@ -156,8 +209,11 @@ def options_of(args: argparse.Namespace, algorithm: str, only_applicable: bool) 
     """The schedule keywords from the flags; with `only_applicable`, those the algorithm takes."""
     schedule = schedule_of(algorithm)
     names = all_parameters()
-    return {name: getattr(args, name) for name in names
-            if not only_applicable or schedule.parameter(name) is not None}
+    return {
+        name: getattr(args, name)
+        for name in names
+        if not only_applicable or schedule.parameter(name) is not None
+    }
 
 
 def fmt_bytes(n: int) -> str:
@@ -174,13 +230,18 @@ def fmt_bytes(n: int) -> str:
 
 def print_count(result: Result, row: dict[str, Any]) -> None:
     w = result.workload
-    print(f"{result.algorithm}: N={w.seq_len} d={w.head_dim} B={w.batch} H={w.heads} {w.dtype} "
-          f"({w.element_bytes} B/element, row statistics fp32)"
-          + (f", kv_heads={w.n_kv_heads}" if w.group > 1 else "") + (f", queries={w.nq}" if w.nq != w.nk else "")
-          + (", causal" if w.causal else ""))
+    print(
+        f"{result.algorithm}: N={w.seq_len} d={w.head_dim} B={w.batch} H={w.heads} {w.dtype} "
+        f"({w.element_bytes} B/element, row statistics fp32)"
+        + (f", kv_heads={w.n_kv_heads}" if w.group > 1 else "")
+        + (f", queries={w.nq}" if w.nq != w.nk else "")
+        + (", causal" if w.causal else "")
+    )
     if result.sram_bytes:
-        print(f"SRAM {result.sram_bytes:,} B → M = {result.sram_bytes // w.element_bytes:,} elements "
-              f"[{row['sram_source']}]")
+        print(
+            f"SRAM {result.sram_bytes:,} B → M = {result.sram_bytes // w.element_bytes:,} elements "
+            f"[{row['sram_source']}]"
+        )
     print(result.mapping.summary())
     ws = result.working_set
     if ws is not None and ws.items:
@@ -188,46 +249,81 @@ def print_count(result: Result, row: dict[str, Any]) -> None:
         print(f"on chip per thread block: SRAM {ws.bytes('SRAM'):,} B{of} ({ws.describe('SRAM')})")
         registers = load_preset(row["gpu"]).register_file_bytes if row.get("gpu") else None
         if ws.bytes("registers"):
-            print(f"  registers {ws.bytes('registers'):,} B ({ws.describe('registers')})"
-                  + (f" of {row['gpu']}'s {registers:,} B per SM" if registers else ""))
+            print(
+                f"  registers {ws.bytes('registers'):,} B ({ws.describe('registers')})"
+                + (f" of {row['gpu']}'s {registers:,} B per SM" if registers else "")
+            )
     elif ws is not None and ws.note:
         print(f"on chip: {ws.note}")
     if result.sram_overshoot_bytes and result.sram_bytes:
-        print(f"  the paper's tile rule overshoots M: {result.sram_overshoot_bytes:,} B more than sram_bytes "
-              f"({result.sram_overshoot_bytes / result.sram_bytes:.1%}); counted as the paper counts it")
+        print(
+            f"  the paper's tile rule overshoots M: {result.sram_overshoot_bytes:,} B more than sram_bytes "
+            f"({result.sram_overshoot_bytes / result.sram_bytes:.1%}); counted as the paper counts it"
+        )
     if result.register_overshoot_bytes:
-        print(f"  the paper's tile rule overshoots the register file by {result.register_overshoot_bytes:,} B")
-    for key in ("hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "sram_read_bytes", "sram_write_bytes",
-                "compulsory_hbm_bytes"):
+        print(
+            f"  the paper's tile rule overshoots the register file by {result.register_overshoot_bytes:,} B"
+        )
+    for key in (
+        "hbm_read_bytes",
+        "hbm_write_bytes",
+        "hbm_bytes",
+        "sram_read_bytes",
+        "sram_write_bytes",
+        "compulsory_hbm_bytes",
+    ):
         print(f"  {key:<24}{fmt_bytes(row[key])}")
     if row["saha_ye_bytes_asymptotic"]:
-        print(f"  {'saha_ye (asymptotic)':<24}{fmt_bytes(int(row['saha_ye_bytes_asymptotic']))}  "
-              "min(N²d²/M, N²d/√M), constant 1")
+        print(
+            f"  {'saha_ye (asymptotic)':<24}{fmt_bytes(int(row['saha_ye_bytes_asymptotic']))}  "
+            "min(N²d²/M, N²d/√M), constant 1"
+        )
     print(f"  {'flops':<24}{row['flops']:,}  (performed; useful forward FLOPs {row['useful_flops']:,})")
     if "roofline_s" in row:
-        print(f"roofline on {row['gpu']}: {row['roofline_s'] * 1e3:.3f} ms, {row['bound']} bound "
-              f"(compute {row['compute_s'] * 1e3:.3f} ms, HBM {row['hbm_s'] * 1e3:.3f} ms); "
-              f"intensity {row['arithmetic_intensity']:.1f} FLOP/B vs ridge {row['ridge_point']:.1f}")
+        print(
+            f"roofline on {row['gpu']}: {row['roofline_s'] * 1e3:.3f} ms, {row['bound']} bound "
+            f"(compute {row['compute_s'] * 1e3:.3f} ms, HBM {row['hbm_s'] * 1e3:.3f} ms); "
+            f"intensity {row['arithmetic_intensity']:.1f} FLOP/B vs ridge {row['ridge_point']:.1f}"
+        )
         if row.get("sram_s"):
-            print(f"  SRAM traffic would take {row['sram_s'] * 1e3:.3f} ms at the preset's shared-memory bandwidth; "
-                  "not binding: SRAM bytes count per-thread accesses (docs/COUNTING.md), an upper bound")
+            print(
+                f"  SRAM traffic would take {row['sram_s'] * 1e3:.3f} ms at the preset's shared-memory bandwidth; "
+                "not binding: SRAM bytes count per-thread accesses (docs/COUNTING.md), an upper bound"
+            )
     print("\nper tensor (bytes, all heads):")
     table = result.table()
-    print(table.pivot_table(index=["level", "tensor"], columns="op", values="bytes", aggfunc="sum",
-                            fill_value=0).to_string())
+    print(
+        table.pivot_table(
+            index=["level", "tensor"], columns="op", values="bytes", aggfunc="sum", fill_value=0
+        ).to_string()
+    )
 
 
 def workload_of(args: argparse.Namespace) -> Workload:
-    return Workload(args.seq_len, args.head_dim, args.batch, args.heads, args.dtype,
-                    kv_heads=args.kv_heads, causal=args.causal, query_len=args.query_len)
+    return Workload(
+        args.seq_len,
+        args.head_dim,
+        args.batch,
+        args.heads,
+        args.dtype,
+        kv_heads=args.kv_heads,
+        causal=args.causal,
+        query_len=args.query_len,
+    )
 
 
 def run_count(args: argparse.Namespace) -> None:
     if args.sram is not None and schedule_of(args.algorithm).sram == "unused":
         raise ValueError(f"--sram does not apply to {args.algorithm} (it uses no shared-memory tiles)")
     hardware = load_preset(args.gpu) if args.gpu else None
-    result, row = evaluate(args.algorithm, workload_of(args), args.sram, hardware,
-                           options_of(args, args.algorithm, only_applicable=False), args.trace)
+    result, row = evaluate(
+        args.algorithm,
+        workload_of(args),
+        args.sram,
+        hardware,
+        options_of(args, args.algorithm, only_applicable=False),
+        args.trace,
+    )
     if args.json:
         print(json.dumps(row))
     else:
@@ -238,10 +334,20 @@ def sweep_configs(args: argparse.Namespace, algorithms: list[str]) -> list[tuple
     """Every (algorithm, workload fields, sram, parameter values) of the sweep, checked for size."""
     none: list[Any] = [None]
     names = list(all_parameters())
-    axes = [algorithms, args.seq_len, args.head_dim, args.batch, args.heads, args.kv_heads or none,
-            args.query_len or none, args.sram or none]
-    axes += [getattr(args, name) if isinstance(getattr(args, name), list) else [getattr(args, name)]
-             for name in names]
+    axes = [
+        algorithms,
+        args.seq_len,
+        args.head_dim,
+        args.batch,
+        args.heads,
+        args.kv_heads or none,
+        args.query_len or none,
+        args.sram or none,
+    ]
+    axes += [
+        getattr(args, name) if isinstance(getattr(args, name), list) else [getattr(args, name)]
+        for name in names
+    ]
     total = 1
     for axis in axes:
         total *= len(axis)
@@ -266,13 +372,25 @@ def run_sweep(args: argparse.Namespace) -> None:
         options = {k: v for k, v in given.items() if schedule_of(algo).parameter(k) is not None}
         try:
             rows.append(evaluate(algo, workload, sram, hardware, options, args.trace)[1])
-        except DoesNotFit as exc:       # a tile that does not fit: a row marked infeasible, not a stop
-            rows.append({"algorithm": algo, "seq_len": n, "head_dim": d, "batch": b, "heads": h,
-                         "kv_heads": workload.n_kv_heads, "query_len": workload.nq, "causal": args.causal,
-                         "dtype": args.dtype, "sram_bytes": sram if sram is not None else
-                         (hardware.sram_bytes if hardware else None), **options, "infeasible": str(exc)})
+        except DoesNotFit as exc:  # a tile that does not fit: a row marked infeasible, not a stop
+            rows.append(
+                {
+                    "algorithm": algo,
+                    "seq_len": n,
+                    "head_dim": d,
+                    "batch": b,
+                    "heads": h,
+                    "kv_heads": workload.n_kv_heads,
+                    "query_len": workload.nq,
+                    "causal": args.causal,
+                    "dtype": args.dtype,
+                    "sram_bytes": sram if sram is not None else (hardware.sram_bytes if hardware else None),
+                    **options,
+                    "infeasible": str(exc),
+                }
+            )
     frame = pd.DataFrame(rows).drop_duplicates()
-    for col in frame.columns:          # integer columns with gaps stay integers (not 232448.0)
+    for col in frame.columns:  # integer columns with gaps stay integers (not 232448.0)
         values = [row[col] for row in rows if row.get(col) is not None]
         if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             frame[col] = frame[col].astype("Int64")
@@ -281,9 +399,28 @@ def run_sweep(args: argparse.Namespace) -> None:
     elif args.csv:
         write_atomic(args.csv, frame.to_csv(index=False))
     else:
-        cols = [c for c in ("algorithm", "seq_len", "head_dim", "batch", "heads", "sram_bytes", "block_rows",
-                            "block_cols", "tile_rule", "hbm_bytes", "sram_read_bytes", "sram_write_bytes", "flops",
-                            "roofline_s", "bound", "infeasible") if c in frame]
+        cols = [
+            c
+            for c in (
+                "algorithm",
+                "seq_len",
+                "head_dim",
+                "batch",
+                "heads",
+                "sram_bytes",
+                "block_rows",
+                "block_cols",
+                "tile_rule",
+                "hbm_bytes",
+                "sram_read_bytes",
+                "sram_write_bytes",
+                "flops",
+                "roofline_s",
+                "bound",
+                "infeasible",
+            )
+            if c in frame
+        ]
         print(frame[cols].to_string(index=False))
 
 
@@ -292,19 +429,33 @@ def run_kvcache(args: argparse.Namespace) -> None:
     gpu_bytes = load_preset(args.gpu).level("HBM").capacity_bytes if args.gpu else args.gpu_memory
     reserve = 0 if args.reserve.strip() == "0" else parse_size(args.reserve, "--reserve")
     tokens = max_context(model, gpu_bytes, args.batch, args.weight_dtype, args.kv_dtype, reserve)
-    row = {"model": model.key, "params": model.params, "gpu_bytes": gpu_bytes, "batch": args.batch,
-           "weight_dtype": args.weight_dtype, "kv_dtype": args.kv_dtype, "reserve_bytes": reserve,
-           "weight_bytes": model.weight_bytes(args.weight_dtype),
-           "kv_bytes_per_token": model.kv_bytes_per_token(args.kv_dtype), "max_context_tokens": tokens,
-           "model_max_position": model.max_position_embeddings}
+    row = {
+        "model": model.key,
+        "params": model.params,
+        "gpu_bytes": gpu_bytes,
+        "batch": args.batch,
+        "weight_dtype": args.weight_dtype,
+        "kv_dtype": args.kv_dtype,
+        "reserve_bytes": reserve,
+        "weight_bytes": model.weight_bytes(args.weight_dtype),
+        "kv_bytes_per_token": model.kv_bytes_per_token(args.kv_dtype),
+        "max_context_tokens": tokens,
+        "model_max_position": model.max_position_embeddings,
+    }
     if args.json:
         print(json.dumps(row))
         return
-    print(f"{model.name}: {model.params:,} parameters → weights {fmt_bytes(row['weight_bytes'])} in {args.weight_dtype}")
-    print(f"KV cache: 2·{model.num_hidden_layers} layers·{model.num_key_value_heads} kv_heads·{model.head_dim}·"
-          f"{DTYPE_BYTES[args.kv_dtype]} B = {row['kv_bytes_per_token']:,} B per token")
-    print(f"GPU memory {fmt_bytes(gpu_bytes)}, reserve {fmt_bytes(reserve)}, batch {args.batch}: "
-          f"longest context that fits = {tokens:,} tokens (the model was trained to {model.max_position_embeddings:,})")
+    print(
+        f"{model.name}: {model.params:,} parameters → weights {fmt_bytes(row['weight_bytes'])} in {args.weight_dtype}"
+    )
+    print(
+        f"KV cache: 2·{model.num_hidden_layers} layers·{model.num_key_value_heads} kv_heads·{model.head_dim}·"
+        f"{DTYPE_BYTES[args.kv_dtype]} B = {row['kv_bytes_per_token']:,} B per token"
+    )
+    print(
+        f"GPU memory {fmt_bytes(gpu_bytes)}, reserve {fmt_bytes(reserve)}, batch {args.batch}: "
+        f"longest context that fits = {tokens:,} tokens (the model was trained to {model.max_position_embeddings:,})"
+    )
 
 
 def run_figure2(args: argparse.Namespace) -> None:
@@ -317,8 +468,14 @@ def run_claims(args: argparse.Namespace) -> None:
     print_claims(args.json)
 
 
-COMMANDS = {"count": run_count, "sweep": run_sweep, "kvcache": run_kvcache, "figure2": run_figure2,
-            "claims": run_claims, "energy": run_energy_command}
+COMMANDS = {
+    "count": run_count,
+    "sweep": run_sweep,
+    "kvcache": run_kvcache,
+    "figure2": run_figure2,
+    "claims": run_claims,
+    "energy": run_energy_command,
+}
 
 
 def _quiet_stdout() -> None:
@@ -337,12 +494,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:            # `python -m simlib ... | head`: the reader left; no traceback
+    except BrokenPipeError:  # `python -m simlib ... | head`: the reader left; no traceback
         _quiet_stdout()
         return 1
-    except OSError as exc:             # a full disk, /dev/full, a file that vanished
+    except OSError as exc:  # a full disk, /dev/full, a file that vanished
         _quiet_stdout()
-        print(f"error: {exc.strerror or exc}" + (f": {exc.filename!r}" if exc.filename else ""), file=sys.stderr)
+        print(
+            f"error: {exc.strerror or exc}" + (f": {exc.filename!r}" if exc.filename else ""), file=sys.stderr
+        )
         return 1
     except MemoryError:
         print("error: out of memory (try a smaller --seq-len or the closed form)", file=sys.stderr)

@@ -7,6 +7,7 @@ parameters it takes, builds its mapping and counts; `Result` serialises whatever
 >>> r.block_rows, r.block_cols, r.hbm_read_bytes, r.hbm_write_bytes     # README's worked example
 (64, 384, 12943360, 6684672)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,12 +58,12 @@ class Result:
 
     algorithm: str
     workload: Workload
-    sram_bytes: int | None       # the SRAM size the schedule used (None: not given or not used)
-    mapping: Mapping             # the schedule's own mapping (tiles, threads, splits, ...)
-    traffic: Traffic             # per unit of work (batch·head), in elements
-    working_set: WorkingSet | None = None     # what one thread block holds on chip (None: not modelled)
-    sram_overshoot_bytes: int | None = None   # bytes the paper's tile rule needs beyond sram_bytes
-    register_overshoot_bytes: int | None = None   # ... beyond the preset's register file per SM
+    sram_bytes: int | None  # the SRAM size the schedule used (None: not given or not used)
+    mapping: Mapping  # the schedule's own mapping (tiles, threads, splits, ...)
+    traffic: Traffic  # per unit of work (batch·head), in elements
+    working_set: WorkingSet | None = None  # what one thread block holds on chip (None: not modelled)
+    sram_overshoot_bytes: int | None = None  # bytes the paper's tile rule needs beyond sram_bytes
+    register_overshoot_bytes: int | None = None  # ... beyond the preset's register file per SM
 
     @property
     def schedule(self) -> Schedule:
@@ -147,23 +148,34 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         w = self.workload
         return {
-            "algorithm": self.algorithm, "seq_len": w.seq_len, "head_dim": w.head_dim,
-            "batch": w.batch, "heads": w.heads, "kv_heads": w.n_kv_heads, "query_len": w.nq,
-            "causal": w.causal, "dtype": w.dtype, "sram_bytes": self.sram_bytes,
+            "algorithm": self.algorithm,
+            "seq_len": w.seq_len,
+            "head_dim": w.head_dim,
+            "batch": w.batch,
+            "heads": w.heads,
+            "kv_heads": w.n_kv_heads,
+            "query_len": w.nq,
+            "causal": w.causal,
+            "dtype": w.dtype,
+            "sram_bytes": self.sram_bytes,
             **self.mapping_fields(),
             "onchip_sram_bytes": self.working_set.bytes("SRAM") if self.working_set else None,
             "onchip_register_bytes": self.working_set.bytes("registers") if self.working_set else None,
             "sram_overshoot_bytes": self.sram_overshoot_bytes,
             "register_overshoot_bytes": self.register_overshoot_bytes,
-            "hbm_read_bytes": self.hbm_read_bytes, "hbm_write_bytes": self.hbm_write_bytes,
-            "hbm_bytes": self.hbm_bytes, "sram_read_bytes": self.sram_read_bytes,
-            "sram_write_bytes": self.sram_write_bytes, "flops": self.flops,
+            "hbm_read_bytes": self.hbm_read_bytes,
+            "hbm_write_bytes": self.hbm_write_bytes,
+            "hbm_bytes": self.hbm_bytes,
+            "sram_read_bytes": self.sram_read_bytes,
+            "sram_write_bytes": self.sram_write_bytes,
+            "flops": self.flops,
             "useful_flops": self.useful_flops,
         }
 
 
-def build_mapping(schedule: Schedule, workload: Workload, sram_bytes: int | None,
-                  params: dict[str, object]) -> Mapping:
+def build_mapping(
+    schedule: Schedule, workload: Workload, sram_bytes: int | None, params: dict[str, object]
+) -> Mapping:
     """Check every given parameter against the schedule's list and kind, then build its mapping."""
     known = all_parameters()
     for name, value in params.items():
@@ -177,8 +189,9 @@ def build_mapping(schedule: Schedule, workload: Workload, sram_bytes: int | None
     return mapping
 
 
-def check_onchip(schedule: Schedule, workload: Workload, mapping: Mapping, sram: int | None,
-                 hardware: Hardware | None) -> tuple[WorkingSet | None, int | None, int | None]:
+def check_onchip(
+    schedule: Schedule, workload: Workload, mapping: Mapping, sram: int | None, hardware: Hardware | None
+) -> tuple[WorkingSet | None, int | None, int | None]:
     """(working set, SRAM overshoot, register overshoot). Tiles the user (or a kernel's table) chose
     that do not fit are refused, naming them with the bytes needed and available; tiles the paper's
     rule chose are kept as the paper counts them, with how far they overshoot."""
@@ -187,11 +200,22 @@ def check_onchip(schedule: Schedule, workload: Workload, mapping: Mapping, sram:
     ws = schedule.working_set(workload, mapping)
     fields = mapping.as_dict()
     chosen_by_paper = fields.get("tile_rule") == PAPER_RULE
-    given = ", ".join(f"{p.name}={fields[p.name]}" for p in schedule.parameters
-                      if p.kind in ("int", "pair") and fields.get(p.name) is not None) or "its tiles"
-    capacities = (("SRAM", sram, "sram_bytes holds {:,} B"),
-                  ("registers", hardware.register_file_bytes if hardware else None,
-                   f"{hardware.key if hardware else ''}'s register file holds {{:,}} B per SM"))
+    given = (
+        ", ".join(
+            f"{p.name}={fields[p.name]}"
+            for p in schedule.parameters
+            if p.kind in ("int", "pair") and fields.get(p.name) is not None
+        )
+        or "its tiles"
+    )
+    capacities = (
+        ("SRAM", sram, "sram_bytes holds {:,} B"),
+        (
+            "registers",
+            hardware.register_file_bytes if hardware else None,
+            f"{hardware.key if hardware else ''}'s register file holds {{:,}} B per SM",
+        ),
+    )
     overshoots: list[int | None] = []
     for level, capacity, holds in capacities:
         need = ws.bytes(level)
@@ -200,8 +224,10 @@ def check_onchip(schedule: Schedule, workload: Workload, mapping: Mapping, sram:
         elif chosen_by_paper:
             overshoots.append(need - capacity)
         else:
-            raise DoesNotFit(f"{given}: {schedule.name} needs {need:,} B of {level} per thread block "
-                             f"({ws.describe(level)}), {holds.format(capacity)}")
+            raise DoesNotFit(
+                f"{given}: {schedule.name} needs {need:,} B of {level} per thread block "
+                f"({ws.describe(level)}), {holds.format(capacity)}"
+            )
     return ws, overshoots[0], overshoots[1]
 
 
@@ -209,16 +235,27 @@ def check_traceable(schedule: Schedule, workload: Workload, mapping: Mapping) ->
     """Refuse, before it starts, a trace that would allocate or walk too much (or overflow int64)."""
     longest, entries = schedule.trace_size(workload, mapping)
     if workload.nq * workload.nk * workload.head_dim > TRACE_MAX_SCORE_ELEMENTS:
-        raise ValueError(f"method='trace' (--trace): seq_len={workload.seq_len} is too large to trace "
-                         f"(N_q·N_k·d over 2**58 elements); use the closed form")
+        raise ValueError(
+            f"method='trace' (--trace): seq_len={workload.seq_len} is too large to trace "
+            f"(N_q·N_k·d over 2**58 elements); use the closed form"
+        )
     if longest > TRACE_MAX_ARRAY or entries > TRACE_MAX_ENTRIES:
-        raise ValueError(f"method='trace' (--trace): {schedule.name} on seq_len={workload.seq_len} would walk "
-                         f"{entries:,} tiles (arrays of {longest:,}); the limit is {TRACE_MAX_ENTRIES:,} "
-                         f"(arrays of {TRACE_MAX_ARRAY:,}): use the closed form or larger blocks")
+        raise ValueError(
+            f"method='trace' (--trace): {schedule.name} on seq_len={workload.seq_len} would walk "
+            f"{entries:,} tiles (arrays of {longest:,}); the limit is {TRACE_MAX_ENTRIES:,} "
+            f"(arrays of {TRACE_MAX_ARRAY:,}): use the closed form or larger blocks"
+        )
 
 
-def count(algorithm: str, workload: Workload, *, sram_bytes: int | str | None = None,
-          hardware: Hardware | None = None, method: str = "closed", **params: object) -> Result:
+def count(
+    algorithm: str,
+    workload: Workload,
+    *,
+    sram_bytes: int | str | None = None,
+    hardware: Hardware | None = None,
+    method: str = "closed",
+    **params: object,
+) -> Result:
     """Exact HBM and SRAM traffic of `algorithm` on `workload`.
 
     `sram_bytes` (int or a size such as "192KiB") sets the default tiles of the schedules that size

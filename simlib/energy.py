@@ -27,6 +27,7 @@ and 8,625,061,888 SRAM bytes (2·N²·d reads per matmul, thread-level) and does
 >>> [round(e.level_j[lv] * 1e3, 3) for lv in ("HBM", "SRAM")], round(e.compute_j * 1e3, 3), round(e.total_j * 1e3, 3)
 ([4.253, 10.781], 3.221, 18.256)
 """
+
 from __future__ import annotations
 
 import csv
@@ -53,9 +54,14 @@ UNITS = ("tensor_core", "tensor_core_gemm", "fp32_fma")
 DTYPE_UNIT = {"fp16": "tensor_core", "bf16": "tensor_core", "fp32": "fp32_fma"}
 PJ = 1e-12
 #: Micro-benchmark → (table entry, what it calibrates) in energy_calibration_<gpu>.csv.
-BENCH_ENTRY = {"hbm_copy": ("HBM", "byte"), "l2_read": ("L2", "byte"), "smem_read": ("SRAM", "byte"),
-               "fp32_fma": ("fp32_fma", "flop"), "tc_mma": ("tensor_core", "flop"),
-               "tc_matmul": ("tensor_core_gemm", "flop")}
+BENCH_ENTRY = {
+    "hbm_copy": ("HBM", "byte"),
+    "l2_read": ("L2", "byte"),
+    "smem_read": ("SRAM", "byte"),
+    "fp32_fma": ("fp32_fma", "flop"),
+    "tc_mma": ("tensor_core", "flop"),
+    "tc_matmul": ("tensor_core_gemm", "flop"),
+}
 #: The L2 and shared-memory benchmarks add one FP32 instruction (FADD) per 4 bytes loaded; an
 #: FP32 instruction is charged as one FFMA, i.e. 2 FLOPs of the fp32_fma figure.
 FADD_BYTES = 4
@@ -72,12 +78,14 @@ class EnergyTable:
     idle_w: float | None
     sources: dict[str, str]
     measured: bool
-    spread: dict[str, tuple[float, float]] = field(default_factory=dict)   # entry -> (min, max) over repeats
+    spread: dict[str, tuple[float, float]] = field(default_factory=dict)  # entry -> (min, max) over repeats
 
     def byte_cost(self, level: str) -> float:
         value = self.pj_per_byte.get(level)
         if value is None:
-            raise ValueError(f"{self.key} has no energy per {level} byte with a source (data/energy/{self.key}.json)")
+            raise ValueError(
+                f"{self.key} has no energy per {level} byte with a source (data/energy/{self.key}.json)"
+            )
         return value
 
     def flop_cost(self, unit: str) -> float:
@@ -85,7 +93,9 @@ class EnergyTable:
             raise ValueError(f"flop_unit must be one of {', '.join(UNITS)}, got {unit!r}")
         value = self.pj_per_flop.get(unit)
         if value is None:
-            raise ValueError(f"{self.key} has no energy per {unit} FLOP with a source (data/energy/{self.key}.json)")
+            raise ValueError(
+                f"{self.key} has no energy per {unit} FLOP with a source (data/energy/{self.key}.json)"
+            )
         return value
 
     def static_power(self) -> float:
@@ -95,10 +105,14 @@ class EnergyTable:
 
     def frame(self) -> pd.DataFrame:
         """One row per figure: entry, value, unit, min and max over the repeats, source."""
-        rows: list[dict[str, Any]] = [{"entry": k, "value": v, "unit": "pJ/byte"} for k, v in self.pj_per_byte.items()]
+        rows: list[dict[str, Any]] = [
+            {"entry": k, "value": v, "unit": "pJ/byte"} for k, v in self.pj_per_byte.items()
+        ]
         rows += [{"entry": k, "value": v, "unit": "pJ/FLOP"} for k, v in self.pj_per_flop.items()]
-        rows += [{"entry": "static_w", "value": self.static_w, "unit": "W"},
-                 {"entry": "idle_w", "value": self.idle_w, "unit": "W"}]
+        rows += [
+            {"entry": "static_w", "value": self.static_w, "unit": "W"},
+            {"entry": "idle_w", "value": self.idle_w, "unit": "W"},
+        ]
         for r in rows:
             r["min"], r["max"] = self.spread.get(r["entry"], (float("nan"), float("nan")))
             r["source"] = self.sources.get(r["entry"], "")
@@ -138,8 +152,10 @@ def calibrate(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     static = {r["repeat"]: r["watts"] for r in rows if r["bench"] == "static"}
     if not static:
         raise ValueError("calibration has no 'static' rows")
-    out = {"static_w": _stats(list(static.values())),
-           "idle_w": _stats([r["watts"] for r in rows if r["bench"] == "idle"] or [float("nan")])}
+    out = {
+        "static_w": _stats(list(static.values())),
+        "idle_w": _stats([r["watts"] for r in rows if r["bench"] == "idle"] or [float("nan")]),
+    }
     per: dict[str, list[float]] = {}
     for r in rows:
         if r["bench"] in BENCH_ENTRY and r.get("rate_per_s"):
@@ -162,7 +178,9 @@ def load_energy_table(key: str, measured: bool = True) -> EnergyTable:
     """The energy figures of preset `key`: measured ones where data/energy/<key>.json names a
     calibration file (and `measured`), else the published ones. ValueError naming `gpu` if unknown."""
     if not isinstance(key, str) or key not in energy_keys():
-        raise ValueError(f"gpu must be one of {', '.join(energy_keys())} (a preset with energy figures), got {key!r}")
+        raise ValueError(
+            f"gpu must be one of {', '.join(energy_keys())} (a preset with energy figures), got {key!r}"
+        )
     return _load(key, bool(measured))
 
 
@@ -177,9 +195,13 @@ def _load(key: str, measured: bool) -> EnergyTable:
         levels = {lv: cal[lv]["mean"] if lv in cal else None for lv in LEVELS}
         units = {u: cal[u]["mean"] if u in cal else None for u in UNITS}
         spread = {k: (v["min"], v["max"]) for k, v in cal.items()}
-        srcs = {k: f"{where}; {raw['calibration_notes'].get(k, '')}".rstrip("; ") for k in [*levels, *units,
-                                                                                          "static_w", "idle_w"]}
-        return EnergyTable(key, levels, units, cal["static_w"]["mean"], cal["idle_w"]["mean"], srcs, True, spread)
+        srcs = {
+            k: f"{where}; {raw['calibration_notes'].get(k, '')}".rstrip("; ")
+            for k in [*levels, *units, "static_w", "idle_w"]
+        }
+        return EnergyTable(
+            key, levels, units, cal["static_w"]["mean"], cal["idle_w"]["mean"], srcs, True, spread
+        )
     levels = {lv: raw["pj_per_byte"].get(lv) for lv in LEVELS}
     units = {u: raw["pj_per_flop"].get(u) for u in UNITS}
     return EnergyTable(key, levels, units, raw.get("static_w"), raw.get("idle_w"), sources, False)
@@ -189,7 +211,7 @@ def _load(key: str, measured: bool) -> EnergyTable:
 class Energy:
     """Joules of one `count()` result: per traffic row, compute, static; totals per level."""
 
-    rows: pd.DataFrame           # the traffic table plus pj_per_byte and joules
+    rows: pd.DataFrame  # the traffic table plus pj_per_byte and joules
     compute_j: float
     flop_unit: str
     static_j: float
@@ -214,15 +236,25 @@ class Energy:
 
     def frame(self) -> pd.DataFrame:
         """Per (level, op, tensor, phase) joules, then one row for compute and one for static power."""
-        extra = [{"level": "compute", "op": self.flop_unit, "tensor": "", "phase": "matmuls", "joules": self.compute_j},
-                 {"level": "static", "op": "", "tensor": "", "phase": "P_static x t", "joules": self.static_j}]
+        extra = [
+            {
+                "level": "compute",
+                "op": self.flop_unit,
+                "tensor": "",
+                "phase": "matmuls",
+                "joules": self.compute_j,
+            },
+            {"level": "static", "op": "", "tensor": "", "phase": "P_static x t", "joules": self.static_j},
+        ]
         return pd.concat([self.rows, pd.DataFrame(extra)], ignore_index=True)
 
     def summary(self) -> pd.DataFrame:
         """Joules per level (HBM, L2, SRAM), compute and static, and their share of the total."""
         parts = {**self.level_j, "compute": self.compute_j, "static": self.static_j}
         total = self.total_j
-        return pd.DataFrame([{"term": k, "joules": v, "share": v / total if total else 0.0} for k, v in parts.items()])
+        return pd.DataFrame(
+            [{"term": k, "joules": v, "share": v / total if total else 0.0} for k, v in parts.items()]
+        )
 
 
 def as_table(hardware: str | Hardware | EnergyTable) -> EnergyTable:
@@ -233,8 +265,14 @@ def as_table(hardware: str | Hardware | EnergyTable) -> EnergyTable:
     return load_energy_table(hardware)
 
 
-def energy(result: Result, hardware: str | Hardware | EnergyTable, *, time_s: float | None = None,
-           flop_unit: str | None = None, dram_fraction: float | None = None) -> Energy:
+def energy(
+    result: Result,
+    hardware: str | Hardware | EnergyTable,
+    *,
+    time_s: float | None = None,
+    flop_unit: str | None = None,
+    dram_fraction: float | None = None,
+) -> Energy:
     """Energy of `result` (from count()) on `hardware` (a preset key, a Hardware or an EnergyTable).
 
     `time_s`: seconds the call takes, for the static power (default: the roofline time on the
@@ -251,7 +289,9 @@ def energy(result: Result, hardware: str | Hardware | EnergyTable, *, time_s: fl
     table = as_table(hardware)
     unit = flop_unit or DTYPE_UNIT[result.workload.dtype]
     compute_j = result.flops * table.flop_cost(unit) * PJ
-    if dram_fraction is not None and not (isinstance(dram_fraction, (int, float)) and 0 <= dram_fraction <= 1):
+    if dram_fraction is not None and not (
+        isinstance(dram_fraction, (int, float)) and 0 <= dram_fraction <= 1
+    ):
         raise ValueError(f"dram_fraction must be a number from 0 to 1, got {dram_fraction!r}")
     rows = result.table().copy()
     costs = {lv: table.byte_cost(lv) for lv in rows["level"].unique()}

@@ -20,6 +20,7 @@ Worked number (the first line of the table): numba_naive, N = 4096, B·H = 32, p
 8.76 GB at 120.4 pJ/B, 32.1 GB of L2 hits at 92.2 pJ/B, 4.7e9 wavefronts × 128 B at 16.3 pJ/B,
 1.37e11 FLOPs at 4.42 pJ and 146.7 W × 78.6 ms: 25.9 J predicted against 28.1 J measured.
 """
+
 from __future__ import annotations
 
 import csv
@@ -53,23 +54,34 @@ def _params(text: str) -> dict[str, str]:
     return dict(p.split("=", 1) for p in text.split(";") if "=" in p) if text else {}
 
 
-def kernel_parts(variant: str, dtype: str, pas: str, w: Workload, params: dict[str, str]) -> tuple[list[Part], str]:
+def kernel_parts(
+    variant: str, dtype: str, pas: str, w: Workload, params: dict[str, str]
+) -> tuple[list[Part], str]:
     """The counted pieces of one measured call, and a note on what models it."""
     gemm = "tensor_core_gemm" if dtype == "bf16" else "fp32_fma"
     if variant == "numba_naive":
-        r = count("naive", w, matmul_tile=int(params["matmul_tile"]), softmax_threads=int(params["softmax_threads"]))
+        r = count(
+            "naive", w, matmul_tile=int(params["matmul_tile"]), softmax_threads=int(params["softmax_threads"])
+        )
         return [Part(r, "fp32_fma", True)], "simlib naive with the kernel's matmul tile and softmax threads"
     if variant == "numba_tiled":
         r = count("fa2", w, block_rows=int(params["block_rows"]), block_cols=int(params["block_cols"]))
         return [Part(r, "fp32_fma", True)], "simlib fa2 with the kernel's blocks"
     if variant == "numba_fast":
         nty, ntx = (int(x) for x in params["threads"].split("x"))
-        r = count("fa2_fast", w, block_rows=int(params["block_rows"]), block_cols=int(params["block_cols"]),
-                  threads=(nty, ntx))
+        r = count(
+            "fa2_fast",
+            w,
+            block_rows=int(params["block_rows"]),
+            block_cols=int(params["block_cols"]),
+            threads=(nty, ntx),
+        )
         return [Part(r, "fp32_fma", True)], "simlib fa2_fast with the kernel's configuration"
     if variant == "fa2_tc":
         r = count("fa2_tc", w, warps=int(params["block_rows"]) // 16, block_cols=int(params["block_cols"]))
-        return [Part(r, "tensor_core", True)], "simlib fa2_tc (the kernel's own schedule) with the tiles that ran"
+        return [
+            Part(r, "tensor_core", True)
+        ], "simlib fa2_tc (the kernel's own schedule) with the tiles that ran"
     if variant in ("cupy_naive", "torch_math"):
         # torch's math backend accumulates in fp32 for fp16/bf16 inputs by default (PyTorch's numerical
         # accuracy notes: allow_fp16_bf16_reduction_math_sdp is off), and TF32 is off in the run: its
@@ -78,17 +90,24 @@ def kernel_parts(variant: str, dtype: str, pas: str, w: Workload, params: dict[s
         parts = [Part(count("unfused", w32, dropout=False), "fp32_fma", False)]
         if pas == "fwd_bwd":
             parts.append(Part(count("unfused_bwd", w32, dropout=False), "fp32_fma", False))
-        return parts, f"simlib unfused{' + unfused_bwd' if pas == 'fwd_bwd' else ''} in fp32 (S, P through HBM; " \
-                      "torch's math backend upcasts bf16); SGEMM FLOPs at fp32_fma; the GEMMs' own shared-memory " \
-                      "and L2 traffic not counted"
+        return (
+            parts,
+            f"simlib unfused{' + unfused_bwd' if pas == 'fwd_bwd' else ''} in fp32 (S, P through HBM; "
+            "torch's math backend upcasts bf16); SGEMM FLOPs at fp32_fma; the GEMMs' own shared-memory "
+            "and L2 traffic not counted",
+        )
     if variant in ("torch_flash", "torch_cudnn", "torch_efficient"):
         if dtype == "bf16" and variant != "torch_efficient":
             fwd = Part(count("fa2_tc", w, warps=FA2_BLOCK // 16, block_cols=FA2_BLOCK), "tensor_core", True)
-            note = "simlib fa2_tc with FA2's 128 x 128 tiles (its SRAM reads counted for 8 warps of 16 rows; FA2 " \
-                   "runs 4 warps of 32: 2x its SRAM reads)"
+            note = (
+                "simlib fa2_tc with FA2's 128 x 128 tiles (its SRAM reads counted for 8 warps of 16 rows; FA2 "
+                "runs 4 warps of 32: 2x its SRAM reads)"
+            )
         elif dtype == "bf16":
             fwd = Part(count("fa2_tc", w, warps=4, block_cols=64), "tensor_core", True)
-            note = "simlib fa2_tc with 64 x 64 tiles (the CUTLASS kernel's tiles are not read from its source)"
+            note = (
+                "simlib fa2_tc with 64 x 64 tiles (the CUTLASS kernel's tiles are not read from its source)"
+            )
         else:
             fwd = Part(count("fa2", w, block_rows=64, block_cols=64), "fp32_fma", False)
             note = "simlib fa2 with 64 x 64 tiles, fp32 FFMA; SRAM not counted (the kernel's layout is not modelled)"
@@ -107,8 +126,10 @@ def physical_parts(variant: str, w: Workload, params: dict[str, str]) -> dict[st
 
     hw = load_preset("h200")
     if variant == "numba_naive":
-        mapping: dict[str, Any] = {"matmul_tile": int(params["matmul_tile"]),
-                                   "softmax_threads": int(params["softmax_threads"])}
+        mapping: dict[str, Any] = {
+            "matmul_tile": int(params["matmul_tile"]),
+            "softmax_threads": int(params["softmax_threads"]),
+        }
         launches = [("naive", name) for name in ("qk", "softmax", "pv")]
     elif variant == "numba_tiled":
         mapping = {"block_rows": int(params["block_rows"]), "block_cols": int(params["block_cols"])}
@@ -132,8 +153,16 @@ def predict_row(row: dict[str, str], table: EnergyTable) -> list[dict[str, Any]]
     params = _params(row.get("params", ""))
     t = float(row["ms_per_call"]) / 1e3
     measured = float(row["joules_per_call"])
-    base = {"variant": row["variant"], "dtype": dtype, "pass": pas, "seq_len": n, "batch_heads": bh,
-            "ms": t * 1e3, "measured_j": measured, "measured_dynamic_j": measured - table.static_power() * t}
+    base = {
+        "variant": row["variant"],
+        "dtype": dtype,
+        "pass": pas,
+        "seq_len": n,
+        "batch_heads": bh,
+        "ms": t * 1e3,
+        "measured_j": measured,
+        "measured_dynamic_j": measured - table.static_power() * t,
+    }
     parts, note = kernel_parts(row["variant"], dtype, pas, w, params)
     terms = {"HBM": 0.0, "L2": 0.0, "SRAM": 0.0, "compute": 0.0}
     for p in parts:
@@ -145,18 +174,30 @@ def predict_row(row: dict[str, str], table: EnergyTable) -> list[dict[str, Any]]
     phys = physical_parts(row["variant"], w, params)
     if phys is not None:
         moved = {lv: b * table.byte_cost(lv) * PJ for lv, b in phys.items()}
-        out.append(_finish({**base, "model": "physical",
-                            "note": "simlib.physical: DRAM, L1->L2 sectors, shared wavefronts x 128 B"},
-                           {**moved, "compute": terms["compute"]}, table.static_power() * t))
+        out.append(
+            _finish(
+                {
+                    **base,
+                    "model": "physical",
+                    "note": "simlib.physical: DRAM, L1->L2 sectors, shared wavefronts x 128 B",
+                },
+                {**moved, "compute": terms["compute"]},
+                table.static_power() * t,
+            )
+        )
     return out
 
 
 def _finish(row: dict[str, Any], terms: dict[str, float], static_j: float) -> dict[str, Any]:
     dynamic = sum(terms.values())
     row.update({f"pred_{k.lower()}_j": v for k, v in terms.items()})
-    row.update(pred_static_j=static_j, pred_dynamic_j=dynamic, pred_total_j=dynamic + static_j,
-               ratio_total=(dynamic + static_j) / row["measured_j"],
-               ratio_dynamic=dynamic / row["measured_dynamic_j"] if row["measured_dynamic_j"] > 0 else float("nan"))
+    row.update(
+        pred_static_j=static_j,
+        pred_dynamic_j=dynamic,
+        pred_total_j=dynamic + static_j,
+        ratio_total=(dynamic + static_j) / row["measured_j"],
+        ratio_dynamic=dynamic / row["measured_dynamic_j"] if row["measured_dynamic_j"] > 0 else float("nan"),
+    )
     return row
 
 
@@ -180,35 +221,54 @@ def report_markdown() -> str:
     table = load_energy_table("h200")
     fig = table.frame()
     lines = ["| figure | H200 measured | min | max | unit |", "|---|---|---|---|---|"]
-    lines += [f"| {r.entry} | {r.value:.4g} | {r.min:.4g} | {r.max:.4g} | {r.unit} |" for r in fig.itertuples()]
+    lines += [
+        f"| {r.entry} | {r.value:.4g} | {r.min:.4g} | {r.max:.4g} | {r.unit} |" for r in fig.itertuples()
+    ]
     mvm = model_vs_measured(table=table)
     mvm["kernel"] = mvm["variant"] + " " + mvm["dtype"] + " " + mvm["pass"] + " (" + mvm["model"] + ")"
     ratios = mvm.pivot_table(index="kernel", columns="seq_len", values="ratio_total")
     dyn = mvm.pivot_table(index="kernel", columns="seq_len", values="ratio_dynamic")
     ns = list(ratios.columns)
-    lines += ["", "| kernel | " + " | ".join(f"N={n}: total (above static)" for n in ns) + " |",
-              "|---|" + "---|" * len(ns)]
+    lines += [
+        "",
+        "| kernel | " + " | ".join(f"N={n}: total (above static)" for n in ns) + " |",
+        "|---|" + "---|" * len(ns),
+    ]
     for k in ratios.index:
-        cells = [f"{ratios.loc[k, n]:.2f} ({dyn.loc[k, n]:.2f})" if pd.notna(ratios.loc[k, n]) else "-" for n in ns]
+        cells = [
+            f"{ratios.loc[k, n]:.2f} ({dyn.loc[k, n]:.2f})" if pd.notna(ratios.loc[k, n]) else "-" for n in ns
+        ]
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     from .energy_claim import attention_calls
 
     calls = attention_calls()
-    lines += ["", "| dtype | pass | N | B·H | standard | J | FlashAttention | J | saving per call |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {c.dtype} | {c._2} | {c.seq_len} | {c.batch_heads} | {c.standard} | {c.standard_j:.4g} | {c.flash} | "
-              f"{c.flash_j:.4g} | {c.saving:.0%} |" for c in calls.itertuples()]
+    lines += [
+        "",
+        "| dtype | pass | N | B·H | standard | J | FlashAttention | J | saving per call |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c.dtype} | {c._2} | {c.seq_len} | {c.batch_heads} | {c.standard} | {c.standard_j:.4g} | {c.flash} | "
+        f"{c.flash_j:.4g} | {c.saving:.0%} |"
+        for c in calls.itertuples()
+    ]
     v = energy_claim_verdict()
 
     def multiple(x: float) -> str:
         return f"{x:.2f}" if x > 0 else "unreachable"
 
-    lines += ["", "| case | standard attention (J) | FlashAttention (J) | rest of step (J) | attention share | "
-                  "saving per step | rest × for 40 % | rest × for 35 % |", "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| case | standard attention (J) | FlashAttention (J) | rest of step (J) | attention share | "
+        "saving per step | rest × for 40 % | rest × for 35 % |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for c in [*v["cases"], *v["fp32_cases"]]:
-        lines.append(f"| {c['case']} | {c['standard_attention_j']:.3f} | {c['flash_attention_j']:.3f} | {c['rest_j']:.3f} "
-                     f"| {c['attention_share_standard']:.0%} | {c['saving']:.0%} | {multiple(c['rest_multiple_for_40pct'])} "
-                     f"| {multiple(c['rest_multiple_for_35pct'])} |")
+        lines.append(
+            f"| {c['case']} | {c['standard_attention_j']:.3f} | {c['flash_attention_j']:.3f} | {c['rest_j']:.3f} "
+            f"| {c['attention_share_standard']:.0%} | {c['saving']:.0%} | {multiple(c['rest_multiple_for_40pct'])} "
+            f"| {multiple(c['rest_multiple_for_35pct'])} |"
+        )
     lines += ["", f"**Verdict:** {v['verdict']}."]
     return "\n".join(lines) + "\n"
 

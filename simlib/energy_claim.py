@@ -28,6 +28,7 @@ calibrated table (`ncu_priced_step`): DRAM bytes at the HBM figure, the L1-side 
 (ncu's lts bytes / 1.5, the two-partition factor of simlib.physical, less DRAM) at the L2 figure, the
 FLOPs at the bf16 GEMM figure, the static power for the measured time.
 """
+
 from __future__ import annotations
 
 import csv
@@ -62,10 +63,22 @@ def attention_calls(path: Path = ATTENTION_CSV) -> pd.DataFrame:
             if v == std and dt == dtype and (flash, dtype, pas, n) in rows:
                 f = rows[(flash, dtype, pas, n)]
                 js, jf = float(r["joules_per_call"]), float(f["joules_per_call"])
-                out.append({"dtype": dtype, "pass": pas, "seq_len": n, "batch_heads": int(r["batch"]) * int(r["heads"]),
-                            "standard": std, "flash": flash, "standard_j": js, "flash_j": jf,
-                            "standard_ms": float(r["ms_per_call"]), "flash_ms": float(f["ms_per_call"]),
-                            "flash_over_standard": jf / js, "saving": 1 - jf / js})
+                out.append(
+                    {
+                        "dtype": dtype,
+                        "pass": pas,
+                        "seq_len": n,
+                        "batch_heads": int(r["batch"]) * int(r["heads"]),
+                        "standard": std,
+                        "flash": flash,
+                        "standard_j": js,
+                        "flash_j": jf,
+                        "standard_ms": float(r["ms_per_call"]),
+                        "flash_ms": float(f["ms_per_call"]),
+                        "flash_over_standard": jf / js,
+                        "saving": 1 - jf / js,
+                    }
+                )
     return pd.DataFrame(out)
 
 
@@ -100,14 +113,26 @@ def ncu_priced_step(variant: str, path: Path = FIGURE2_CSV) -> dict[str, float]:
     b, h, n, d = (int(row[k]) for k in ("batch", "heads", "seq_len", "head_dim"))
     flops = 2 * n * n * d * b * h * MATMULS[variant]
     t = float(row["wall_ms_median"]) / 1e3
-    joules = (dram * table.byte_cost("HBM") + hits * table.byte_cost("L2") + flops * table.flop_cost("tensor_core_gemm")) * PJ
+    joules = (
+        dram * table.byte_cost("HBM")
+        + hits * table.byte_cost("L2")
+        + flops * table.flop_cost("tensor_core_gemm")
+    ) * PJ
     joules += table.static_power() * t
-    return {"variant": variant, "dram_bytes": dram, "l2_hit_bytes": hits, "flops": flops, "seconds": t,
-            "joules_step": joules, "joules_per_sequence_layer": joules / b}
+    return {
+        "variant": variant,
+        "dram_bytes": dram,
+        "l2_hit_bytes": hits,
+        "flops": flops,
+        "seconds": t,
+        "joules_step": joules,
+        "joules_per_sequence_layer": joules / b,
+    }
 
 
-def training_step(standard_j: float, flash_j: float, rest_j_per_flop: float,
-                  model: dict[str, int] = GPT2_MEDIUM) -> dict[str, float]:
+def training_step(
+    standard_j: float, flash_j: float, rest_j_per_flop: float, model: dict[str, int] = GPT2_MEDIUM
+) -> dict[str, float]:
     """Energy per sequence of a training step from attention joules per sequence·layer (fwd + bwd).
 
     Worked number: 0.4 J standard, 0.05 J flash per sequence·layer, 1e-12 J/FLOP for the rest:
@@ -122,10 +147,20 @@ def training_step(standard_j: float, flash_j: float, rest_j_per_flop: float,
     std_attn, flash_attn = layers * float(standard_j), layers * float(flash_j)
     std_step, flash_step = std_attn + rest, flash_attn + rest
     # the rest of the step at which the saving falls to the claim's 40 % and 35 %: R = ΔA / s − A_std
-    needed = {f"rest_multiple_for_{round(c * 100)}pct": ((std_attn - flash_attn) / c - std_attn) / rest for c in CLAIM}
-    return {"rest_j": rest, "standard_attention_j": std_attn, "flash_attention_j": flash_attn,
-            "standard_step_j": std_step, "flash_step_j": flash_step,
-            "attention_share_standard": std_attn / std_step, "saving": 1 - flash_step / std_step, **needed}
+    needed = {
+        f"rest_multiple_for_{round(c * 100)}pct": ((std_attn - flash_attn) / c - std_attn) / rest
+        for c in CLAIM
+    }
+    return {
+        "rest_j": rest,
+        "standard_attention_j": std_attn,
+        "flash_attention_j": flash_attn,
+        "standard_step_j": std_step,
+        "flash_step_j": flash_step,
+        "attention_share_standard": std_attn / std_step,
+        "saving": 1 - flash_step / std_step,
+        **needed,
+    }
 
 
 def energy_claim_verdict() -> dict[str, Any]:
@@ -135,19 +170,34 @@ def energy_claim_verdict() -> dict[str, Any]:
     seq = GPT2_MEDIUM["seq_len"]
     per_gemm = gemm_joules_per_flop()
     cases: list[dict[str, Any]] = []
-    for dtype, rest, what in (("bf16", per_gemm, "SDPA math bf16 (fp32 accumulation) vs SDPA flash bf16"),
-                              ("fp32", gemm_joules_per_flop(bench="fp32_fma"),
-                               "SDPA math fp32 vs SDPA memory-efficient fp32, rest at the FFMA figure")):
+    for dtype, rest, what in (
+        ("bf16", per_gemm, "SDPA math bf16 (fp32 accumulation) vs SDPA flash bf16"),
+        (
+            "fp32",
+            gemm_joules_per_flop(bench="fp32_fma"),
+            "SDPA math fp32 vs SDPA memory-efficient fp32, rest at the FFMA figure",
+        ),
+    ):
         fb = calls[(calls["pass"] == "fwd_bwd") & (calls["seq_len"] == seq) & (calls["dtype"] == dtype)]
         if len(fb):
             r = fb.iloc[0]
             per_seq = r["batch_heads"] // GPT2_MEDIUM["heads"]
-            cases.append({"case": f"measured (NVML): {what}", "dtype": dtype,
-                          **training_step(r["standard_j"] / per_seq, r["flash_j"] / per_seq, rest)})
+            cases.append(
+                {
+                    "case": f"measured (NVML): {what}",
+                    "dtype": dtype,
+                    **training_step(r["standard_j"] / per_seq, r["flash_j"] / per_seq, rest),
+                }
+            )
     try:
         std, fa = ncu_priced_step("standard"), ncu_priced_step("fa2_varlen")
-        cases.append({"case": "modelled from ncu counts: eager fp16 attention_ref vs FA2 (figure 2 run)", "dtype": "fp16",
-                      **training_step(std["joules_per_sequence_layer"], fa["joules_per_sequence_layer"], per_gemm)})
+        cases.append(
+            {
+                "case": "modelled from ncu counts: eager fp16 attention_ref vs FA2 (figure 2 run)",
+                "dtype": "fp16",
+                **training_step(std["joules_per_sequence_layer"], fa["joules_per_sequence_layer"], per_gemm),
+            }
+        )
     except (FileNotFoundError, StopIteration):
         pass
     half = [c for c in cases if c["dtype"] != "fp32"]
@@ -161,11 +211,19 @@ def energy_claim_verdict() -> dict[str, Any]:
     if hi < CLAIM[0]:
         verdict = f"not supported: at most {hi:.0%} less energy per GPT-2-medium step at N = {seq}, below 35 %{tail}"
     else:
-        verdict = (f"right only under a condition: with the rest of the step costed as bare bf16 GEMMs (a lower bound) a "
-                   f"GPT-2-medium step at N = {seq} in fp16/bf16 takes {lo:.0%}–{hi:.0%} less energy with "
-                   f"FlashAttention; the saving is 40 % / 35 % once the rest of the step costs {m40:.1f}× / {m35:.1f}× "
-                   f"those GEMMs' energy (the smaller of the cases): 35–40 % per run holds if layer norm, GELU, "
-                   f"dropout, the optimizer and the data pipeline add about that much; if they add less the saving "
-                   f"is larger, if more, smaller{tail}")
-    return {"cases": half, "fp32_cases": fp32_cases, "attention_calls": calls.to_dict("records"), "rest_j_per_flop": per_gemm,
-            "verdict": verdict, "claim": "35–40 % reduction in energy per training run"}
+        verdict = (
+            f"right only under a condition: with the rest of the step costed as bare bf16 GEMMs (a lower bound) a "
+            f"GPT-2-medium step at N = {seq} in fp16/bf16 takes {lo:.0%}–{hi:.0%} less energy with "
+            f"FlashAttention; the saving is 40 % / 35 % once the rest of the step costs {m40:.1f}× / {m35:.1f}× "
+            f"those GEMMs' energy (the smaller of the cases): 35–40 % per run holds if layer norm, GELU, "
+            f"dropout, the optimizer and the data pipeline add about that much; if they add less the saving "
+            f"is larger, if more, smaller{tail}"
+        )
+    return {
+        "cases": half,
+        "fp32_cases": fp32_cases,
+        "attention_calls": calls.to_dict("records"),
+        "rest_j_per_flop": per_gemm,
+        "verdict": verdict,
+        "claim": "35–40 % reduction in energy per training run",
+    }

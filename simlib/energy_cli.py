@@ -7,6 +7,7 @@ preset: data/energy/<gpu>.json), and adds --time-s (seconds the call takes, for 
 default the roofline time) and --published (the H200's published figures instead of its measured
 ones). Bad input: one line on stderr, exit 2, as every simlib command.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,9 @@ from .energy import energy, load_energy_table
 def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, bool], None]) -> None:
     p = sub.add_parser("energy", help="joules per level, compute and static power of one configuration")
     add_common(p, False)
-    p.add_argument("--time-s", type=float, help="seconds the call takes, for the static power (default: roofline)")
+    p.add_argument(
+        "--time-s", type=float, help="seconds the call takes, for the static power (default: roofline)"
+    )
     p.add_argument("--published", action="store_true", help="published figures, not the measured ones (h200)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
@@ -34,27 +37,54 @@ def run_energy_command(args: argparse.Namespace) -> None:
     if args.time_s is not None and not args.time_s >= 0:
         raise ValueError(f"--time-s must be a number ≥ 0, got {args.time_s}")
     table = load_energy_table(args.gpu, measured=not args.published)
-    result, row = cli.evaluate(args.algorithm, cli.workload_of(args), args.sram, load_preset(args.gpu),
-                               cli.options_of(args, args.algorithm, only_applicable=False), args.trace)
+    result, row = cli.evaluate(
+        args.algorithm,
+        cli.workload_of(args),
+        args.sram,
+        load_preset(args.gpu),
+        cli.options_of(args, args.algorithm, only_applicable=False),
+        args.trace,
+    )
     e = energy(result, table, time_s=args.time_s)
-    figures = {"pj_per_byte": table.pj_per_byte, "pj_per_flop": table.pj_per_flop, "static_w": table.static_w,
-               "measured": table.measured}
-    totals = {"hbm_j": e.level_j.get("HBM", 0.0), "sram_j": e.level_j.get("SRAM", 0.0), "compute_j": e.compute_j,
-              "flop_unit": e.flop_unit, "static_j": e.static_j, "time_s": e.time_s, "dynamic_j": e.dynamic_j,
-              "total_j": e.total_j}
+    figures = {
+        "pj_per_byte": table.pj_per_byte,
+        "pj_per_flop": table.pj_per_flop,
+        "static_w": table.static_w,
+        "measured": table.measured,
+    }
+    totals = {
+        "hbm_j": e.level_j.get("HBM", 0.0),
+        "sram_j": e.level_j.get("SRAM", 0.0),
+        "compute_j": e.compute_j,
+        "flop_unit": e.flop_unit,
+        "static_j": e.static_j,
+        "time_s": e.time_s,
+        "dynamic_j": e.dynamic_j,
+        "total_j": e.total_j,
+    }
     if args.json:
         print(json.dumps({**row, **totals, "energy_table": figures}))
         return
     w = result.workload
-    print(f"{result.algorithm}: N={w.seq_len} d={w.head_dim} B={w.batch} H={w.heads} {w.dtype} on {args.gpu} "
-          f"({'measured' if table.measured else 'published'} energy figures)")
+    print(
+        f"{result.algorithm}: N={w.seq_len} d={w.head_dim} B={w.batch} H={w.heads} {w.dtype} on {args.gpu} "
+        f"({'measured' if table.measured else 'published'} energy figures)"
+    )
     print(result.mapping.summary())
     for term in e.summary().itertuples():
         print(f"  {term.term:<10}{term.joules * 1e3:14.4f} mJ  {term.share:6.1%}")
-    print(f"  {'total':<10}{e.total_j * 1e3:14.4f} mJ  (FLOPs at {e.flop_unit}; static power "
-          + (f"{table.static_w:.1f} W x {e.time_s * 1e3:.4f} ms)" if table.static_w and e.time_s is not None
-             else "not given for this preset: dynamic energy only)"))
+    print(
+        f"  {'total':<10}{e.total_j * 1e3:14.4f} mJ  (FLOPs at {e.flop_unit}; static power "
+        + (
+            f"{table.static_w:.1f} W x {e.time_s * 1e3:.4f} ms)"
+            if table.static_w and e.time_s is not None
+            else "not given for this preset: dynamic energy only)"
+        )
+    )
     print("\nper tensor (mJ, all heads):")
     frame = e.rows.assign(mJ=e.rows["joules"] * 1e3)
-    print(frame.pivot_table(index=["level", "tensor"], columns="op", values="mJ", aggfunc="sum",
-                            fill_value=0).to_string(float_format=lambda x: f"{x:.4f}"))
+    print(
+        frame.pivot_table(
+            index=["level", "tensor"], columns="op", values="mJ", aggfunc="sum", fill_value=0
+        ).to_string(float_format=lambda x: f"{x:.4f}")
+    )

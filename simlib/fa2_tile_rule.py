@@ -15,6 +15,7 @@ is Tr = 32, so fa2 reads Nd(1 + 2N/Br) = 262,144·(1 + 64) = 17,039,360 elements
 >>> kernel_tiles(128), kernel_tiles(128, arch="sm8x", causal=True), kernel_tiles(256, arch="sm80")
 ((128, 64), (64, 64), (128, 64))
 """
+
 from __future__ import annotations
 
 import json
@@ -50,14 +51,17 @@ def arch_of(compute_capability: str | None) -> str | None:
     return "sm90" if major == "9" else None
 
 
-def kernel_tiles(head_dim: int, arch: str | None = None, causal: bool = False,
-                 dropout: bool = False) -> tuple[int, int]:
+def kernel_tiles(
+    head_dim: int, arch: str | None = None, causal: bool = False, dropout: bool = False
+) -> tuple[int, int]:
     """(Br, Bc) of the FA2 kernel for this head dimension; `arch` None reads as sm90 (the entries
     for any architecture). ValueError naming head_dim above 256 (no FA2 kernel)."""
     kernel_d = kernel_head_dim(head_dim)
     if kernel_d is None:
-        raise ValueError(f"head_dim={head_dim}: FlashAttention-2's kernel supports head_dim ≤ 256; give "
-                         f"block_rows and block_cols, or tile_rule='fa1'")
+        raise ValueError(
+            f"head_dim={head_dim}: FlashAttention-2's kernel supports head_dim ≤ 256; give "
+            f"block_rows and block_cols, or tile_rule='fa1'"
+        )
     case = {"arch": arch or "sm90", "dropout": dropout, "causal": causal}
     for entry in table()["entries"]:
         if entry["head_dim"] == kernel_d and all(entry[k] is None or entry[k] == v for k, v in case.items()):

@@ -8,6 +8,7 @@ block can allocate), not the whole per-SM L1/shared capacity.
 >>> h200.sram_bytes, h200.level("HBM").bandwidth_bytes_per_s    # 227 KiB per block, 4.8 TB/s
 (232448, 4800000000000)
 """
+
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -29,12 +30,12 @@ class MemoryLevel:
 class Hardware:
     key: str
     name: str
-    peak_flops: dict[str, float]          # dtype -> FLOP/s
-    levels: tuple[MemoryLevel, ...]       # closest to compute first
+    peak_flops: dict[str, float]  # dtype -> FLOP/s
+    levels: tuple[MemoryLevel, ...]  # closest to compute first
     sm_count: int
     sources: dict[str, str]
-    compute_capability: str | None = None          # e.g. "9.0"
-    register_file_bytes: int | None = None         # 32-bit registers per SM × 4 B
+    compute_capability: str | None = None  # e.g. "9.0"
+    register_file_bytes: int | None = None  # 32-bit registers per SM × 4 B
     max_registers_per_thread: int | None = None
 
     def level(self, name: str) -> MemoryLevel:
@@ -64,6 +65,14 @@ def _load(key: str) -> Hardware:
     raw: dict[str, Any] = presets.read("hardware", key, "gpu")
     fields = MemoryLevel.__dataclass_fields__
     levels = tuple(MemoryLevel(**{k: v for k, v in lv.items() if k in fields}) for lv in raw["levels"])
-    return Hardware(raw["key"], raw["name"], dict(raw["peak_flops"]), levels, raw["sm_count"],
-                    dict(raw.get("sources", {})), raw.get("compute_capability"),
-                    raw.get("register_file_bytes_per_sm"), raw.get("max_registers_per_thread"))
+    return Hardware(
+        raw["key"],
+        raw["name"],
+        dict(raw["peak_flops"]),
+        levels,
+        raw["sm_count"],
+        dict(raw.get("sources", {})),
+        raw.get("compute_capability"),
+        raw.get("register_file_bytes_per_sm"),
+        raw.get("max_registers_per_thread"),
+    )

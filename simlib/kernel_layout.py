@@ -96,8 +96,9 @@ def tiled_shared_bytes(block_rows: int, block_cols: int, head_dim: int) -> int:
     return (block_rows * qs_cols + 2 * block_cols * head_dim + block_rows * ss_cols) * ITEM_BYTES
 
 
-def tiled_default_blocks(seq_len: int, head_dim: int, query_len: int | None = None,
-                         sram_bytes: int = STATIC_SHARED_LIMIT_BYTES) -> tuple[int, int]:
+def tiled_default_blocks(
+    seq_len: int, head_dim: int, query_len: int | None = None, sram_bytes: int = STATIC_SHARED_LIMIT_BYTES
+) -> tuple[int, int]:
     """The readable kernel's default (Br, Bc): the FlashAttention paper's Algorithm 1 rule
     (``simlib.tiling.make_tiling``, tile rule "fa1") for 48 KiB of fp32 shared memory, Br capped at
     N_q (``query_len``, default N) and Bc at N_k = N. (simlib's fa2 schedule defaults to FA2's own
@@ -124,8 +125,10 @@ def tiled_wide_blocks(seq_len: int, head_dim: int, block_cols: int = 8) -> tuple
     ((128, 8), (64, 8))
     """
     br = 32
-    while (br + 32 <= MAX_THREADS_PER_BLOCK
-           and tiled_shared_bytes(br + 32, block_cols, head_dim) <= STATIC_SHARED_LIMIT_BYTES):
+    while (
+        br + 32 <= MAX_THREADS_PER_BLOCK
+        and tiled_shared_bytes(br + 32, block_cols, head_dim) <= STATIC_SHARED_LIMIT_BYTES
+    ):
         br += 32
     return min(br, seq_len), min(block_cols, seq_len)
 
@@ -151,6 +154,7 @@ def matmul_shared_bytes(tile: int) -> int:
 
 
 # --- fast kernel (gpu_kernels/fast.py) --------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class FastConfig:
@@ -241,16 +245,21 @@ class FastConfig:
         """self, or ValueError naming the field the kernel cannot be built with."""
         d = self.head_dim
         if self.max_registers is not None and not (
-                isinstance(self.max_registers, int) and 32 <= self.max_registers <= 255):
+            isinstance(self.max_registers, int) and 32 <= self.max_registers <= 255
+        ):
             raise ValueError(f"max_registers must be None or an int in [32, 255]; got {self.max_registers!r}")
         for name in ("head_dim", "tm", "tn", "ntx", "nty"):
             x = getattr(self, name)
             if not _is_int(x) or x < 1:
                 raise ValueError(f"{name} must be a positive integer; got {x!r}")
         if self.ntx not in (4, 8, 16, 32):
-            raise ValueError(f"ntx must be 4, 8, 16 or 32 (threads sharing a row sit in one warp); got {self.ntx}")
+            raise ValueError(
+                f"ntx must be 4, 8, 16 or 32 (threads sharing a row sit in one warp); got {self.ntx}"
+            )
         if d % (4 * self.ntx):
-            raise ValueError(f"head_dim={d} must be a multiple of 4*ntx={4 * self.ntx} (float4 output columns)")
+            raise ValueError(
+                f"head_dim={d} must be a multiple of 4*ntx={4 * self.ntx} (float4 output columns)"
+            )
         if self.threads > MAX_THREADS_PER_BLOCK:
             raise ValueError(f"ntx*nty={self.threads} threads per block; at most {MAX_THREADS_PER_BLOCK}")
         if self.block_cols % 4:
@@ -259,12 +268,16 @@ class FastConfig:
             raise ValueError(f"unroll={self.unroll} must be 1, 2 or 4 and divide head_dim/4 and block_cols/4")
         rows_per_pass = self.threads // (d // 4) if self.threads % (d // 4) == 0 else 0
         if not rows_per_pass or self.block_rows % rows_per_pass or self.block_cols % rows_per_pass:
-            raise ValueError(f"tile copies: threads={self.threads} must be a multiple of head_dim/4={d // 4}, and "
-                             f"block_rows={self.block_rows}, block_cols={self.block_cols} multiples of "
-                             f"threads/(head_dim/4)")
+            raise ValueError(
+                f"tile copies: threads={self.threads} must be a multiple of head_dim/4={d // 4}, and "
+                f"block_rows={self.block_rows}, block_cols={self.block_cols} multiples of "
+                f"threads/(head_dim/4)"
+            )
         if self.smem_bytes > OPTIN_SHARED_LIMIT_BYTES:
-            raise ValueError(f"config {self} needs {self.smem_bytes} bytes of shared memory; "
-                             f"at most {OPTIN_SHARED_LIMIT_BYTES}")
+            raise ValueError(
+                f"config {self} needs {self.smem_bytes} bytes of shared memory; "
+                f"at most {OPTIN_SHARED_LIMIT_BYTES}"
+            )
         return self
 
 

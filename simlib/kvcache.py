@@ -10,6 +10,7 @@ cache: 8,539 tokens at batch 1, before activations and the CUDA context.
 >>> m.kv_bytes_per_token(), m.weight_bytes(), max_context(m, 16 * 2**30)
 (131072, 16060522496, 8539)
 """
+
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -43,7 +44,10 @@ class Model:
         """Llama-style count: embeddings (+ untied LM head), per layer q, k, v, o projections, a
         SwiGLU MLP (3 matrices) and two RMSNorm weights, plus the final norm."""
         h, layers = self.hidden_size, self.num_hidden_layers
-        attention = h * self.num_attention_heads * self.head_dim * 2 + 2 * h * self.num_key_value_heads * self.head_dim
+        attention = (
+            h * self.num_attention_heads * self.head_dim * 2
+            + 2 * h * self.num_key_value_heads * self.head_dim
+        )
         per_layer = attention + 3 * h * self.intermediate_size + 2 * h
         embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
         return embeddings + layers * per_layer + h
@@ -72,8 +76,14 @@ def _load(key: str) -> Model:
     return Model(**{k: raw[k] for k in Model.__dataclass_fields__})
 
 
-def max_context(model: Model, gpu_bytes: int, batch: int = 1, weight_dtype: str = "fp16",
-                kv_dtype: str = "fp16", reserve_bytes: int = 0) -> int:
+def max_context(
+    model: Model,
+    gpu_bytes: int,
+    batch: int = 1,
+    weight_dtype: str = "fp16",
+    kv_dtype: str = "fp16",
+    reserve_bytes: int = 0,
+) -> int:
     """Longest context (tokens per sequence) whose KV cache fits beside the weights; 0 if the weights
     alone do not fit. `reserve_bytes` (≥ 0) sets aside memory for activations and the CUDA context."""
     if not isinstance(model, Model):
@@ -86,11 +96,19 @@ def max_context(model: Model, gpu_bytes: int, batch: int = 1, weight_dtype: str 
     return max(0, free // (batch * model.kv_bytes_per_token(kv_dtype)))
 
 
-def memory_table(model: Model, contexts: Iterable[int], batch: int = 1, weight_dtype: str = "fp16",
-                 kv_dtype: str = "fp16") -> pd.DataFrame:
+def memory_table(
+    model: Model, contexts: Iterable[int], batch: int = 1, weight_dtype: str = "fp16", kv_dtype: str = "fp16"
+) -> pd.DataFrame:
     """Weights and KV cache in bytes for each context length (a DataFrame)."""
     weights = model.weight_bytes(weight_dtype)
     per_token = model.kv_bytes_per_token(kv_dtype)
-    rows = [{"context": n, "weights_bytes": weights, "kv_cache_bytes": batch * n * per_token,
-             "total_bytes": weights + batch * n * per_token} for n in contexts]
+    rows = [
+        {
+            "context": n,
+            "weights_bytes": weights,
+            "kv_cache_bytes": batch * n * per_token,
+            "total_bytes": weights + batch * n * per_token,
+        }
+        for n in contexts
+    ]
     return pd.DataFrame(rows)

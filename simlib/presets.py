@@ -6,6 +6,7 @@ included, is refused with the list of valid keys.
 >>> keys("hardware")[:2]
 ['a100-40gb', 'a100-80gb']
 """
+
 import json
 from pathlib import Path
 from typing import Any

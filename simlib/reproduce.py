@@ -29,6 +29,7 @@ the repository's history, from its first release on 2022-05-20, has fp32 ones on
 >>> round(float(frame.loc["standard", "model_hbm_gb"]), 2), round(float(frame.loc["FlashAttention", "model_hbm_gb"]), 2)
 (46.98, 6.04)
 """
+
 import csv
 import json
 from collections import Counter
@@ -45,10 +46,10 @@ from .workload import Workload
 
 FIGURE2 = Workload(seq_len=1024, head_dim=64, batch=64, heads=16, dtype="fp16")
 CAUSAL_EXTRA = Workload(seq_len=1024, head_dim=64, batch=64, heads=16, dtype="fp16", causal=True)
-PAD_RANGE = 20                     # lengths drawn from [N − 20, N) by the 2022 script
+PAD_RANGE = 20  # lengths drawn from [N − 20, N) by the 2022 script
 MEASURED = DATA_DIR / "measurements" / "current" / "figure2_h200.csv"
 MEASURED_KERNELS = DATA_DIR / "measurements" / "current" / "figure2_h200_kernels.csv"
-UNMODELLED_KERNELS = ("bitwise_not",)   # ~mask of the (B, N) key mask: 64 KiB, not counted
+UNMODELLED_KERNELS = ("bitwise_not",)  # ~mask of the (B, N) key mask: 64 KiB, not counted
 GB = 1e9
 
 
@@ -75,15 +76,30 @@ def _check_lengths(lengths: Sequence[int], workload: Workload) -> list[int]:
     if len(lengths) != workload.batch:
         raise ValueError(f"lengths: {len(lengths)} lengths for batch={workload.batch}")
     if any(not 1 <= n <= workload.seq_len for n in lengths):
-        raise ValueError(f"lengths must lie in [1, seq_len={workload.seq_len}], got {min(lengths)}..{max(lengths)}")
+        raise ValueError(
+            f"lengths must lie in [1, seq_len={workload.seq_len}], got {min(lengths)}..{max(lengths)}"
+        )
     return [int(n) for n in lengths]
 
 
 def varlen(algorithm: str, workload: Workload, lengths: Sequence[int], **params: Any) -> list[Result]:
     """`algorithm` on the unpadded tokens: one count per distinct length (batch = how many have it)."""
     groups = Counter(_check_lengths(lengths, workload))
-    return [count(algorithm, Workload(n, workload.head_dim, batch=k, heads=workload.heads, dtype=workload.dtype,
-                                      causal=workload.causal), **params) for n, k in sorted(groups.items())]
+    return [
+        count(
+            algorithm,
+            Workload(
+                n,
+                workload.head_dim,
+                batch=k,
+                heads=workload.heads,
+                dtype=workload.dtype,
+                causal=workload.causal,
+            ),
+            **params,
+        )
+        for n, k in sorted(groups.items())
+    ]
 
 
 def _bytes(results: Sequence[Result], side: str | None = None, once: bool = False) -> int:
@@ -94,8 +110,11 @@ def _bytes(results: Sequence[Result], side: str | None = None, once: bool = Fals
         if once:
             module = {"fa1_2022": fa1_2022, "fa2_torch": fa2_torch}[r.algorithm]
             traffic = module.kernel_once(r.workload, r.mapping)
-        total += r.units * sum(n * _element_bytes(t, r.workload) for (_, _, t, phase), n in traffic.counts.items()
-                               if side is None or phase.startswith(side))
+        total += r.units * sum(
+            n * _element_bytes(t, r.workload)
+            for (_, _, t, phase), n in traffic.counts.items()
+            if side is None or phase.startswith(side)
+        )
     return total
 
 
@@ -109,8 +128,9 @@ def _sides(results: Sequence[Result]) -> tuple[int, int]:
     return fwd, _bytes(results) - fwd
 
 
-def figure2_left(sram_bytes: int = 192 * 1024, workload: Workload = FIGURE2,
-                 lengths: Sequence[int] | None = None) -> pd.DataFrame:
+def figure2_left(
+    sram_bytes: int = 192 * 1024, workload: Workload = FIGURE2, lengths: Sequence[int] | None = None
+) -> pd.DataFrame:
     """Model HBM GB (forward, backward, total), FLOPs and tiles next to the paper's numbers.
 
     Rows: standard (`attention_ref`, padded), FlashAttention (`fa1_2022`, unpadded; also its
@@ -127,28 +147,44 @@ def figure2_left(sram_bytes: int = 192 * 1024, workload: Workload = FIGURE2,
     tag = " (causal extra)" if workload.causal else ""
     rows = []
     for label, impl, results, published in (
-            ("standard", "attention_ref (padded)", standard, paper["standard_attention"]),
-            ("FlashAttention", "fa1_2022 kernel (unpadded)", flash, paper["flashattention"])):
+        ("standard", "attention_ref (padded)", standard, paper["standard_attention"]),
+        ("FlashAttention", "fa1_2022 kernel (unpadded)", flash, paper["flashattention"]),
+    ):
         fwd, bwd = _sides(results)
         rows.append(_row(label + tag, impl, fwd, bwd, results, published))
         if results is flash:
             rows[-1]["model_dram_gb_if_l2_holds_rereads"] = _bytes(flash, once=True) / GB
     fwd, bwd = sum(r.hbm_bytes for r in algo_fwd), sum(r.hbm_bytes for r in algo_bwd)
-    rows.append(_row("Algorithms 1 + 4" + tag, f"fa1 + flash_bwd, M = {sram_bytes:,} B (unpadded)", fwd, bwd,
-                     algo_fwd + algo_bwd, paper["flashattention"]))
+    rows.append(
+        _row(
+            "Algorithms 1 + 4" + tag,
+            f"fa1 + flash_bwd, M = {sram_bytes:,} B (unpadded)",
+            fwd,
+            bwd,
+            algo_fwd + algo_bwd,
+            paper["flashattention"],
+        )
+    )
     return pd.DataFrame(rows)
 
 
-def _row(label: str, impl: str, fwd: int, bwd: int, results: Sequence[Result], published: dict[str, Any]
-         ) -> dict[str, Any]:
+def _row(
+    label: str, impl: str, fwd: int, bwd: int, results: Sequence[Result], published: dict[str, Any]
+) -> dict[str, Any]:
     total = fwd + bwd
     first = results[0]
     return {
-        "attention": label, "implementation": impl, "forward_gb": fwd / GB, "backward_gb": bwd / GB,
-        "model_hbm_gb": total / GB, "paper_hbm_gb": published["hbm_rw_gb"],
+        "attention": label,
+        "implementation": impl,
+        "forward_gb": fwd / GB,
+        "backward_gb": bwd / GB,
+        "model_hbm_gb": total / GB,
+        "paper_hbm_gb": published["hbm_rw_gb"],
         "model_over_paper": total / GB / published["hbm_rw_gb"],
-        "model_gflop": sum(r.flops for r in results) / GB, "paper_gflop": published["gflops"],
-        "block_rows": first.block_rows, "block_cols": first.block_cols,
+        "model_gflop": sum(r.flops for r in results) / GB,
+        "paper_gflop": published["gflops"],
+        "block_rows": first.block_rows,
+        "block_cols": first.block_cols,
         "tokens": sum(r.workload.batch * r.workload.seq_len for r in results if r.algorithm != "flash_bwd"),
     }
 
@@ -157,14 +193,18 @@ def figure2_terms(workload: Workload = FIGURE2, lengths: Sequence[int] | None = 
     """Every term of the standard and the FlashAttention count: kernel (phase), tensor, op, bytes."""
     lengths = default_lengths(workload) if lengths is None else _check_lengths(lengths, workload)
     rows = []
-    for label, results in (("standard", [count("attention_ref", workload)]),
-                           ("FlashAttention", varlen("fa1_2022", workload, lengths))):
+    for label, results in (
+        ("standard", [count("attention_ref", workload)]),
+        ("FlashAttention", varlen("fa1_2022", workload, lengths)),
+    ):
         terms: Counter[tuple[str, str, str]] = Counter()
         for r in results:
             for (_, op, tensor, phase), n in r.traffic.counts.items():
                 terms[(phase, tensor, op)] += n * r.units * _element_bytes(tensor, r.workload)
-        rows += [{"attention": label, "kernel": phase, "tensor": tensor, "op": op, "bytes": b, "gb": b / GB}
-                 for (phase, tensor, op), b in terms.items()]
+        rows += [
+            {"attention": label, "kernel": phase, "tensor": tensor, "op": op, "bytes": b, "gb": b / GB}
+            for (phase, tensor, op), b in terms.items()
+        ]
     return pd.DataFrame(rows)
 
 
@@ -179,8 +219,18 @@ def figure2_flops(workload: Workload = FIGURE2, lengths: Sequence[int] | None = 
     paper = paper_figure2_left()
     std = count("attention_ref", workload).flops
     flash = sum(r.flops for r in varlen("fa1_2022", workload, lengths))
-    rows = [{"attention": "standard", "model_gflop": std / GB, "paper_gflop": paper["standard_attention"]["gflops"]},
-            {"attention": "FlashAttention", "model_gflop": flash / GB, "paper_gflop": paper["flashattention"]["gflops"]}]
+    rows = [
+        {
+            "attention": "standard",
+            "model_gflop": std / GB,
+            "paper_gflop": paper["standard_attention"]["gflops"],
+        },
+        {
+            "attention": "FlashAttention",
+            "model_gflop": flash / GB,
+            "paper_gflop": paper["flashattention"]["gflops"],
+        },
+    ]
     for row in rows:
         row["model_over_paper"] = row["model_gflop"] / row["paper_gflop"]
     frame = pd.DataFrame(rows)
@@ -192,8 +242,16 @@ def measured_h200(path=MEASURED) -> pd.DataFrame:
     """Run figure2-h200's per-variant table (benchmarks/figure2_torch.py), DRAM and L2 GB added."""
     with open(path, newline="") as f:
         frame = pd.DataFrame(list(csv.DictReader(f)))
-    for column in ("dropout_p", "wall_ms_median", "dram_read_bytes", "dram_write_bytes", "l2_read_bytes",
-                   "l2_write_bytes", "real_tokens", "tokens"):
+    for column in (
+        "dropout_p",
+        "wall_ms_median",
+        "dram_read_bytes",
+        "dram_write_bytes",
+        "l2_read_bytes",
+        "l2_write_bytes",
+        "real_tokens",
+        "tokens",
+    ):
         frame[column] = pd.to_numeric(frame[column])
     frame["dram_gb"] = (frame["dram_read_bytes"] + frame["dram_write_bytes"]) / GB
     frame["l2_gb"] = (frame["l2_read_bytes"] + frame["l2_write_bytes"]) / GB
@@ -210,8 +268,11 @@ def model_h200(dropout: bool, tokens: int, workload: Workload = FIGURE2) -> dict
     """
     std = count("attention_ref", workload, dropout=dropout, kernels="torch-2.11")
     flash = varlen("fa2_torch", workload, spread_lengths(tokens, workload.batch), dropout=dropout)
-    return {"standard_dram_gb": std.hbm_bytes / GB, "flash_dram_gb": _bytes(flash, once=True) / GB,
-            "flash_every_access_gb": _bytes(flash) / GB}
+    return {
+        "standard_dram_gb": std.hbm_bytes / GB,
+        "flash_dram_gb": _bytes(flash, once=True) / GB,
+        "flash_every_access_gb": _bytes(flash) / GB,
+    }
 
 
 def figure2_h200(measured: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -233,22 +294,49 @@ def figure2_h200(measured: pd.DataFrame | None = None) -> pd.DataFrame:
         model = model_h200(dropout, int(fa_m["real_tokens"]))
         std_2022 = count("attention_ref", FIGURE2, dropout=dropout).hbm_bytes / GB
         flash_2022 = varlen("fa1_2022", FIGURE2, lengths)
-        rows.append({"attention": "standard", "dropout": p, "paper_gb": paper["standard_attention"]["hbm_rw_gb"],
-                     "model_2022_gb": std_2022, "model_2022_low_gb": std_2022, "h200_dram_gb": std_m["dram_gb"],
-                     "model_h200_dram_gb": model["standard_dram_gb"], "h200_l2_gb": std_m["l2_gb"],
-                     "paper_ms": paper["standard_attention"]["runtime_ms"], "h200_ms": std_m["wall_ms_median"]})
-        rows.append({"attention": "FlashAttention", "dropout": p, "paper_gb": paper["flashattention"]["hbm_rw_gb"],
-                     "model_2022_gb": _bytes(flash_2022) / GB, "model_2022_low_gb": _bytes(flash_2022, once=True) / GB,
-                     "h200_dram_gb": fa_m["dram_gb"], "model_h200_dram_gb": model["flash_dram_gb"],
-                     "h200_l2_gb": fa_m["l2_gb"], "model_h200_every_access_gb": model["flash_every_access_gb"],
-                     "paper_ms": paper["flashattention"]["runtime_ms"], "h200_ms": fa_m["wall_ms_median"]})
+        rows.append(
+            {
+                "attention": "standard",
+                "dropout": p,
+                "paper_gb": paper["standard_attention"]["hbm_rw_gb"],
+                "model_2022_gb": std_2022,
+                "model_2022_low_gb": std_2022,
+                "h200_dram_gb": std_m["dram_gb"],
+                "model_h200_dram_gb": model["standard_dram_gb"],
+                "h200_l2_gb": std_m["l2_gb"],
+                "paper_ms": paper["standard_attention"]["runtime_ms"],
+                "h200_ms": std_m["wall_ms_median"],
+            }
+        )
+        rows.append(
+            {
+                "attention": "FlashAttention",
+                "dropout": p,
+                "paper_gb": paper["flashattention"]["hbm_rw_gb"],
+                "model_2022_gb": _bytes(flash_2022) / GB,
+                "model_2022_low_gb": _bytes(flash_2022, once=True) / GB,
+                "h200_dram_gb": fa_m["dram_gb"],
+                "model_h200_dram_gb": model["flash_dram_gb"],
+                "h200_l2_gb": fa_m["l2_gb"],
+                "model_h200_every_access_gb": model["flash_every_access_gb"],
+                "paper_ms": paper["flashattention"]["runtime_ms"],
+                "h200_ms": fa_m["wall_ms_median"],
+            }
+        )
         sdpa = measured[(measured["variant"] == "fa2_sdpa") & (measured["dropout_p"] == p)]
-        if len(sdpa):                      # SDPA's flash backend: padded batch, no mask (every key)
+        if len(sdpa):  # SDPA's flash backend: padded batch, no mask (every key)
             padded = model_h200(dropout, FIGURE2.batch * FIGURE2.seq_len)
-            rows.append({"attention": "FlashAttention-2 SDPA (padded, no mask)", "dropout": p,
-                         "h200_dram_gb": sdpa.iloc[0]["dram_gb"], "model_h200_dram_gb": padded["flash_dram_gb"],
-                         "h200_l2_gb": sdpa.iloc[0]["l2_gb"], "model_h200_every_access_gb": padded["flash_every_access_gb"],
-                         "h200_ms": sdpa.iloc[0]["wall_ms_median"]})
+            rows.append(
+                {
+                    "attention": "FlashAttention-2 SDPA (padded, no mask)",
+                    "dropout": p,
+                    "h200_dram_gb": sdpa.iloc[0]["dram_gb"],
+                    "model_h200_dram_gb": padded["flash_dram_gb"],
+                    "h200_l2_gb": sdpa.iloc[0]["l2_gb"],
+                    "model_h200_every_access_gb": padded["flash_every_access_gb"],
+                    "h200_ms": sdpa.iloc[0]["wall_ms_median"],
+                }
+            )
     frame = pd.DataFrame(rows)
     frame["model_h200_over_measured"] = frame["model_h200_dram_gb"] / frame["h200_dram_gb"]
     return frame
@@ -271,9 +359,18 @@ def figure2_h200_intensity(measured: pd.DataFrame | None = None) -> pd.DataFrame
             lengths = spread_lengths(int(m.tokens), FIGURE2.batch)
             flops = sum(r.flops for r in varlen("fa2_torch", FIGURE2, lengths, dropout=m.dropout_p > 0))
         seconds = m.wall_ms_median / 1e3
-        rows.append({"variant": m.variant, "dropout": m.dropout_p, "model_gflop": flops / GB, "h200_dram_gb": m.dram_gb,
-                     "flop_per_dram_byte": flops / (m.dram_gb * GB), "h200_ms": m.wall_ms_median,
-                     "tflop_per_s": flops / seconds / 1e12, "dram_tb_per_s": m.dram_gb * GB / seconds / 1e12})
+        rows.append(
+            {
+                "variant": m.variant,
+                "dropout": m.dropout_p,
+                "model_gflop": flops / GB,
+                "h200_dram_gb": m.dram_gb,
+                "flop_per_dram_byte": flops / (m.dram_gb * GB),
+                "h200_ms": m.wall_ms_median,
+                "tflop_per_s": flops / seconds / 1e12,
+                "dram_tb_per_s": m.dram_gb * GB / seconds / 1e12,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -297,30 +394,46 @@ def figure2_h200_kernels(path=MEASURED_KERNELS) -> pd.DataFrame:
     (64 KiB) has no model row.
     """
     with open(path, newline="") as f:
-        kernels = [k for k in csv.DictReader(f) if not any(name in k["kernel"] for name in UNMODELLED_KERNELS)]
+        kernels = [
+            k for k in csv.DictReader(f) if not any(name in k["kernel"] for name in UNMODELLED_KERNELS)
+        ]
     tokens = measured_h200().set_index(["variant", "dropout_p"])["real_tokens"]
     rows = []
     for variant, p in (("standard", 0.1), ("standard", 0.0), ("fa2_varlen", 0.1), ("fa2_varlen", 0.0)):
         if variant == "standard":
-            model = _per_kernel([count("attention_ref", FIGURE2, dropout=p > 0, kernels="torch-2.11")], once=False)
+            model = _per_kernel(
+                [count("attention_ref", FIGURE2, dropout=p > 0, kernels="torch-2.11")], once=False
+            )
         else:
             lengths = spread_lengths(int(tokens[(variant, p)]), FIGURE2.batch)
             model = _per_kernel(varlen("fa2_torch", FIGURE2, lengths, dropout=p > 0), once=True)
         measured = [k for k in kernels if k["variant"] == variant and float(k["dropout_p"]) == p]
         if len(measured) != len(model):
-            raise ValueError(f"{path}: {len(measured)} kernels of {variant} p={p}, the model has {len(model)}")
+            raise ValueError(
+                f"{path}: {len(measured)} kernels of {variant} p={p}, the model has {len(model)}"
+            )
         for k, (phase, bytes_) in zip(measured, model.items()):
-            rows.append({"variant": variant, "dropout": p, "kernel": k["kernel"][:60], "model_kernel": phase,
-                         "h200_read_gb": float(k["dram_read_bytes"]) / GB,
-                         "h200_write_gb": float(k["dram_write_bytes"]) / GB,
-                         "model_read_gb": bytes_["read"], "model_write_gb": bytes_["write"]})
+            rows.append(
+                {
+                    "variant": variant,
+                    "dropout": p,
+                    "kernel": k["kernel"][:60],
+                    "model_kernel": phase,
+                    "h200_read_gb": float(k["dram_read_bytes"]) / GB,
+                    "h200_write_gb": float(k["dram_write_bytes"]) / GB,
+                    "model_read_gb": bytes_["read"],
+                    "model_write_gb": bytes_["write"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows as dicts, a missing value as None (JSON null, not NaN)."""
-    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
-            for row in frame.to_dict(orient="records")]
+    return [
+        {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+        for row in frame.to_dict(orient="records")
+    ]
 
 
 def figure2_report(sram_bytes: int = 192 * 1024) -> dict[str, Any]:

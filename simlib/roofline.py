@@ -14,6 +14,7 @@ Worked number: fa2, N=4096, d=64, fp16, B·H=1 on an A100 (312 TFLOP/s fp16, 1.5
 >>> roof.bound, round(roof.level_s["HBM"] * 1e6, 1)     # 136,314,880 B / 1.555 TB/s = 87.7 µs
 ('memory (HBM)', 87.7)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,11 +31,11 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Roofline:
     compute_s: float
-    level_s: dict[str, float]     # level name -> seconds to move that level's bytes
+    level_s: dict[str, float]  # level name -> seconds to move that level's bytes
     time_s: float
-    bound: str               # "compute" or "memory (<level>)"
-    arithmetic_intensity: float   # FLOPs per HBM byte
-    ridge_point: float            # peak FLOP/s / HBM bandwidth: above it, compute bound
+    bound: str  # "compute" or "memory (<level>)"
+    arithmetic_intensity: float  # FLOPs per HBM byte
+    ridge_point: float  # peak FLOP/s / HBM bandwidth: above it, compute bound
 
     def frame(self) -> pd.DataFrame:
         rows = [{"term": "compute", "seconds": self.compute_s}]

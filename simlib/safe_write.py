@@ -13,6 +13,7 @@ as it was.
 >>> open(path).read(), oct(os.stat(path).st_mode & 0o777), sorted(os.listdir(folder))
 ('a,b\\n1,2\\n', '0o644', ['out.csv'])
 """
+
 from __future__ import annotations
 
 import os

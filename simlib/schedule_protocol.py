@@ -8,6 +8,7 @@ module holds the types and the checks shared by all of them, so that `count()`, 
 >>> BLOCK.flag, BLOCK.check(128, "fa2")
 ('--block-rows', 128)
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -28,6 +29,8 @@ class DoesNotFit(ValueError):
 
     A ValueError like every refusal; a sweep marks such a configuration infeasible instead of
     stopping."""
+
+
 SRAM_USES = ("sizes", "checks", "unused")
 
 
@@ -67,8 +70,9 @@ class Parameter:
             return value
         if self.kind == "choice":
             if value not in self.choices:
-                raise ValueError(f"{self.name} of {algorithm} must be one of {', '.join(self.choices)}, "
-                                 f"got {value!r}")
+                raise ValueError(
+                    f"{self.name} of {algorithm} must be one of {', '.join(self.choices)}, got {value!r}"
+                )
             return str(value)
         if not (isinstance(value, (tuple, list)) and len(value) == 2):
             raise ValueError(f"{self.name} must be a pair of positive integers, got {value!r}")
@@ -150,4 +154,3 @@ class Schedule:
 
     def parameter(self, name: str) -> Parameter | None:
         return next((p for p in self.parameters if p.name == name), None)
-

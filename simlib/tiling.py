@@ -10,6 +10,7 @@ Br = min(384, 64) = 64; N = 4096 → Tr = 64, Tc = 11 (the last K/V block holds 
 >>> t.block_rows, t.block_cols, t.tr, t.tc
 (64, 384, 64, 11)
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,8 +67,12 @@ class Tiling:
         return ceil_div(self.key_len, self.block_cols)
 
     def as_dict(self) -> dict[str, ParamValue]:
-        fields: dict[str, ParamValue] = {"block_rows": self.block_rows, "block_cols": self.block_cols,
-                                         "tr": self.tr, "tc": self.tc}
+        fields: dict[str, ParamValue] = {
+            "block_rows": self.block_rows,
+            "block_cols": self.block_cols,
+            "tr": self.tr,
+            "tc": self.tc,
+        }
         if self.rule is not None:
             fields["tile_rule"] = self.rule
         return fields
@@ -103,8 +108,12 @@ def max_block(sram_bytes: int, element_bytes: int, head_dim: int) -> int:
     return ceil_div(sram_elements(sram_bytes, element_bytes, head_dim), 4 * head_dim)
 
 
-def make_tiling(workload: Workload, sram_bytes: int | None = None, block_rows: int | None = None,
-                block_cols: int | None = None) -> Tiling:
+def make_tiling(
+    workload: Workload,
+    sram_bytes: int | None = None,
+    block_rows: int | None = None,
+    block_cols: int | None = None,
+) -> Tiling:
     """The tiling for a workload: the paper's defaults, or explicit blocks checked against SRAM.
 
     An explicit block must be at most ⌈M / 4d⌉ rows (the paper's quarter of SRAM per tile). Without
@@ -119,8 +128,9 @@ def make_tiling(workload: Workload, sram_bytes: int | None = None, block_rows: i
         block_cols = check_positive_int("block_cols", block_cols)
     if sram_bytes is None:
         if block_rows is None or block_cols is None:
-            raise ValueError("sram_bytes (--sram or --gpu) is required unless block_rows and block_cols "
-                             "are both given")
+            raise ValueError(
+                "sram_bytes (--sram or --gpu) is required unless block_rows and block_cols are both given"
+            )
     else:
         limit = max_block(sram_bytes, workload.element_bytes, d)
         for name, value in (("block_rows", block_rows), ("block_cols", block_cols)):
@@ -134,5 +144,6 @@ def make_tiling(workload: Workload, sram_bytes: int | None = None, block_rows: i
         if block_rows is None:
             block_rows = min(limit, d)
     assert block_rows is not None and block_cols is not None
-    return Tiling(min(block_rows, workload.nq), min(block_cols, workload.nk), workload.nq, workload.nk,
-                  rule=rule)
+    return Tiling(
+        min(block_rows, workload.nq), min(block_cols, workload.nk), workload.nq, workload.nk, rule=rule
+    )

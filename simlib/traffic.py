@@ -10,6 +10,7 @@ mask Z is one byte per element; everything else has the workload dtype.
 >>> t.bytes(2, "HBM", "read"), t.bytes(2, "HBM", "write")     # N·d fp16 elements; N fp32 stats
 (524288, 16384)
 """
+
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
@@ -22,10 +23,10 @@ from .units import STAT_BYTES
 LEVELS = ("HBM", "SRAM")
 OPS = ("read", "write")
 STAT_TENSORS = frozenset({"l", "m", "L", "red", "O_part", "lse_part", "D", "O_acc", "dQ_acc"})  # always fp32
-BYTE_TENSORS = frozenset({"Z"})                                              # one byte each
+BYTE_TENSORS = frozenset({"Z"})  # one byte each
 
-TrafficKey = tuple[str, str, str, str]        # (level, op, tensor, phase)
-Count = int | np.integer | np.ndarray    # an event's elements: a number or one per tile
+TrafficKey = tuple[str, str, str, str]  # (level, op, tensor, phase)
+Count = int | np.integer | np.ndarray  # an event's elements: a number or one per tile
 
 
 def tensor_bytes(tensor: str, element_bytes: int) -> int:
@@ -80,7 +81,8 @@ class Traffic:
     def elements(self, level: str | None = None, op: str | None = None, tensor: str | None = None) -> int:
         """Sum of elements matching the given fields (None matches all)."""
         return sum(
-            n for (lv, o, t, _), n in self.counts.items()
+            n
+            for (lv, o, t, _), n in self.counts.items()
             if (level is None or lv == level) and (op is None or o == op) and (tensor is None or t == tensor)
         )
 
@@ -95,8 +97,14 @@ class Traffic:
     def frame(self, element_bytes: int, scale: int = 1) -> pd.DataFrame:
         """A DataFrame with one row per (level, op, tensor, phase): elements and bytes (× `scale`)."""
         rows = [
-            {"level": lv, "op": o, "tensor": t, "phase": p, "elements": n * scale,
-             "bytes": n * scale * tensor_bytes(t, element_bytes)}
+            {
+                "level": lv,
+                "op": o,
+                "tensor": t,
+                "phase": p,
+                "elements": n * scale,
+                "bytes": n * scale * tensor_bytes(t, element_bytes),
+            }
             for (lv, o, t, p), n in sorted(self.counts.items())
         ]
         return pd.DataFrame(rows, columns=["level", "op", "tensor", "phase", "elements", "bytes"])

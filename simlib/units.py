@@ -7,6 +7,7 @@
 >>> DTYPE_BYTES["fp16"] * 4096 * 64   # one fp16 Q of N=4096, d=64: 512 KiB
 524288
 """
+
 import re
 from decimal import Decimal
 
@@ -14,10 +15,20 @@ DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 STAT_BYTES = 4  # row statistics l, m and the logsumexp L are always fp32
 
 _SIZE_UNITS = {
-    "": 1, "b": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-    "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+    "k": 2**10,
+    "m": 2**20,
+    "g": 2**30,
+    "t": 2**40,
 }
 _SIZE_RE = re.compile(r"([0-9]{1,30}(?:\.[0-9]{1,30})?) ?([a-zA-Z]{0,3})", re.ASCII)
 #: The largest size accepted: 2⁶⁰ bytes (1 EiB), far beyond any memory; larger is a typo.

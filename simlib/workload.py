@@ -1,4 +1,5 @@
 """The workload: what attention is computed, independent of hardware and schedule."""
+
 import operator
 from dataclasses import dataclass
 
@@ -9,7 +10,7 @@ from .units import dtype_bytes
 #: not; nothing real comes near it.
 MAX_SEQ_LEN = 2**40
 MAX_HEAD_DIM = 2**16
-MAX_BATCH_HEADS = 2**32   # batch, heads and kv_heads each
+MAX_BATCH_HEADS = 2**32  # batch, heads and kv_heads each
 
 
 def check_positive_int(name: str, value: object, maximum: int | None = None) -> int:
@@ -61,8 +62,14 @@ class Workload:
     query_len: int | None = None
 
     def __post_init__(self) -> None:
-        limits = {"seq_len": MAX_SEQ_LEN, "head_dim": MAX_HEAD_DIM, "batch": MAX_BATCH_HEADS,
-                  "heads": MAX_BATCH_HEADS, "kv_heads": MAX_BATCH_HEADS, "query_len": MAX_SEQ_LEN}
+        limits = {
+            "seq_len": MAX_SEQ_LEN,
+            "head_dim": MAX_HEAD_DIM,
+            "batch": MAX_BATCH_HEADS,
+            "heads": MAX_BATCH_HEADS,
+            "kv_heads": MAX_BATCH_HEADS,
+            "query_len": MAX_SEQ_LEN,
+        }
         for name, limit in limits.items():
             value = getattr(self, name)
             if value is not None or name in ("seq_len", "head_dim", "batch", "heads"):
@@ -75,7 +82,9 @@ class Workload:
         if not isinstance(self.causal, bool):
             raise ValueError(f"causal must be True or False, got {self.causal!r}")
         if self.query_len is not None and self.causal and self.query_len > self.seq_len:
-            raise ValueError(f"query_len={self.query_len} exceeds seq_len={self.seq_len} under causal masking")
+            raise ValueError(
+                f"query_len={self.query_len} exceeds seq_len={self.seq_len} under causal masking"
+            )
 
     @property
     def nq(self) -> int:
@@ -107,8 +116,14 @@ class Workload:
     def matrix_bytes(self, name: str) -> int:
         """Bytes of one per-head matrix: Q, O are nq×d; K, V are nk×d; S, P are nq×nk."""
         d = self.head_dim
-        elements = {"Q": self.nq * d, "O": self.nq * d, "K": self.nk * d, "V": self.nk * d,
-                    "S": self.nq * self.nk, "P": self.nq * self.nk}[name]
+        elements = {
+            "Q": self.nq * d,
+            "O": self.nq * d,
+            "K": self.nk * d,
+            "V": self.nk * d,
+            "S": self.nq * self.nk,
+            "P": self.nq * self.nk,
+        }[name]
         return elements * self.element_bytes
 
     @property

@@ -4,6 +4,7 @@ They walk every tile, every row, every score and every inner index the way the k
 and count each access one at a time: an independent derivation of the counting contract
 (docs/COUNTING.md), sharing no code with simlib's vectorised traces or closed forms.
 """
+
 from collections import Counter
 
 
@@ -23,29 +24,29 @@ def fa2(n, d, br, bc, causal=False, nq=None):
         for _ in range(i0, i1):
             for _ in range(d):
                 c["HBM read"] += 1
-                c["SRAM write"] += 1          # Q_i row element lands
+                c["SRAM write"] += 1  # Q_i row element lands
         for j0, j1 in _blocks(n, bc):
             if not _visible(i1, j0, nq, n, causal):
                 continue
             for _ in range(j0, j1):
                 for _ in range(2 * d):
                     c["HBM read"] += 1
-                    c["SRAM write"] += 1      # K_j and V_j elements land
-            for _ in range(i0, i1):                               # one thread per query row
+                    c["SRAM write"] += 1  # K_j and V_j elements land
+            for _ in range(i0, i1):  # one thread per query row
                 for _ in range(j0, j1):
                     for _ in range(d):
-                        c["SRAM read"] += 2                       # Q[row,k] and K[col,k]
-                    c["SRAM write"] += 1                          # score into S
+                        c["SRAM read"] += 2  # Q[row,k] and K[col,k]
+                    c["SRAM write"] += 1  # score into S
                 for _ in range(j0, j1):
                     c["SRAM read"] += 1
-                    c["SRAM write"] += 1     # p = exp(S - m) over S
+                    c["SRAM write"] += 1  # p = exp(S - m) over S
                 for _ in range(j0, j1):
-                    c["SRAM read"] += 1                           # p
+                    c["SRAM read"] += 1  # p
                     for _ in range(d):
-                        c["SRAM read"] += 1                       # V[col,k]
+                        c["SRAM read"] += 1  # V[col,k]
         for _ in range(i0, i1):
-            c["HBM write"] += d                                   # O row
-            c["HBM write stat"] += 1                              # L
+            c["HBM write"] += d  # O row
+            c["HBM write stat"] += 1  # L
     return c
 
 
@@ -64,16 +65,16 @@ def fa1(n, d, br, bc, causal=False, nq=None):
                 continue
             for _ in range(i0, i1):
                 c["HBM read"] += 2 * d
-                c["SRAM write"] += 2 * d           # Q_i, O_i rows
+                c["SRAM write"] += 2 * d  # Q_i, O_i rows
                 c["HBM read stat"] += 2
-                c["SRAM write stat"] += 2         # l_i, m_i
+                c["SRAM write stat"] += 2  # l_i, m_i
                 for _ in range(j0, j1):
-                    c["SRAM read"] += 2 * d + 1 + 1 + d                     # scores, exp, p, V row
-                    c["SRAM write"] += 2                                    # S, P
+                    c["SRAM read"] += 2 * d + 1 + 1 + d  # scores, exp, p, V row
+                    c["SRAM write"] += 2  # S, P
                 c["SRAM read"] += d
-                c["SRAM read stat"] += 2               # update reads O, l, m
+                c["SRAM read stat"] += 2  # update reads O, l, m
                 c["HBM write"] += d
-                c["HBM write stat"] += 2               # store O, l, m
+                c["HBM write stat"] += 2  # store O, l, m
     return c
 
 
@@ -93,48 +94,48 @@ def _matmul(c, m, n, k, t):
 
 def naive(n, d, tile, threads):
     c = Counter()
-    _matmul(c, n, n, d, tile)                     # S = Q Kᵀ
-    for _ in range(n):                            # softmax, one block per row
+    _matmul(c, n, n, d, tile)  # S = Q Kᵀ
+    for _ in range(n):  # softmax, one block per row
         c["HBM read"] += n
         c["HBM write"] += n
         if threads:
-            for _ in range(2):                    # max, then sum
-                c["SRAM write stat"] += threads   # partials
+            for _ in range(2):  # max, then sum
+                c["SRAM write stat"] += threads  # partials
                 stride = threads // 2
                 while stride:
                     c["SRAM read stat"] += 2 * stride
                     c["SRAM write stat"] += stride
                     stride //= 2
-                c["SRAM read stat"] += threads    # every thread reads the result
-    _matmul(c, n, d, n, tile)                     # O = P V
+                c["SRAM read stat"] += threads  # every thread reads the result
+    _matmul(c, n, d, n, tile)  # O = P V
     return c
 
 
 def flash_bwd(n, d, br, bc, causal=False):
     """Algorithm 4, HBM only: element reads/writes and fp32 statistics."""
     c = Counter()
-    c["HBM write"] += 3 * n * d                                   # dQ, dK, dV zeroed in HBM
+    c["HBM write"] += 3 * n * d  # dQ, dK, dV zeroed in HBM
     for j0, j1 in _blocks(n, bc):
-        c["HBM read"] += 2 * (j1 - j0) * d                        # K_j, V_j
+        c["HBM read"] += 2 * (j1 - j0) * d  # K_j, V_j
         for i0, i1 in _blocks(n, br):
             if not _visible(i1, j0, n, n, causal):
                 continue
             for _ in range(i0, i1):
-                c["HBM read"] += 4 * d                            # Q, O, dO, dQ rows
-                c["HBM read stat"] += 2                           # l, m
-                c["HBM write"] += d                               # dQ row
-        c["HBM write"] += 2 * (j1 - j0) * d                       # dK_j, dV_j
+                c["HBM read"] += 4 * d  # Q, O, dO, dQ rows
+                c["HBM read stat"] += 2  # l, m
+                c["HBM write"] += d  # dQ row
+        c["HBM write"] += 2 * (j1 - j0) * d  # dK_j, dV_j
     return c
 
 
 def naive_bwd(n, d, tile):
     c = Counter()
-    _matmul(c, n, d, n, tile)                     # dV = Pᵀ dO
-    _matmul(c, n, n, d, tile)                     # dP = dO Vᵀ
+    _matmul(c, n, d, n, tile)  # dV = Pᵀ dO
+    _matmul(c, n, n, d, tile)  # dP = dO Vᵀ
     c["HBM read"] += 2 * n * n
-    c["HBM write"] += n * n          # dS from P and dP
-    _matmul(c, n, d, n, tile)                     # dQ = dS K
-    _matmul(c, n, d, n, tile)                     # dK = dSᵀ Q
+    c["HBM write"] += n * n  # dS from P and dP
+    _matmul(c, n, d, n, tile)  # dQ = dS K
+    _matmul(c, n, d, n, tile)  # dK = dSᵀ Q
     return c
 
 
@@ -156,7 +157,7 @@ def decode(n, d, group, q_len, bc, splits):
         if len(chunks) == 1:
             c["HBM write"] += rows * d
         else:
-            c["HBM write stat"] += rows * d + rows                # fp32 partial O and logsumexp
+            c["HBM write stat"] += rows * d + rows  # fp32 partial O and logsumexp
     if len(chunks) > 1:
         c["HBM read stat"] += len(chunks) * (rows * d + rows)
         c["HBM write"] += rows * d

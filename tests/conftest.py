@@ -30,8 +30,11 @@ def pytest_collection_modifyitems(session, config, items):
     from gpu_kernels.device import gpu_available
 
     if not gpu_available():
-        pytest.exit("FLASHIO_GPU=1 but numba finds no usable CUDA GPU here: run the GPU tests on a GPU machine "
-                    "(without FLASHIO_GPU the suite runs on numba's CUDA simulator)", returncode=2)
+        pytest.exit(
+            "FLASHIO_GPU=1 but numba finds no usable CUDA GPU here: run the GPU tests on a GPU machine "
+            "(without FLASHIO_GPU the suite runs on numba's CUDA simulator)",
+            returncode=2,
+        )
     session.gpu_selected = len(_gpu_items(items))
 
 
@@ -42,6 +45,8 @@ def pytest_sessionfinish(session, exitstatus):
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     passed = [r for r in reporter.stats.get("passed", []) if "gpu" in r.keywords] if reporter else []
     if not passed:
-        sys.stderr.write(f"\nFAIL: FLASHIO_GPU=1 on a GPU, {selected} GPU tests selected and none passed "
-                         "(all skipped or failed)\n")
+        sys.stderr.write(
+            f"\nFAIL: FLASHIO_GPU=1 on a GPU, {selected} GPU tests selected and none passed "
+            "(all skipped or failed)\n"
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

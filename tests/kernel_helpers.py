@@ -1,4 +1,5 @@
 """Helpers shared by the kernel test files (simulator and GPU)."""
+
 import math
 import os
 import subprocess
@@ -31,5 +32,11 @@ def run_cli(args, timeout=120):
     env = dict(os.environ)
     env.pop("NUMBA_ENABLE_CUDASIM", None)  # the CLI must decide by itself
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "gpu_kernels", *args], capture_output=True, text=True,
-                          cwd=REPO, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "gpu_kernels", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=timeout,
+    )

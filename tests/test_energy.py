@@ -4,6 +4,7 @@ Every expected number is derived here from the formulas of docs/COUNTING.md and 
 definitions (published per-bit figures × 8, the calibration's (P − P_static) / rate), or read
 independently from the committed CSV with the csv module; none is copied from the code's output.
 """
+
 import csv
 import json
 import statistics
@@ -67,27 +68,29 @@ def test_the_breakdown_is_per_traffic_row_and_sums_to_the_levels():
     rows = e.frame()
     assert set(rows["level"]) == {"HBM", "SRAM", "compute", "static"}
     q_hbm = rows[(rows.level == "HBM") & (rows.tensor == "Q")]["joules"].sum()
-    assert q_hbm == pytest.approx(2048 * 64 * 2 * 2 * 31.2e-12)      # Q read once: N·d·2 B, 2 heads
+    assert q_hbm == pytest.approx(2048 * 64 * 2 * 2 * 31.2e-12)  # Q read once: N·d·2 B, 2 heads
     assert rows["joules"].sum() == pytest.approx(e.total_j)
     assert e.summary()["share"].sum() == pytest.approx(1.0)
 
 
 def test_calibration_by_hand():
-    rows = [{"bench": "idle", "repeat": "0", "watts": 90.0, "rate_per_s": None},
-            {"bench": "static", "repeat": "0", "watts": 100.0, "rate_per_s": None},
-            {"bench": "static", "repeat": "1", "watts": 110.0, "rate_per_s": None},
-            {"bench": "hbm_copy", "repeat": "0", "watts": 500.0, "rate_per_s": 4e12},
-            {"bench": "hbm_copy", "repeat": "1", "watts": 510.0, "rate_per_s": 4e12},
-            {"bench": "fp32_fma", "repeat": "0", "watts": 300.0, "rate_per_s": 5e13},
-            {"bench": "l2_read", "repeat": "0", "watts": 400.0, "rate_per_s": 3e12},
-            {"bench": "tc_mma", "repeat": "0", "watts": 400.0, "rate_per_s": 5e14}]
+    rows = [
+        {"bench": "idle", "repeat": "0", "watts": 90.0, "rate_per_s": None},
+        {"bench": "static", "repeat": "0", "watts": 100.0, "rate_per_s": None},
+        {"bench": "static", "repeat": "1", "watts": 110.0, "rate_per_s": None},
+        {"bench": "hbm_copy", "repeat": "0", "watts": 500.0, "rate_per_s": 4e12},
+        {"bench": "hbm_copy", "repeat": "1", "watts": 510.0, "rate_per_s": 4e12},
+        {"bench": "fp32_fma", "repeat": "0", "watts": 300.0, "rate_per_s": 5e13},
+        {"bench": "l2_read", "repeat": "0", "watts": 400.0, "rate_per_s": 3e12},
+        {"bench": "tc_mma", "repeat": "0", "watts": 400.0, "rate_per_s": 5e14},
+    ]
     out = calibrate(rows)
     assert out["static_w"]["mean"] == 105.0 and out["idle_w"]["mean"] == 90.0
-    assert out["HBM"]["mean"] == pytest.approx(100.0)          # (500 − 100) / 4e12 and (510 − 110) / 4e12
+    assert out["HBM"]["mean"] == pytest.approx(100.0)  # (500 − 100) / 4e12 and (510 − 110) / 4e12
     assert out["HBM"]["min"] == out["HBM"]["max"] == pytest.approx(100.0)
-    assert out["fp32_fma"]["mean"] == pytest.approx(4.0)       # (300 − 100) / 5e13
-    assert out["L2"]["mean"] == pytest.approx(100.0 - 2 * 4.0 / 4)   # less one FP32 instruction per 4 B
-    assert out["tensor_core"]["mean"] == pytest.approx(0.6)    # (400 − 100) / 5e14
+    assert out["fp32_fma"]["mean"] == pytest.approx(4.0)  # (300 − 100) / 5e13
+    assert out["L2"]["mean"] == pytest.approx(100.0 - 2 * 4.0 / 4)  # less one FP32 instruction per 4 B
+    assert out["tensor_core"]["mean"] == pytest.approx(0.6)  # (400 − 100) / 5e14
     with pytest.raises(ValueError, match="static"):
         calibrate(rows[:1])
 
@@ -95,8 +98,11 @@ def test_calibration_by_hand():
 def test_the_h200_table_is_the_committed_calibration():
     rows = rows_of(CALIBRATION)
     static = {r["repeat"]: float(r["watts"]) for r in rows if r["bench"] == "static"}
-    copies = [(float(r["watts"]) - static[r["repeat"]]) / float(r["rate_per_s"]) * 1e12
-              for r in rows if r["bench"] == "hbm_copy"]
+    copies = [
+        (float(r["watts"]) - static[r["repeat"]]) / float(r["rate_per_s"]) * 1e12
+        for r in rows
+        if r["bench"] == "hbm_copy"
+    ]
     t = load_energy_table("h200")
     assert t.measured
     assert t.pj_per_byte["HBM"] == pytest.approx(statistics.fmean(copies))
@@ -124,24 +130,30 @@ def test_result_energy_hook_and_flop_unit():
     r = count("naive", Workload(1024, 64, dtype="fp32"))
     assert r.energy("a100-40gb").flop_unit == "fp32_fma"
     gemm = r.energy("h200", flop_unit="tensor_core_gemm", time_s=0)
-    assert gemm.compute_j == pytest.approx(4 * 1024**2 * 64 * load_energy_table("h200").pj_per_flop["tensor_core_gemm"]
-                                           * 1e-12)
+    assert gemm.compute_j == pytest.approx(
+        4 * 1024**2 * 64 * load_energy_table("h200").pj_per_flop["tensor_core_gemm"] * 1e-12
+    )
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda r: energy(r, "nope"), "gpu must be one of"),
-    (lambda r: energy(r, "t4"), "no energy per HBM byte"),
-    (lambda r: energy(r, "h200", flop_unit="abacus"), "flop_unit must be one of"),
-    (lambda r: energy(r, "h200", time_s=-1.0), "time_s"),
-    (lambda r: energy(r, "h200", dram_fraction=2), "dram_fraction"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda r: energy(r, "nope"), "gpu must be one of"),
+        (lambda r: energy(r, "t4"), "no energy per HBM byte"),
+        (lambda r: energy(r, "h200", flop_unit="abacus"), "flop_unit must be one of"),
+        (lambda r: energy(r, "h200", time_s=-1.0), "time_s"),
+        (lambda r: energy(r, "h200", dram_fraction=2), "dram_fraction"),
+    ],
+)
 def test_bad_input_is_refused_by_name(call, message):
     with pytest.raises(ValueError, match=message):
         call(count("naive", Workload(256, 64)))
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "simlib", "energy", *args], capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "simlib", "energy", *args], capture_output=True, text=True, cwd=ROOT
+    )
 
 
 def test_cli_json_by_hand():
@@ -161,12 +173,29 @@ def test_cli_text_names_every_term():
         assert word in out.stdout
 
 
-@pytest.mark.parametrize("args, name", [
-    (("--algorithm", "naive", "--seq-len", "1024", "--head-dim", "64"), "--gpu"),
-    (("--algorithm", "naive", "--seq-len", "1024", "--head-dim", "64", "--gpu", "t4"), "HBM"),
-    (("--algorithm", "naive", "--seq-len", "0", "--head-dim", "64", "--gpu", "h200"), "--seq-len"),
-    (("--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--gpu", "h200", "--time-s", "-2"), "--time-s"),
-])
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (("--algorithm", "naive", "--seq-len", "1024", "--head-dim", "64"), "--gpu"),
+        (("--algorithm", "naive", "--seq-len", "1024", "--head-dim", "64", "--gpu", "t4"), "HBM"),
+        (("--algorithm", "naive", "--seq-len", "0", "--head-dim", "64", "--gpu", "h200"), "--seq-len"),
+        (
+            (
+                "--algorithm",
+                "naive",
+                "--seq-len",
+                "64",
+                "--head-dim",
+                "64",
+                "--gpu",
+                "h200",
+                "--time-s",
+                "-2",
+            ),
+            "--time-s",
+        ),
+    ],
+)
 def test_cli_bad_input_one_line_exit_2(args, name):
     out = cli(*args)
     assert out.returncode == 2 and out.stdout == ""
@@ -199,7 +228,11 @@ def test_claim_numbers_by_hand():
     # at the rest multiple for 40 %, the saving is 40 %
     m = s["rest_multiple_for_40pct"]
     assert 24 * 0.2 / (24 * 0.3 + m * rest) == pytest.approx(0.40)
-    rows = {(r["variant"], r["dtype"], r["pass"], r["seq_len"]): r for r in rows_of(ATTENTION) if r["status"] == "ok"}
+    rows = {
+        (r["variant"], r["dtype"], r["pass"], r["seq_len"]): r
+        for r in rows_of(ATTENTION)
+        if r["status"] == "ok"
+    }
     calls = attention_calls()
     one = calls[(calls.dtype == "bf16") & (calls["pass"] == "fwd") & (calls.seq_len == 4096)].iloc[0]
     std = float(rows[("torch_math", "bf16", "fwd", "4096")]["joules_per_call"])
@@ -212,7 +245,9 @@ def test_claim_verdict_is_stated_with_its_numbers():
 
     v = energy_claim_verdict()
     assert v["cases"] and "%" in v["verdict"]
-    assert {c["dtype"] for c in v["cases"]} <= {"fp16", "bf16"} and [c["dtype"] for c in v["fp32_cases"]] == ["fp32"]
+    assert {c["dtype"] for c in v["cases"]} <= {"fp16", "bf16"} and [c["dtype"] for c in v["fp32_cases"]] == [
+        "fp32"
+    ]
     for c in [*v["cases"], *v["fp32_cases"]]:
         assert 0 < c["saving"] < 1 and 0 < c["attention_share_standard"] < 1
 
@@ -222,5 +257,6 @@ def test_the_note_shows_what_the_data_gives():
 
     text = (ROOT / "docs" / "ENERGY.md").read_text()
     start = text.index("<!-- generated: python -m simlib.energy_check -->\n") + len(
-        "<!-- generated: python -m simlib.energy_check -->\n")
-    assert text[start:text.index("<!-- end generated -->")] == report_markdown()
+        "<!-- generated: python -m simlib.energy_check -->\n"
+    )
+    assert text[start : text.index("<!-- end generated -->")] == report_markdown()

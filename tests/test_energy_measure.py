@@ -1,4 +1,5 @@
 """gpu_kernels.measure.nvml_energy on a fake NVML counter (CPU only): edge-aligned windows, idle, baseline."""
+
 import pytest
 
 from gpu_kernels.measure import nvml_energy as energy
@@ -28,7 +29,7 @@ class FakeBoard:
 def test_wait_step_returns_at_the_next_step_or_the_timeout():
     board = FakeBoard()
     mj, t, stepped = energy.wait_step(board, board.clock)
-    assert stepped and mj == 2000 and t == pytest.approx(0.02, abs=2e-4)   # 100 W x 20 ms
+    assert stepped and mj == 2000 and t == pytest.approx(0.02, abs=2e-4)  # 100 W x 20 ms
 
     class Frozen(FakeBoard):
         def millijoules(self):
@@ -40,7 +41,9 @@ def test_wait_step_returns_at_the_next_step_or_the_timeout():
 
 def test_measure_reads_the_board_power_between_steps():
     board = FakeBoard(watts=250.0)
-    res = energy.measure(lambda: board.run(0.05), lambda: None, board, 1.0, call_seconds=0.05, clock=board.clock)
+    res = energy.measure(
+        lambda: board.run(0.05), lambda: None, board, 1.0, call_seconds=0.05, clock=board.clock
+    )
     assert res["watts"] == pytest.approx(250.0, rel=1e-3)
     assert res["calls"] >= 20 and res["seconds"] >= 1.0 and res["steps_seen"]
     assert res["joules"] == pytest.approx(250.0 * res["seconds"], rel=1e-3)
@@ -52,6 +55,8 @@ def test_idle_and_above_baseline():
     idle = energy.measure_idle(board, 0.5, clock=board.clock, sleep=board.run)
     assert idle["watts"] == pytest.approx(80.0, rel=1e-3)
     # 1500 J in 3 s over 20 calls against 100 W: (1500 − 300) / 20
-    assert energy.above_baseline({"joules": 1500.0, "seconds": 3.0, "calls": 20}, 100.0) == pytest.approx(60.0)
+    assert energy.above_baseline({"joules": 1500.0, "seconds": 3.0, "calls": 20}, 100.0) == pytest.approx(
+        60.0
+    )
     with pytest.raises(ValueError, match="no calls"):
         energy.above_baseline({"joules": 1.0, "seconds": 1.0, "calls": 0}, 1.0)

@@ -1,4 +1,5 @@
 """environment.yml and pyproject.toml must list the same dependencies with the same bounds."""
+
 import re
 import tomllib
 from pathlib import Path
@@ -38,6 +39,11 @@ def test_gpu_compile_path_imports_with_the_installed_numpy():
     import sys
 
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    p = subprocess.run([sys.executable, "-c", "import numba.cuda.np.arrayobj"], capture_output=True, text=True,
-                       env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", "import numba.cuda.np.arrayobj"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 0, f"numba.cuda.np.arrayobj does not import with this numpy:\n{p.stderr[-1500:]}"

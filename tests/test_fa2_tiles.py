@@ -1,4 +1,5 @@
 """data/fa2_tiles.json: FlashAttention-2's forward tile table, read from its reference kernel."""
+
 import itertools
 import json
 import re
@@ -15,13 +16,17 @@ def lookup(entries, head_dim, arch, dropout, causal):
     """First entry that matches; null fields match anything (the file's `how_to_read.lookup`)."""
     for e in entries:
         if e["head_dim"] == head_dim and all(
-                e[k] is None or e[k] == v for k, v in (("arch", arch), ("dropout", dropout), ("causal", causal))):
+            e[k] is None or e[k] == v for k, v in (("arch", arch), ("dropout", dropout), ("causal", causal))
+        ):
             return e
     return None
 
 
-@pytest.mark.parametrize("entry", ENTRIES + TABLE["historical_entries"],
-                         ids=lambda e: f"d{e['head_dim']}-{e['arch']}-{e['dropout']}-{e['causal']}")
+@pytest.mark.parametrize(
+    "entry",
+    ENTRIES + TABLE["historical_entries"],
+    ids=lambda e: f"d{e['head_dim']}-{e['arch']}-{e['dropout']}-{e['causal']}",
+)
 def test_every_entry_cites_a_commit_and_a_function(entry):
     source = entry["source"]
     assert all(source.get(k) for k in SOURCE_KEYS)
@@ -30,8 +35,14 @@ def test_every_entry_cites_a_commit_and_a_function(entry):
     assert source["function"].startswith("run_mha_fwd_hdim")
 
 
-@pytest.mark.parametrize("head_dim, arch, dropout, causal", list(itertools.product(
-    (32, 64, 96, 128, 160, 192, 224, 256), ("sm80", "sm8x", "sm90"), (False, True), (False, True))))
+@pytest.mark.parametrize(
+    "head_dim, arch, dropout, causal",
+    list(
+        itertools.product(
+            (32, 64, 96, 128, 160, 192, 224, 256), ("sm80", "sm8x", "sm90"), (False, True), (False, True)
+        )
+    ),
+)
 def test_every_case_has_a_tile(head_dim, arch, dropout, causal):
     e = lookup(ENTRIES, head_dim, arch, dropout, causal)
     assert e is not None
@@ -41,23 +52,34 @@ def test_every_case_has_a_tile(head_dim, arch, dropout, causal):
 
 def test_smem_is_one_q_tile_and_one_k_and_one_v_tile_of_two_byte_elements():
     for e in ENTRIES + TABLE["historical_entries"]:
-        q, k, v = (e["block_rows"] * e["kernel_head_dim"], e["block_cols"] * e["kernel_head_dim"],
-                   e["block_cols"] * e["kernel_head_dim"])
+        q, k, v = (
+            e["block_rows"] * e["kernel_head_dim"],
+            e["block_cols"] * e["kernel_head_dim"],
+            e["block_cols"] * e["kernel_head_dim"],
+        )
         assert e["smem_bytes"] == 2 * (q + k + v)
 
 
 def test_the_sizes_the_source_comments_state():
     """Numbers written in the launch template's own comments (independent of the traits formula)."""
     kib = 1024
-    assert lookup(ENTRIES, 128, "sm8x", False, False)["smem_bytes"] == 48 * kib    # '128 x 32 (48 KB smem)'
-    assert lookup(ENTRIES, 256, "sm80", False, False)["smem_bytes"] == 128 * kib   # 'A100 ... 128 x 64 (128KB smem)'
-    assert lookup(ENTRIES, 256, "sm90", False, False)["smem_bytes"] == 96 * kib    # 'H100 ... 64 x 64 (96KB smem)'
-    assert lookup(TABLE["historical_entries"], 224, "sm80", False, False)["smem_bytes"] == 112 * kib  # '112 KB'
+    assert lookup(ENTRIES, 128, "sm8x", False, False)["smem_bytes"] == 48 * kib  # '128 x 32 (48 KB smem)'
+    assert (
+        lookup(ENTRIES, 256, "sm80", False, False)["smem_bytes"] == 128 * kib
+    )  # 'A100 ... 128 x 64 (128KB smem)'
+    assert (
+        lookup(ENTRIES, 256, "sm90", False, False)["smem_bytes"] == 96 * kib
+    )  # 'H100 ... 64 x 64 (96KB smem)'
+    assert (
+        lookup(TABLE["historical_entries"], 224, "sm80", False, False)["smem_bytes"] == 112 * kib
+    )  # '112 KB'
 
 
 def test_issue_examples():
     """d = 64 -> 128 x 128 with 4 warps; d = 128 -> 128 x 64 on the A100/H100 and 128 x 32 on sm86/89."""
     e = lookup(ENTRIES, 64, "sm90", False, False)
     assert (e["block_rows"], e["block_cols"], e["warps"]) == (128, 128, 4)
-    assert (lookup(ENTRIES, 128, "sm80", False, False)["block_cols"],
-            lookup(ENTRIES, 128, "sm8x", False, False)["block_cols"]) == (64, 32)
+    assert (
+        lookup(ENTRIES, 128, "sm80", False, False)["block_cols"],
+        lookup(ENTRIES, 128, "sm8x", False, False)["block_cols"],
+    ) == (64, 32)

@@ -39,8 +39,13 @@ def fa2_fast_closed_form(b, h, n, d, cfg):
 
 
 def simlib_counts(b, h, n, d, cfg):
-    r = count("fa2_fast", Workload(n, d, b, h, dtype="fp32"), block_rows=cfg.block_rows,
-              block_cols=cfg.block_cols, threads=(cfg.nty, cfg.ntx))
+    r = count(
+        "fa2_fast",
+        Workload(n, d, b, h, dtype="fp32"),
+        block_rows=cfg.block_rows,
+        block_cols=cfg.block_cols,
+        threads=(cfg.nty, cfg.ntx),
+    )
     return {k: int(getattr(r, k)) for k in COUNT_KEYS}
 
 
@@ -110,6 +115,7 @@ def test_poisoned_outputs_expose_unwritten_rows():
 
 # --- configuration and checks (plain Python) ----------------------------------------------------
 
+
 @sim_only
 def test_default_configs_build_or_are_refused():
     """The tuned defaults (Br = 128, Bc = 64; Bc = 32 at d = 16, where NTX = 4) build for d = 16 ...
@@ -142,11 +148,20 @@ def test_config_checks():
 
 # --- simlib's fa2_fast schedule -----------------------------------------------------------------
 
+
 @sim_only
 @settings(max_examples=150, deadline=None)
-@given(n=st.integers(1, 600), nq=st.none() | st.integers(1, 600), d=st.sampled_from([8, 16, 64, 128]),
-       tm=st.integers(1, 8), tn=st.integers(1, 8), nty=st.sampled_from([1, 2, 16, 32]),
-       ntx=st.sampled_from([4, 8, 16]), bh=st.integers(1, 3), dtype=st.sampled_from(["fp16", "fp32"]))
+@given(
+    n=st.integers(1, 600),
+    nq=st.none() | st.integers(1, 600),
+    d=st.sampled_from([8, 16, 64, 128]),
+    tm=st.integers(1, 8),
+    tn=st.integers(1, 8),
+    nty=st.sampled_from([1, 2, 16, 32]),
+    ntx=st.sampled_from([4, 8, 16]),
+    bh=st.integers(1, 3),
+    dtype=st.sampled_from(["fp16", "fp32"]),
+)
 def test_fa2_fast_closed_form_equals_trace(n, nq, d, tm, tn, nty, ntx, bh, dtype):
     w = Workload(n, d, batch=bh, heads=1, dtype=dtype, query_len=nq)
     kw = dict(block_rows=tm * nty, block_cols=tn * ntx, threads=(nty, ntx))
@@ -169,7 +184,10 @@ def test_fa2_fast_reads_per_score():
     per_score = d // tn + 2 * d // tm + ntx + ntx // tn
     assert per_score == 49
     assert r.sram_read_bytes // 4 == per_score * n * n + n * ntx * ntx
-    assert r.sram_read_bytes < count("fa2", Workload(n, d, dtype="fp32"), block_rows=128, block_cols=64).sram_read_bytes / 3
+    assert (
+        r.sram_read_bytes
+        < count("fa2", Workload(n, d, dtype="fp32"), block_rows=128, block_cols=64).sram_read_bytes / 3
+    )
     assert r.flops == r.useful_flops == 4 * n * n * d
 
 
@@ -190,8 +208,18 @@ def test_fa2_fast_refusals():
 
 # --- GPU ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("b,h,n,d", [(1, 2, 1000, 64), (2, 1, 1000, 128), (1, 2, 4096, 64), (1, 1, 16384, 64),
-                                     (1, 1, 4096, 128), (1, 1, 16384, 128)])
+
+@pytest.mark.parametrize(
+    "b,h,n,d",
+    [
+        (1, 2, 1000, 64),
+        (2, 1, 1000, 128),
+        (1, 2, 4096, 64),
+        (1, 1, 16384, 64),
+        (1, 1, 4096, 128),
+        (1, 1, 16384, 128),
+    ],
+)
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
 def test_fast_gpu(b, h, n, d):
@@ -206,11 +234,16 @@ def test_fast_gpu(b, h, n, d):
     assert res.counts == simlib_counts(b, h, n, d, cfg)
 
 
-@pytest.mark.parametrize("cfg", [FastConfig(64, 4, 8, ntx=8, nty=32, async_copy=False),
-                                 FastConfig(64, 4, 8, ntx=8, nty=32, vector_loads=False),
-                                 FastConfig(64, 8, 8, ntx=8, nty=16, unroll=2),
-                                 FastConfig(128, 4, 4, ntx=16, nty=16),
-                                 FastConfig(128, 8, 4, ntx=16, nty=16, async_copy=False, unroll=2)])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        FastConfig(64, 4, 8, ntx=8, nty=32, async_copy=False),
+        FastConfig(64, 4, 8, ntx=8, nty=32, vector_loads=False),
+        FastConfig(64, 8, 8, ntx=8, nty=16, unroll=2),
+        FastConfig(128, 4, 4, ntx=16, nty=16),
+        FastConfig(128, 8, 4, ntx=16, nty=16, async_copy=False, unroll=2),
+    ],
+)
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
 def test_fast_gpu_variants(cfg):

@@ -5,6 +5,7 @@ FlashAttention kernel (`fa1_2022`) is checked against a plain simulation of its 
 here from the kernel's code (fmha_fprop_kernel_1xN.h / fmha_dgrad_kernel_1xN_loop.h at 9dbc491a);
 PyTorch 2.11's FA2 kernels (`fa2_torch`) against hand formulas and the H200's ncu bytes.
 """
+
 import csv
 import json
 
@@ -15,7 +16,7 @@ from simlib import reproduce as fig2
 from simlib.schedules import fa1_2022, fa2_torch
 
 B, H, N, D = 64, 16, 1024, 64
-BH, SCORES, ND = B * H, N * N, N * D          # heads, scores per head, N·d elements per head
+BH, SCORES, ND = B * H, N * N, N * D  # heads, scores per head, N·d elements per head
 
 
 def test_standard_is_forty_bytes_per_score_plus_thirty_nd_transfers():
@@ -26,22 +27,32 @@ def test_standard_is_forty_bytes_per_score_plus_thirty_nd_transfers():
     assert count("attention_ref", fig2.FIGURE2).hbm_bytes == expected == 46_976_204_800
 
 
-@pytest.mark.parametrize("kernel, tensor, op, passes", [
-    ("fwd:qk", "S", "write", 1), ("fwd:key_mask", "S", "read", 1), ("fwd:softmax", "P", "write", 1),
-    ("fwd:dropout", "Z", "write", 0.5), ("bwd:softmax", "P", "read", 1), ("bwd:dropout", "Z", "read", 0.5),
-    ("bwd:dq", "dS", "read", 1), ("bwd:stack", "dQKV", "write", 3 * ND / SCORES),
-])
+@pytest.mark.parametrize(
+    "kernel, tensor, op, passes",
+    [
+        ("fwd:qk", "S", "write", 1),
+        ("fwd:key_mask", "S", "read", 1),
+        ("fwd:softmax", "P", "write", 1),
+        ("fwd:dropout", "Z", "write", 0.5),
+        ("bwd:softmax", "P", "read", 1),
+        ("bwd:dropout", "Z", "read", 0.5),
+        ("bwd:dq", "dS", "read", 1),
+        ("bwd:stack", "dQKV", "write", 3 * ND / SCORES),
+    ],
+)
 def test_each_standard_term_is_one_pass_of_its_tensor(kernel, tensor, op, passes):
     terms = fig2.figure2_terms().set_index(["attention", "kernel", "tensor", "op"])
     assert terms.loc[("standard", kernel, tensor, op), "bytes"] == BH * SCORES * 2 * passes
 
 
 def test_standard_without_dropout_and_with_torch_211_kernels():
-    no_dropout = BH * (15 * 2 * SCORES + 30 * 2 * ND)             # dropout's 2 + 2 passes and masks gone
+    no_dropout = BH * (15 * 2 * SCORES + 30 * 2 * ND)  # dropout's 2 + 2 passes and masks gone
     assert count("attention_ref", fig2.FIGURE2, dropout=False).hbm_bytes == no_dropout
     # PyTorch 2.11 on the H200 adds an N×N multiply (2 reads, 1 write) and an N×N fill (1 write)
-    assert (count("attention_ref", fig2.FIGURE2, kernels="torch-2.11").hbm_bytes
-            == count("attention_ref", fig2.FIGURE2).hbm_bytes + BH * 4 * 2 * SCORES)
+    assert (
+        count("attention_ref", fig2.FIGURE2, kernels="torch-2.11").hbm_bytes
+        == count("attention_ref", fig2.FIGURE2).hbm_bytes + BH * 4 * 2 * SCORES
+    )
 
 
 def simulate_fa1_2022(n, d, causal=False, bc=256, br=16):
@@ -52,22 +63,24 @@ def simulate_fa1_2022(n, d, causal=False, bc=256, br=16):
     for direction in ("fwd", "bwd"):
         for j, start in enumerate(steps):
             c = min(bc, n - start)
-            total += 2 * c * d * 2                                   # K_j and V_j loaded once
+            total += 2 * c * d * 2  # K_j and V_j loaded once
             begin = start if causal else 0
             for row in range(begin, n, br):
                 r = min(br, n - row)
                 final = j == last or (causal and row < start + bc)
                 if direction == "fwd":
-                    total += r * d * 2                               # Q rows
+                    total += r * d * 2  # Q rows
                     if j > 0:
-                        total += r * d * 4 + r * 4                   # o_tmp (fp32) and lse read back
-                    total += r * 4                                   # lse written
-                    total += r * d * 2 if final else r * d * 4       # O (fp16) or o_tmp (fp32)
+                        total += r * d * 4 + r * 4  # o_tmp (fp32) and lse read back
+                    total += r * 4  # lse written
+                    total += r * d * 2 if final else r * d * 4  # O (fp16) or o_tmp (fp32)
                 else:
-                    total += 2 * r * d * 2 + r * 4                   # Q, dO, lse
-                    total += r * d * 2 + r * 4 if j == 0 else r * 4 + r * d * 4   # O and D written / D, dq_tmp read
-                    total += r * d * 2 if final else r * d * 4       # dQ or dq_tmp
-            total += 2 * c * d * 2 if direction == "bwd" else 0      # dK_j, dV_j
+                    total += 2 * r * d * 2 + r * 4  # Q, dO, lse
+                    total += (
+                        r * d * 2 + r * 4 if j == 0 else r * 4 + r * d * 4
+                    )  # O and D written / D, dq_tmp read
+                    total += r * d * 2 if final else r * d * 4  # dQ or dq_tmp
+            total += 2 * c * d * 2 if direction == "bwd" else 0  # dK_j, dV_j
     return total
 
 
@@ -85,10 +98,16 @@ def test_fa1_2022_per_head_worked_number_and_its_accumulators():
     # per row: lse 3·4 + 4·4 forward, lse 4·4 + D 4 + D 3·4 backward = 60
     assert count("fa1_2022", Workload(N, D)).hbm_bytes == ND * 90 + N * 60
     terms = fig2.figure2_terms(lengths=[N] * B).set_index(["attention", "kernel", "tensor", "op"])
-    accumulators = sum(terms.loc[("FlashAttention", k, t, op), "bytes"] for k, t, op in (
-        ("fwd:update", "O_acc", "read"), ("fwd:store", "O_acc", "write"),
-        ("bwd:inner", "dQ_acc", "read"), ("bwd:store_dq", "dQ_acc", "write")))
-    assert accumulators == BH * ND * 4 * 3 * 4                       # 3 reads + 3 writes, fp32, O and dQ
+    accumulators = sum(
+        terms.loc[("FlashAttention", k, t, op), "bytes"]
+        for k, t, op in (
+            ("fwd:update", "O_acc", "read"),
+            ("fwd:store", "O_acc", "write"),
+            ("bwd:inner", "dQ_acc", "read"),
+            ("bwd:store_dq", "dQ_acc", "write"),
+        )
+    )
+    assert accumulators == BH * ND * 4 * 3 * 4  # 3 reads + 3 writes, fp32, O and dQ
 
 
 def test_fa1_2022_kernel_once_is_each_tensor_once_without_its_own_scratch():
@@ -107,15 +126,17 @@ def test_the_paper_lies_between_the_2022_kernels_two_ends():
 def test_flops_recompute_puts_flash_above_standard():
     flops = fig2.figure2_flops().set_index("attention")
     assert flops.loc["standard", "model_gflop"] * 1e9 == 12 * BH * SCORES * D
-    assert flops.loc["FlashAttention", "model_gflop"] * 1e9 == 14 * D * H * sum(n * n for n in fig2.default_lengths())
+    assert flops.loc["FlashAttention", "model_gflop"] * 1e9 == 14 * D * H * sum(
+        n * n for n in fig2.default_lengths()
+    )
     assert flops.loc["FlashAttention", "model_gflop"] > flops.loc["standard", "model_gflop"]
 
 
 def test_fa2_torch_hand_formulas():
-    w, u = Workload(N, D), ND * 2                                    # one fp16 N·d transfer
+    w, u = Workload(N, D), ND * 2  # one fp16 N·d transfer
     m = fa2_torch.build(w, None, dropout=True)
     assert (m.block_rows, m.block_cols) == (128, 64)
-    stats = 4 * N * (1 + 1 + 8 + 8)                                  # L fwd, D, L and D per K/V block
+    stats = 4 * N * (1 + 1 + 8 + 8)  # L fwd, D, L and D per K/V block
     # forward Q + 8 K + 8 V + O; D/zeroing dO, O + fp32 dQ_acc; backward K, V, 8 Q, 8 dO, 8 (r + w) fp32
     # dQ_acc, dK, dV; convert fp32 dQ_acc + dQ
     assert fa2_torch.closed_form(w, m).bytes(2, "HBM") == u * (18 + 4 + (2 + 16 + 32 + 2) + 3) + stats
@@ -133,7 +154,11 @@ def test_spread_and_default_lengths():
 def test_h200_model_against_the_measurement():
     """The H200 run (ncu DRAM bytes) against the model of what PyTorch 2.11 launched: within 3 %."""
     frame = fig2.figure2_h200()
-    assert set(frame["attention"]) == {"standard", "FlashAttention", "FlashAttention-2 SDPA (padded, no mask)"}
+    assert set(frame["attention"]) == {
+        "standard",
+        "FlashAttention",
+        "FlashAttention-2 SDPA (padded, no mask)",
+    }
     assert len(frame) == 6
     assert frame["model_h200_over_measured"].between(0.97, 1.03).all()
     measured = fig2.measured_h200().set_index(["variant", "dropout_p"])
@@ -165,15 +190,22 @@ def test_fa2_torch_tiles_and_shared_memory_are_the_reference_kernels(dropout):
     the working set's shared memory is that entry's kSmemSize."""
     from pathlib import Path
 
-    table = json.loads((Path(__file__).resolve().parents[1] / "data" / "fa2_tiles.json").read_text())["entries"]
+    table = json.loads((Path(__file__).resolve().parents[1] / "data" / "fa2_tiles.json").read_text())[
+        "entries"
+    ]
     entry = next(e for e in table if e["head_dim"] == 64 and e["dropout"] in (None, dropout))
     r = count("fa2_torch", fig2.FIGURE2, dropout=dropout)
     assert (r.block_rows, r.block_cols) == (entry["block_rows"], entry["block_cols"])
     assert r.working_set.bytes("SRAM") == entry["smem_bytes"]
     with open(fig2.MEASURED_KERNELS, newline="") as f:
-        name = next(k["kernel"] for k in csv.DictReader(f)
-                    if k["variant"] == "fa2_varlen" and float(k["dropout_p"]) == (0.1 if dropout else 0.0))
-    assert f"Flash_fwd_kernel_traits<64, {entry['block_rows']}, {entry['block_cols']}, {entry['warps']}" in name
+        name = next(
+            k["kernel"]
+            for k in csv.DictReader(f)
+            if k["variant"] == "fa2_varlen" and float(k["dropout_p"]) == (0.1 if dropout else 0.0)
+        )
+    assert (
+        f"Flash_fwd_kernel_traits<64, {entry['block_rows']}, {entry['block_cols']}, {entry['warps']}" in name
+    )
 
 
 def test_h200_step_intensity_straddles_the_tensor_core_ridge():
@@ -185,4 +217,7 @@ def test_h200_step_intensity_straddles_the_tensor_core_ridge():
     frame = fig2.figure2_h200_intensity().set_index(["variant", "dropout"])
     std = frame.loc[("standard", 0.1)]
     assert std["flop_per_dram_byte"] == pytest.approx(12 * BH * SCORES * D / (std["h200_dram_gb"] * 1e9))
-    assert std["flop_per_dram_byte"] < ridge / 10 and frame.loc[("fa2_varlen", 0.1), "flop_per_dram_byte"] > ridge
+    assert (
+        std["flop_per_dram_byte"] < ridge / 10
+        and frame.loc[("fa2_varlen", 0.1), "flop_per_dram_byte"] > ridge
+    )

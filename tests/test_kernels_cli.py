@@ -3,6 +3,7 @@
 Every case ends in one line on stderr and a non-zero exit, never a traceback; every file written has
 its sidecar (run_id, sha256 of the bytes), mode 0644, and no temporary file is left behind.
 """
+
 import hashlib
 import json
 import os
@@ -48,8 +49,9 @@ def test_csv_text_refuses_unknown_fields():
         P.csv_text([{"a": 1, "c": 3}], ["a", "b"])
 
 
-@pytest.mark.parametrize("folder,message", [("", "empty"), ("README.md", "is a file"),
-                                             ("README.md/sub", "under a file")])
+@pytest.mark.parametrize(
+    "folder,message", [("", "empty"), ("README.md", "is a file"), ("README.md/sub", "under a file")]
+)
 def test_output_folder_checked_before_work(folder, message):
     with pytest.raises(ValueError, match=message):
         P.check_output_dir(os.path.join(REPO, folder) if folder else folder)
@@ -59,9 +61,14 @@ def test_output_folder_is_not_created_by_the_check(tmp_path):
     assert P.check_output_dir(str(tmp_path / "a" / "b")) and not (tmp_path / "a").exists()
 
 
-@pytest.mark.parametrize("exc,status,words", [(KeyboardInterrupt, 130, "interrupted"),
-                                              (MemoryError, 1, "out of host memory"),
-                                              (OSError(28, "No space left on device"), 1, "No space left")])
+@pytest.mark.parametrize(
+    "exc,status,words",
+    [
+        (KeyboardInterrupt, 130, "interrupted"),
+        (MemoryError, 1, "out of host memory"),
+        (OSError(28, "No space left on device"), 1, "No space left"),
+    ],
+)
 def test_interrupts_and_faults_are_one_line(monkeypatch, capsys, exc, status, words):
     def fail(args):
         raise exc
@@ -79,8 +86,15 @@ def test_stdout_to_dev_full(tmp_path):
     out = tmp_path / "mvn.csv"
     env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
     with open("/dev/full", "w") as full:
-        p = subprocess.run([sys.executable, "-m", "gpu_kernels", "model-vs-ncu", "--out", str(out)], stdout=full,
-                           stderr=subprocess.PIPE, text=True, cwd=REPO, env=env, timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-m", "gpu_kernels", "model-vs-ncu", "--out", str(out)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=120,
+        )
     assert p.returncode == 1
     assert "No space left" in one_line(p.stderr)
     assert out.is_file() and (tmp_path / "mvn.csv.provenance.json").is_file()
@@ -97,23 +111,32 @@ def test_run_id_must_be_a_folder_name():
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-FLAGS = [(["run", "--kernel", "tiled", "--head-dim", "16"], "--seq-len"),
-         (["run", "--kernel", "tiled", "--seq-len", "8"], "--head-dim"),
-         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--batch"),
-         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--heads"),
-         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--kv-heads"),
-         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--query-len"),
-         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--block-rows"),
-         (["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16"], "--matmul-tile"),
-         (["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16"], "--softmax-threads"),
-         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--seed"),
-         (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--logit-scale"),
-         (["bench", "--out", "build"], "--seq-lens"), (["compare", "--out", "build"], "--head-dims"),
-         (["compare", "--out", "build"], "--reps"), (["bench", "--out", "build"], "--budget-s"),
-         (["compare", "--out", "build"], "--variants"), (["compare", "--out", "build"], "--configs"),
-         (["tune", "--out", "build"], "--seq-lens"), (["profile", "--out", "build"], "--kernels"),
-         (["profile", "--out", "build"], "--timeout-s"), (["ncu", "--out", "build"], "--specs"),
-         (["asm"], "--head-dims"), (["bench"], "--out"), (["bench", "--out", "build"], "--run-id")]
+FLAGS = [
+    (["run", "--kernel", "tiled", "--head-dim", "16"], "--seq-len"),
+    (["run", "--kernel", "tiled", "--seq-len", "8"], "--head-dim"),
+    (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--batch"),
+    (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--heads"),
+    (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--kv-heads"),
+    (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--query-len"),
+    (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--block-rows"),
+    (["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16"], "--matmul-tile"),
+    (["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16"], "--softmax-threads"),
+    (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--seed"),
+    (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], "--logit-scale"),
+    (["bench", "--out", "build"], "--seq-lens"),
+    (["compare", "--out", "build"], "--head-dims"),
+    (["compare", "--out", "build"], "--reps"),
+    (["bench", "--out", "build"], "--budget-s"),
+    (["compare", "--out", "build"], "--variants"),
+    (["compare", "--out", "build"], "--configs"),
+    (["tune", "--out", "build"], "--seq-lens"),
+    (["profile", "--out", "build"], "--kernels"),
+    (["profile", "--out", "build"], "--timeout-s"),
+    (["ncu", "--out", "build"], "--specs"),
+    (["asm"], "--head-dims"),
+    (["bench"], "--out"),
+    (["bench", "--out", "build"], "--run-id"),
+]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -121,6 +144,7 @@ FLAGS = [(["run", "--kernel", "tiled", "--head-dim", "16"], "--seq-len"),
 def test_fuzz_flags_one_line_exit_2(monkeypatch, capsys, case, text):
     """Whatever the text: exit 2 with one stderr line and nothing on stdout (a refusal, or the
     no-GPU line for input that is valid), never a traceback."""
+
     def no_gpu(*args, **kwargs):
         raise cli.NoGPU("no CUDA GPU found (fuzz)")
 
@@ -135,14 +159,14 @@ def test_fuzz_flags_one_line_exit_2(monkeypatch, capsys, case, text):
 
 # --- GPU test runs and device runs that must not look green -----------------------------------------
 
-GPU_ONLY_TEST = '''
+GPU_ONLY_TEST = """
 import pytest
 
 @pytest.mark.gpu
 @pytest.mark.skip(reason="skipped on purpose")
 def test_needs_gpu():
     pass
-'''
+"""
 
 
 def _pytest_gpu(tmp_path, fake_gpu):
@@ -154,8 +178,26 @@ def _pytest_gpu(tmp_path, fake_gpu):
     (tmp_path / "test_gpu_only.py").write_text(GPU_ONLY_TEST)
     env = {**os.environ, "FLASHIO_GPU": "1", "PYTHONPATH": REPO}
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-m", "gpu",
-                           str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-m",
+            "gpu",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
 
 
 def test_gpu_run_that_skips_everything_fails(tmp_path):
@@ -165,8 +207,15 @@ def test_gpu_run_that_skips_everything_fails(tmp_path):
 
 
 def test_gpu_run_without_a_gpu_stops_in_one_line(tmp_path):
-    if subprocess.run([sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
-                      capture_output=True, text=True, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}).stdout.strip() == "True":
+    if (
+        subprocess.run(
+            [sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
+        ).stdout.strip()
+        == "True"
+    ):
         pytest.skip("a real GPU is present")
     p = _pytest_gpu(tmp_path, fake_gpu=False)
     assert p.returncode == 2
@@ -176,13 +225,26 @@ def test_gpu_run_without_a_gpu_stops_in_one_line(tmp_path):
 def test_device_run_script_fails_when_a_stage_fails(tmp_path):
     """benchmarks/gpu_device_run.py: a failed stage (asm without a GPU exits 2) makes the script exit
     1, and its log is written with a sidecar like every other file."""
-    if subprocess.run([sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
-                      capture_output=True, text=True, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}).stdout.strip() == "True":
+    if (
+        subprocess.run(
+            [sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
+        ).stdout.strip()
+        == "True"
+    ):
         pytest.skip("a real GPU is present: asm would pass")
     env = {**os.environ, "OUT": str(tmp_path), "PYTHONPATH": REPO, "FLASHIO_RUN_ID": "test-device-run"}
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    p = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "gpu_device_run.py"), "--stages", "asm"],
-                       capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    p = subprocess.run(
+        [sys.executable, os.path.join(REPO, "benchmarks", "gpu_device_run.py"), "--stages", "asm"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=300,
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     assert "FAILED: asm (rc=2)" in p.stdout
     side = json.loads((tmp_path / "log.txt.provenance.json").read_text())
@@ -195,12 +257,22 @@ def test_attach_gives_a_file_another_program_wrote_its_sidecar(tmp_path):
     f = tmp_path / "ncu.csv"
     f.write_text('"ID","Metric Name"\n')
     env = {**os.environ, "PYTHONPATH": REPO, "FLASHIO_RUN_ID": "run-attach"}
-    p = subprocess.run([sys.executable, "-m", "gpu_kernels.measure.provenance", str(f), "--what", "ncu of x"],
-                       capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "gpu_kernels.measure.provenance", str(f), "--what", "ncu of x"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     side = json.loads((tmp_path / "ncu.csv.provenance.json").read_text())
     assert (side["run_id"], side["what"]) == ("run-attach", "ncu of x")
     assert side["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
-    p = subprocess.run([sys.executable, "-m", "gpu_kernels.measure.provenance", str(tmp_path / "none.csv"), "--what", "x"],
-                       capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "gpu_kernels.measure.provenance", str(tmp_path / "none.csv"), "--what", "x"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 2 and "not a file" in one_line(p.stderr)

@@ -32,7 +32,9 @@ def _simlib(kernel, b, h, n, d, **params):
     return simlib_prediction(kernel, b, h, n, d, **params)
 
 
-@pytest.mark.parametrize("b,h,n,d", [(1, 2, 4096, 64), (1, 2, 4096, 128), (1, 1, 16384, 64), (1, 1, 16384, 128)])
+@pytest.mark.parametrize(
+    "b,h,n,d", [(1, 2, 4096, 64), (1, 2, 4096, 128), (1, 1, 16384, 64), (1, 1, 16384, 128)]
+)
 def test_tiled_gpu(b, h, n, d):
     from gpu_kernels import rel_error, run_tiled
 
@@ -52,8 +54,9 @@ def test_naive_gpu(b, h, n, d):
     for count in (False, True):
         res = run_naive(q, k, v, count=count)
         assert rel_error(res.o, ref_o) < TOL
-    assert res.counts == _simlib("naive", b, h, n, d, matmul_tile=res.matmul_tile,
-                                 softmax_threads=res.softmax_threads)
+    assert res.counts == _simlib(
+        "naive", b, h, n, d, matmul_tile=res.matmul_tile, softmax_threads=res.softmax_threads
+    )
 
 
 def test_tiled_gpu_large_logits():
@@ -82,6 +85,7 @@ def test_timing_builds_have_no_atomics_and_no_float64():
 
 # --- variants (issue 7): causal masking, GQA/MQA, N_q < N_k -----------------------------------
 
+
 @functools.lru_cache(maxsize=2)
 def _variant_case(b, h, hkv, n, nq, d, causal, seed):
     from gpu_kernels import attention_reference, random_qkv
@@ -108,8 +112,18 @@ def test_tiled_gpu_variants(b, h, hkv, n, nq, d, causal):
         res = run_tiled(q, k, v, count=count, causal=causal)
         assert rel_error(res.o, ref_o) < TOL
         assert rel_error(res.lse, ref_lse) < TOL
-    assert res.counts == _simlib("tiled", b, h, n, d, block_rows=res.block_rows, block_cols=res.block_cols,
-                                 kv_heads=hkv, causal=causal, query_len=nq)
+    assert res.counts == _simlib(
+        "tiled",
+        b,
+        h,
+        n,
+        d,
+        block_rows=res.block_rows,
+        block_cols=res.block_cols,
+        kv_heads=hkv,
+        causal=causal,
+        query_len=nq,
+    )
 
 
 NAIVE_VARIANTS = [
@@ -127,8 +141,18 @@ def test_naive_gpu_variants(b, h, hkv, n, nq, d, causal):
     for count in (False, True):
         res = run_naive(q, k, v, count=count, causal=causal)
         assert rel_error(res.o, ref_o) < TOL
-    assert res.counts == _simlib("naive", b, h, n, d, matmul_tile=res.matmul_tile,
-                                 softmax_threads=res.softmax_threads, kv_heads=hkv, causal=causal, query_len=nq)
+    assert res.counts == _simlib(
+        "naive",
+        b,
+        h,
+        n,
+        d,
+        matmul_tile=res.matmul_tile,
+        softmax_threads=res.softmax_threads,
+        kv_heads=hkv,
+        causal=causal,
+        query_len=nq,
+    )
 
 
 def test_causal_timing_builds_have_no_atomics_and_no_float64():
@@ -146,8 +170,10 @@ def test_causal_timing_builds_have_no_atomics_and_no_float64():
     cnt = types.Array(types.int64, 1, "C")
     cc = cuda.get_current_device().compute_capability
     for counting in (False, True):
-        disps = [(fa2_kernel(d, *default_blocks(4096, d), counting, True), (a3, a3, a3, a3, a2, cnt))
-                 for d in (64, 128)]
+        disps = [
+            (fa2_kernel(d, *default_blocks(4096, d), counting, True), (a3, a3, a3, a3, a2, cnt))
+            for d in (64, 128)
+        ]
         disps.append((softmax_kernel(128, softmax_per_thread(4096, 128), counting, True), (a3, a3, cnt)))
         for disp, sig in disps:
             s = summarize_ptx(disp.compile(sig).inspect_asm(cc))

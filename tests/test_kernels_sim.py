@@ -27,6 +27,7 @@ pytestmark = sim_only
 
 # --- closed forms from docs/COUNTING.md (elements per batch·head; × B·H × 4 bytes) -------------
 
+
 def fa2_closed_form(b, h, n, d, br, bc):
     tr = ceil_div(n, br)
     el = {
@@ -170,6 +171,7 @@ def test_naive_timing_build_and_large_logits():
 
 # --- input checks --------------------------------------------------------------------------------
 
+
 def _qkv(shape=(1, 1, 8, 16), dtype=np.float32):
     rng = np.random.default_rng(0)
     return [rng.standard_normal(shape).astype(dtype) for _ in range(3)]
@@ -219,11 +221,24 @@ def test_naive_param_checks():
 # --- CLI -----------------------------------------------------------------------------------------
 
 
-
-@pytest.mark.parametrize("args", [
-    ["--kernel", "tiled", "--seq-len", "20", "--head-dim", "16", "--block-rows", "4", "--block-cols", "8"],
-    ["--kernel", "naive", "--seq-len", "6", "--head-dim", "16", "--batch", "2"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            "--kernel",
+            "tiled",
+            "--seq-len",
+            "20",
+            "--head-dim",
+            "16",
+            "--block-rows",
+            "4",
+            "--block-cols",
+            "8",
+        ],
+        ["--kernel", "naive", "--seq-len", "6", "--head-dim", "16", "--batch", "2"],
+    ],
+)
 def test_cli_run_simulated_counted(args):
     p = run_cli(["run", *args, "--count", "--simulate", "--json"])
     assert p.returncode == 0, p.stderr
@@ -247,13 +262,24 @@ def test_import_does_not_load_numba():
 
 
 def test_cli_without_gpu_says_so(tmp_path):
-    probe = subprocess.run([sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
-                           capture_output=True, text=True, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"})
+    probe = subprocess.run(
+        [sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
+    )
     if probe.stdout.strip() == "True":
         pytest.skip("a real GPU is present")
     out = str(tmp_path / "out")
-    gpu_only = [["bench", "--out", out], ["compare", "--out", out], ["tune", "--out", out], ["ncu", "--out", out],
-                ["profile", "--out", out], ["asm"], ["launch", "--specs", "fast:64:64"]]
+    gpu_only = [
+        ["bench", "--out", out],
+        ["compare", "--out", out],
+        ["tune", "--out", out],
+        ["ncu", "--out", out],
+        ["profile", "--out", out],
+        ["asm"],
+        ["launch", "--specs", "fast:64:64"],
+    ]
     for args in (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16"], *gpu_only):
         p = run_cli(args)
         assert p.returncode == 2
@@ -264,44 +290,132 @@ def test_cli_without_gpu_says_so(tmp_path):
     assert "--simulate" in run_cli(["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16"]).stderr
 
 
-@pytest.mark.parametrize("args,names", [
-    (["run", "--kernel", "tiled", "--seq-len", "0", "--head-dim", "16", "--simulate"], "--seq-len"),
-    (["run", "--kernel", "tiled", "--seq-len", "x", "--head-dim", "16", "--simulate"], "--seq-len"),
-    (["run", "--kernel", "flash", "--seq-len", "8", "--head-dim", "16", "--simulate"], "--kernel"),
-    (["run", "--kernel", "tiled", "--seq-len", "8", "--simulate"], "--head-dim"),
-    (["run", "--kernel", "tiled", "--seq-len", "64", "--head-dim", "128", "--block-rows", "64",
-      "--block-cols", "64", "--simulate"], "block_rows"),
-    (["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16", "--softmax-threads", "6",
-      "--simulate"], "softmax_threads"),
-    (["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16", "--matmul-tile", "64",
-      "--simulate"], "matmul_tile"),
-    (["run", "--kernel", "naive", "--seq-len", "8", "--head-dim", "16", "--block-rows", "4",
-      "--simulate"], "--block-rows"),
-    (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16", "--seed", "-1", "--simulate"], "--seed"),
-    (["bench", "--out", "x", "--seq-lens", "a,b"], "--seq-lens"),
-    (["bench", "--out", "build", "--variants", "numba_tiled,flash"], "--variants"),
-    (["compare", "--out", "build", "--configs", "{bad"], "--configs"),
-    (["compare", "--out", "build", "--configs", '{"64": {"ntx": 3}}'], "ntx"),
-    (["compare", "--out", "build", "--tuned", "missing.json"], "--tuned"),
-    (["bench"], "--out"),
-    (["bench", "--out", "README.md"], "--out"),
-    (["bench", "--out", "README.md/sub"], "--out"),
-    (["bench", "--out", ""], "--out"),
-    (["bench", "--out", "build", "--run-id", "../x"], "--run-id"),
-    (["asm", "--json", "gpu_kernels"], "--json"),
-    (["asm", "--json", "no/such/folder/x.json"], "--json"),
-    (["profile", "--out", "build", "--kernels", "fast"], "--kernels"),
-    (["model-vs-ncu", "--out", "gpu_kernels"], "--out"),
-    (["model-vs-ncu", "--profile", "missing.csv", "--out", "x.csv"], "--profile"),
-    (["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16", "--logit-scale", "1e39", "--simulate"],
-     "--logit-scale"),
-    (["run", "--kernel", "tiled", "--seq-len", "99999999999999999999", "--head-dim", "16", "--simulate"], "seq_len"),
-    (["run", "--kernel", "tiled", "--seq-len", "4000000", "--head-dim", "16", "--simulate"], "host memory"),
-    (["ncu", "--out", "build", "--specs", "fast:x:64"], "--specs"),
-    (["launch", "--specs", "flash:64:64"], "--specs"),
-    (["frobnicate"], "frobnicate"),
-    ([], "required"),
-])
+@pytest.mark.parametrize(
+    "args,names",
+    [
+        (["run", "--kernel", "tiled", "--seq-len", "0", "--head-dim", "16", "--simulate"], "--seq-len"),
+        (["run", "--kernel", "tiled", "--seq-len", "x", "--head-dim", "16", "--simulate"], "--seq-len"),
+        (["run", "--kernel", "flash", "--seq-len", "8", "--head-dim", "16", "--simulate"], "--kernel"),
+        (["run", "--kernel", "tiled", "--seq-len", "8", "--simulate"], "--head-dim"),
+        (
+            [
+                "run",
+                "--kernel",
+                "tiled",
+                "--seq-len",
+                "64",
+                "--head-dim",
+                "128",
+                "--block-rows",
+                "64",
+                "--block-cols",
+                "64",
+                "--simulate",
+            ],
+            "block_rows",
+        ),
+        (
+            [
+                "run",
+                "--kernel",
+                "naive",
+                "--seq-len",
+                "8",
+                "--head-dim",
+                "16",
+                "--softmax-threads",
+                "6",
+                "--simulate",
+            ],
+            "softmax_threads",
+        ),
+        (
+            [
+                "run",
+                "--kernel",
+                "naive",
+                "--seq-len",
+                "8",
+                "--head-dim",
+                "16",
+                "--matmul-tile",
+                "64",
+                "--simulate",
+            ],
+            "matmul_tile",
+        ),
+        (
+            [
+                "run",
+                "--kernel",
+                "naive",
+                "--seq-len",
+                "8",
+                "--head-dim",
+                "16",
+                "--block-rows",
+                "4",
+                "--simulate",
+            ],
+            "--block-rows",
+        ),
+        (
+            ["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16", "--seed", "-1", "--simulate"],
+            "--seed",
+        ),
+        (["bench", "--out", "x", "--seq-lens", "a,b"], "--seq-lens"),
+        (["bench", "--out", "build", "--variants", "numba_tiled,flash"], "--variants"),
+        (["compare", "--out", "build", "--configs", "{bad"], "--configs"),
+        (["compare", "--out", "build", "--configs", '{"64": {"ntx": 3}}'], "ntx"),
+        (["compare", "--out", "build", "--tuned", "missing.json"], "--tuned"),
+        (["bench"], "--out"),
+        (["bench", "--out", "README.md"], "--out"),
+        (["bench", "--out", "README.md/sub"], "--out"),
+        (["bench", "--out", ""], "--out"),
+        (["bench", "--out", "build", "--run-id", "../x"], "--run-id"),
+        (["asm", "--json", "gpu_kernels"], "--json"),
+        (["asm", "--json", "no/such/folder/x.json"], "--json"),
+        (["profile", "--out", "build", "--kernels", "fast"], "--kernels"),
+        (["model-vs-ncu", "--out", "gpu_kernels"], "--out"),
+        (["model-vs-ncu", "--profile", "missing.csv", "--out", "x.csv"], "--profile"),
+        (
+            [
+                "run",
+                "--kernel",
+                "tiled",
+                "--seq-len",
+                "8",
+                "--head-dim",
+                "16",
+                "--logit-scale",
+                "1e39",
+                "--simulate",
+            ],
+            "--logit-scale",
+        ),
+        (
+            [
+                "run",
+                "--kernel",
+                "tiled",
+                "--seq-len",
+                "99999999999999999999",
+                "--head-dim",
+                "16",
+                "--simulate",
+            ],
+            "seq_len",
+        ),
+        (
+            ["run", "--kernel", "tiled", "--seq-len", "4000000", "--head-dim", "16", "--simulate"],
+            "host memory",
+        ),
+        (["ncu", "--out", "build", "--specs", "fast:x:64"], "--specs"),
+        (["launch", "--specs", "flash:64:64"], "--specs"),
+        (["frobnicate"], "frobnicate"),
+        ([], "required"),
+    ],
+)
 def test_cli_bad_input(args, names):
     p = run_cli(args)
     assert p.returncode == 2
@@ -348,9 +462,18 @@ def test_profile_pipeline_with_stand_in_ncu(tmp_path, monkeypatch):
     ncu.write_text(FAKE_NCU.format(python=sys.executable))
     ncu.chmod(0o755)
     monkeypatch.setenv("PYTHONPATH", REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    csv_path = run_profile(out_dir=str(tmp_path), tag="sim", seq_lens=[8], head_dims=[16], batch=1,
-                                      heads=1, kernels=["tiled", "naive"], ncu=str(ncu), timeout_s=120,
-                                      progress=False)
+    csv_path = run_profile(
+        out_dir=str(tmp_path),
+        tag="sim",
+        seq_lens=[8],
+        head_dims=[16],
+        batch=1,
+        heads=1,
+        kernels=["tiled", "naive"],
+        ncu=str(ncu),
+        timeout_s=120,
+        progress=False,
+    )
     import csv as _csv
 
     rows = list(_csv.DictReader(open(csv_path)))
@@ -358,8 +481,10 @@ def test_profile_pipeline_with_stand_in_ncu(tmp_path, monkeypatch):
     # ncu's Kbyte is converted to bytes, thousands separators dropped, launches summed per kernel
     assert tot[("naive", "dram__bytes_read.sum")]["value"] == str(3 * 1234 * 1000)
     assert tot[("tiled", "dram__bytes_read.sum")]["unit"] == "byte"
-    for kern, algo, kw in (("tiled", "fa2", dict(block_rows=8, block_cols=8)),
-                           ("naive", "naive", dict(matmul_tile=4, softmax_threads=4))):
+    for kern, algo, kw in (
+        ("tiled", "fa2", dict(block_rows=8, block_cols=8)),
+        ("naive", "naive", dict(matmul_tile=4, softmax_threads=4)),
+    ):
         pred = simlib_counts(algo, 1, 1, 8, 16, **kw)
         for key in COUNT_KEYS:
             assert int(tot[(kern, f"simlib_{key}")]["value"]) == pred[key]
@@ -372,6 +497,7 @@ def test_profile_pipeline_with_stand_in_ncu(tmp_path, monkeypatch):
 
 
 # --- a whole first K/V tile scoring −∞ (issue: NaN from the online softmax) ---------------------
+
 
 def minus_inf_first_keys(n, d, rows, seed=3):
     """Q with positive entries and the first `rows` K rows −∞: those keys score −∞ for every query

@@ -22,13 +22,15 @@ pytestmark = sim_only
 
 
 def simlib_counts(algorithm, b, h, nk, d, *, hkv=None, nq=None, causal=False, **kw):
-    wl = Workload(batch=b, heads=h, seq_len=nk, head_dim=d, dtype="fp32", kv_heads=hkv, causal=causal,
-                  query_len=nq)
+    wl = Workload(
+        batch=b, heads=h, seq_len=nk, head_dim=d, dtype="fp32", kv_heads=hkv, causal=causal, query_len=nq
+    )
     r = count(algorithm, wl, **kw)
     return {k: int(getattr(r, k)) for k in COUNT_KEYS}
 
 
 # --- closed forms from docs/COUNTING.md, with the causal tile walk done here -------------------
+
 
 def visited_tiles(nq, nk, br, bc, causal):
     """[(r_i, [c_j of the visited K/V blocks])] per Q block: a tile is skipped when its first key
@@ -61,18 +63,23 @@ def naive_closed_form(b, h, nq, nk, d, t, ts):
     """Unchanged by causal (whole rows read and written); GQA only changes which K/V head is read."""
     el = {
         # S = Q Kᵀ (nq×nk): Q re-read per column tile, K per row tile; O = P V (nq×d) likewise
-        "hbm_read_bytes": nq * d * ceil_div(nk, t) + nk * d * ceil_div(nq, t)
+        "hbm_read_bytes": nq * d * ceil_div(nk, t)
+        + nk * d * ceil_div(nq, t)
         + nq * nk  # softmax reads S
-        + nq * nk * ceil_div(d, t) + nk * d * ceil_div(nq, t),
+        + nq * nk * ceil_div(d, t)
+        + nk * d * ceil_div(nq, t),
         "hbm_write_bytes": 2 * nq * nk + nq * d,
         "sram_read_bytes": 4 * nq * nk * d + nq * 2 * (3 * ts - 2),
-        "sram_write_bytes": nq * d * ceil_div(nk, t) + 2 * nk * d * ceil_div(nq, t) + nq * nk * ceil_div(d, t)
+        "sram_write_bytes": nq * d * ceil_div(nk, t)
+        + 2 * nk * d * ceil_div(nq, t)
+        + nq * nk * ceil_div(d, t)
         + nq * 2 * (2 * ts - 1),
     }
     return {k: v * b * h * 4 for k, v in el.items()}
 
 
 # --- the reference itself ------------------------------------------------------------------------
+
 
 def test_reference_causal_and_gqa_from_first_principles():
     """Causal row q of the reference = unmasked attention over keys 0..q+nk−nq; a GQA head = MHA
@@ -82,8 +89,11 @@ def test_reference_causal_and_gqa_from_first_principles():
     for h in range(4):
         for row in range(6):
             keys = row + 9 - 6 + 1
-            ro, rl = attention_reference(q[:, h:h + 1, row:row + 1], k[:, h // 2:h // 2 + 1, :keys],
-                                         v[:, h // 2:h // 2 + 1, :keys])
+            ro, rl = attention_reference(
+                q[:, h : h + 1, row : row + 1],
+                k[:, h // 2 : h // 2 + 1, :keys],
+                v[:, h // 2 : h // 2 + 1, :keys],
+            )
             np.testing.assert_allclose(o[0, h, row], ro[0, 0, 0], rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(lse[0, h, row], rl[0, 0, 0], rtol=1e-12)
     with pytest.raises(ValueError, match="N_q <= N_k"):
@@ -127,8 +137,9 @@ def test_tiled_variant_matches_reference_and_model(b, h, hkv, nk, nq, d, br, bc,
     np.testing.assert_array_equal(plain.o, counted.o)  # counting changes no arithmetic
     eff_br, eff_bc = counted.block_rows, counted.block_cols
     assert eff_br <= n_q and eff_bc <= nk
-    expected = simlib_counts("fa2", b, h, nk, d, hkv=hkv, nq=nq, causal=causal,
-                             block_rows=eff_br, block_cols=eff_bc)
+    expected = simlib_counts(
+        "fa2", b, h, nk, d, hkv=hkv, nq=nq, causal=causal, block_rows=eff_br, block_cols=eff_bc
+    )
     assert counted.counts == expected
     assert counted.counts == fa2_closed_form(b, h, n_q, nk, d, eff_br, eff_bc, causal)
 
@@ -196,8 +207,9 @@ def test_naive_variant_matches_reference_and_model(b, h, hkv, nk, nq, d, t, ts, 
     n_q = nk if nq is None else nq
     assert res.o.shape == (b, h, n_q, d)
     assert rel_error(res.o, ref_o) < TOL  # O, S and P start as NaN
-    expected = simlib_counts("naive", b, h, nk, d, hkv=hkv, nq=nq, causal=causal, matmul_tile=t,
-                             softmax_threads=ts)
+    expected = simlib_counts(
+        "naive", b, h, nk, d, hkv=hkv, nq=nq, causal=causal, matmul_tile=t, softmax_threads=ts
+    )
     assert res.counts == expected
     assert res.counts == naive_closed_form(b, h, n_q, nk, d, t, ts)
     # causal changes no traffic: the softmax reads and writes whole rows
@@ -217,6 +229,7 @@ def test_naive_causal_timing_build_and_large_logits():
 
 
 # --- input checks --------------------------------------------------------------------------------
+
 
 def _arr(*shape):
     return np.zeros(shape, dtype=np.float32)
@@ -261,12 +274,43 @@ def test_strict_check_qkv_is_unchanged():
 # --- CLI -----------------------------------------------------------------------------------------
 
 
-
-@pytest.mark.parametrize("args", [
-    ["--kernel", "tiled", "--seq-len", "14", "--head-dim", "16", "--heads", "4", "--kv-heads", "2",
-     "--query-len", "9", "--causal", "--block-rows", "4", "--block-cols", "3"],
-    ["--kernel", "naive", "--seq-len", "7", "--head-dim", "16", "--heads", "2", "--kv-heads", "1", "--causal"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            "--kernel",
+            "tiled",
+            "--seq-len",
+            "14",
+            "--head-dim",
+            "16",
+            "--heads",
+            "4",
+            "--kv-heads",
+            "2",
+            "--query-len",
+            "9",
+            "--causal",
+            "--block-rows",
+            "4",
+            "--block-cols",
+            "3",
+        ],
+        [
+            "--kernel",
+            "naive",
+            "--seq-len",
+            "7",
+            "--head-dim",
+            "16",
+            "--heads",
+            "2",
+            "--kv-heads",
+            "1",
+            "--causal",
+        ],
+    ],
+)
 def test_cli_run_variants(args):
     p = run_cli(["run", *args, "--count", "--simulate", "--json", "--seed", "1"])
     assert p.returncode == 0, p.stderr
@@ -276,17 +320,21 @@ def test_cli_run_variants(args):
     assert all(e < TOL for e in out["rel_error"].values())
     if out["kernel"] == "tiled":
         assert (out["kv_heads"], out["query_len"]) == (2, 9)
-        assert out["predicted"] == simlib_counts("fa2", 1, 4, 14, 16, hkv=2, nq=9, causal=True,
-                                                 block_rows=4, block_cols=3)
+        assert out["predicted"] == simlib_counts(
+            "fa2", 1, 4, 14, 16, hkv=2, nq=9, causal=True, block_rows=4, block_cols=3
+        )
 
 
-@pytest.mark.parametrize("args,names", [
-    (["--heads", "4", "--kv-heads", "3"], "kv_heads=3 must divide heads=4"),
-    (["--kv-heads", "2"], "kv_heads=2 must divide heads=1"),
-    (["--kv-heads", "0"], "--kv-heads"),
-    (["--query-len", "x"], "--query-len"),
-    (["--query-len", "9", "--causal"], "causal needs query_len <= seq_len"),
-])
+@pytest.mark.parametrize(
+    "args,names",
+    [
+        (["--heads", "4", "--kv-heads", "3"], "kv_heads=3 must divide heads=4"),
+        (["--kv-heads", "2"], "kv_heads=2 must divide heads=1"),
+        (["--kv-heads", "0"], "--kv-heads"),
+        (["--query-len", "x"], "--query-len"),
+        (["--query-len", "9", "--causal"], "causal needs query_len <= seq_len"),
+    ],
+)
 def test_cli_bad_variant_input(args, names):
     p = run_cli(["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "16", "--simulate", *args])
     assert p.returncode == 2

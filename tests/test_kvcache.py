@@ -1,4 +1,5 @@
 """KV-cache calculator against hand derivations (Figure 2: tests/test_figure2.py)."""
+
 import pytest
 
 from simlib.kvcache import load_model, max_context, memory_table, model_keys
@@ -15,8 +16,8 @@ def test_at_least_four_models_including_a_70b():
 
 
 def test_kv_bytes_per_token_by_hand():
-    assert load_model("llama-2-7b").kv_bytes_per_token("fp16") == 2 * 32 * 32 * 128 * 2   # MHA: 512 KiB
-    assert load_model("llama-3-8b").kv_bytes_per_token("fp16") == 2 * 32 * 8 * 128 * 2    # GQA: 128 KiB
+    assert load_model("llama-2-7b").kv_bytes_per_token("fp16") == 2 * 32 * 32 * 128 * 2  # MHA: 512 KiB
+    assert load_model("llama-3-8b").kv_bytes_per_token("fp16") == 2 * 32 * 8 * 128 * 2  # GQA: 128 KiB
     assert load_model("llama-2-70b").kv_bytes_per_token("fp32") == 2 * 80 * 8 * 128 * 4
 
 
@@ -25,7 +26,7 @@ def test_max_context_and_weights_that_do_not_fit():
     free = 16 * 2**30 - 8_030_261_248 * 2
     assert max_context(m, 16 * 2**30) == free // 131072
     assert max_context(m, 16 * 2**30, batch=4) == free // (4 * 131072)
-    assert max_context(m, 16 * 10**9) == 0                  # 16.06 GB of fp16 weights exceed 16 GB
+    assert max_context(m, 16 * 10**9) == 0  # 16.06 GB of fp16 weights exceed 16 GB
     assert max_context(m, 16 * 10**9, weight_dtype="int4") == (16 * 10**9 - 8_030_261_248 // 2) // 131072
 
 

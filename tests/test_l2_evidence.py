@@ -1,5 +1,6 @@
 """Reading the L2 probes' and the tiled kernel's ncu CSVs (simlib.physical.l2_evidence), on small
 CSVs written here with numbers chosen by hand."""
+
 import pytest
 
 from simlib import load_preset
@@ -22,10 +23,21 @@ def test_probe_misses_by_hand(tmp_path):
     mib = 2**20
     # 8 passes over F: F compulsory, then 7 re-reads. 8 MiB: nothing more (0 %); 64 MiB: half of
     # the 7 re-reads again (3.5 F more, 50 %)
-    path = ncu_csv(tmp_path, [
-        {"dram__bytes_read.sum": 8 * mib, "lts__t_sectors_op_read.sum": 1000, "lts__t_sectors_srcunit_ltcfabric.sum": 125},
-        {"dram__bytes_read.sum": int(64 * mib * 4.5), "lts__t_sectors_op_read.sum": 1000,
-         "lts__t_sectors_srcunit_ltcfabric.sum": 500}])
+    path = ncu_csv(
+        tmp_path,
+        [
+            {
+                "dram__bytes_read.sum": 8 * mib,
+                "lts__t_sectors_op_read.sum": 1000,
+                "lts__t_sectors_srcunit_ltcfabric.sum": 125,
+            },
+            {
+                "dram__bytes_read.sum": int(64 * mib * 4.5),
+                "lts__t_sectors_op_read.sum": 1000,
+                "lts__t_sectors_srcunit_ltcfabric.sum": 500,
+            },
+        ],
+    )
     table = E.probe_misses(path, (8, 64), passes=8)
     assert table["re-reads missed"].tolist() == [0.0, 0.5]
     assert table["over the fabric"].tolist() == [0.125, 0.5]

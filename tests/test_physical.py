@@ -1,4 +1,5 @@
 """The physical model's primitives against hand counts."""
+
 import doctest
 import importlib
 import pkgutil
@@ -37,7 +38,9 @@ def test_broadcast_is_one_wavefront():
     assert shared_wavefronts([128] * 32) == 1
 
 
-@pytest.mark.parametrize("lanes,expected", [(range(32), 2), (range(24), 2), (range(16), 1), (range(16, 32), 1)])
+@pytest.mark.parametrize(
+    "lanes,expected", [(range(32), 2), (range(24), 2), (range(16), 1), (range(16, 32), 1)]
+)
 def test_float4_broadcast_is_one_wavefront_per_half_warp(lanes, expected):
     lanes = list(lanes)
     assert shared_wavefronts([64] * len(lanes), access_bytes=16, lanes=lanes) == expected
@@ -59,13 +62,13 @@ def test_access_width_is_checked():
 
 def test_tile_reread_that_fits_l2_is_read_once():
     l2 = 60 * 2**20
-    kv_head = 2 * 4096 * 64 * 4                      # K and V of one head, fp32: 2 MiB
+    kv_head = 2 * 4096 * 64 * 4  # K and V of one head, fp32: 2 MiB
     assert dram_reads_of_rereads(kv_head, 86, 16 * kv_head, l2) == kv_head
 
 
 def test_tile_reread_that_does_not_fit_is_read_every_time():
     l2 = 60 * 2**20
-    kv_head = 2 * 65536 * 128 * 4                    # 64 MiB: larger than L2 by itself
+    kv_head = 2 * 65536 * 128 * 4  # 64 MiB: larger than L2 by itself
     assert dram_reads_of_rereads(kv_head, 10, kv_head, l2) == 10 * kv_head
 
 

@@ -3,6 +3,7 @@
 Every expected number below is derived in the comment next to it from the kernel's code
 (gpu_kernels/tiled.py, gpu_kernels/naive_kernel.py): thread mapping, copy loops, shared-memory layout.
 """
+
 import dataclasses
 from pathlib import Path
 
@@ -27,6 +28,7 @@ def fp32(n, d, heads=1):
 # tiled, Br = Bc = 4, d = 8: one warp of 4 lanes per block; a row of Q/K/V/O is 8 floats = 32 B,
 # exactly one sector, and every tile starts on a row, so on a sector boundary.
 # ---------------------------------------------------------------------------------------------
+
 
 def test_tiled_tiny_square_by_hand():
     p = K.predict("tiled", "fa2", fp32(8, 8), {"block_rows": 4, "block_cols": 4}, H200)
@@ -91,6 +93,7 @@ def test_tiled_physical_loads_equal_logical_bytes_when_aligned():
 # naive, T = 4, t = 4, N = d = 8: matmul blocks of 4×4 = 16 threads (one warp, lane = tx + 4ty)
 # ---------------------------------------------------------------------------------------------
 
+
 def test_matmul_qk_tiny_by_hand():
     p = K.predict("naive", "qk", fp32(8, 8), {"matmul_tile": 4, "softmax_threads": 4}, H200)
     # grid 2×2 blocks, 2 chunks of 4 along d. A tile: 4 rows × 4 floats (16 B, within one 32-B
@@ -138,17 +141,28 @@ def test_softmax_spill_by_hand():
     # 16 contiguous bytes = 1 sector. Per row: zero fill 4 × 16-B vector stores of 4 lanes (64 B,
     # 2 sectors) = 8; loop 1 stores 16; loop 2 loads 16 and stores 16; loop 3 loads 16.
     n = 64
-    p = K.predict("naive", "softmax", fp32(n, 8), {"matmul_tile": 4, "softmax_threads": 4}, H200,
-                  registers=8, details=True)
+    p = K.predict(
+        "naive",
+        "softmax",
+        fp32(n, 8),
+        {"matmul_tile": 4, "softmax_threads": 4},
+        H200,
+        registers=8,
+        details=True,
+    )
     assert p["model:local_st_sectors"] == n * (8 + 16 + 16)
     assert p["model:local_ld_sectors"] == n * (16 + 16)
-    global_st = n * 16                      # P: 16 instructions of 16 B per row
+    global_st = n * 16  # P: 16 instructions of 16 B per row
     assert p[K.L2_WRITE] == (global_st + n * 40) * 1.5
     # the wave's local arrays (64 rows × 4 threads × 64 B = 16 KiB) fit in L2: no DRAM reads
     assert p[K.DRAM_READ] == n * n * 4
     # the same with an L2 of 8 KiB: every local load comes from DRAM
-    tiny = dataclasses.replace(H200, levels=tuple(
-        dataclasses.replace(lv, capacity_bytes=8192) if lv.name == "L2" else lv for lv in H200.levels))
+    tiny = dataclasses.replace(
+        H200,
+        levels=tuple(
+            dataclasses.replace(lv, capacity_bytes=8192) if lv.name == "L2" else lv for lv in H200.levels
+        ),
+    )
     p = K.predict("naive", "softmax", fp32(n, 8), {"matmul_tile": 4, "softmax_threads": 4}, tiny, registers=8)
     assert p[K.DRAM_READ] == n * n * 4 + n * 32 * 32
 
@@ -158,8 +172,14 @@ def test_softmax_spill_at_16k_reads_s_three_times():
     # local memory; 12 blocks × 132 SMs × 128 threads × 512 B = 104 MB of local arrays per wave
     # > 60 MiB, so both loads miss L2: DRAM reads = S + 2·S
     n = 16384
-    p = K.predict("naive", "softmax", fp32(n, 64, heads=1), {"matmul_tile": 16, "softmax_threads": 128},
-                  H200, registers=34)
+    p = K.predict(
+        "naive",
+        "softmax",
+        fp32(n, 64, heads=1),
+        {"matmul_tile": 16, "softmax_threads": 128},
+        H200,
+        registers=34,
+    )
     assert p[K.DRAM_READ] == 3 * n * n * 4
 
 
@@ -177,8 +197,12 @@ def test_tile_reread_fits_l2_vs_not():
     assert p[K.DRAM_READ] == p_bytes + 8 * v_head
     # with a 1 MiB L2 the second wave reads head 4's V again (and nothing else is re-read: every
     # other head lies in one wave, and no block row of P is cut, 1056 being a multiple of 4)
-    small = dataclasses.replace(H200, levels=tuple(
-        dataclasses.replace(lv, capacity_bytes=2**20) if lv.name == "L2" else lv for lv in H200.levels))
+    small = dataclasses.replace(
+        H200,
+        levels=tuple(
+            dataclasses.replace(lv, capacity_bytes=2**20) if lv.name == "L2" else lv for lv in H200.levels
+        ),
+    )
     q = K.predict("naive", "pv", w, m, small, registers=32)
     assert q[K.DRAM_READ] == p_bytes + 9 * v_head
 
@@ -214,15 +238,27 @@ def test_unknown_launch_is_refused():
 # the committed table
 # ---------------------------------------------------------------------------------------------
 
+
 def test_committed_model_vs_ncu_is_reproducible():
     committed = pd.read_csv(OUT_CSV, keep_default_na=False, na_values=[""])
     fresh = compare(PROFILE_CSV)
     assert list(committed.columns) == list(fresh.columns)
     assert len(committed) == len(fresh)
-    for column in ("kernel", "launch", "seq_len", "head_dim", "metric", "model", "ncu", "within_5pct", "target"):
+    for column in (
+        "kernel",
+        "launch",
+        "seq_len",
+        "head_dim",
+        "metric",
+        "model",
+        "ncu",
+        "within_5pct",
+        "target",
+    ):
         assert committed[column].astype(str).tolist() == fresh[column].astype(str).tolist(), column
-    pd.testing.assert_series_equal(committed["ratio"].astype(float), fresh["ratio"].astype(float),
-                                   check_names=False)
+    pd.testing.assert_series_equal(
+        committed["ratio"].astype(float), fresh["ratio"].astype(float), check_names=False
+    )
 
 
 def test_targets_in_the_committed_table():

@@ -71,7 +71,17 @@ def test_committed_tc_model_vs_ncu_is_reproducible():
 
     committed = pd.read_csv(TC_OUT_CSV, keep_default_na=False, na_values=[""])
     fresh = compare(TC_PROFILE_CSV)
-    for column in ("kernel", "launch", "seq_len", "head_dim", "metric", "model", "ncu", "within_5pct", "target"):
+    for column in (
+        "kernel",
+        "launch",
+        "seq_len",
+        "head_dim",
+        "metric",
+        "model",
+        "ncu",
+        "within_5pct",
+        "target",
+    ):
         assert committed[column].astype(str).tolist() == fresh[column].astype(str).tolist(), column
     targets = committed[committed["target"]]
     assert (targets[targets["metric"] == K.L1_LD]["ratio"] == 1.0).all()

@@ -1,13 +1,28 @@
 """The CLI: good input prints results; bad input prints one line on stderr and exits 2."""
+
 import json
 import subprocess
 import sys
 
 import pytest
 
-KEYS = {"algorithm", "seq_len", "head_dim", "batch", "heads", "dtype", "sram_bytes", "block_rows",
-        "block_cols", "hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "sram_read_bytes",
-        "sram_write_bytes", "flops"}
+KEYS = {
+    "algorithm",
+    "seq_len",
+    "head_dim",
+    "batch",
+    "heads",
+    "dtype",
+    "sram_bytes",
+    "block_rows",
+    "block_cols",
+    "hbm_read_bytes",
+    "hbm_write_bytes",
+    "hbm_bytes",
+    "sram_read_bytes",
+    "sram_write_bytes",
+    "flops",
+}
 
 
 def cli(*args):
@@ -15,8 +30,24 @@ def cli(*args):
 
 
 def test_count_json_has_the_contract_keys_and_the_papers_numbers():
-    p = cli("count", "--algorithm", "fa2", "--seq-len", "4096", "--head-dim", "64", "--sram", "192KiB",
-            "--batch", "2", "--heads", "4", "--tile-rule", "fa1", "--json")
+    p = cli(
+        "count",
+        "--algorithm",
+        "fa2",
+        "--seq-len",
+        "4096",
+        "--head-dim",
+        "64",
+        "--sram",
+        "192KiB",
+        "--batch",
+        "2",
+        "--heads",
+        "4",
+        "--tile-rule",
+        "fa1",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert KEYS <= out.keys()
@@ -45,14 +76,40 @@ def test_fa2_on_the_h200_takes_the_fa2_kernels_tiles():
 
 def test_infeasible_explicit_tiles_exit_2_with_the_bytes():
     # Br = Bc = 454 at d = 64 (the ⌈M/4d⌉ of 227 KiB): S/P alone is 454²·4 = 824,464 B of registers
-    p = cli("count", "--algorithm", "fa2", "--seq-len", "4096", "--head-dim", "64", "--gpu", "h200",
-            "--block-rows", "454", "--block-cols", "454")
+    p = cli(
+        "count",
+        "--algorithm",
+        "fa2",
+        "--seq-len",
+        "4096",
+        "--head-dim",
+        "64",
+        "--gpu",
+        "h200",
+        "--block-rows",
+        "454",
+        "--block-cols",
+        "454",
+    )
     assert p.returncode == 2 and p.stdout == ""
     line = p.stderr.strip()
     assert "block_rows=454" in line and "824,464 B" in line and "262,144 B" in line and "\n" not in line
     # fa1 with 384×384 at d = 64, 192 KiB: (2·384·64·2)·2 + 384²·2 + 2·384·4 = 494,592 B > 196,608
-    p = cli("count", "--algorithm", "fa1", "--seq-len", "4096", "--head-dim", "64", "--sram", "192KiB",
-            "--block-rows", "384", "--block-cols", "384")
+    p = cli(
+        "count",
+        "--algorithm",
+        "fa1",
+        "--seq-len",
+        "4096",
+        "--head-dim",
+        "64",
+        "--sram",
+        "192KiB",
+        "--block-rows",
+        "384",
+        "--block-cols",
+        "384",
+    )
     assert p.returncode == 2 and "494,592 B" in p.stderr and "196,608" in p.stderr
 
 
@@ -63,32 +120,74 @@ def test_count_table_and_gpu_preset():
 
 
 def test_trace_flag_gives_the_same_json():
-    args = ["count", "--algorithm", "fa1", "--seq-len", "333", "--head-dim", "32", "--sram", "20000", "--json"]
+    args = [
+        "count",
+        "--algorithm",
+        "fa1",
+        "--seq-len",
+        "333",
+        "--head-dim",
+        "32",
+        "--sram",
+        "20000",
+        "--json",
+    ]
     assert json.loads(cli(*args).stdout) == json.loads(cli(*args, "--trace").stdout)
 
 
 def test_sweep_csv_has_one_row_per_config(tmp_path):
     out = tmp_path / "s.csv"
-    p = cli("sweep", "--algorithm", "naive,fa2", "--seq-len", "256:2048", "--head-dim", "64",
-            "--sram", "192KiB", "--csv", str(out))
+    p = cli(
+        "sweep",
+        "--algorithm",
+        "naive,fa2",
+        "--seq-len",
+        "256:2048",
+        "--head-dim",
+        "64",
+        "--sram",
+        "192KiB",
+        "--csv",
+        str(out),
+    )
     assert p.returncode == 0, p.stderr
     lines = out.read_text().strip().splitlines()
-    assert len(lines) == 1 + 2 * 4      # header + 2 algorithms × N ∈ {256, 512, 1024, 2048}
+    assert len(lines) == 1 + 2 * 4  # header + 2 algorithms × N ∈ {256, 512, 1024, 2048}
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--algorithm", "fa3", "--seq-len", "64", "--head-dim", "64", "--sram", "1KiB"], "--algorithm"),
-    (["--algorithm", "fa2", "--seq-len", "0", "--head-dim", "64", "--sram", "1KiB"], "--seq-len"),
-    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "-1", "--sram", "1KiB"], "--head-dim"),
-    (["--algorithm", "fa2", "--seq-len", "x", "--head-dim", "64", "--sram", "1KiB"], "--seq-len"),
-    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--dtype", "fp8", "--sram", "1KiB"], "--dtype"),
-    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "lots"], "sram"),
-    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "100"], "sram"),
-    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "1KiB", "--block-cols", "9"], "block_cols"),
-    (["--algorithm", "fa1", "--seq-len", "64", "--head-dim", "64"], "sram"),
-    (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--gpu", "z80"], "gpu"),
-    (["--seq-len", "64", "--head-dim", "64"], "--algorithm"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--algorithm", "fa3", "--seq-len", "64", "--head-dim", "64", "--sram", "1KiB"], "--algorithm"),
+        (["--algorithm", "fa2", "--seq-len", "0", "--head-dim", "64", "--sram", "1KiB"], "--seq-len"),
+        (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "-1", "--sram", "1KiB"], "--head-dim"),
+        (["--algorithm", "fa2", "--seq-len", "x", "--head-dim", "64", "--sram", "1KiB"], "--seq-len"),
+        (
+            ["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--dtype", "fp8", "--sram", "1KiB"],
+            "--dtype",
+        ),
+        (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "lots"], "sram"),
+        (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "100"], "sram"),
+        (
+            [
+                "--algorithm",
+                "fa2",
+                "--seq-len",
+                "64",
+                "--head-dim",
+                "64",
+                "--sram",
+                "1KiB",
+                "--block-cols",
+                "9",
+            ],
+            "block_cols",
+        ),
+        (["--algorithm", "fa1", "--seq-len", "64", "--head-dim", "64"], "sram"),
+        (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--gpu", "z80"], "gpu"),
+        (["--seq-len", "64", "--head-dim", "64"], "--algorithm"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(args, needle):
     p = cli("count", *args)
     assert p.returncode == 2
@@ -101,7 +200,7 @@ def test_kvcache_llama3_8b_on_16gib():
     p = cli("kvcache", "--model", "llama-3-8b", "--gpu-memory", "16GiB", "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    per_token = 2 * 32 * 8 * 128 * 2                      # K and V, 32 layers, 8 KV heads, d = 128, fp16
+    per_token = 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 KV heads, d = 128, fp16
     assert out["kv_bytes_per_token"] == per_token
     assert out["max_context_tokens"] == (16 * 2**30 - out["params"] * 2) // per_token
 
@@ -112,17 +211,44 @@ def test_figure2_prints_both_rows():
     assert "standard" in p.stdout and "FlashAttention" in p.stdout and "40.3" in p.stdout
 
 
-@pytest.mark.parametrize("command,args,needle", [
-    ("count", ["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--heads", "4", "--kv-heads", "3",
-               "--sram", "1KiB"], "kv_heads"),
-    ("count", ["--algorithm", "decode", "--seq-len", "64", "--head-dim", "64", "--causal", "--sram", "64KiB"], "causal"),
-    ("count", ["--algorithm", "decode", "--seq-len", "0", "--head-dim", "64", "--sram", "64KiB"], "--seq-len"),
-    ("count", ["--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--splits", "3"], "splits"),
-    ("kvcache", ["--model", "gpt-5", "--gpu-memory", "16GiB"], "model"),
-    ("kvcache", ["--model", "llama-3-8b", "--gpu-memory", "lots"], "gpu-memory"),
-    ("kvcache", ["--model", "llama-3-8b"], "--gpu"),
-    ("figure2", ["--sram", "tiny"], "sram"),
-])
+@pytest.mark.parametrize(
+    "command,args,needle",
+    [
+        (
+            "count",
+            [
+                "--algorithm",
+                "fa2",
+                "--seq-len",
+                "64",
+                "--head-dim",
+                "64",
+                "--heads",
+                "4",
+                "--kv-heads",
+                "3",
+                "--sram",
+                "1KiB",
+            ],
+            "kv_heads",
+        ),
+        (
+            "count",
+            ["--algorithm", "decode", "--seq-len", "64", "--head-dim", "64", "--causal", "--sram", "64KiB"],
+            "causal",
+        ),
+        (
+            "count",
+            ["--algorithm", "decode", "--seq-len", "0", "--head-dim", "64", "--sram", "64KiB"],
+            "--seq-len",
+        ),
+        ("count", ["--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--splits", "3"], "splits"),
+        ("kvcache", ["--model", "gpt-5", "--gpu-memory", "16GiB"], "model"),
+        ("kvcache", ["--model", "llama-3-8b", "--gpu-memory", "lots"], "gpu-memory"),
+        ("kvcache", ["--model", "llama-3-8b"], "--gpu"),
+        ("figure2", ["--sram", "tiny"], "sram"),
+    ],
+)
 def test_bad_variant_input_is_one_line_exit_2(command, args, needle):
     p = cli(command, *args)
     assert p.returncode == 2 and p.stdout == ""
@@ -131,8 +257,21 @@ def test_bad_variant_input_is_one_line_exit_2(command, args, needle):
 
 
 def test_bad_sweep_fails_before_printing():
-    p = cli("sweep", "--algorithm", "fa2", "--seq-len", "64,128", "--head-dim", "64", "--heads", "4",
-            "--kv-heads", "3", "--csv", "-")
+    p = cli(
+        "sweep",
+        "--algorithm",
+        "fa2",
+        "--seq-len",
+        "64,128",
+        "--head-dim",
+        "64",
+        "--heads",
+        "4",
+        "--kv-heads",
+        "3",
+        "--csv",
+        "-",
+    )
     assert p.returncode == 2 and p.stdout == "" and "kv_heads" in p.stderr
 
 
@@ -140,8 +279,21 @@ def test_sweep_marks_tiles_that_do_not_fit_as_infeasible(tmp_path):
     # fa1, d = 64, 1 KiB fp16 (M = 512): Bc = 1 → Br = min(⌈512/256⌉, 64) = 2: (2·2·64 + 2·1·64 + 2·1)·2
     # + 2·2·4 = 788 B fits; Bc = 2: (256 + 256 + 4)·2 + 16 = 1,048 B > 1,024; Bc = 3 > ⌈M/4d⌉ = 2
     out = tmp_path / "s.csv"
-    p = cli("sweep", "--algorithm", "fa1", "--seq-len", "64", "--head-dim", "64", "--sram", "1KiB",
-            "--block-cols", "1,2,3", "--csv", str(out))
+    p = cli(
+        "sweep",
+        "--algorithm",
+        "fa1",
+        "--seq-len",
+        "64",
+        "--head-dim",
+        "64",
+        "--sram",
+        "1KiB",
+        "--block-cols",
+        "1,2,3",
+        "--csv",
+        str(out),
+    )
     assert p.returncode == 0, p.stderr
     import csv
 
@@ -153,9 +305,25 @@ def test_sweep_marks_tiles_that_do_not_fit_as_infeasible(tmp_path):
 
 def test_closed_pipe_gives_no_traceback():
     # `python -m simlib sweep ... | head -1`: the reader leaves after one line
-    p = subprocess.Popen([sys.executable, "-m", "simlib", "sweep", "--seq-len", "1:1048576", "--head-dim",
-                          "16,32,64,128", "--sram", "192KiB", "--csv", "-"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "simlib",
+            "sweep",
+            "--seq-len",
+            "1:1048576",
+            "--head-dim",
+            "16,32,64,128",
+            "--sram",
+            "192KiB",
+            "--csv",
+            "-",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     p.stdout.readline()
     p.stdout.close()
     err = p.stderr.read()

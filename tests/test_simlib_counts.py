@@ -1,4 +1,5 @@
 """Closed forms equal traces; both equal the paper's formulas and an element-by-element count."""
+
 import math
 
 import brute_force
@@ -28,8 +29,16 @@ def configs(draw, algorithms=tuple(ALL)):
     heads = kv_heads * draw(st.integers(1, 3))
     causal = algorithm != "decode" and draw(st.booleans())
     query_len = draw(st.none() | st.integers(1, n)) if algorithm != "decode" else draw(st.integers(1, 4))
-    w = Workload(n, d, draw(st.integers(1, 3)), heads, draw(DTYPES), kv_heads=kv_heads, causal=causal,
-                 query_len=query_len)
+    w = Workload(
+        n,
+        d,
+        draw(st.integers(1, 3)),
+        heads,
+        draw(DTYPES),
+        kv_heads=kv_heads,
+        causal=causal,
+        query_len=query_len,
+    )
     if algorithm in ("naive", "naive_bwd"):
         kw = dict(matmul_tile=draw(st.none() | st.integers(1, 80)))
         if algorithm == "naive":
@@ -82,9 +91,9 @@ def paper_hbm_elements(algorithm, n, d, tr, tc):
 @given(configs(FORWARD))
 def test_hbm_matches_the_papers_formulas(config):
     algorithm, w, kw = config
-    w = Workload(w.seq_len, w.head_dim, w.batch, w.heads, w.dtype)   # the contract: no mask, MHA
+    w = Workload(w.seq_len, w.head_dim, w.batch, w.heads, w.dtype)  # the contract: no mask, MHA
     if algorithm == "naive":
-        kw = {}   # the paper's Algorithm 0: each operand read once
+        kw = {}  # the paper's Algorithm 0: each operand read once
     r = count_or_reject(algorithm, w, **kw)
     n, d = w.seq_len, w.head_dim
     tr = math.ceil(n / r.block_rows) if r.block_rows else None
@@ -108,27 +117,30 @@ def _brute(algorithm, n, d, r, kw, w):
     return getattr(brute_force, algorithm)(n, d, r.block_rows, r.block_cols, w.causal, w.nq)
 
 
-@pytest.mark.parametrize("algorithm,n,d,kw,shape", [
-    ("fa2", 1, 3, dict(block_rows=4, block_cols=4), {}),
-    ("fa2", 13, 4, dict(block_rows=3, block_cols=5), {}),
-    ("fa2", 9, 2, dict(block_rows=9, block_cols=2), {}),
-    ("fa2", 13, 4, dict(block_rows=3, block_cols=5), dict(causal=True)),
-    ("fa2", 17, 2, dict(block_rows=4, block_cols=3), dict(causal=True, query_len=6)),
-    ("fa1", 13, 4, dict(block_rows=3, block_cols=5), {}),
-    ("fa1", 7, 3, dict(block_rows=8, block_cols=1), {}),
-    ("fa1", 13, 4, dict(block_rows=3, block_cols=5), dict(causal=True)),
-    ("fa1", 17, 2, dict(block_rows=4, block_cols=3), dict(causal=True, query_len=6)),
-    ("naive", 11, 4, dict(matmul_tile=3, softmax_threads=4), {}),
-    ("naive", 6, 5, dict(matmul_tile=None, softmax_threads=None), {}),
-    ("naive", 5, 7, dict(matmul_tile=16, softmax_threads=2), {}),
-    ("naive_bwd", 7, 3, dict(matmul_tile=2), {}),
-    ("naive_bwd", 6, 4, dict(), {}),
-    ("flash_bwd", 11, 3, dict(block_rows=3, block_cols=4), {}),
-    ("flash_bwd", 11, 3, dict(block_rows=3, block_cols=4), dict(causal=True)),
-    ("decode", 23, 4, dict(block_cols=5), dict(query_len=1, heads=4, kv_heads=1)),
-    ("decode", 23, 4, dict(block_cols=5, splits=3), dict(query_len=2, heads=4, kv_heads=2)),
-    ("decode", 5, 4, dict(block_cols=2, splits=9), dict(query_len=1)),
-])
+@pytest.mark.parametrize(
+    "algorithm,n,d,kw,shape",
+    [
+        ("fa2", 1, 3, dict(block_rows=4, block_cols=4), {}),
+        ("fa2", 13, 4, dict(block_rows=3, block_cols=5), {}),
+        ("fa2", 9, 2, dict(block_rows=9, block_cols=2), {}),
+        ("fa2", 13, 4, dict(block_rows=3, block_cols=5), dict(causal=True)),
+        ("fa2", 17, 2, dict(block_rows=4, block_cols=3), dict(causal=True, query_len=6)),
+        ("fa1", 13, 4, dict(block_rows=3, block_cols=5), {}),
+        ("fa1", 7, 3, dict(block_rows=8, block_cols=1), {}),
+        ("fa1", 13, 4, dict(block_rows=3, block_cols=5), dict(causal=True)),
+        ("fa1", 17, 2, dict(block_rows=4, block_cols=3), dict(causal=True, query_len=6)),
+        ("naive", 11, 4, dict(matmul_tile=3, softmax_threads=4), {}),
+        ("naive", 6, 5, dict(matmul_tile=None, softmax_threads=None), {}),
+        ("naive", 5, 7, dict(matmul_tile=16, softmax_threads=2), {}),
+        ("naive_bwd", 7, 3, dict(matmul_tile=2), {}),
+        ("naive_bwd", 6, 4, dict(), {}),
+        ("flash_bwd", 11, 3, dict(block_rows=3, block_cols=4), {}),
+        ("flash_bwd", 11, 3, dict(block_rows=3, block_cols=4), dict(causal=True)),
+        ("decode", 23, 4, dict(block_cols=5), dict(query_len=1, heads=4, kv_heads=1)),
+        ("decode", 23, 4, dict(block_cols=5, splits=3), dict(query_len=2, heads=4, kv_heads=2)),
+        ("decode", 5, 4, dict(block_cols=2, splits=9), dict(query_len=1)),
+    ],
+)
 def test_matches_element_by_element_count(algorithm, n, d, kw, shape):
     w = Workload(n, d, dtype="fp32", **shape)
     r = count(algorithm, w, **kw)
@@ -137,19 +149,22 @@ def test_matches_element_by_element_count(algorithm, n, d, kw, shape):
     e, s, u = w.element_bytes, STAT_BYTES, r.units
     assert r.hbm_read_bytes == u * (c["HBM read"] * e + c["HBM read stat"] * s)
     assert r.hbm_write_bytes == u * (c["HBM write"] * e + c["HBM write stat"] * s)
-    if algorithm != "flash_bwd":                       # the backward's SRAM is not modelled
+    if algorithm != "flash_bwd":  # the backward's SRAM is not modelled
         assert r.sram_read_bytes == u * (c["SRAM read"] * e + c["SRAM read stat"] * s)
         assert r.sram_write_bytes == u * (c["SRAM write"] * e + c["SRAM write stat"] * s)
 
 
-@pytest.mark.parametrize("sram,dtype,d,n,expected", [
-    (192 * 1024, "fp16", 64, 4096, (64, 384)),     # A100: M = 98304, Bc = 384, Br = min(384, 64)
-    (192 * 1024, "fp16", 128, 4096, (128, 192)),
-    (48 * 1024, "fp32", 64, 4096, (48, 48)),       # M = 12288, Bc = 48, Br = min(48, 64)
-    (1000, "fp16", 64, 4096, (2, 2)),              # M = 500 → ⌈500/256⌉ = 2
-    (192 * 1024, "fp16", 64, 100, (64, 100)),      # Bc capped at N
-    (192 * 1024, "fp16", 64, 10, (10, 10)),        # both capped at N
-])
+@pytest.mark.parametrize(
+    "sram,dtype,d,n,expected",
+    [
+        (192 * 1024, "fp16", 64, 4096, (64, 384)),  # A100: M = 98304, Bc = 384, Br = min(384, 64)
+        (192 * 1024, "fp16", 128, 4096, (128, 192)),
+        (48 * 1024, "fp32", 64, 4096, (48, 48)),  # M = 12288, Bc = 48, Br = min(48, 64)
+        (1000, "fp16", 64, 4096, (2, 2)),  # M = 500 → ⌈500/256⌉ = 2
+        (192 * 1024, "fp16", 64, 100, (64, 100)),  # Bc capped at N
+        (192 * 1024, "fp16", 64, 10, (10, 10)),  # both capped at N
+    ],
+)
 def test_default_blocks_follow_algorithm_1(sram, dtype, d, n, expected):
     t = make_tiling(Workload(n, d, dtype=dtype), sram_bytes=sram)
     m = sram // {"fp16": 2, "fp32": 4}[dtype]
@@ -182,7 +197,7 @@ def test_causal_useful_flops_count_every_unmasked_score(n, q_len):
     nq = w.nq
     unmasked = sum(1 for q in range(nq) for k in range(n) if k <= q + n - nq)
     assert w.flops == 4 * 8 * unmasked
-    assert count("fa2", w, block_rows=4, block_cols=4).flops >= w.flops   # diagonal tiles computed whole
+    assert count("fa2", w, block_rows=4, block_cols=4).flops >= w.flops  # diagonal tiles computed whole
 
 
 def test_causal_fa2_skips_the_upper_triangle():
@@ -193,7 +208,7 @@ def test_causal_fa2_skips_the_upper_triangle():
 
 
 def test_flash_backward_matches_algorithm_4_formula():
-    n, d, tc = 1024, 64, 3                                    # Bc = 384 from 192 KiB in fp16
+    n, d, tc = 1024, 64, 3  # Bc = 384 from 192 KiB in fp16
     r = count("flash_bwd", Workload(n, d, dtype="fp16"), sram_bytes="192KiB")
     assert r.tc == tc
     assert r.hbm_read_bytes == (2 * n * d + tc * 4 * n * d) * 2 + tc * 2 * n * 4

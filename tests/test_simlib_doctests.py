@@ -2,6 +2,7 @@
 
 (simlib.physical, simlib.lectures and simlib.kernel_layout are run by their owners' tests.)
 """
+
 import doctest
 import importlib
 import pkgutil
@@ -13,13 +14,43 @@ import simlib
 SKIP = ("simlib.physical", "simlib.lectures", "simlib.kernel_layout", "simlib.__main__")
 #: The model core's modules, each with at least one executed worked number; other modules'
 #: doctests run too but may have none.
-CORE = {"simlib", "simlib.bounds", "simlib.cli_values", "simlib.command_line", "simlib.counts", "simlib.fa2_tile_rule", "simlib.hardware", "simlib.kvcache",
-        "simlib.presets", "simlib.reproduce", "simlib.roofline", "simlib.safe_write", "simlib.schedule_protocol",
-        "simlib.schedules", "simlib.tiling", "simlib.traffic", "simlib.units", "simlib.workload"} | {
-    f"simlib.schedules.{name}" for name in ("decode", "fa1", "fa2", "fa2_fast", "flash_bwd", "naive",
-                                            "naive_bwd", "unfused", "unfused_bwd", "visits")}
-MODULES = ["simlib"] + sorted(m.name for m in pkgutil.walk_packages(simlib.__path__, "simlib.")
-                 if not m.name.startswith(SKIP))
+CORE = {
+    "simlib",
+    "simlib.bounds",
+    "simlib.cli_values",
+    "simlib.command_line",
+    "simlib.counts",
+    "simlib.fa2_tile_rule",
+    "simlib.hardware",
+    "simlib.kvcache",
+    "simlib.presets",
+    "simlib.reproduce",
+    "simlib.roofline",
+    "simlib.safe_write",
+    "simlib.schedule_protocol",
+    "simlib.schedules",
+    "simlib.tiling",
+    "simlib.traffic",
+    "simlib.units",
+    "simlib.workload",
+} | {
+    f"simlib.schedules.{name}"
+    for name in (
+        "decode",
+        "fa1",
+        "fa2",
+        "fa2_fast",
+        "flash_bwd",
+        "naive",
+        "naive_bwd",
+        "unfused",
+        "unfused_bwd",
+        "visits",
+    )
+}
+MODULES = ["simlib"] + sorted(
+    m.name for m in pkgutil.walk_packages(simlib.__path__, "simlib.") if not m.name.startswith(SKIP)
+)
 
 
 def test_the_core_modules_are_found():

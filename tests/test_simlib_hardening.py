@@ -4,6 +4,7 @@ Each test would fail on the code before the hardening (issue 12): int64 overflow
 forms, MemoryError from Tr-long arrays, presets followed as paths, sizes parsed through float,
 options silently ignored, tracebacks on output faults.
 """
+
 import contextlib
 import io
 import os
@@ -35,13 +36,14 @@ def refused(status, out, err, needle):
 
 # --- 1. exact Python-int closed forms at any accepted N; traces refused before they start -------------
 
+
 def test_fa2_at_n_2_pow_32_is_exact():
     # the issue's case: flops and SRAM reads were 0 (int64 overflow in a numpy dot product)
     n, d = 2**32, 64
     r = count("fa2", Workload(n, d), sram_bytes="192KiB", tile_rule="fa1")
-    tr = -(-n // 64)                                            # Br = min(⌈98304/256⌉, 64) = 64
+    tr = -(-n // 64)  # Br = min(⌈98304/256⌉, 64) = 64
     assert r.flops == 4 * n * n * d
-    assert r.sram_read_bytes == n * n * (3 * d + 2) * 2         # docs/COUNTING.md §fa2, fp16
+    assert r.sram_read_bytes == n * n * (3 * d + 2) * 2  # docs/COUNTING.md §fa2, fp16
     assert r.hbm_read_bytes == (n * d + tr * 2 * n * d) * 2
 
 
@@ -56,7 +58,7 @@ def test_causal_at_n_3_2_pow_30_counts_the_lower_triangle_of_tiles(algorithm):
 
 
 def test_closed_form_at_n_2_pow_40_needs_no_array():
-    n = 2**40                                                   # Tr = 2³⁴ blocks: no Tr-long array
+    n = 2**40  # Tr = 2³⁴ blocks: no Tr-long array
     for algorithm, per_score in (("fa1", 4), ("fa2", 4), ("flash_bwd", 10)):
         r = count(algorithm, Workload(n, 64, causal=True), sram_bytes="192KiB")
         assert r.useful_flops * per_score // 4 <= r.flops <= per_score * n * n * 64
@@ -66,29 +68,48 @@ def test_closed_form_at_n_2_pow_40_needs_no_array():
 def test_seq_len_beyond_the_model_is_refused_by_name():
     with pytest.raises(ValueError, match="seq_len must be at most"):
         Workload(2**40 + 1, 64)
-    assert refused(*run("count", "--algorithm", "naive", "--seq-len", str(2**41), "--head-dim", "64"), "--seq-len")
+    assert refused(
+        *run("count", "--algorithm", "naive", "--seq-len", str(2**41), "--head-dim", "64"), "--seq-len"
+    )
 
 
 def test_huge_trace_is_refused_before_it_starts():
     with pytest.raises(ValueError, match="trace"):
         count("fa2", Workload(2**40, 64), sram_bytes="192KiB", method="trace")
-    with pytest.raises(ValueError, match="trace"):              # few tiles, but N·N·d overflows int64
+    with pytest.raises(ValueError, match="trace"):  # few tiles, but N·N·d overflows int64
         count("fa2", Workload(2**40, 64), block_rows=2**40, block_cols=2**40, method="trace")
-    assert refused(*run("count", "--algorithm", "fa2", "--seq-len", str(2**40), "--head-dim", "64",
-                        "--sram", "192KiB", "--trace"), "--trace")
+    assert refused(
+        *run(
+            "count",
+            "--algorithm",
+            "fa2",
+            "--seq-len",
+            str(2**40),
+            "--head-dim",
+            "64",
+            "--sram",
+            "192KiB",
+            "--trace",
+        ),
+        "--trace",
+    )
 
 
 # --- 3. presets and models by key only -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("key", ["../models/llama-3-8b", "/etc/passwd", "h200.json", "", "H200", "./h200"])
 def test_presets_are_looked_up_by_key_only(key):
     with pytest.raises(ValueError, match="gpu must be one of a100-40gb"):
         load_preset(key)
-    assert refused(*run("count", "--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--gpu", key),
-                   "h200")
+    assert refused(
+        *run("count", "--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--gpu", key), "h200"
+    )
 
 
-@pytest.mark.parametrize("key", ["../hardware/h200", "/work/main/data/models/llama-3-8b", "llama-3-8b.json", ""])
+@pytest.mark.parametrize(
+    "key", ["../hardware/h200", "/work/main/data/models/llama-3-8b", "llama-3-8b.json", ""]
+)
 def test_models_are_looked_up_by_key_only(key):
     with pytest.raises(ValueError, match="model must be one of llama-2-70b"):
         load_model(key)
@@ -97,47 +118,100 @@ def test_models_are_looked_up_by_key_only(key):
 
 # --- 4. sizes parsed exactly ----------------------------------------------------------------------------
 
+
 def test_sizes_are_parsed_exactly():
-    assert parse_size("9007199254740993") == 2**53 + 1          # float would give 2**53
+    assert parse_size("9007199254740993") == 2**53 + 1  # float would give 2**53
     assert parse_size("0.5KiB") == 512 and parse_size("1.25MiB") == 1310720
 
 
-@pytest.mark.parametrize("text", ["1" + "0" * 400, "9" * 40 + "KiB", "1.1KiB", "1e3", "inf", "nan", "٣KiB",
-                                  "2EiB", "2000000TiB", "-1", "0", "1 2", "12QB", "1_000"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1" + "0" * 400,
+        "9" * 40 + "KiB",
+        "1.1KiB",
+        "1e3",
+        "inf",
+        "nan",
+        "٣KiB",
+        "2EiB",
+        "2000000TiB",
+        "-1",
+        "0",
+        "1 2",
+        "12QB",
+        "1_000",
+    ],
+)
 def test_bad_sizes_are_refused_in_one_line(text):
     with pytest.raises(ValueError, match="sram"):
         parse_size(text)
-    assert refused(*run("count", "--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", text),
-                   "--sram")
+    assert refused(
+        *run("count", "--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", text), "--sram"
+    )
     assert refused(*run("kvcache", "--model", "llama-3-8b", "--gpu-memory", text), "--gpu-memory")
 
 
 # --- 5. no ignored or swallowed option ------------------------------------------------------------------
 
+
 def test_empty_gpu_and_csv_are_refused(tmp_path):
-    assert refused(*run("count", "--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--gpu", ""), "--gpu")
-    assert refused(*run("sweep", "--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--csv", ""), "--csv")
+    assert refused(
+        *run("count", "--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--gpu", ""), "--gpu"
+    )
+    assert refused(
+        *run("sweep", "--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--csv", ""), "--csv"
+    )
 
 
 def test_sram_given_with_a_preset_wins_and_says_so():
     import json
 
-    status, out, _ = run("count", "--algorithm", "fa2", "--seq-len", "4096", "--head-dim", "64", "--gpu", "h200",
-                         "--sram", "192KiB", "--json")
+    status, out, _ = run(
+        "count",
+        "--algorithm",
+        "fa2",
+        "--seq-len",
+        "4096",
+        "--head-dim",
+        "64",
+        "--gpu",
+        "h200",
+        "--sram",
+        "192KiB",
+        "--json",
+    )
     row = json.loads(out)
     assert status == 0 and row["sram_bytes"] == 196608 and row["gpu"] == "h200"
     assert row["sram_source"].startswith("--sram") and "232,448" in row["sram_source"]
-    status, out, _ = run("count", "--algorithm", "fa2", "--seq-len", "4096", "--head-dim", "64", "--gpu", "h200",
-                         "--json")
-    assert json.loads(out)["sram_bytes"] == 232448                # the preset's 227 KiB per block
+    status, out, _ = run(
+        "count", "--algorithm", "fa2", "--seq-len", "4096", "--head-dim", "64", "--gpu", "h200", "--json"
+    )
+    assert json.loads(out)["sram_bytes"] == 232448  # the preset's 227 KiB per block
 
 
 def test_sram_is_not_dropped_for_fa2_fast_nor_ignored_for_unfused():
     # the fast kernel's d = 64 tiles need 107 KiB in fp32: 48 KiB is refused, on the CLI as in the API
-    assert refused(*run("count", "--algorithm", "fa2_fast", "--seq-len", "256", "--head-dim", "64",
-                        "--dtype", "fp32", "--sram", "48KiB"), "sram_bytes")
-    assert refused(*run("count", "--algorithm", "unfused", "--seq-len", "256", "--head-dim", "64",
-                        "--sram", "48KiB"), "--sram")
+    assert refused(
+        *run(
+            "count",
+            "--algorithm",
+            "fa2_fast",
+            "--seq-len",
+            "256",
+            "--head-dim",
+            "64",
+            "--dtype",
+            "fp32",
+            "--sram",
+            "48KiB",
+        ),
+        "sram_bytes",
+    )
+    assert refused(
+        *run("count", "--algorithm", "unfused", "--seq-len", "256", "--head-dim", "64", "--sram", "48KiB"),
+        "--sram",
+    )
     with pytest.raises(ValueError, match="sram_bytes does not apply to unfused"):
         count("unfused", Workload(64, 64), sram_bytes="48KiB")
 
@@ -150,15 +224,17 @@ def test_dropout_takes_only_a_bool(value):
 
 def test_negative_reserve_is_refused():
     with pytest.raises(ValueError, match="reserve_bytes"):
-        max_context(load_model("llama-3-8b"), 16 * 2**30, reserve_bytes=-2**30)
-    assert refused(*run("kvcache", "--model", "llama-3-8b", "--gpu-memory", "16GiB", "--reserve", "-1GiB"),
-                   "--reserve")
+        max_context(load_model("llama-3-8b"), 16 * 2**30, reserve_bytes=-(2**30))
+    assert refused(
+        *run("kvcache", "--model", "llama-3-8b", "--gpu-memory", "16GiB", "--reserve", "-1GiB"), "--reserve"
+    )
 
 
 def test_sram_smaller_than_one_element_is_refused_not_divided_by():
     # found by the fuzz test below: naive with --sram 1 divided by M = 0 in the Saha–Ye bound
-    assert refused(*run("count", "--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--sram", "1"),
-                   "sram")
+    assert refused(
+        *run("count", "--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--sram", "1"), "sram"
+    )
 
 
 def test_wrong_types_name_the_parameter():
@@ -192,7 +268,7 @@ def test_csv_destination_is_checked_before_the_work(tmp_path):
     assert refused(*run(*SWEEP, "--csv", str(tmp_path)), "is a directory")
     assert refused(*run(*SWEEP, "--csv", str(tmp_path / "missing" / "out.csv")), "does not exist")
     assert refused(*run(*SWEEP, "--csv", str(a_file / "out.csv")), "under a file")
-    assert sorted(os.listdir(tmp_path)) == ["a.txt"]             # no temporary file left behind
+    assert sorted(os.listdir(tmp_path)) == ["a.txt"]  # no temporary file left behind
 
 
 def test_csv_is_written_atomically_with_mode_0644(tmp_path):
@@ -219,11 +295,14 @@ def test_a_failed_write_leaves_the_destination_and_no_temporary_file(tmp_path, m
     assert out.read_text() == "previous run\n" and sorted(os.listdir(tmp_path)) == ["s.csv"]
 
 
-@pytest.mark.parametrize("fault,status,needle", [
-    (OSError(28, "No space left on device"), 1, "No space left on device"),
-    (MemoryError(), 1, "out of memory"),
-    (KeyboardInterrupt(), 130, "interrupted"),
-])
+@pytest.mark.parametrize(
+    "fault,status,needle",
+    [
+        (OSError(28, "No space left on device"), 1, "No space left on device"),
+        (MemoryError(), 1, "out of memory"),
+        (KeyboardInterrupt(), 130, "interrupted"),
+    ],
+)
 def test_faults_during_the_work_give_one_line(monkeypatch, fault, status, needle):
     import simlib.command_line as cli
 
@@ -242,23 +321,63 @@ def test_stdout_to_dev_full_gives_one_line():
     import sys
 
     with open("/dev/full", "w") as full:
-        p = subprocess.run([sys.executable, "-m", "simlib", "count", "--algorithm", "naive", "--seq-len", "64",
-                            "--head-dim", "64"], stdout=full, stderr=subprocess.PIPE, text=True)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "simlib",
+                "count",
+                "--algorithm",
+                "naive",
+                "--seq-len",
+                "64",
+                "--head-dim",
+                "64",
+            ],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 1 and len(lines) == 1 and "No space left" in lines[0], p.stderr
 
 
 # --- Also: every numeric and size flag fuzzed with arbitrary strings ------------------------------------
 
-BASE = {"count": ["count", "--algorithm", "{algo}", "--seq-len", "64", "--head-dim", "16"],
-        "sweep": ["sweep", "--algorithm", "{algo}", "--seq-len", "64", "--head-dim", "16"],
-        "kvcache": ["kvcache", "--model", "llama-3-8b"],
-        "figure2": ["figure2"]}
-FLAGS = [(cmd, flag) for cmd in ("count", "sweep") for flag in (
-    "--seq-len", "--head-dim", "--batch", "--heads", "--kv-heads", "--query-len", "--sram", "--gpu",
-    "--block-rows", "--block-cols", "--matmul-tile", "--softmax-threads", "--splits", "--threads")]
-FLAGS += [("sweep", "--csv"), ("kvcache", "--gpu-memory"), ("kvcache", "--reserve"), ("kvcache", "--batch"),
-          ("kvcache", "--model"), ("figure2", "--sram")]
+BASE = {
+    "count": ["count", "--algorithm", "{algo}", "--seq-len", "64", "--head-dim", "16"],
+    "sweep": ["sweep", "--algorithm", "{algo}", "--seq-len", "64", "--head-dim", "16"],
+    "kvcache": ["kvcache", "--model", "llama-3-8b"],
+    "figure2": ["figure2"],
+}
+FLAGS = [
+    (cmd, flag)
+    for cmd in ("count", "sweep")
+    for flag in (
+        "--seq-len",
+        "--head-dim",
+        "--batch",
+        "--heads",
+        "--kv-heads",
+        "--query-len",
+        "--sram",
+        "--gpu",
+        "--block-rows",
+        "--block-cols",
+        "--matmul-tile",
+        "--softmax-threads",
+        "--splits",
+        "--threads",
+    )
+]
+FLAGS += [
+    ("sweep", "--csv"),
+    ("kvcache", "--gpu-memory"),
+    ("kvcache", "--reserve"),
+    ("kvcache", "--batch"),
+    ("kvcache", "--model"),
+    ("figure2", "--sram"),
+]
 ALGO_FOR = {"--block-rows": "fa2", "--block-cols": "fa2", "--splits": "decode", "--threads": "fa2_fast"}
 FUZZ_EXAMPLES = int(os.environ.get("SIMLIB_FUZZ_EXAMPLES", 1500))
 NUMBERISH = st.from_regex(r"\A[-+ 0-9.,:xkKmMgGiIbBeE_]{0,24}\Z")

@@ -4,6 +4,7 @@ Expected tiles come from the FA2 reference kernel's launch code as the issue and
 quote it (flash_fwd_launch_template.h: d = 64 → 128×128; d = 128 → 128×64, or on sm8x 128×32 and
 64×64 causal; d = 256 → 64×64, 128×64 on sm80); expected bytes are hand arithmetic written out.
 """
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,17 +14,20 @@ from simlib.fa2_tile_rule import arch_of, kernel_head_dim, kernel_tiles
 from simlib.schedule_protocol import DoesNotFit
 
 
-@pytest.mark.parametrize("gpu,d,causal,tiles", [
-    ("h200", 64, False, (128, 128)),
-    ("h200", 128, False, (128, 64)),
-    ("h200", 128, True, (128, 64)),
-    ("rtx-4090", 128, False, (128, 32)),     # sm89 is "sm8x": is_sm8x branch
-    ("rtx-4090", 128, True, (64, 64)),
-    ("a100-40gb", 256, False, (128, 64)),    # sm80 has the shared memory for 128×64 at d = 256
-    ("h100-sxm", 256, False, (64, 64)),
-    ("h200", 32, False, (128, 128)),
-    ("h200", 48, False, (128, 128)),          # runs as the d = 64 kernel
-])
+@pytest.mark.parametrize(
+    "gpu,d,causal,tiles",
+    [
+        ("h200", 64, False, (128, 128)),
+        ("h200", 128, False, (128, 64)),
+        ("h200", 128, True, (128, 64)),
+        ("rtx-4090", 128, False, (128, 32)),  # sm89 is "sm8x": is_sm8x branch
+        ("rtx-4090", 128, True, (64, 64)),
+        ("a100-40gb", 256, False, (128, 64)),  # sm80 has the shared memory for 128×64 at d = 256
+        ("h100-sxm", 256, False, (64, 64)),
+        ("h200", 32, False, (128, 128)),
+        ("h200", 48, False, (128, 128)),  # runs as the d = 64 kernel
+    ],
+)
 def test_fa2_default_tiles_are_the_kernels(gpu, d, causal, tiles):
     r = count("fa2", Workload(8192, d, causal=causal), hardware=load_preset(gpu))
     assert (r.block_rows, r.block_cols) == tiles and r.mapping.rule == "fa2"
@@ -33,8 +37,14 @@ def test_fa2_default_tiles_are_the_kernels(gpu, d, causal, tiles):
 
 def test_head_dim_rounding_and_architectures():
     assert [kernel_head_dim(d) for d in (1, 32, 33, 100, 160, 256)] == [32, 32, 64, 128, 192, 256]
-    assert [arch_of(cc) for cc in ("8.0", "8.6", "8.9", "9.0", "7.5", None)] == \
-        ["sm80", "sm8x", "sm8x", "sm90", None, None]
+    assert [arch_of(cc) for cc in ("8.0", "8.6", "8.9", "9.0", "7.5", None)] == [
+        "sm80",
+        "sm8x",
+        "sm8x",
+        "sm90",
+        None,
+        None,
+    ]
     with pytest.raises(ValueError, match="head_dim=512"):
         count("fa2", Workload(1024, 512))
 
@@ -69,7 +79,7 @@ def test_the_optional_double_buffer_takes_its_own_room():
     assert (single.block_rows, single.block_cols, single.working_set.bytes("SRAM")) == (128, 64, 65_536)
     assert (double.block_rows, double.block_cols, double.working_set.bytes("SRAM")) == (64, 32, 49_152)
     assert double.to_dict()["double_buffer"] is True and single.to_dict()["double_buffer"] is False
-    assert single.hbm_read_bytes == (4096 * 128 + 4096 // 128 * 2 * 4096 * 128) * 2      # Tr = 32
+    assert single.hbm_read_bytes == (4096 * 128 + 4096 // 128 * 2 * 4096 * 128) * 2  # Tr = 32
 
 
 def test_tile_rule_fa1_keeps_the_papers_rule_for_fa2():
@@ -99,8 +109,12 @@ def test_the_papers_rule_is_counted_as_published_with_its_overshoot():
     assert (r.block_rows, r.block_cols) == (128, 192)
     assert r.working_set.bytes("SRAM") == 214_016 and r.sram_overshoot_bytes == 17_408
     tc = -(-4096 // 192)
-    assert r.traffic.elements("HBM", "read") - r.traffic.elements("HBM", "read", "l") \
-        - r.traffic.elements("HBM", "read", "m") == 2 * 4096 * 128 + tc * 2 * 4096 * 128
+    assert (
+        r.traffic.elements("HBM", "read")
+        - r.traffic.elements("HBM", "read", "l")
+        - r.traffic.elements("HBM", "read", "m")
+        == 2 * 4096 * 128 + tc * 2 * 4096 * 128
+    )
     # d = 64 fits: (2·64·64 + 2·384·64 + 64·384)·2 + 2·64·4 = 164,352 B ≤ 196,608
     fits = count("fa1", Workload(4096, 64), sram_bytes="192KiB")
     assert fits.working_set.bytes("SRAM") == 164_352 and fits.sram_overshoot_bytes is None
@@ -113,7 +127,7 @@ def test_the_papers_rule_is_counted_as_published_with_its_overshoot():
 def test_every_modelled_schedule_reports_bytes_per_level():
     w = Workload(1024, 64, heads=4, kv_heads=1)
     naive = count("naive", w, matmul_tile=32, softmax_threads=128).to_dict()
-    assert naive["onchip_sram_bytes"] == max(2 * 32 * 32 * 2, 128 * 4)      # A and B tiles: 4,096 B
+    assert naive["onchip_sram_bytes"] == max(2 * 32 * 32 * 2, 128 * 4)  # A and B tiles: 4,096 B
     decode = count("decode", Workload(8192, 128, heads=32, kv_heads=8, query_len=1), block_cols=64).to_dict()
     # packed rows R = 4: (4 + 2·64)·128·2 in SRAM; (4·64 + 4·128 + 2·4)·4 in registers
     assert (decode["onchip_sram_bytes"], decode["onchip_register_bytes"]) == (33_792, 3_104)
@@ -122,13 +136,17 @@ def test_every_modelled_schedule_reports_bytes_per_level():
     # the fast kernel's padded layout at d = 64: Qs 128·68, Ks 64·68, Vs 64·64, Ps 128·72 (Bc + (NTX − Bc)
     # mod 32 = 64 + 8), Red 128·8 floats
     assert fast["onchip_sram_bytes"] == (128 * 68 + 64 * 68 + 64 * 64 + 128 * 72 + 128 * 8) * 4 == 109_568
-    assert count("unfused", w).to_dict()["onchip_sram_bytes"] is None       # not modelled
+    assert count("unfused", w).to_dict()["onchip_sram_bytes"] is None  # not modelled
 
 
 @settings(max_examples=400, deadline=None)
-@given(n=st.integers(1, 5000), d=st.sampled_from([16, 32, 48, 64, 96, 128, 160, 192, 256]),
-       dtype=st.sampled_from(["fp16", "bf16", "fp32"]), causal=st.booleans(),
-       sram=st.integers(1024, 256 * 1024))
+@given(
+    n=st.integers(1, 5000),
+    d=st.sampled_from([16, 32, 48, 64, 96, 128, 160, 192, 256]),
+    dtype=st.sampled_from(["fp16", "bf16", "fp32"]),
+    causal=st.booleans(),
+    sram=st.integers(1024, 256 * 1024),
+)
 def test_fa2_rule_keeps_the_kernels_tiles_unless_they_do_not_fit(n, d, dtype, causal, sram):
     w = Workload(n, d, dtype=dtype, causal=causal)
     eb = w.element_bytes
@@ -139,9 +157,9 @@ def test_fa2_rule_keeps_the_kernels_tiles_unless_they_do_not_fit(n, d, dtype, ca
     except DoesNotFit:
         assert (min(16, br) + 2 * min(16, bc)) * d * eb > sram or (br + 2 * bc) * d * eb > sram
         return
-    need = (r.block_rows + 2 * r.block_cols) * d * eb          # Q_i, K_j, V_j
+    need = (r.block_rows + 2 * r.block_cols) * d * eb  # Q_i, K_j, V_j
     assert r.working_set.bytes("SRAM") == need <= sram
     if (br + 2 * bc) * d * eb <= sram:
-        assert (r.block_rows, r.block_cols) == (br, bc)        # the kernel's tiles, untouched
+        assert (r.block_rows, r.block_cols) == (br, bc)  # the kernel's tiles, untouched
     else:
         assert r.block_rows <= br and r.block_cols <= bc and (r.block_rows, r.block_cols) != (br, bc)

@@ -136,9 +136,16 @@ def test_fa2_tc_default_tiles_are_simlibs():
     for d in (64, 128):
         cfg = default_config(d)
         r = count("fa2_tc", Workload(4096, d, dtype="bf16"))
-        assert (r.to_dict()["warps"], r.block_rows, r.block_cols) == (cfg.warps, cfg.block_rows, cfg.block_cols)
+        assert (r.to_dict()["warps"], r.block_rows, r.block_cols) == (
+            cfg.warps,
+            cfg.block_rows,
+            cfg.block_cols,
+        )
         assert cfg.smem_bytes <= 48 * 1024
-    assert (default_config(64).block_cols, default_config(128).block_cols) == (64, 64)  # PERFORMANCE.md, tc_run3
+    assert (default_config(64).block_cols, default_config(128).block_cols) == (
+        64,
+        64,
+    )  # PERFORMANCE.md, tc_run3
 
 
 def test_fa2_tc_schedule_worked_number():
@@ -151,7 +158,9 @@ def test_fa2_tc_schedule_worked_number():
     assert SCHEDULE.flops(wl, m) == 4 * 4096**2 * 64
 
 
-@pytest.mark.parametrize("n,nq,br,bc", [(1000, 700, 64, 64), (513, None, 48, 48), (4096, 4096, 64, 16), (77, 5, 16, 32)])
+@pytest.mark.parametrize(
+    "n,nq,br,bc", [(1000, 700, 64, 64), (513, None, 48, 48), (4096, 4096, 64, 16), (77, 5, 16, 32)]
+)
 def test_fa2_tc_causal_closed_form_equals_trace(n, nq, br, bc):
     for causal in (False, True):
         wl = Workload(n, 128, 2, 3, dtype="fp16", causal=causal, query_len=nq)
@@ -200,12 +209,20 @@ def test_fa2_tc_gpu_ptx():
             assert s["f64"] == 0 and s["ld_local"] == 0 and s["st_local"] == 0, s
             assert (s["atom"] > 0) == counting
             assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
-            assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx and "cp.async.cg.shared.global" in ptx
+            assert (
+                "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx and "cp.async.cg.shared.global" in ptx
+            )
 
 
 @settings(max_examples=120, deadline=None)
-@given(n=st.integers(1, 700), nq=st.none() | st.integers(1, 700), w=st.integers(1, 8),
-       bc=st.sampled_from([16, 32, 48, 64, 128]), causal=st.booleans(), d=st.sampled_from([64, 128]))
+@given(
+    n=st.integers(1, 700),
+    nq=st.none() | st.integers(1, 700),
+    w=st.integers(1, 8),
+    bc=st.sampled_from([16, 32, 48, 64, 128]),
+    causal=st.booleans(),
+    d=st.sampled_from([64, 128]),
+)
 def test_fa2_tc_closed_form_equals_trace_and_brute_force(n, nq, w, bc, causal, d):
     if causal and nq is not None and nq > n:
         nq = n
@@ -214,8 +231,11 @@ def test_fa2_tc_closed_form_equals_trace_and_brute_force(n, nq, w, bc, causal, d
     closed = SCHEDULE.closed_form(wl, m)
     assert closed == Traffic.from_events(SCHEDULE.trace(wl, m))
     hand = hand_counts(1, 2, wl.nq, n, d, TcConfig(d, w, bc), causal)
-    assert {f"{lv.lower()}_{op}_bytes": closed.bytes(2, lv, op) * 2
-            for lv in ("HBM", "SRAM") for op in ("read", "write")} == hand
+    assert {
+        f"{lv.lower()}_{op}_bytes": closed.bytes(2, lv, op) * 2
+        for lv in ("HBM", "SRAM")
+        for op in ("read", "write")
+    } == hand
 
 
 def test_fa2_tc_working_set_is_the_kernels_shared_memory():

@@ -35,8 +35,9 @@ def dtype_pipeline(q, k, v, dtype, causal):
     """float64 attention that rounds S, P and O to `dtype` where naive_tc does."""
     k, v = repeat_kv(q, k, v)
     d = q.shape[-1]
-    s = round_to(np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) / np.sqrt(d),
-                 dtype).astype(np.float64)
+    s = round_to(
+        np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) / np.sqrt(d), dtype
+    ).astype(np.float64)
     if causal:
         s = np.where(causal_mask(q.shape[2], k.shape[2]), s, -np.inf)
     e = np.exp(s - s.max(axis=-1, keepdims=True))
@@ -100,8 +101,20 @@ def test_naive_tc_matches_references_and_counts(b, h, hkv, nk, nq, d, causal, w,
 @sim_only
 def test_naive_tc_large_logits_and_timing_build():
     q, k, v = (round_to(x, "bf16") for x in random_qkv(1, 1, 24, 64, seed=4, logit_scale=100.0))
-    res, _ = check_case(1, 1, None, 24, None, 64, False, NaiveTcConfig(64, 1, 64), "bf16", seed=4,
-                        logit_scale=100.0, exact_tol=False)
+    res, _ = check_case(
+        1,
+        1,
+        None,
+        24,
+        None,
+        64,
+        False,
+        NaiveTcConfig(64, 1, 64),
+        "bf16",
+        seed=4,
+        logit_scale=100.0,
+        exact_tol=False,
+    )
     plain = run_naive_tc(q, k, v, dtype="bf16", config=NaiveTcConfig(64, 1, 64))
     assert plain.counts is None
     np.testing.assert_array_equal(plain.o, res.o)  # counting changes no arithmetic
@@ -148,8 +161,14 @@ def test_naive_tc_gpu(b, h, hkv, nk, nq, d, causal, dtype):
 
 
 @settings(max_examples=80, deadline=None)
-@given(n=st.integers(1, 600), nq=st.none() | st.integers(1, 600), w=st.integers(1, 8),
-       bc=st.sampled_from([64, 128]), t=st.sampled_from([32, 64, 256, 1024]), d=st.sampled_from([64, 128]))
+@given(
+    n=st.integers(1, 600),
+    nq=st.none() | st.integers(1, 600),
+    w=st.integers(1, 8),
+    bc=st.sampled_from([64, 128]),
+    t=st.sampled_from([32, 64, 256, 1024]),
+    d=st.sampled_from([64, 128]),
+)
 def test_naive_tc_closed_form_equals_trace_and_hand_formula(n, nq, w, bc, t, d):
     wl = Workload(n, d, 2, 1, dtype="fp16", query_len=nq)
     kw = dict(warps=w, block_cols=bc, softmax_threads=t)

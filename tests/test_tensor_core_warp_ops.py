@@ -22,9 +22,20 @@ DTYPES = ["bf16", "fp16"]
 def _tile_kernel(dtype):
     from gpu_kernels.tensor_core.warp_ops import warp_ops
 
-    mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, to_f32, quad_max, quad_sum, warp_max, warp_sum = (
-        warp_ops(
-        dtype, simulator_enabled()))
+    (
+        mma,
+        ldsm_x4,
+        ldsm_x4_t,
+        cp_async16,
+        cp_commit,
+        cp_wait_all,
+        pack2,
+        to_f32,
+        quad_max,
+        quad_sum,
+        warp_max,
+        warp_sum,
+    ) = warp_ops(dtype, simulator_enabled())
     ZERO = np.float32(0.0)
     LOW = np.uint32(0xFFFF)
     SIXTEEN = np.uint32(16)
@@ -84,8 +95,14 @@ def _run(dtype, seed):
     b = round_to(rng.standard_normal((16, 8)), dtype)  # B[k, n]
     c = round_to(rng.standard_normal((16, 8)), dtype)
     args = [to_bits(a, dtype).ravel(), to_bits(b.T, dtype).ravel(), to_bits(c, dtype).ravel()]
-    outs = [np.full(128, np.nan, np.float32), np.full(128, np.nan, np.float32), np.zeros(64, np.uint16),
-            np.full(40, np.nan, np.float32), np.full(64, np.nan, np.float32), np.full(64, np.nan, np.float32)]
+    outs = [
+        np.full(128, np.nan, np.float32),
+        np.full(128, np.nan, np.float32),
+        np.zeros(64, np.uint16),
+        np.full(40, np.nan, np.float32),
+        np.full(64, np.nan, np.float32),
+        np.full(64, np.nan, np.float32),
+    ]
     dev = [cuda.to_device(x) for x in args + outs]
     _tile_kernel(dtype)[1, 32](*dev)
     got = [x.copy_to_host() for x in dev[3:]]
@@ -118,10 +135,17 @@ def test_one_tile_matches_numpy(dtype):
 
 
 def test_bf16_rounding_is_nearest_even():
-    one_and_half_ulp = np.array([1 + 2.0**-8, 1 + 3 * 2.0**-9, -(1 + 2.0**-8), 3.4e38, np.inf, np.nan],
-                                dtype=np.float32)
+    one_and_half_ulp = np.array(
+        [1 + 2.0**-8, 1 + 3 * 2.0**-9, -(1 + 2.0**-8), 3.4e38, np.inf, np.nan], dtype=np.float32
+    )
     bits = to_bits(one_and_half_ulp, "bf16")
-    assert bits[:5].tolist() == [0x3F80, 0x3F81, 0xBF80, 0x7F80, 0x7F80]  # ties to even; 3.4e38 (above the largest bf16 and half its ulp) rounds to inf
+    assert bits[:5].tolist() == [
+        0x3F80,
+        0x3F81,
+        0xBF80,
+        0x7F80,
+        0x7F80,
+    ]  # ties to even; 3.4e38 (above the largest bf16 and half its ulp) rounds to inf
     assert np.isnan(from_bits(bits, "bf16")[5])
     x = np.random.default_rng(0).standard_normal(10000).astype(np.float32)
     err = np.abs(round_to(x, "bf16") - x) / np.abs(x)
@@ -136,9 +160,15 @@ def test_one_tile_gpu(dtype):
     test_one_tile_matches_numpy(dtype)
 
 
-@pytest.mark.parametrize("args,name", [(["--out", "x", "--seq-lens", "a,b"], "--seq-lens"),
-                                       (["--out", "x", "--head-dims", "96"], "--head-dims"),
-                                       (["--out", "x", "--reps", "0"], "--reps"), ([], "--out")])
+@pytest.mark.parametrize(
+    "args,name",
+    [
+        (["--out", "x", "--seq-lens", "a,b"], "--seq-lens"),
+        (["--out", "x", "--head-dims", "96"], "--head-dims"),
+        (["--out", "x", "--reps", "0"], "--reps"),
+        ([], "--out"),
+    ],
+)
 def test_bench_refuses_bad_arguments_in_one_line(args, name, capsys):
     from gpu_kernels.tensor_core.bench import main
 

@@ -1,4 +1,5 @@
 """The readable kernel's trace build (when and where each block ran), on the CUDA simulator."""
+
 import importlib.util
 from pathlib import Path
 
@@ -8,7 +9,8 @@ from gpu_kernels.reference import random_qkv
 from gpu_kernels.tiled import run_tiled
 
 spec = importlib.util.spec_from_file_location(
-    "h200_diagnostics", Path(__file__).resolve().parents[1] / "benchmarks" / "h200_diagnostics.py")
+    "h200_diagnostics", Path(__file__).resolve().parents[1] / "benchmarks" / "h200_diagnostics.py"
+)
 diag = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(diag)
 

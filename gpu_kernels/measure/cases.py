@@ -81,7 +81,9 @@ class Case:
         err = math.sqrt(num / den) if finite else math.inf
         out = {"rel_err_o": err, "finite": finite}
         if lse is not None:
-            out["rel_err_lse"] = math.sqrt(num_l / max(den_l, 1e-30)) if bool(cp.isfinite(lse).all()) else math.inf
+            out["rel_err_lse"] = (
+                math.sqrt(num_l / max(den_l, 1e-30)) if bool(cp.isfinite(lse).all()) else math.inf
+            )
         return out
 
     def free(self):

@@ -73,10 +73,13 @@ def measure_ffma_peak(trips=8192, reps=7) -> dict:
         ptx = k.inspect_asm(next(iter(k.overloads)))
     except Exception:
         ptx = None
-    return {"tflops": flops / float(np.median(times)) / 1e12, "method": "numba FFMA-chain kernel, "
-            f"{blocks}x{threads} threads, 16 chains, {64 * trips} FFMA per thread, median of {reps}",
-            "ptx_fma_f32": ptx.count("fma.rn.ftz.f32") if isinstance(ptx, str) else None,
-            "ptx_f64": ptx.count(".f64") if isinstance(ptx, str) else None}
+    return {
+        "tflops": flops / float(np.median(times)) / 1e12,
+        "method": "numba FFMA-chain kernel, "
+        f"{blocks}x{threads} threads, 16 chains, {64 * trips} FFMA per thread, median of {reps}",
+        "ptx_fma_f32": ptx.count("fma.rn.ftz.f32") if isinstance(ptx, str) else None,
+        "ptx_f64": ptx.count(".f64") if isinstance(ptx, str) else None,
+    }
 
 
 def measure_mma_peak(dtype="bf16", trips=4096, reps=7) -> dict:
@@ -110,12 +113,17 @@ def measure_mma_peak(dtype="bf16", trips=4096, reps=7) -> dict:
         ptx = k.inspect_asm(next(iter(k.overloads)))
     except Exception as e:  # keep the measured rate; say why the PTX counts are missing
         ptx = f"(no PTX: {type(e).__name__})"
-    return {"tflops": mmas * MMA_FLOP / float(np.median(times)) / 1e12, "dtype": dtype,
-            "correct": bool(np.all(got == expect)), "expected_output": expect,
-            "method": f"numba mma.sync.m16n8k16 {dtype}->f32 register loop, {blocks}x{threads} threads, "
-                      f"{CHAINS} chains x {trips} trips per warp, median of {reps}",
-            "ptx_mma": ptx.count("mma.sync.aligned.m16n8k16"), "ptx_f64": ptx.count(".f64"),
-            "ptx_local": ptx.count("ld.local") + ptx.count("st.local")}
+    return {
+        "tflops": mmas * MMA_FLOP / float(np.median(times)) / 1e12,
+        "dtype": dtype,
+        "correct": bool(np.all(got == expect)),
+        "expected_output": expect,
+        "method": f"numba mma.sync.m16n8k16 {dtype}->f32 register loop, {blocks}x{threads} threads, "
+        f"{CHAINS} chains x {trips} trips per warp, median of {reps}",
+        "ptx_mma": ptx.count("mma.sync.aligned.m16n8k16"),
+        "ptx_f64": ptx.count(".f64"),
+        "ptx_local": ptx.count("ld.local") + ptx.count("st.local"),
+    }
 
 
 def measure_sgemm(n=8192, reps=5) -> dict | None:
@@ -139,8 +147,10 @@ def measure_sgemm(n=8192, reps=5) -> dict | None:
         times.append(e0.elapsed_time(e1) / 1e3)
     del a, b, c
     torch.cuda.empty_cache()
-    return {"tflops": 2 * n**3 / float(np.median(times)) / 1e12,
-            "method": f"torch.matmul {n}^3 fp32, allow_tf32=False, median of {reps}"}
+    return {
+        "tflops": 2 * n**3 / float(np.median(times)) / 1e12,
+        "method": f"torch.matmul {n}^3 fp32, allow_tf32=False, median of {reps}",
+    }
 
 
 def measure_copy_bandwidth(nbytes=2 * 1024**3, reps=7) -> dict | None:
@@ -162,8 +172,10 @@ def measure_copy_bandwidth(nbytes=2 * 1024**3, reps=7) -> dict | None:
         times.append(cp.cuda.get_elapsed_time(e0, e1) / 1e3)
     del a, b
     cp.get_default_memory_pool().free_all_blocks()
-    return {"gbps": 2 * nbytes / float(np.median(times)) / 1e9,
-            "method": f"cupy device-to-device copy of {nbytes / 2**30:.0f} GiB, bytes read + written, median of {reps}"}
+    return {
+        "gbps": 2 * nbytes / float(np.median(times)) / 1e9,
+        "method": f"cupy device-to-device copy of {nbytes / 2**30:.0f} GiB, bytes read + written, median of {reps}",
+    }
 
 
 def floors(workload, peak: dict, bandwidth: dict | None) -> dict:
@@ -171,5 +183,7 @@ def floors(workload, peak: dict, bandwidth: dict | None) -> dict:
     and its compulsory bytes (simlib.bounds: Q, K, V read, O written once; plus L, fp32, written
     once) at the copy bandwidth."""
     moved = compulsory_bytes(workload) + workload.batch_heads * workload.nq * 4
-    return {"floor_compute_ms": workload.flops / (peak["tflops"] * 1e12) * 1e3,
-            "floor_memory_ms": moved / (bandwidth["gbps"] * 1e9) * 1e3 if bandwidth else None}
+    return {
+        "floor_compute_ms": workload.flops / (peak["tflops"] * 1e12) * 1e3,
+        "floor_memory_ms": moved / (bandwidth["gbps"] * 1e9) * 1e3 if bandwidth else None,
+    }

@@ -29,16 +29,24 @@ from .variants import SIMLIB_SCHEDULE, VARIANTS, available, intermediate_bytes
 
 FIELDS = ["variant", "batch", "heads", "seq_len", "head_dim", "params", "metric", "value", "unit", "note"]
 MEMORY_FRACTION = 0.45
-METRIC_UNITS = (("ms", "ms (median)"), ("ms_p10", "ms"), ("ms_p90", "ms"), ("ms_min", "ms"),
-                ("reps", "calls"), ("tflops", "TFLOP/s (4*N^2*d*B*H / median)"),
-                ("pct_of_fp32_peak", "% of measured FFMA peak"),
-                ("ratio_to_torch_efficient", "median / torch_efficient median"),
-                ("rel_err_o", "||O-ref||/||ref|| on sampled rows (float64 ref)"),
-                ("rel_err_lse", "||L-ref||/||ref|| on sampled rows"), ("finite", "bool (all of O)"),
-                ("finite_after_timing", "bool"), ("ok", f"bool (finite and rel_err <= {TOLERANCE:g})"),
-                ("floor_compute_ms", "ms (FLOPs / measured FFMA peak)"),
-                ("floor_memory_ms", "ms (compulsory bytes / measured copy bandwidth)"),
-                ("model_hbm_bytes", "bytes (simlib, read+write, for the mapping that ran)"))
+METRIC_UNITS = (
+    ("ms", "ms (median)"),
+    ("ms_p10", "ms"),
+    ("ms_p90", "ms"),
+    ("ms_min", "ms"),
+    ("reps", "calls"),
+    ("tflops", "TFLOP/s (4*N^2*d*B*H / median)"),
+    ("pct_of_fp32_peak", "% of measured FFMA peak"),
+    ("ratio_to_torch_efficient", "median / torch_efficient median"),
+    ("rel_err_o", "||O-ref||/||ref|| on sampled rows (float64 ref)"),
+    ("rel_err_lse", "||L-ref||/||ref|| on sampled rows"),
+    ("finite", "bool (all of O)"),
+    ("finite_after_timing", "bool"),
+    ("ok", f"bool (finite and rel_err <= {TOLERANCE:g})"),
+    ("floor_compute_ms", "ms (FLOPs / measured FFMA peak)"),
+    ("floor_memory_ms", "ms (compulsory bytes / measured copy bandwidth)"),
+    ("model_hbm_bytes", "bytes (simlib, read+write, for the mapping that ran)"),
+)
 
 
 def model_hbm_bytes(name, workload, params):
@@ -64,9 +72,14 @@ def model_hbm_bytes(name, workload, params):
 def result_rows(results) -> list[dict]:
     rows = []
     for r in results:
-        base = {"variant": r["variant"], "batch": r["batch"], "heads": r["heads"], "seq_len": r["seq_len"],
-                "head_dim": r["head_dim"],
-                "params": ";".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())}
+        base = {
+            "variant": r["variant"],
+            "batch": r["batch"],
+            "heads": r["heads"],
+            "seq_len": r["seq_len"],
+            "head_dim": r["head_dim"],
+            "params": ";".join(f"{k}={v}" for k, v in (r.get("params") or {}).items()),
+        }
         note = r.get("error", "") if r.get("status") != "ok" else ("" if r.get("ok") else "WRONG RESULT")
         rows.append({**base, "metric": "status", "value": r.get("status"), "unit": "", "note": note})
         for key, unit in METRIC_UNITS:
@@ -79,19 +92,37 @@ def format_table(results, peak_tflops):
     def num(x, fmt):
         return "-" if x is None else format(x, fmt)
 
-    lines = [f"{'variant':<16}{'N':>7}{'d':>5}{'ms':>10}{'TFLOP/s':>9}{'%peak':>7}{'vs eff':>8}{'rel.err':>10}  check"]
+    lines = [
+        f"{'variant':<16}{'N':>7}{'d':>5}{'ms':>10}{'TFLOP/s':>9}{'%peak':>7}{'vs eff':>8}{'rel.err':>10}  check"
+    ]
     for r in results:
         tf = r.get("tflops")
         pct = 100 * tf / peak_tflops if tf is not None and peak_tflops else None
         check = r.get("status", "?") if r.get("status") != "ok" else ("ok" if r.get("ok") else "WRONG")
-        lines.append(f"{r['variant']:<16}{r['seq_len']:>7}{r['head_dim']:>5}{num(r.get('ms'), '.3f'):>10}"
-                     f"{num(tf, '.2f'):>9}{num(pct, '.0f'):>7}{num(r.get('ratio_to_torch_efficient'), '.2f'):>8}"
-                     f"{num(r.get('rel_err_o'), '.1e'):>10}  {check}")
+        lines.append(
+            f"{r['variant']:<16}{r['seq_len']:>7}{r['head_dim']:>5}{num(r.get('ms'), '.3f'):>10}"
+            f"{num(tf, '.2f'):>9}{num(pct, '.0f'):>7}{num(r.get('ratio_to_torch_efficient'), '.2f'):>8}"
+            f"{num(r.get('rel_err_o'), '.1e'):>10}  {check}"
+        )
     return "\n".join(lines)
 
 
-def run(*, out_dir, prefix="compare", tag="h200", seq_lens=(1024, 4096, 16384), head_dims=(64, 128), batch=1,
-        heads=16, reps=10, variants=VARIANTS, fast_configs=None, budget_s=None, progress=True, seed=None):
+def run(
+    *,
+    out_dir,
+    prefix="compare",
+    tag="h200",
+    seq_lens=(1024, 4096, 16384),
+    head_dims=(64, 128),
+    batch=1,
+    heads=16,
+    reps=10,
+    variants=VARIANTS,
+    fast_configs=None,
+    budget_s=None,
+    progress=True,
+    seed=None,
+):
     """The harness; returns (csv path, results). ``budget_s``: skip what would not fit in it."""
     import cupy as cp
     from numba import cuda
@@ -106,14 +137,24 @@ def run(*, out_dir, prefix="compare", tag="h200", seq_lens=(1024, 4096, 16384), 
     total_mem = cuda.current_context().get_memory_info()[1]
     peak, sgemm, bw = measure_ffma_peak(), measure_sgemm(), measure_copy_bandwidth()
     csv_path = os.path.join(out_dir, f"{prefix}_{tag}.csv")
-    meta = {"what": "fp32 attention forward; CUDA events, 1 warm-up (checked) call, "
-                    f"median of {reps} calls, input sets rotated beyond 2x L2",
-            "fp32_peak": peak, "sgemm_tf32_off": sgemm, "copy_bandwidth": bw,
-            "batch": batch, "heads": heads, "seq_lens": list(seq_lens), "head_dims": list(head_dims),
-            "variants": list(variants), "tolerance": TOLERANCE, "l2_bytes": l2, "budget_s": budget_s,
-            "reference": f"gpu_kernels.reference (float64) on {SAMPLE_ROWS}+2 sampled rows of heads (0,0) and "
-                         "(B-1,H-1)",
-            "fast_configs": {str(d): repr(c) for d, c in (fast_configs or {}).items()} or "fast_default_config"}
+    meta = {
+        "what": "fp32 attention forward; CUDA events, 1 warm-up (checked) call, "
+        f"median of {reps} calls, input sets rotated beyond 2x L2",
+        "fp32_peak": peak,
+        "sgemm_tf32_off": sgemm,
+        "copy_bandwidth": bw,
+        "batch": batch,
+        "heads": heads,
+        "seq_lens": list(seq_lens),
+        "head_dims": list(head_dims),
+        "variants": list(variants),
+        "tolerance": TOLERANCE,
+        "l2_bytes": l2,
+        "budget_s": budget_s,
+        "reference": f"gpu_kernels.reference (float64) on {SAMPLE_ROWS}+2 sampled rows of heads (0,0) and "
+        "(B-1,H-1)",
+        "fast_configs": {str(d): repr(c) for d, c in (fast_configs or {}).items()} or "fast_default_config",
+    }
     try:
         import torch
 
@@ -125,9 +166,16 @@ def run(*, out_dir, prefix="compare", tag="h200", seq_lens=(1024, 4096, 16384), 
     def save(status):
         from ..fast import SMEM_OPTIN
 
-        write_measurement(csv_path, csv_text(result_rows(results), FIELDS),
-                          {**record, "status": status, "smem_optin": dict(SMEM_OPTIN),
-                           "elapsed_s": round(time.monotonic() - t0, 1)})
+        write_measurement(
+            csv_path,
+            csv_text(result_rows(results), FIELDS),
+            {
+                **record,
+                "status": status,
+                "smem_optin": dict(SMEM_OPTIN),
+                "elapsed_s": round(time.monotonic() - t0, 1),
+            },
+        )
 
     results, last = [], {}
     shapes = [(n, d) for n in seq_lens for d in head_dims]
@@ -173,7 +221,9 @@ def run(*, out_dir, prefix="compare", tag="h200", seq_lens=(1024, 4096, 16384), 
         save("partial")
     save("complete")
     print(format_table(results, peak["tflops"]))
-    print(f"fp32 peak (measured, {peak['method']}): {peak['tflops']:.1f} TFLOP/s"
-          + (f"; cuBLAS SGEMM (TF32 off): {sgemm['tflops']:.1f} TFLOP/s" if sgemm else "")
-          + (f"; copy: {bw['gbps']:.0f} GB/s" if bw else ""))
+    print(
+        f"fp32 peak (measured, {peak['method']}): {peak['tflops']:.1f} TFLOP/s"
+        + (f"; cuBLAS SGEMM (TF32 off): {sgemm['tflops']:.1f} TFLOP/s" if sgemm else "")
+        + (f"; copy: {bw['gbps']:.0f} GB/s" if bw else "")
+    )
     return csv_path, results

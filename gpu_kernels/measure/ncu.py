@@ -31,7 +31,11 @@ def find_ncu(explicit=None):
     found = shutil.which("ncu")
     if found:
         return found
-    for pattern in ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda*/bin/ncu", "/usr/local/cuda*/nsight-compute*/ncu"):
+    for pattern in (
+        "/opt/nvidia/nsight-compute/*/ncu",
+        "/usr/local/cuda*/bin/ncu",
+        "/usr/local/cuda*/nsight-compute*/ncu",
+    ):
         hits = sorted(glob.glob(pattern))
         if hits:
             return hits[-1]
@@ -60,10 +64,29 @@ FAST_METRICS = [
 ]
 
 
-STALL_METRICS = [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in (
-    "barrier", "short_scoreboard", "long_scoreboard", "mio_throttle", "math_pipe_throttle", "not_selected",
-    "selected", "wait", "dispatch_stall", "no_instruction", "lg_throttle", "branch_resolving", "membar", "drain",
-    "sleeping", "misc", "tex_throttle", "imc_miss")] + ["smsp__issue_active.avg.pct_of_peak_sustained_active"]
+STALL_METRICS = [
+    f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"
+    for r in (
+        "barrier",
+        "short_scoreboard",
+        "long_scoreboard",
+        "mio_throttle",
+        "math_pipe_throttle",
+        "not_selected",
+        "selected",
+        "wait",
+        "dispatch_stall",
+        "no_instruction",
+        "lg_throttle",
+        "branch_resolving",
+        "membar",
+        "drain",
+        "sleeping",
+        "misc",
+        "tex_throttle",
+        "imc_miss",
+    )
+] + ["smsp__issue_active.avg.pct_of_peak_sustained_active"]
 
 
 def launch_once(specs, fast_configs=None):
@@ -93,18 +116,25 @@ def launch_once(specs, fast_configs=None):
             o = cp.full((16, n, d), cp.nan, dtype=cp.float32)
             lse = cp.full((16, n), cp.nan, dtype=cp.float32)
             TiledPlan(workload=w, block_rows=br, block_cols=bc).launch(
-                *[cuda.as_cuda_array(x).reshape(16, n, d) for x in (q, k, v)], cuda.as_cuda_array(o),
-                cuda.as_cuda_array(lse), cuda.to_device(np.zeros(4, dtype=np.int64)))
+                *[cuda.as_cuda_array(x).reshape(16, n, d) for x in (q, k, v)],
+                cuda.as_cuda_array(o),
+                cuda.as_cuda_array(lse),
+                cuda.to_device(np.zeros(4, dtype=np.int64)),
+            )
         else:
             import torch
             from torch.nn.attention import SDPBackend, sdpa_kernel
 
             with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION]):
-                o = torch.nn.functional.scaled_dot_product_attention(*(torch.from_dlpack(x) for x in (q, k, v)))
+                o = torch.nn.functional.scaled_dot_product_attention(
+                    *(torch.from_dlpack(x) for x in (q, k, v))
+                )
             o = cp.from_dlpack(o)
         cuda.synchronize()
-        print(f"launched {name} N={n} d={d} finite={bool(cp.isfinite(o).all())} flops={w.flops}",
-              file=sys.stderr)
+        print(
+            f"launched {name} N={n} d={d} finite={bool(cp.isfinite(o).all())} flops={w.flops}",
+            file=sys.stderr,
+        )
 
 
 def run_ncu(specs, out_dir, tag="h200", fast_configs=None, timeout_s=300, sections_spec=None):
@@ -120,19 +150,52 @@ def run_ncu(specs, out_dir, tag="h200", fast_configs=None, timeout_s=300, sectio
     def program(spec):
         return [sys.executable, "-m", "gpu_kernels", "launch", "--specs", spec, "--configs", cfg_arg]
 
-    cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:fa2_fast|fmha|fa2_forward", "--csv",
-           "--page", "raw", "--metrics", ",".join(FAST_METRICS)] + program(",".join(specs))
+    cmd = [
+        ncu,
+        "--clock-control",
+        "none",
+        "--kernel-name",
+        "regex:fa2_fast|fmha|fa2_forward",
+        "--csv",
+        "--page",
+        "raw",
+        "--metrics",
+        ",".join(FAST_METRICS),
+    ] + program(",".join(specs))
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     log = [" ".join(cmd), f"returncode {p.returncode}", p.stderr[-6000:]]
     if sections_spec:  # why warps wait: stall reasons per issued instruction
-        cmd2 = [ncu, "--clock-control", "none", "--kernel-name", "regex:fa2_fast|fmha", "--csv", "--page", "raw",
-                "--metrics", ",".join(STALL_METRICS)] + program(sections_spec)
+        cmd2 = [
+            ncu,
+            "--clock-control",
+            "none",
+            "--kernel-name",
+            "regex:fa2_fast|fmha",
+            "--csv",
+            "--page",
+            "raw",
+            "--metrics",
+            ",".join(STALL_METRICS),
+        ] + program(sections_spec)
         p2 = subprocess.run(cmd2, capture_output=True, text=True, timeout=timeout_s, env=env)
-        log += ["", " ".join(cmd2), f"returncode {p2.returncode}", "STALLS-CSV-BEGIN", p2.stdout, "STALLS-CSV-END",
-                p2.stderr[-3000:]]
-    record = provenance({"what": "Nsight Compute metrics of the fast kernel and torch's efficient kernel",
-                         "specs": list(specs), "sections_spec": sections_spec, "metrics": FAST_METRICS,
-                         "returncode": p.returncode})
+        log += [
+            "",
+            " ".join(cmd2),
+            f"returncode {p2.returncode}",
+            "STALLS-CSV-BEGIN",
+            p2.stdout,
+            "STALLS-CSV-END",
+            p2.stderr[-3000:],
+        ]
+    record = provenance(
+        {
+            "what": "Nsight Compute metrics of the fast kernel and torch's efficient kernel",
+            "specs": list(specs),
+            "sections_spec": sections_spec,
+            "metrics": FAST_METRICS,
+            "returncode": p.returncode,
+        }
+    )
     write_measurement(os.path.join(out_dir, f"ncu_{tag}.csv"), p.stdout, record)
     write_measurement(os.path.join(out_dir, f"ncu_{tag}.log"), "\n".join(log) + "\n", record)
     return p.returncode

@@ -40,13 +40,29 @@ SUMMABLE = [m for m in METRICS if m.endswith(".sum")]
 KERNEL_REGEX = "regex:fa2_forward|matmul_t|softmax_t|fa2_tc_|naive_tc_"
 #: Bytes per element of each kernel's Q, K, V, O (the tensor-core kernels run bf16).
 ITEM = {"naive": 4, "tiled": 4, "fa2_tc": 2, "naive_tc": 2}
-FIELDS = ["kernel", "launch", "batch", "heads", "seq_len", "head_dim", "params", "metric", "value", "unit",
-          "source", "note"]
+FIELDS = [
+    "kernel",
+    "launch",
+    "batch",
+    "heads",
+    "seq_len",
+    "head_dim",
+    "params",
+    "metric",
+    "value",
+    "unit",
+    "source",
+    "note",
+]
 
 
 def _launch_kind(name: str) -> str:
-    for tc, kind in (("fa2_tc_", "fa2_tc"), ("naive_tc_scores", "scores"), ("naive_tc_softmax", "softmax"),
-                     ("naive_tc_pv", "pv")):
+    for tc, kind in (
+        ("fa2_tc_", "fa2_tc"),
+        ("naive_tc_scores", "scores"),
+        ("naive_tc_softmax", "softmax"),
+        ("naive_tc_pv", "pv"),
+    ):
         if tc in name:
             return kind
     if "fa2_forward" in name:
@@ -83,18 +99,53 @@ def _counted(kernel, batch, heads, n, d):
 
 
 def _ncu_command(ncu, kernel, shapes, batch, heads, manifest, base_units=True):
-    cmd = [ncu, "--clock-control", "none", "--cache-control", "all", "--csv", "--page", "details",
-           "--metrics", ",".join(METRICS), "--kernel-name", KERNEL_REGEX]
+    cmd = [
+        ncu,
+        "--clock-control",
+        "none",
+        "--cache-control",
+        "all",
+        "--csv",
+        "--page",
+        "details",
+        "--metrics",
+        ",".join(METRICS),
+        "--kernel-name",
+        KERNEL_REGEX,
+    ]
     if base_units:
         cmd += ["--print-units", "base"]
-    cmd += [sys.executable, "-m", "gpu_kernels.measure.profile_driver", "--kernel", kernel,
-            "--shapes", ",".join(f"{n}x{d}" for n, d in shapes), "--batch", str(batch), "--heads", str(heads),
-            "--manifest", manifest]
+    cmd += [
+        sys.executable,
+        "-m",
+        "gpu_kernels.measure.profile_driver",
+        "--kernel",
+        kernel,
+        "--shapes",
+        ",".join(f"{n}x{d}" for n, d in shapes),
+        "--batch",
+        str(batch),
+        "--heads",
+        str(heads),
+        "--manifest",
+        manifest,
+    ]
     return cmd
 
 
-def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096, 16384), head_dims=(64, 128),
-                batch=1, heads=4, kernels=("naive", "tiled"), ncu=None, timeout_s=240.0, progress=True):
+def run_profile(
+    *,
+    out_dir="data/measurements",
+    tag="h200",
+    seq_lens=(1024, 4096, 16384),
+    head_dims=(64, 128),
+    batch=1,
+    heads=4,
+    kernels=("naive", "tiled"),
+    ncu=None,
+    timeout_s=240.0,
+    progress=True,
+):
     from tqdm import tqdm
 
     ncu_path = find_ncu(ncu)
@@ -102,8 +153,11 @@ def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096
     if ncu_path is None:
         raise RuntimeError("ncu (Nsight Compute) not found on PATH or under /opt/nvidia")
     try:
-        log["ncu_version"] = subprocess.run([ncu_path, "--version"], capture_output=True, text=True,
-                                           timeout=60).stdout.strip().splitlines()[-1]
+        log["ncu_version"] = (
+            subprocess.run([ncu_path, "--version"], capture_output=True, text=True, timeout=60)
+            .stdout.strip()
+            .splitlines()[-1]
+        )
     except Exception as e:
         log["ncu_version"] = f"unknown ({e!r})"
     l2 = l2_bytes()
@@ -129,8 +183,11 @@ def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096
                     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
                 except subprocess.TimeoutExpired as e:
                     run["error"] = f"ncu timed out after {timeout_s} s"
-                    run["stderr_tail"] = (e.stderr or b"")[-2000:].decode(errors="replace") \
-                        if isinstance(e.stderr, bytes) else str(e.stderr)[-2000:]
+                    run["stderr_tail"] = (
+                        (e.stderr or b"")[-2000:].decode(errors="replace")
+                        if isinstance(e.stderr, bytes)
+                        else str(e.stderr)[-2000:]
+                    )
                     break
                 run["seconds"] = round(time.monotonic() - t0, 1)
                 run["returncode"] = proc.returncode
@@ -164,13 +221,22 @@ def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096
             for (n, d), items in per_shape.items():
                 params = items[0][0]["params"]
                 ptxt = ";".join(f"{k}={v}" for k, v in params.items())
-                base = {"kernel": kernel, "batch": batch, "heads": heads, "seq_len": n, "head_dim": d,
-                        "params": ptxt}
+                base = {
+                    "kernel": kernel,
+                    "batch": batch,
+                    "heads": heads,
+                    "seq_len": n,
+                    "head_dim": d,
+                    "params": ptxt,
+                }
                 bh, item = batch * heads, ITEM[kernel]
                 inter = 2 * bh * n * n * item if kernel in ("naive", "naive_tc") else 0
                 ws = bh * n * d * item * 4 + (bh * n * 4 if kernel in ("tiled", "fa2_tc") else 0) + inter
-                note = ("working set fits in L2: DRAM counts measure first touches, not re-reads"
-                        if ws <= l2 else "")
+                note = (
+                    "working set fits in L2: DRAM counts measure first touches, not re-reads"
+                    if ws <= l2
+                    else ""
+                )
                 try:
                     counted = _counted(kernel, batch, heads, n, d)
                 except Exception as e:  # keep the ncu numbers even if this fails
@@ -179,28 +245,66 @@ def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096
                 totals = {m: 0 for m in SUMMABLE}
                 for exp, got in items:
                     launch = exp["launch"]
-                    lnote = note if exp.get("output_finite", True) else (note + "; output not finite").strip("; ")
+                    lnote = (
+                        note if exp.get("output_finite", True) else (note + "; output not finite").strip("; ")
+                    )
                     for metric, (value, unit) in got["metrics"].items():
-                        rows.append({**base, "launch": launch, "metric": metric, "value": value, "unit": unit,
-                                     "source": "ncu", "note": lnote})
+                        rows.append(
+                            {
+                                **base,
+                                "launch": launch,
+                                "metric": metric,
+                                "value": value,
+                                "unit": unit,
+                                "source": "ncu",
+                                "note": lnote,
+                            }
+                        )
                         if metric in totals and value is not None and totals[metric] is not None:
                             totals[metric] += value
                         elif metric in totals:
                             totals[metric] = None
                     for key in COUNT_KEYS:
                         if launch in counted:
-                            rows.append({**base, "launch": launch, "metric": f"counted_{key}",
-                                         "value": counted[launch][key], "unit": "byte", "source": "kernel counters",
-                                         "note": ""})
+                            rows.append(
+                                {
+                                    **base,
+                                    "launch": launch,
+                                    "metric": f"counted_{key}",
+                                    "value": counted[launch][key],
+                                    "unit": "byte",
+                                    "source": "kernel counters",
+                                    "note": "",
+                                }
+                            )
                 for metric, value in totals.items():
-                    unit = next((got["metrics"][metric][1] for _, got in items if metric in got["metrics"]), "")
-                    rows.append({**base, "launch": "total", "metric": metric, "value": value, "unit": unit,
-                                 "source": "ncu", "note": note})
+                    unit = next(
+                        (got["metrics"][metric][1] for _, got in items if metric in got["metrics"]), ""
+                    )
+                    rows.append(
+                        {
+                            **base,
+                            "launch": "total",
+                            "metric": metric,
+                            "value": value,
+                            "unit": unit,
+                            "source": "ncu",
+                            "note": note,
+                        }
+                    )
                 if counted:
                     for key in COUNT_KEYS:
-                        rows.append({**base, "launch": "total", "metric": f"counted_{key}",
-                                     "value": sum(c[key] for c in counted.values()), "unit": "byte",
-                                     "source": "kernel counters", "note": ""})
+                        rows.append(
+                            {
+                                **base,
+                                "launch": "total",
+                                "metric": f"counted_{key}",
+                                "value": sum(c[key] for c in counted.values()),
+                                "unit": "byte",
+                                "source": "kernel counters",
+                                "note": "",
+                            }
+                        )
                 try:
                     if kernel in ITEM and ITEM[kernel] == 2:
                         from ..tensor_core.plan import tc_prediction as simlib_prediction
@@ -209,20 +313,44 @@ def run_profile(*, out_dir="data/measurements", tag="h200", seq_lens=(1024, 4096
 
                     pred = simlib_prediction(kernel, batch, heads, n, d, **params)
                     for key in COUNT_KEYS:
-                        rows.append({**base, "launch": "total", "metric": f"simlib_{key}", "value": pred[key],
-                                     "unit": "byte", "source": "simlib", "note": ""})
+                        rows.append(
+                            {
+                                **base,
+                                "launch": "total",
+                                "metric": f"simlib_{key}",
+                                "value": pred[key],
+                                "unit": "byte",
+                                "source": "simlib",
+                                "note": "",
+                            }
+                        )
                 except Exception as e:
                     run.setdefault("simlib_errors", []).append(f"N={n} d={d}: {e!r}")
-                rows.append({**base, "launch": "total", "metric": "working_set_bytes", "value": ws,
-                             "unit": "byte", "source": "computed", "note": f"L2 = {l2} bytes"})
+                rows.append(
+                    {
+                        **base,
+                        "launch": "total",
+                        "metric": "working_set_bytes",
+                        "value": ws,
+                        "unit": "byte",
+                        "source": "computed",
+                        "note": f"L2 = {l2} bytes",
+                    }
+                )
 
     log["elapsed_s"] = round(time.monotonic() - t_start, 1)
     csv_path = os.path.join(out_dir, f"profile_{tag}.csv")
     meta = {
         "what": "Nsight Compute counters per kernel launch (timing build), one launch per shape",
         "ncu_options": "--clock-control none --cache-control all --csv --page details --print-units base",
-        "metrics": METRICS, "batch": batch, "heads": heads, "seq_lens": list(seq_lens),
-        "head_dims": list(head_dims), "kernels": list(kernels), "l2_bytes": l2, **log,
+        "metrics": METRICS,
+        "batch": batch,
+        "heads": heads,
+        "seq_lens": list(seq_lens),
+        "head_dims": list(head_dims),
+        "kernels": list(kernels),
+        "l2_bytes": l2,
+        **log,
     }
     if not rows:
         errors = "; ".join(f"{r['kernel']}: {r.get('error', '?')}" for r in log["runs"])

@@ -52,10 +52,12 @@ class NvmlCounter:
         """SM and memory clocks, temperature and instantaneous power, as NVML reports them now."""
         n, h = self.nvml, self.handle
         out = {}
-        for key, read in (("sm_mhz", lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM)),
-                          ("mem_mhz", lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM)),
-                          ("temp_c", lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU)),
-                          ("power_w", lambda: n.nvmlDeviceGetPowerUsage(h) / 1000.0)):
+        for key, read in (
+            ("sm_mhz", lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM)),
+            ("mem_mhz", lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM)),
+            ("temp_c", lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU)),
+            ("power_w", lambda: n.nvmlDeviceGetPowerUsage(h) / 1000.0),
+        ):
             try:
                 out[key] = float(read())
             except Exception:  # a reading this driver does not give: left out, not fatal
@@ -66,9 +68,11 @@ class NvmlCounter:
         """Power limit and maximum clocks (recorded once per run; never changed)."""
         n, h = self.nvml, self.handle
         out = {}
-        for key, read in (("power_limit_w", lambda: n.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0),
-                          ("max_sm_mhz", lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_SM)),
-                          ("max_mem_mhz", lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_MEM))):
+        for key, read in (
+            ("power_limit_w", lambda: n.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0),
+            ("max_sm_mhz", lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_SM)),
+            ("max_mem_mhz", lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_MEM)),
+        ):
             try:
                 out[key] = float(read())
             except Exception:
@@ -76,8 +80,9 @@ class NvmlCounter:
         return out
 
 
-def wait_step(counter, clock: Callable[[], float] = time.perf_counter,
-              timeout_s: float = STEP_TIMEOUT_S) -> tuple[int, float, bool]:
+def wait_step(
+    counter, clock: Callable[[], float] = time.perf_counter, timeout_s: float = STEP_TIMEOUT_S
+) -> tuple[int, float, bool]:
     """(mJ, host time, stepped) at the next change of the counter, or at the timeout (stepped False)."""
     first = counter.millijoules()
     start = clock()
@@ -96,8 +101,14 @@ def _summary(samples: list[dict], key: str) -> tuple[float | None, float | None,
     return statistics.median(values), min(values), max(values)
 
 
-def measure(call: Callable[[], object], sync: Callable[[], object], counter, seconds: float,
-            call_seconds: float | None = None, clock: Callable[[], float] = time.perf_counter) -> dict:
+def measure(
+    call: Callable[[], object],
+    sync: Callable[[], object],
+    counter,
+    seconds: float,
+    call_seconds: float | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict:
     """Energy of repeating `call` for at least `seconds` between two counter steps.
 
     `call_seconds` (one call's time, e.g. from the warm-up) sets the chunk between synchronisations;
@@ -116,7 +127,12 @@ def measure(call: Callable[[], object], sync: Callable[[], object], counter, sec
         sync()
         samples.append(counter.state())
     e1, t1, stepped1 = wait_step(counter, clock)
-    out = {"calls": calls, "seconds": t1 - t0, "joules": (e1 - e0) / 1000.0, "steps_seen": stepped0 and stepped1}
+    out = {
+        "calls": calls,
+        "seconds": t1 - t0,
+        "joules": (e1 - e0) / 1000.0,
+        "steps_seen": stepped0 and stepped1,
+    }
     out["watts"] = out["joules"] / out["seconds"] if out["seconds"] > 0 else None
     for key in ("sm_mhz", "mem_mhz", "temp_c", "power_w"):
         med, lo, hi = _summary(samples[1:] or samples, key)
@@ -125,8 +141,12 @@ def measure(call: Callable[[], object], sync: Callable[[], object], counter, sec
     return out
 
 
-def measure_idle(counter, seconds: float, clock: Callable[[], float] = time.perf_counter,
-                 sleep: Callable[[float], object] = time.sleep) -> dict:
+def measure_idle(
+    counter,
+    seconds: float,
+    clock: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], object] = time.sleep,
+) -> dict:
     """The board's power with nothing running: the counter between two steps ≥ `seconds` apart."""
     before = counter.state()
     e0, t0, stepped0 = wait_step(counter, clock)
@@ -134,9 +154,18 @@ def measure_idle(counter, seconds: float, clock: Callable[[], float] = time.perf
     after = counter.state()
     e1, t1, stepped1 = wait_step(counter, clock)
     joules = (e1 - e0) / 1000.0
-    return {"calls": 0, "seconds": t1 - t0, "joules": joules, "watts": joules / (t1 - t0),
-            "steps_seen": stepped0 and stepped1, "sm_mhz": after.get("sm_mhz"), "mem_mhz": after.get("mem_mhz"),
-            "temp_c": after.get("temp_c"), "temp_c_start": before.get("temp_c"), "power_w": after.get("power_w")}
+    return {
+        "calls": 0,
+        "seconds": t1 - t0,
+        "joules": joules,
+        "watts": joules / (t1 - t0),
+        "steps_seen": stepped0 and stepped1,
+        "sm_mhz": after.get("sm_mhz"),
+        "mem_mhz": after.get("mem_mhz"),
+        "temp_c": after.get("temp_c"),
+        "temp_c_start": before.get("temp_c"),
+        "power_w": after.get("power_w"),
+    }
 
 
 def above_baseline(run: dict, baseline_w: float) -> float:

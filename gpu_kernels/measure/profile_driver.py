@@ -44,12 +44,18 @@ def tc_launch(kernel, q, k, v, base):
         plan = plan_naive_tc(q, k, v, dtype="bf16")
         s, pm = (cuda.device_array(b * h * n * row_stride(n), dtype=np.uint16) for _ in range(2))
         plan.launch(dq, dk, dv, s, pm, do, (dummy, dummy, dummy))
-        params = {"warps": plan.config.warps, "block_cols": plan.config.block_cols,
-                  "softmax_threads": plan.softmax_threads, "dtype": "bf16"}
+        params = {
+            "warps": plan.config.warps,
+            "block_cols": plan.config.block_cols,
+            "softmax_threads": plan.softmax_threads,
+            "dtype": "bf16",
+        }
     cuda.synchronize()
     finite = bool(np.all((do.copy_to_host() & 0x7F80) != 0x7F80))  # no NaN/inf bit pattern left
     print(f"profiled {kernel} N={n} d={d} finite={finite}", file=sys.stderr)
-    return [{**base, "launch": name, "params": params, "output_finite": finite} for name in TC_LAUNCHES[kernel]]
+    return [
+        {**base, "launch": name, "params": params, "output_finite": finite} for name in TC_LAUNCHES[kernel]
+    ]
 
 
 def main(argv=None):
@@ -101,7 +107,7 @@ def main(argv=None):
             launches += [{**base, "launch": name, "params": params} for name in ("qk", "softmax", "pv")]
         cuda.synchronize()
         finite = bool(np.isfinite(do.copy_to_host()).all())
-        for entry in launches[-(1 if args.kernel == "tiled" else 3):]:
+        for entry in launches[-(1 if args.kernel == "tiled" else 3) :]:
             entry["output_finite"] = finite
         print(f"profiled {args.kernel} N={n} d={d} finite={finite}", file=sys.stderr)
         del dq, dk, dv, do

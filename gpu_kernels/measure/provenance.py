@@ -102,8 +102,13 @@ def gpu_info() -> dict:
         info["gpu_memory_total_bytes"] = int(cuda.current_context().get_memory_info()[1])
     except Exception as e:  # pragma: no cover - only on broken setups
         info["gpu_error"] = repr(e)
-    smi = _run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem",
-                "--format=csv,noheader"])
+    smi = _run(
+        [
+            "nvidia-smi",
+            "--query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem",
+            "--format=csv,noheader",
+        ]
+    )
     if smi:
         info["nvidia_smi"] = smi.splitlines()[0]
         parts = [p.strip() for p in smi.splitlines()[0].split(",")]
@@ -157,8 +162,13 @@ def write_measurement(path: str, text: str, record: dict) -> str:
     """Write the data file `path` and its sidecar (``record`` + run_id + sha256 of the bytes), each
     atomically, the data file first. ``record`` is usually ``provenance({...})`` made once per run."""
     data = text.encode()
-    side = {**record, "run_id": record.get("run_id", run_id()), "file": os.path.basename(path),
-            "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    side = {
+        **record,
+        "run_id": record.get("run_id", run_id()),
+        "file": os.path.basename(path),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+    }
     write_atomic(path, text)
     write_atomic(sidecar_path(path), json.dumps(side, indent=1, default=str) + "\n")
     return path
@@ -190,8 +200,13 @@ def attach(path: str, record: dict) -> str:
     with the sha256 of its bytes as they are now."""
     with open(path, "rb") as f:
         data = f.read()
-    side = {**record, "run_id": record.get("run_id", run_id()), "file": os.path.basename(path),
-            "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    side = {
+        **record,
+        "run_id": record.get("run_id", run_id()),
+        "file": os.path.basename(path),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+    }
     write_atomic(sidecar_path(path), json.dumps(side, indent=1, default=str) + "\n")
     return sidecar_path(path)
 

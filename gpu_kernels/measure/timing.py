@@ -68,12 +68,20 @@ def measure_variant(name, case, reps: int, fast_config=None) -> dict:
         cuda.synchronize()
         o, lse = variant.output(0)
         res.update(case.check(o, lse))
-        res["ok"] = res["finite"] and res["rel_err_o"] <= TOLERANCE and res.get("rel_err_lse", 0.0) <= TOLERANCE
+        res["ok"] = (
+            res["finite"] and res["rel_err_o"] <= TOLERANCE and res.get("rel_err_lse", 0.0) <= TOLERANCE
+        )
         times = time_rotating(variant.call, case.n_sets, reps, first=1)
         o_last, _ = variant.output(reps % case.n_sets)
         res["finite_after_timing"] = bool(cp.isfinite(o_last).all())
-        res.update(status="ok", ms=float(np.median(times)), ms_p10=float(np.percentile(times, 10)),
-                   ms_p90=float(np.percentile(times, 90)), ms_min=float(times.min()), reps=reps)
+        res.update(
+            status="ok",
+            ms=float(np.median(times)),
+            ms_p10=float(np.percentile(times, 10)),
+            ms_p90=float(np.percentile(times, 90)),
+            ms_min=float(times.min()),
+            reps=reps,
+        )
     except Exception as e:  # a CUDA or compile error of one variant must not lose the others
         res.update(status="error", error=f"{type(e).__name__}: {e}")
     finally:

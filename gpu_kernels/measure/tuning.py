@@ -40,10 +40,13 @@ def tune(configs, seq_lens=(4096, 16384), batch=1, heads=16, reps=10, progress=T
                 if r.get("ms"):
                     r["tflops"] = case.workload.flops / (r["ms"] / 1e3) / 1e12
                 if progress:
-                    print(f"tune d={d} N={n} {cfg.tm}x{cfg.tn} {cfg.nty}x{cfg.ntx} reg={cfg.max_registers} "
-                          f"async={int(cfg.async_copy)} vec={int(cfg.vector_loads)} unroll={cfg.unroll}: {r.get('ms', float('nan')):.3f} ms "
-                          f"{r.get('tflops', float('nan')):.2f} TFLOP/s err {r.get('rel_err_o', float('nan')):.1e} "
-                          f"{r.get('status')} {r.get('error', '')} ({time.monotonic() - t1:.0f} s)", flush=True)
+                    print(
+                        f"tune d={d} N={n} {cfg.tm}x{cfg.tn} {cfg.nty}x{cfg.ntx} reg={cfg.max_registers} "
+                        f"async={int(cfg.async_copy)} vec={int(cfg.vector_loads)} unroll={cfg.unroll}: {r.get('ms', float('nan')):.3f} ms "
+                        f"{r.get('tflops', float('nan')):.2f} TFLOP/s err {r.get('rel_err_o', float('nan')):.1e} "
+                        f"{r.get('status')} {r.get('error', '')} ({time.monotonic() - t1:.0f} s)",
+                        flush=True,
+                    )
                 out.append(r)
             case.free()
             cp.get_default_memory_pool().free_all_blocks()
@@ -73,21 +76,21 @@ def sweep_configs():
     """
 
     return [
-        F(64, 4, 8, ntx=8, nty=32, async_copy=False),                  # run 1's best for d = 64
-        F(64, 4, 8, ntx=8, nty=32),                                    # run 1's default (cp.async)
-        F(64, 4, 8, ntx=8, nty=32, async_copy=False, unroll=2),        # two k-steps per loop trip
+        F(64, 4, 8, ntx=8, nty=32, async_copy=False),  # run 1's best for d = 64
+        F(64, 4, 8, ntx=8, nty=32),  # run 1's default (cp.async)
+        F(64, 4, 8, ntx=8, nty=32, async_copy=False, unroll=2),  # two k-steps per loop trip
         F(64, 4, 8, ntx=8, nty=32, unroll=2),
         F(64, 4, 8, ntx=8, nty=32, async_copy=False, unroll=4),
         F(64, 4, 8, ntx=8, nty=32, async_copy=False, max_registers=128),  # 2 blocks/SM
-        F(64, 8, 8, ntx=8, nty=16, async_copy=False),                  # 8x8: 1 B of LDS per FFMA, 2 blocks/SM
+        F(64, 8, 8, ntx=8, nty=16, async_copy=False),  # 8x8: 1 B of LDS per FFMA, 2 blocks/SM
         F(64, 8, 8, ntx=8, nty=16),
         F(64, 8, 8, ntx=8, nty=16, async_copy=False, unroll=2),
-        F(128, 4, 8, ntx=8, nty=32),                                   # run 1's best for d = 128
+        F(128, 4, 8, ntx=8, nty=32),  # run 1's best for d = 128
         F(128, 4, 8, ntx=8, nty=32, async_copy=False),
         F(128, 4, 8, ntx=8, nty=32, unroll=2),
         F(128, 8, 4, ntx=16, nty=16),
         F(128, 8, 4, ntx=16, nty=16, unroll=2),
-        F(128, 4, 4, ntx=16, nty=32),                                  # run 1's default
+        F(128, 4, 4, ntx=16, nty=32),  # run 1's default
     ]
 
 
@@ -97,8 +100,16 @@ F(128,4,4,16,32); F(128,4,4,16,32,async_copy=False); F(128,4,8,8,32); F(128,4,4,
 
 
 def config_dict(cfg):
-    return {"tm": cfg.tm, "tn": cfg.tn, "ntx": cfg.ntx, "nty": cfg.nty, "max_registers": cfg.max_registers,
-            "async_copy": cfg.async_copy, "vector_loads": cfg.vector_loads, "unroll": cfg.unroll}
+    return {
+        "tm": cfg.tm,
+        "tn": cfg.tn,
+        "ntx": cfg.ntx,
+        "nty": cfg.nty,
+        "max_registers": cfg.max_registers,
+        "async_copy": cfg.async_copy,
+        "vector_loads": cfg.vector_loads,
+        "unroll": cfg.unroll,
+    }
 
 
 def configs_from_json(text):

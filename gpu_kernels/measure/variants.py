@@ -31,11 +31,23 @@ from ..checks import resolve_naive_params, scale_for
 
 #: N×N fp32 buffers each variant materialises (S and P for numba's naive, S for cupy, ~3 for torch math).
 SQUARE_BUFFERS = {"numba_naive": 2, "cupy_naive": 1, "torch_math": 3}
-VARIANTS = ("numba_naive", "numba_tiled", "numba_tiled_wide", "numba_fast", "cupy_naive", "torch_math",
-            "torch_efficient")
+VARIANTS = (
+    "numba_naive",
+    "numba_tiled",
+    "numba_tiled_wide",
+    "numba_fast",
+    "cupy_naive",
+    "torch_math",
+    "torch_efficient",
+)
 #: Which simlib schedule counts each numba variant (None: the paper's model of the library call).
-SIMLIB_SCHEDULE = {"numba_naive": "naive", "numba_tiled": "fa2", "numba_tiled_wide": "fa2",
-                   "numba_fast": "fa2_fast", "cupy_naive": "naive"}
+SIMLIB_SCHEDULE = {
+    "numba_naive": "naive",
+    "numba_tiled": "fa2",
+    "numba_tiled_wide": "fa2",
+    "numba_fast": "fa2_fast",
+    "cupy_naive": "naive",
+}
 
 
 @dataclass
@@ -77,9 +89,18 @@ def cupy_naive_attention(q, k, v, o, s_buf, scale):
 
 
 def fast_params(cfg) -> dict:
-    return {"tm": cfg.tm, "tn": cfg.tn, "threads": f"{cfg.nty}x{cfg.ntx}", "block_rows": cfg.block_rows,
-            "block_cols": cfg.block_cols, "max_registers": cfg.max_registers, "async_copy": cfg.async_copy,
-            "vector_loads": cfg.vector_loads, "unroll": cfg.unroll, "smem_bytes": cfg.smem_bytes}
+    return {
+        "tm": cfg.tm,
+        "tn": cfg.tn,
+        "threads": f"{cfg.nty}x{cfg.ntx}",
+        "block_rows": cfg.block_rows,
+        "block_cols": cfg.block_cols,
+        "max_registers": cfg.max_registers,
+        "async_copy": cfg.async_copy,
+        "vector_loads": cfg.vector_loads,
+        "unroll": cfg.unroll,
+        "smem_bytes": cfg.smem_bytes,
+    }
 
 
 def make(name, case, fast_config=None) -> Variant:
@@ -124,8 +145,10 @@ def make(name, case, fast_config=None) -> Variant:
 
         t_mm, t_sm = resolve_naive_params(w)
         plan = NaivePlan(workload=w, matmul_tile=t_mm, softmax_threads=t_sm)
-        keep = {"s": cuda.device_array((w.batch_heads, n, n), dtype=np.float32),
-                "p": cuda.device_array((w.batch_heads, n, n), dtype=np.float32)}
+        keep = {
+            "s": cuda.device_array((w.batch_heads, n, n), dtype=np.float32),
+            "p": cuda.device_array((w.batch_heads, n, n), dtype=np.float32),
+        }
 
         def call(i):
             f = sets[i]["nb3"]
@@ -159,6 +182,10 @@ def make(name, case, fast_config=None) -> Variant:
         def output(i):
             return cp.from_dlpack(outs[i].detach()), None
 
-        return Variant(call, output, {"backend": backend.name, "allow_tf32": False, "torch": torch.__version__},
-                       {"outs": outs})
+        return Variant(
+            call,
+            output,
+            {"backend": backend.name, "allow_tf32": False, "torch": torch.__version__},
+            {"outs": outs},
+        )
     raise ValueError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")

@@ -35,9 +35,29 @@ import time
 
 from .dtypes import DTYPES, UNIT_ROUNDOFF
 
-FIELDS = ["kernel", "config", "dtype", "batch", "heads", "seq_len", "head_dim", "causal", "median_ms", "min_ms",
-          "max_ms", "reps", "per_event", "flops", "tflops", "rel_err", "tol", "ok", "checked_heads",
-          "ratio_to_torch_flash", "note"]
+FIELDS = [
+    "kernel",
+    "config",
+    "dtype",
+    "batch",
+    "heads",
+    "seq_len",
+    "head_dim",
+    "causal",
+    "median_ms",
+    "min_ms",
+    "max_ms",
+    "reps",
+    "per_event",
+    "flops",
+    "tflops",
+    "rel_err",
+    "tol",
+    "ok",
+    "checked_heads",
+    "ratio_to_torch_flash",
+    "note",
+]
 VARIANTS = ("fa2_tc", "naive_tc", "cupy_naive", "torch_math", "torch_flash", "torch_cudnn", "torch_efficient")
 TOKENS = 2**18
 HEADS = 16
@@ -83,8 +103,13 @@ def bits_view(t):
     from numba import cuda
 
     typestr = {2: "<u2", 4: "<f4"}[t.element_size()]
-    desc = {"shape": (t.numel(),), "typestr": typestr, "data": (t.data_ptr(), False), "version": 3,
-            "strides": None}
+    desc = {
+        "shape": (t.numel(),),
+        "typestr": typestr,
+        "data": (t.data_ptr(), False),
+        "version": 3,
+        "strides": None,
+    }
     return cuda.from_cuda_array_interface(desc, owner=t, sync=False)
 
 
@@ -122,8 +147,12 @@ class Shape:
         self.o_view, self.l_view = bits_view(self.out), bits_view(self.lse)
         q, k, v = (x.reshape(b * h, n, d) for x in self.qkv[0])
         self.checked = [0, b * h - 1]
-        self.ref = [F.scaled_dot_product_attention(q[i].float()[None], k[i].float()[None], v[i].float()[None],
-                                                   is_causal=causal)[0] for i in self.checked]
+        self.ref = [
+            F.scaled_dot_product_attention(
+                q[i].float()[None], k[i].float()[None], v[i].float()[None], is_causal=causal
+            )[0]
+            for i in self.checked
+        ]
 
     def err(self, o, torch):
         o = o.reshape(self.batch * self.heads, self.n, self.d)
@@ -197,22 +226,32 @@ def launchers(sh, names, torch):
 
         return make
 
-    table = {"fa2_tc": [("fa2_tc", f"w4_bc{default_config(d).block_cols} (default)", fa2(default_config(d)))]
-             + [("fa2_tc", f"w{w}_bc{bc}", fa2(TcConfig(d, w, bc).check())) for w, bc in ALTERNATIVES[d]],
-             "naive_tc": [("naive_tc", "w4_bc64", naive)],
-             "cupy_naive": [("cupy_naive", "cuBLAS " + sh.dtype, cupy)],
-             "torch_math": [("torch_math", "", sdpa(SDPBackend.MATH))],
-             "torch_flash": [("torch_flash", "", sdpa(SDPBackend.FLASH_ATTENTION))],
-             "torch_cudnn": [("torch_cudnn", "", sdpa(SDPBackend.CUDNN_ATTENTION))],
-             "torch_efficient": [("torch_efficient", "", sdpa(SDPBackend.EFFICIENT_ATTENTION))]}
+    table = {
+        "fa2_tc": [("fa2_tc", f"w4_bc{default_config(d).block_cols} (default)", fa2(default_config(d)))]
+        + [("fa2_tc", f"w{w}_bc{bc}", fa2(TcConfig(d, w, bc).check())) for w, bc in ALTERNATIVES[d]],
+        "naive_tc": [("naive_tc", "w4_bc64", naive)],
+        "cupy_naive": [("cupy_naive", "cuBLAS " + sh.dtype, cupy)],
+        "torch_math": [("torch_math", "", sdpa(SDPBackend.MATH))],
+        "torch_flash": [("torch_flash", "", sdpa(SDPBackend.FLASH_ATTENTION))],
+        "torch_cudnn": [("torch_cudnn", "", sdpa(SDPBackend.CUDNN_ATTENTION))],
+        "torch_efficient": [("torch_efficient", "", sdpa(SDPBackend.EFFICIENT_ATTENTION))],
+    }
     return [item for name in names for item in table[name]], keep
 
 
 def bench_shape(sh, names, min_reps, max_reps, torch, log):
     """One row per variant: checked on fresh poisoned output, then timed."""
     rows = []
-    base = {"dtype": sh.dtype, "batch": sh.batch, "heads": sh.heads, "seq_len": sh.n, "head_dim": sh.d,
-            "causal": sh.causal, "tol": f"{tolerance(sh.dtype):.2e}", "checked_heads": "first,last"}
+    base = {
+        "dtype": sh.dtype,
+        "batch": sh.batch,
+        "heads": sh.heads,
+        "seq_len": sh.n,
+        "head_dim": sh.d,
+        "causal": sh.causal,
+        "tol": f"{tolerance(sh.dtype):.2e}",
+        "checked_heads": "first,last",
+    }
     flops = useful_flops(sh.n, sh.d, sh.batch * sh.heads, sh.causal)
     items, keep = launchers(sh, names, torch)
     for name, config, make in items:
@@ -244,14 +283,29 @@ def bench_shape(sh, names, min_reps, max_reps, torch, log):
             continue
         med = statistics.median(t)
         ok = e < tolerance(sh.dtype)
-        rows.append({**row, "median_ms": f"{med:.4f}", "min_ms": f"{min(t):.4f}", "max_ms": f"{max(t):.4f}",
-                     "reps": reps, "per_event": per_event, "tflops": f"{flops / med / 1e9:.1f}",
-                     "rel_err": f"{e:.3e}", "ok": ok, "note": f"first call {first_ms:.0f} ms (compile included)"})
-        log(f"{sh.dtype} causal={sh.causal:d} d={sh.d} N={sh.n:5d} {name:15s} {config:18s} {med:9.3f} ms "
-            f"{flops / med / 1e9:7.1f} TFLOP/s err {e:.2e}{'' if ok else '  FAILED correctness'}")
+        rows.append(
+            {
+                **row,
+                "median_ms": f"{med:.4f}",
+                "min_ms": f"{min(t):.4f}",
+                "max_ms": f"{max(t):.4f}",
+                "reps": reps,
+                "per_event": per_event,
+                "tflops": f"{flops / med / 1e9:.1f}",
+                "rel_err": f"{e:.3e}",
+                "ok": ok,
+                "note": f"first call {first_ms:.0f} ms (compile included)",
+            }
+        )
+        log(
+            f"{sh.dtype} causal={sh.causal:d} d={sh.d} N={sh.n:5d} {name:15s} {config:18s} {med:9.3f} ms "
+            f"{flops / med / 1e9:7.1f} TFLOP/s err {e:.2e}{'' if ok else '  FAILED correctness'}"
+        )
         keep.clear()
         torch.cuda.empty_cache()
-    flash = next((float(r["median_ms"]) for r in rows if r["kernel"] == "torch_flash" and r.get("median_ms")), None)
+    flash = next(
+        (float(r["median_ms"]) for r in rows if r["kernel"] == "torch_flash" and r.get("median_ms")), None
+    )
     for r in rows:
         if flash and r.get("median_ms"):
             r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / flash:.3f}"
@@ -263,7 +317,9 @@ def positive_ints(text):
     try:
         values = [int(x) for x in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers, got {text!r}"
+        ) from None
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
     return values
@@ -272,7 +328,9 @@ def positive_ints(text):
 def head_dims(text):
     values = positive_ints(text)
     if not set(values) <= {64, 128}:
-        raise argparse.ArgumentTypeError(f"the tensor-core kernels support head dims 64 and 128, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"the tensor-core kernels support head dims 64 and 128, got {text!r}"
+        )
     return values
 
 
@@ -287,14 +345,18 @@ def names_of(allowed):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m gpu_kernels side-by-side", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m gpu_kernels side-by-side", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--out", required=True)
     p.add_argument("--dtypes", type=names_of(DTYPES), default=list(DTYPES))
     p.add_argument("--causal", type=names_of(("no", "yes")), default=["no", "yes"])
     p.add_argument("--seq-lens", type=positive_ints, default=[512, 1024, 2048, 4096, 8192, 16384])
     p.add_argument("--head-dims", type=head_dims, default=[64, 128])
     p.add_argument("--variants", type=names_of(VARIANTS), default=list(VARIANTS))
-    p.add_argument("--reps", type=lambda x: positive_ints(x)[0], default=30, help="most timed groups per variant")
+    p.add_argument(
+        "--reps", type=lambda x: positive_ints(x)[0], default=30, help="most timed groups per variant"
+    )
     p.add_argument("--min-reps", type=lambda x: positive_ints(x)[0], default=5)
     p.add_argument("--budget-s", type=float, default=170.0, help="start no configuration after this")
     a = p.parse_args(argv)
@@ -316,11 +378,18 @@ def main(argv=None):
         print(text, flush=True)
         lines.append(text)
 
-    record = provenance({"what": "16-bit attention forward side by side: fa2_tc, naive_tc (numba, mma.sync), "
-                                 "cupy naive (cuBLAS in the dtype), torch SDPA math/flash/cuDNN/efficient",
-                         "argv": sys.argv, "tokens": TOKENS, "heads": HEADS, "torch": torch.__version__,
-                         "timing": f"CUDA events, 1 warm-up group, median of reps groups (~{TARGET_S} s)",
-                         "check": "rel. error vs fp32 math (same mask) on the first and last batch·head, tol 2u"})
+    record = provenance(
+        {
+            "what": "16-bit attention forward side by side: fa2_tc, naive_tc (numba, mma.sync), "
+            "cupy naive (cuBLAS in the dtype), torch SDPA math/flash/cuDNN/efficient",
+            "argv": sys.argv,
+            "tokens": TOKENS,
+            "heads": HEADS,
+            "torch": torch.__version__,
+            "timing": f"CUDA events, 1 warm-up group, median of reps groups (~{TARGET_S} s)",
+            "check": "rel. error vs fp32 math (same mask) on the first and last batch·head, tol 2u",
+        }
+    )
     rows = []
 
     def save(status):
@@ -328,8 +397,11 @@ def main(argv=None):
         w = csv.DictWriter(buf, fieldnames=FIELDS)
         w.writeheader()
         w.writerows(rows)
-        write_measurement(f"{a.out}/tc_side_by_side_h200.csv", buf.getvalue(),
-                          {**record, "status": status, "elapsed_s": round(time.monotonic() - t_start, 1)})
+        write_measurement(
+            f"{a.out}/tc_side_by_side_h200.csv",
+            buf.getvalue(),
+            {**record, "status": status, "elapsed_s": round(time.monotonic() - t_start, 1)},
+        )
 
     for causal in [c == "yes" for c in a.causal]:
         for dtype in a.dtypes:
@@ -337,9 +409,20 @@ def main(argv=None):
                 for n in a.seq_lens:
                     if time.monotonic() - t_start > a.budget_s:
                         b, h = batch_heads(n)
-                        rows.append({"kernel": "*", "dtype": dtype, "batch": b, "heads": h, "seq_len": n,
-                                     "head_dim": d, "causal": causal, "reps": 0, "ok": False,
-                                     "note": f"not run: past --budget-s {a.budget_s:g}"})
+                        rows.append(
+                            {
+                                "kernel": "*",
+                                "dtype": dtype,
+                                "batch": b,
+                                "heads": h,
+                                "seq_len": n,
+                                "head_dim": d,
+                                "causal": causal,
+                                "reps": 0,
+                                "ok": False,
+                                "note": f"not run: past --budget-s {a.budget_s:g}",
+                            }
+                        )
                         continue
                     sh = Shape(dtype, causal, n, d, torch)
                     rows += bench_shape(sh, a.variants, a.min_reps, a.reps, torch, log)

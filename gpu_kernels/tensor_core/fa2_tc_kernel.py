@@ -105,11 +105,15 @@ class TcConfig:
         if not isinstance(bc, int) or isinstance(bc, bool) or bc < multiple or bc % multiple:
             raise ValueError(f"block_cols must be a positive multiple of {multiple} ({why}); got {bc!r}")
         if any((rows * cols // 8) % self.threads for rows, cols in self.tiles()):
-            raise ValueError(f"block_cols={bc}: the tiles {self.tiles()} must split into 16-byte copies evenly "
-                             f"over {self.threads} threads")
+            raise ValueError(
+                f"block_cols={bc}: the tiles {self.tiles()} must split into 16-byte copies evenly "
+                f"over {self.threads} threads"
+            )
         if self.smem_bytes > STATIC_SHARED_LIMIT:
-            raise ValueError(f"block_cols={bc}, warps={w}, head_dim={d} need {self.smem_bytes} bytes of shared "
-                             f"memory; at most {STATIC_SHARED_LIMIT}")
+            raise ValueError(
+                f"block_cols={bc}, warps={w}, head_dim={d} need {self.smem_bytes} bytes of shared "
+                f"memory; at most {STATIC_SHARED_LIMIT}"
+            )
         return self
 
 
@@ -135,8 +139,9 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
     Q_ELEMS, KV_ELEMS = BR * D, BC * D  # array shapes must be plain constants for numba
     COUNTING, CAUSAL = counting, causal
     # numba resolves a closure variable that is a function, not an attribute of a tuple: unpack
-    mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, _, quad_max, quad_sum, _, _ = warp_ops(
-        dtype, simulator)
+    mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, _, quad_max, quad_sum, _, _ = (
+        warp_ops(dtype, simulator)
+    )
     # B = K_jᵀ: 16 keys per pair of n-tiles; B = V_j (transposed on the way): 16 head-dim columns per pair
     times_k = tile_products(mma, ldsm_x4, NS // 2, D, 16, 0, simulator)
     times_v = tile_products(mma, ldsm_x4_t, NO // 2, D, 0, 2, simulator)
@@ -199,7 +204,8 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
         a_ch = lane >> 4
         for kk in range(KQ):
             qa[kk, 0], qa[kk, 1], qa[kk, 2], qa[kk, 3] = ldsm_x4(
-                Qs, a_row * D + (((2 * kk + a_ch) ^ swz) << 3))
+                Qs, a_row * D + (((2 * kk + a_ch) ^ swz) << 3)
+            )
         if COUNTING:
             n_sr += 16 * KQ
         k_row = (lane & 7) + (lane >> 4) * 8
@@ -332,7 +338,8 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
     fa2_tc.__name__ = fa2_tc.__qualname__ = (
-        f"fa2_tc_{dtype}_d{D}_w{cfg.warps}_bc{BC}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}")
+        f"fa2_tc_{dtype}_d{D}_w{cfg.warps}_bc{BC}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
+    )
     return cuda.jit(fa2_tc)
 
 
@@ -376,13 +383,25 @@ class Fa2TcPlan(TcPlan):
         self.kernel()[self.grid, self.config.threads](q, k, v, o, lse, counters, nq, nk, h // hkv)
 
 
-def plan_fa2_tc(q, k, v, *, dtype="bf16", config: TcConfig | None = None, counting=False,
-                causal=False) -> Fa2TcPlan:
-    return checked_plan(Fa2TcPlan, q, k, v, dtype=dtype, config=config, default=default_config,
-                        counting=counting, causal=causal)
+def plan_fa2_tc(
+    q, k, v, *, dtype="bf16", config: TcConfig | None = None, counting=False, causal=False
+) -> Fa2TcPlan:
+    return checked_plan(
+        Fa2TcPlan,
+        q,
+        k,
+        v,
+        dtype=dtype,
+        config=config,
+        default=default_config,
+        counting=counting,
+        causal=causal,
+    )
 
 
-def run_fa2_tc(q, k, v, *, dtype="bf16", config: TcConfig | None = None, count=False, causal=False) -> TcResult:
+def run_fa2_tc(
+    q, k, v, *, dtype="bf16", config: TcConfig | None = None, count=False, causal=False
+) -> TcResult:
     """FlashAttention-2 forward on tensor cores for host fp32 arrays rounded to `dtype` on the way in.
 
     q is (B, H, N_q, d), k and v (B, H_kv, N_k, d), float32; they are rounded to bf16 or fp16 (round to

@@ -21,8 +21,19 @@ def tile_products(mma, ldsm, PAIRS, COLS, ROW_STEP, CHUNK_STEP, simulator):
         for p in range(PAIRS):
             b0, b1, b2, b3 = ldsm(Bs, (row + ROW_STEP * p) * COLS + (((chunk + CHUNK_STEP * p) ^ swz) << 3))
             acc[2 * p, 0], acc[2 * p, 1], acc[2 * p, 2], acc[2 * p, 3] = mma(
-                a0, a1, a2, a3, b0, b1, acc[2 * p, 0], acc[2 * p, 1], acc[2 * p, 2], acc[2 * p, 3])
+                a0, a1, a2, a3, b0, b1, acc[2 * p, 0], acc[2 * p, 1], acc[2 * p, 2], acc[2 * p, 3]
+            )
             acc[2 * p + 1, 0], acc[2 * p + 1, 1], acc[2 * p + 1, 2], acc[2 * p + 1, 3] = mma(
-                a0, a1, a2, a3, b2, b3, acc[2 * p + 1, 0], acc[2 * p + 1, 1], acc[2 * p + 1, 2], acc[2 * p + 1, 3])
+                a0,
+                a1,
+                a2,
+                a3,
+                b2,
+                b3,
+                acc[2 * p + 1, 0],
+                acc[2 * p + 1, 1],
+                acc[2 * p + 1, 2],
+                acc[2 * p + 1, 3],
+            )
 
     return cuda.jit(device=True)(products) if simulator else cuda.jit(device=True, inline=True)(products)

@@ -41,8 +41,9 @@ def mma_loop_kernel(dtype: str, simulator: bool):
                 acc[c, e] = ZERO
         for _ in range(trips):
             for c in range(CHAINS):
-                acc[c, 0], acc[c, 1], acc[c, 2], acc[c, 3] = mma(a0, a1, a2, a3, b0, b1, acc[c, 0], acc[c, 1],
-                                                                 acc[c, 2], acc[c, 3])
+                acc[c, 0], acc[c, 1], acc[c, 2], acc[c, 3] = mma(
+                    a0, a1, a2, a3, b0, b1, acc[c, 0], acc[c, 1], acc[c, 2], acc[c, 3]
+                )
         i = cuda.grid(1)
         for e in range(4):
             t = ZERO
@@ -63,7 +64,12 @@ def fragments(a_tile: np.ndarray, b_tile: np.ndarray, dtype: str) -> tuple[np.nd
     bb = to_bits(np.asarray(b_tile, np.float32), dtype).astype(np.uint32)
     lane = np.arange(32)
     g, t = lane >> 2, lane & 3
-    a = np.stack([ab[r, c] | (ab[r, c + 1] << 16) for r, c in
-                  ((g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8))], axis=1)
+    a = np.stack(
+        [
+            ab[r, c] | (ab[r, c + 1] << 16)
+            for r, c in ((g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8))
+        ],
+        axis=1,
+    )
     b = np.stack([bb[k, g] | (bb[k + 1, g] << 16) for k in (2 * t, 2 * t + 8)], axis=1)
     return a.reshape(-1).astype(np.uint32), b.reshape(-1).astype(np.uint32)

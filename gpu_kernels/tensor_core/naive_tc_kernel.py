@@ -74,7 +74,9 @@ class NaiveTcConfig(TcConfig):
     def check(self):
         super().check()
         t = self.softmax_threads
-        if t is not None and (not isinstance(t, int) or isinstance(t, bool) or t < 32 or t % 32 or t > MAX_THREADS):
+        if t is not None and (
+            not isinstance(t, int) or isinstance(t, bool) or t < 32 or t % 32 or t > MAX_THREADS
+        ):
             raise ValueError(f"softmax_threads must be a multiple of 32 in 32..{MAX_THREADS}; got {t!r}")
         return self
 
@@ -149,7 +151,8 @@ def scores_kernel(cfg: NaiveTcConfig, dtype: str, counting: bool, simulator: boo
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
     scores.__name__ = scores.__qualname__ = f"naive_tc_scores_{dtype}_d{D}_w{cfg.warps}_bn{BN}" + (
-        "_count" if COUNTING else "")
+        "_count" if COUNTING else ""
+    )
     return cuda.jit(scores)
 
 
@@ -222,8 +225,11 @@ def softmax_kernel(threads: int, per_thread: int, dtype: str, counting: bool, ca
         if COUNTING:
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
-    softmax.__name__ = softmax.__qualname__ = f"naive_tc_softmax_{dtype}_t{TPB}_per{PER}" + (
-        "_causal" if CAUSAL else "") + ("_count" if COUNTING else "")
+    softmax.__name__ = softmax.__qualname__ = (
+        f"naive_tc_softmax_{dtype}_t{TPB}_per{PER}"
+        + ("_causal" if CAUSAL else "")
+        + ("_count" if COUNTING else "")
+    )
     return cuda.jit(softmax)
 
 
@@ -293,7 +299,9 @@ def pv_kernel(cfg: NaiveTcConfig, dtype: str, counting: bool, simulator: bool):
         if COUNTING:
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
-    pv.__name__ = pv.__qualname__ = f"naive_tc_pv_{dtype}_d{D}_w{cfg.warps}_bk{BK}" + ("_count" if COUNTING else "")
+    pv.__name__ = pv.__qualname__ = f"naive_tc_pv_{dtype}_d{D}_w{cfg.warps}_bk{BK}" + (
+        "_count" if COUNTING else ""
+    )
     return cuda.jit(pv)
 
 
@@ -318,18 +326,31 @@ class NaiveTcPlan(TcPlan):
         cfg, sim = self.config, simulator_enabled()
         ld, group = row_stride(nk), h // hkv
         t = self.softmax_threads
-        scores_kernel(cfg, self.dtype, self.counting, sim)[(-(-nk // cfg.block_cols), -(-nq // cfg.block_rows), b * h),
-                                                            cfg.threads](q, k, s, counters[0], nq, nk, ld, group)
+        scores_kernel(cfg, self.dtype, self.counting, sim)[
+            (-(-nk // cfg.block_cols), -(-nq // cfg.block_rows), b * h), cfg.threads
+        ](q, k, s, counters[0], nq, nk, ld, group)
         softmax_kernel(t, -(-nk // t), self.dtype, self.counting, self.causal, sim)[(nq, b * h), t](
-            s, p, counters[1], nq, nk, ld)
+            s, p, counters[1], nq, nk, ld
+        )
         pv_kernel(cfg, self.dtype, self.counting, sim)[(-(-nq // cfg.block_rows), b * h), cfg.threads](
-            p, v, o, counters[2], nq, nk, ld, group)
+            p, v, o, counters[2], nq, nk, ld, group
+        )
 
 
-def plan_naive_tc(q, k, v, *, dtype="bf16", config: NaiveTcConfig | None = None, counting=False,
-                  causal=False) -> NaiveTcPlan:
-    return checked_plan(NaiveTcPlan, q, k, v, dtype=dtype, config=config, default=lambda d: NaiveTcConfig(d).check(),
-                        counting=counting, causal=causal)
+def plan_naive_tc(
+    q, k, v, *, dtype="bf16", config: NaiveTcConfig | None = None, counting=False, causal=False
+) -> NaiveTcPlan:
+    return checked_plan(
+        NaiveTcPlan,
+        q,
+        k,
+        v,
+        dtype=dtype,
+        config=config,
+        default=lambda d: NaiveTcConfig(d).check(),
+        counting=counting,
+        causal=causal,
+    )
 
 
 @dataclass
@@ -341,8 +362,9 @@ class NaiveTcResult:
     counts_by_launch: dict | None = None  # {"scores": ..., "softmax": ..., "pv": ...}
 
 
-def run_naive_tc(q, k, v, *, dtype="bf16", config: NaiveTcConfig | None = None, count=False,
-                 causal=False) -> NaiveTcResult:
+def run_naive_tc(
+    q, k, v, *, dtype="bf16", config: NaiveTcConfig | None = None, count=False, causal=False
+) -> NaiveTcResult:
     """Standard attention on tensor cores for host fp32 arrays rounded to `dtype` (as run_fa2_tc).
 
     S, P and O are poisoned with the dtype's NaN before the launches."""
@@ -356,8 +378,11 @@ def run_naive_tc(q, k, v, *, dtype="bf16", config: NaiveTcConfig | None = None, 
     plan.launch(dq, dk, dv, ds, dp, do, counters)
     if not simulator_enabled():
         cuda.synchronize()
-    result = NaiveTcResult(o=from_bits(do.copy_to_host(), dtype).reshape(b, h, nq, d), config=plan.config,
-                           softmax_threads=plan.softmax_threads)
+    result = NaiveTcResult(
+        o=from_bits(do.copy_to_host(), dtype).reshape(b, h, nq, d),
+        config=plan.config,
+        softmax_threads=plan.softmax_threads,
+    )
     if count:
         by = {name: counts_from_bytes(c) for name, c in zip(("scores", "softmax", "pv"), counters)}
         result.counts_by_launch = by

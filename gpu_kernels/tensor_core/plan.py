@@ -37,7 +37,9 @@ def checked_plan(cls, q, k, v, *, dtype, config, default, counting, causal):
     cfg = default(d) if config is None else config.check()
     if cfg.head_dim != d:
         raise ValueError(f"config.head_dim={cfg.head_dim} does not match the inputs' head_dim={d}")
-    return cls((b, h, shape.kv_heads or h, shape.query_len or nk, nk, d), cfg, dtype, bool(counting), bool(causal))
+    return cls(
+        (b, h, shape.kv_heads or h, shape.query_len or nk, nk, d), cfg, dtype, bool(counting), bool(causal)
+    )
 
 
 def upload(dtype, *arrays):
@@ -57,15 +59,36 @@ def counts_from_bytes(counters) -> dict:
 SCHEDULES = {"fa2_tc": "fa2_tc", "naive_tc": "naive_tc"}
 
 
-def tc_prediction(kernel, batch, heads, seq_len, head_dim, *, dtype="bf16", warps=4, block_cols=64,
-                  softmax_threads=None, kv_heads=None, causal=False, query_len=None) -> dict:
+def tc_prediction(
+    kernel,
+    batch,
+    heads,
+    seq_len,
+    head_dim,
+    *,
+    dtype="bf16",
+    warps=4,
+    block_cols=64,
+    softmax_threads=None,
+    kv_heads=None,
+    causal=False,
+    query_len=None,
+) -> dict:
     """simlib's four byte counts (totals over B·H) for the tensor-core `kernel` as configured.
     Worked number: fa2_tc, N = 4096, d = 64, W = 4, Bc = 64, bf16, B·H = 1 reads 33,816,576 elements
     (simlib/schedules/fa2_tc.py): 67,633,152 bytes."""
     from simlib import Workload, count
 
-    wl = Workload(seq_len, head_dim, batch, heads, dtype=dtype, kv_heads=kv_heads, causal=bool(causal),
-                  query_len=query_len)
+    wl = Workload(
+        seq_len,
+        head_dim,
+        batch,
+        heads,
+        dtype=dtype,
+        kv_heads=kv_heads,
+        causal=bool(causal),
+        query_len=query_len,
+    )
     kw = {"warps": warps, "block_cols": block_cols}
     if kernel == "naive_tc":
         kw["softmax_threads"] = softmax_threads

@@ -42,7 +42,9 @@ class WarpOps(NamedTuple):
     mma: object  # (a0..a3, b0, b1, c0..c3) -> (d0..d3): D = A·B + C, fp32 accumulation
     ldsm_x4: object  # (smem, idx) -> 4 registers: four 8×8 matrices
     ldsm_x4_t: object  # the same with .trans
-    cp_async16: object  # (smem, sidx, gmem, gidx, nbytes): copy nbytes (0..16, even) of 16, zero-fill the rest
+    cp_async16: (
+        object  # (smem, sidx, gmem, gidx, nbytes): copy nbytes (0..16, even) of 16, zero-fill the rest
+    )
     cp_commit: object  # () close a group of cp.async copies
     cp_wait_all: object  # () wait until all of this thread's groups have landed
     pack2: object  # (lo, hi) fp32 -> one register of two 16-bit values, round to nearest even
@@ -79,7 +81,7 @@ def _warp_gather(values):
         xchg[tid, i] = x
     cuda.syncthreads()
     base = tid - (tid & 31)
-    out = xchg[base:base + 32, :len(values)].copy()
+    out = xchg[base : base + 32, : len(values)].copy()
     cuda.syncthreads()
     return out
 
@@ -87,8 +89,10 @@ def _warp_gather(values):
 def _halves(regs, dtype):
     """uint32 registers (any shape) -> fp32 values of their (low, high) halves, shape (..., 2)."""
     r = np.asarray(regs, dtype=np.uint64).astype(np.uint32)
-    return np.stack([from_bits((r & 0xFFFF).astype(np.uint16), dtype),
-                     from_bits((r >> 16).astype(np.uint16), dtype)], axis=-1)
+    return np.stack(
+        [from_bits((r & 0xFFFF).astype(np.uint16), dtype), from_bits((r >> 16).astype(np.uint16), dtype)],
+        axis=-1,
+    )
 
 
 def _simulated(dtype: str) -> WarpOps:
@@ -107,8 +111,12 @@ def _simulated(dtype: str) -> WarpOps:
         d = a @ b
         lane = cuda.threadIdx.x & 31
         g, t = lane >> 2, lane & 3
-        return (np.float32(d[g, 2 * t] + c0), np.float32(d[g, 2 * t + 1] + c1),
-                np.float32(d[g + 8, 2 * t] + c2), np.float32(d[g + 8, 2 * t + 1] + c3))
+        return (
+            np.float32(d[g, 2 * t] + c0),
+            np.float32(d[g, 2 * t + 1] + c1),
+            np.float32(d[g + 8, 2 * t] + c2),
+            np.float32(d[g + 8, 2 * t + 1] + c3),
+        )
 
     def _ldsm(smem, idx, trans):
         rows = _warp_gather((idx,))[:, 0].astype(np.int64)  # lane 8i + r: row r of matrix i
@@ -162,11 +170,29 @@ def _simulated(dtype: str) -> WarpOps:
     def warp_sum(x):
         return _butterfly(x, (16, 8, 4, 2, 1), np.add)
 
-    return WarpOps(*(cuda.jit(device=True)(f) for f in (
-        mma, ldsm_x4, ldsm_x4_t, cp_async16, nop, nop, pack2, to_f32, quad_max, quad_sum, warp_max, warp_sum)))
+    return WarpOps(
+        *(
+            cuda.jit(device=True)(f)
+            for f in (
+                mma,
+                ldsm_x4,
+                ldsm_x4_t,
+                cp_async16,
+                nop,
+                nop,
+                pack2,
+                to_f32,
+                quad_max,
+                quad_sum,
+                warp_max,
+                warp_sum,
+            )
+        )
+    )
 
 
 # --- GPU: inline PTX --------------------------------------------------------------------------------
+
 
 def _intrinsics(dtype: str) -> WarpOps:
     from llvmlite import ir
@@ -193,10 +219,14 @@ def _intrinsics(dtype: str) -> WarpOps:
 
         def codegen(context, builder, signature, args):
             args = [context.cast(builder, v, ty, to) for v, ty, to in zip(args, signature.args, sig.args)]
-            out = asm(builder, ir.LiteralStructType([f32] * 4), args,
-                      f"mma.sync.aligned.m16n8k16.row.col.f32.{ptx_type}.{ptx_type}.f32 "
-                      "{$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
-                      "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f")
+            out = asm(
+                builder,
+                ir.LiteralStructType([f32] * 4),
+                args,
+                f"mma.sync.aligned.m16n8k16.row.col.f32.{ptx_type}.{ptx_type}.f32 "
+                "{$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
+                "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
+            )
             return context.make_tuple(builder, ret, [builder.extract_value(out, i) for i in range(4)])
 
         return sig, codegen
@@ -210,10 +240,14 @@ def _intrinsics(dtype: str) -> WarpOps:
 
             def codegen(context, builder, signature, args):
                 addr = element_address(context, builder, signature.args[0], args[0], args[1])
-                out = asm(builder, ir.LiteralStructType([i32] * 4), [addr],
-                          "{ .reg .u64 sa; cvta.to.shared.u64 sa, $4; "
-                          f"ldmatrix.sync.aligned.m8n8.x4{suffix}.shared.b16 {{$0,$1,$2,$3}}, [sa]; }}",
-                          "=r,=r,=r,=r,l,~{memory}")
+                out = asm(
+                    builder,
+                    ir.LiteralStructType([i32] * 4),
+                    [addr],
+                    "{ .reg .u64 sa; cvta.to.shared.u64 sa, $4; "
+                    f"ldmatrix.sync.aligned.m8n8.x4{suffix}.shared.b16 {{$0,$1,$2,$3}}, [sa]; }}",
+                    "=r,=r,=r,=r,l,~{memory}",
+                )
                 return context.make_tuple(builder, ret, [builder.extract_value(out, i) for i in range(4)])
 
             return ret(smem, idx), codegen
@@ -226,9 +260,14 @@ def _intrinsics(dtype: str) -> WarpOps:
             sa = element_address(context, builder, signature.args[0], args[0], args[1])
             ga = element_address(context, builder, signature.args[2], args[2], args[3])
             n = context.cast(builder, args[4], signature.args[4], types.uint32)
-            asm(builder, ir.VoidType(), [sa, ga, n],
+            asm(
+                builder,
+                ir.VoidType(),
+                [sa, ga, n],
                 "{ .reg .u64 sa, ga; cvta.to.shared.u64 sa, $0; cvta.to.global.u64 ga, $1; "
-                "cp.async.cg.shared.global [sa], [ga], 16, $2; }", "l,l,r,~{memory}")
+                "cp.async.cg.shared.global [sa], [ga], 16, $2; }",
+                "l,l,r,~{memory}",
+            )
             return context.get_dummy_value()
 
         return types.void(smem, sidx, gmem, gidx, nbytes), codegen
@@ -255,8 +294,11 @@ def _intrinsics(dtype: str) -> WarpOps:
 
     @intrinsic
     def to_f32(typingctx, bits):
-        text = ("cvt.f32.f16 $0, $1;" if dtype == "fp16" else
-                "{ .reg .b32 t; cvt.u32.u16 t, $1; shl.b32 t, t, 16; mov.b32 $0, t; }")
+        text = (
+            "cvt.f32.f16 $0, $1;"
+            if dtype == "fp16"
+            else "{ .reg .b32 t; cvt.u32.u16 t, $1; shl.b32 t, t, 16; mov.b32 $0, t; }"
+        )
 
         def codegen(context, builder, signature, args):
             b = context.cast(builder, args[0], signature.args[0], types.uint16)
@@ -289,5 +331,17 @@ def _intrinsics(dtype: str) -> WarpOps:
         x = x + cuda.shfl_xor_sync(full, x, m8)
         return quad_sum(x + cuda.shfl_xor_sync(full, x, m4))
 
-    return WarpOps(mma, ldmatrix(False), ldmatrix(True), cp_async16, plain("cp.async.commit_group;"),
-                   plain("cp.async.wait_all;"), pack2, to_f32, quad_max, quad_sum, warp_max, warp_sum)
+    return WarpOps(
+        mma,
+        ldmatrix(False),
+        ldmatrix(True),
+        cp_async16,
+        plain("cp.async.commit_group;"),
+        plain("cp.async.wait_all;"),
+        pack2,
+        to_f32,
+        quad_max,
+        quad_sum,
+        warp_max,
+        warp_sum,
+    )

@@ -8,9 +8,17 @@ of the numba kernels; `model_vs_ncu.compare` (written by `python -m gpu_kernels 
 it next to the recorded Nsight Compute profile. docs/L2_INVESTIGATION.md says what matches and why
 the rest misses.
 """
+
 from .coalescing import shared_wavefronts, warp_sectors
 from .kernels import METRICS, predict
 from .l2 import dram_reads_of_rereads
 from .occupancy import blocks_per_sm
 
-__all__ = ["METRICS", "blocks_per_sm", "dram_reads_of_rereads", "predict", "shared_wavefronts", "warp_sectors"]
+__all__ = [
+    "METRICS",
+    "blocks_per_sm",
+    "dram_reads_of_rereads",
+    "predict",
+    "shared_wavefronts",
+    "warp_sectors",
+]

@@ -10,6 +10,7 @@ has distinct 4-byte words (lanes reading the same word are served by one broadca
 C++ Programming Guide, 'Device Memory Accesses' (32-byte segments) and 'Shared Memory' (32 banks,
 successive 32-bit words in successive banks, broadcast of one word to several threads).
 """
+
 from collections import defaultdict
 
 SECTOR_BYTES = 32

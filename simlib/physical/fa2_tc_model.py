@@ -50,8 +50,10 @@ def copy_sectors(rows, cols, threads, row_stride, col0=0):
     chunks = rows * cols // 8
     sectors = 0
     for first in range(0, chunks, 32):  # one warp instruction: 32 consecutive chunks
-        addresses = [((c // (cols // 8)) * row_stride + col0 + 8 * (c % (cols // 8))) * ELEMENT
-                     for c in range(first, min(first + 32, chunks))]
+        addresses = [
+            ((c // (cols // 8)) * row_stride + col0 + 8 * (c % (cols // 8))) * ELEMENT
+            for c in range(first, min(first + 32, chunks))
+        ]
         sectors += warp_sectors(addresses, CHUNK)
     assert chunks % threads == 0, "the kernels' tiles split into 16-byte chunks evenly over the threads"
     return sectors, -(-chunks // 32)
@@ -74,8 +76,10 @@ def fragment_store_sectors(n_tiles, row_stride):
     for j in range(n_tiles):
         for half in (0, 8):
             for e in (0, 1):
-                addresses = [((lane >> 2) + half) * row_stride * ELEMENT + (8 * j + 2 * (lane & 3) + e) * ELEMENT
-                             for lane in range(32)]
+                addresses = [
+                    ((lane >> 2) + half) * row_stride * ELEMENT + (8 * j + 2 * (lane & 3) + e) * ELEMENT
+                    for lane in range(32)
+                ]
                 sectors += warp_sectors(addresses, ELEMENT)
     return sectors, 4 * n_tiles
 
@@ -101,8 +105,10 @@ def fa2_tc_launch(workload, warps, block_cols, l2_bytes):
     bh, n, d = workload.batch_heads, workload.seq_len, workload.head_dim
     br, bc, nt = 16 * warps, block_cols, 32 * warps
     if workload.causal or workload.nq != n or n % br or n % bc:
-        raise ValueError(f"the fa2_tc model covers non-causal self-attention with N a multiple of Br = {br} and "
-                         f"Bc = {bc}; got N = {n}")
+        raise ValueError(
+            f"the fa2_tc model covers non-causal self-attention with N a multiple of Br = {br} and "
+            f"Bc = {bc}; got N = {n}"
+        )
     tr, tc = n // br, n // bc
     t = Tally()
     q_sec, q_ins = copy_sectors(br, d, nt, d)
@@ -115,17 +121,23 @@ def fa2_tc_launch(workload, warps, block_cols, l2_bytes):
     l_sec = warp_sectors([(lane >> 2) * 4 for lane in range(0, 32, 4)], 4)  # lanes t = 0, rows g: 8 floats
     t.add("global_st", l_sec, 2 * warps_total)
     per_warp_block = sum(ldmatrix_wavefronts(q_fragment_row(0, kk, d), d) for kk in range(d // 16))
-    per_tile = sum(ldmatrix_wavefronts(key_fragment_row(p, kk, d), d)
-                   for kk in range(d // 16) for p in range(bc // 16))
-    per_tile += sum(ldmatrix_wavefronts(value_fragment_row(kk, p, d), d)
-                    for kk in range(bc // 16) for p in range(d // 16))
+    per_tile = sum(
+        ldmatrix_wavefronts(key_fragment_row(p, kk, d), d) for kk in range(d // 16) for p in range(bc // 16)
+    )
+    per_tile += sum(
+        ldmatrix_wavefronts(value_fragment_row(kk, p, d), d) for kk in range(bc // 16) for p in range(d // 16)
+    )
     t.add("shared_ld", per_warp_block + tc * per_tile, warps_total)
     unique = 3 * bh * n * d * ELEMENT
     kv_all = 2 * bh * n * d * ELEMENT
     fits = kv_all <= l2_bytes
     rereads = 0 if fits else bh * (tr - 1) * 2 * n * d * ELEMENT
     writes = bh * n * (d * ELEMENT + 4)
-    info = {"dram_regime": "K/V of all heads fit in L2: compulsory reads" if fits
-            else "K/V exceed L2: every re-read counted (upper bound)", "kv_bytes": kv_all,
-            "sector_bytes": SECTOR_BYTES}
+    info = {
+        "dram_regime": "K/V of all heads fit in L2: compulsory reads"
+        if fits
+        else "K/V exceed L2: every re-read counted (upper bound)",
+        "kv_bytes": kv_all,
+        "sector_bytes": SECTOR_BYTES,
+    }
     return t, unique + rereads, writes, info

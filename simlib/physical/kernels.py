@@ -40,6 +40,7 @@ The numbers this gives, next to ncu's, are in data/measurements/model_vs_ncu_h20
 The rules per kernel are in tiled_model.py and naive_model.py (fp32), fa2_tc_model.py and
 naive_tc_model.py (the tensor-core kernels); this module only dispatches.
 """
+
 from ..kernel_layout import ITEM_BYTES
 from .fa2_tc_model import fa2_tc_launch
 from .l2 import l2_partition_factor
@@ -49,11 +50,26 @@ from .naive_tc_model import LAUNCHES as NAIVE_TC_LAUNCHES
 from .naive_tc_model import naive_tc_launch
 from .tiled_model import tiled_launch
 
-KERNEL_LAUNCHES = {"naive": ("qk", "softmax", "pv"), "tiled": ("fa2",), "fa2_tc": ("fa2_tc",),
-                   "naive_tc": NAIVE_TC_LAUNCHES}
+KERNEL_LAUNCHES = {
+    "naive": ("qk", "softmax", "pv"),
+    "tiled": ("fa2",),
+    "fa2_tc": ("fa2_tc",),
+    "naive_tc": NAIVE_TC_LAUNCHES,
+}
 
-__all__ = ["DRAM_READ", "DRAM_WRITE", "KERNEL_LAUNCHES", "L1_LD", "L1_ST", "L2_READ", "L2_WRITE", "METRICS",
-           "SHARED_LD", "SHARED_ST", "predict"]
+__all__ = [
+    "DRAM_READ",
+    "DRAM_WRITE",
+    "KERNEL_LAUNCHES",
+    "L1_LD",
+    "L1_ST",
+    "L2_READ",
+    "L2_WRITE",
+    "METRICS",
+    "SHARED_LD",
+    "SHARED_ST",
+    "predict",
+]
 
 
 def _get(mapping, name):
@@ -67,13 +83,21 @@ def _launch(kernel, launch, workload, mapping, hardware, registers):
     """(Tally, DRAM read bytes, DRAM write bytes, details) from the kernel's model."""
     bh, n, d = workload.batch_heads, workload.seq_len, workload.head_dim
     if kernel == "fa2_tc":
-        return fa2_tc_launch(workload, _get(mapping, "warps"), _get(mapping, "block_cols"),
-                             hardware.level("L2").capacity_bytes)
+        return fa2_tc_launch(
+            workload, _get(mapping, "warps"), _get(mapping, "block_cols"), hardware.level("L2").capacity_bytes
+        )
     if kernel == "naive_tc":
-        return naive_tc_launch(launch, workload, _get(mapping, "warps"), _get(mapping, "block_cols"),
-                               _get(mapping, "softmax_threads") if launch == "softmax" else 32)
+        return naive_tc_launch(
+            launch,
+            workload,
+            _get(mapping, "warps"),
+            _get(mapping, "block_cols"),
+            _get(mapping, "softmax_threads") if launch == "softmax" else 32,
+        )
     if kernel == "tiled":
-        return tiled_launch(workload, _get(mapping, "block_rows"), _get(mapping, "block_cols"), hardware, registers)
+        return tiled_launch(
+            workload, _get(mapping, "block_rows"), _get(mapping, "block_cols"), hardware, registers
+        )
     if launch == "softmax":
         return softmax_launch(bh, n, _get(mapping, "softmax_threads"), hardware, registers)
     tile = _get(mapping, "matmul_tile")

@@ -13,6 +13,7 @@ The runs (benchmarks/h200_diagnostics.py, files in data/measurements/):
 Worked number (run 11): N = 16384, d = 128, H = 2: compulsory 50.3 MB, two cut heads re-read
 2 × 16.8 MB, ncu 75.3 MB → (75.3 − 50.3) / 33.6 = 74 % of the re-reads missed.
 """
+
 import numpy as np
 import pandas as pd
 
@@ -31,7 +32,9 @@ MIB = 2**20
 NCU_SIZES_MIB = (8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128)
 NCU_PASSES = 8
 TILED_NCU_SHAPES = tuple((n, d) for d in (64, 128) for n in (8192, 12288, 16384, 20480))
-TILED_HEADS_NCU_SHAPES = tuple((n, d, h) for n, d in ((16384, 128), (16384, 64), (12288, 128)) for h in (1, 2, 3))
+TILED_HEADS_NCU_SHAPES = tuple(
+    (n, d, h) for n, d in ((16384, 128), (16384, 64), (12288, 128)) for h in (1, 2, 3)
+)
 
 
 def probe_misses(path, sizes_mib, passes):
@@ -43,8 +46,13 @@ def probe_misses(path, sizes_mib, passes):
         raise ValueError(f"{path}: {len(table)} launches, {len(sizes_mib)} sizes")
     footprint = np.asarray(sizes_mib, dtype=float) * MIB
     dram = table[DRAM_READ].to_numpy(dtype=float)
-    out = pd.DataFrame({"footprint (MiB)": list(sizes_mib), "DRAM read (MB)": dram / 1e6,
-                        "re-reads missed": (dram - footprint) / ((passes - 1) * footprint)})
+    out = pd.DataFrame(
+        {
+            "footprint (MiB)": list(sizes_mib),
+            "DRAM read (MB)": dram / 1e6,
+            "re-reads missed": (dram - footprint) / ((passes - 1) * footprint),
+        }
+    )
     if L2_FABRIC in table and L2_READ in table:
         # L2 sectors fetched from the other partition, per L2 read sector
         out["over the fabric"] = (table[L2_FABRIC] / table[L2_READ]).to_numpy(dtype=float)
@@ -64,14 +72,31 @@ def tiled_rereads(path, shapes, hardware, block_rows=None, block_cols=None):
         w = Workload(seq_len=n, head_dim=d, batch=1, heads=h, dtype="fp32")
         default_br, default_bc = tiled_default_blocks(n, d)
         br, bc = block_rows or default_br, block_cols or default_bc
-        p = predict("tiled", "fa2", w, {"block_rows": br, "block_cols": bc}, hardware,
-                    registers=int(launch[REGISTERS]), details=True)
+        p = predict(
+            "tiled",
+            "fa2",
+            w,
+            {"block_rows": br, "block_cols": bc},
+            hardware,
+            registers=int(launch[REGISTERS]),
+            details=True,
+        )
         compulsory = compulsory_bytes(w) - h * w.matrix_bytes("O")  # Q, K, V read once
         reread = p["model:kv_reread_bytes"]
         extra = launch[DRAM_READ] - compulsory
-        rows.append({"N": n, "d": d, "H": h, "K/V per head (MiB)": 2 * n * d * ITEM_BYTES / MIB,
-                     "waves": p["model:waves"], "reuse distance (MiB, model)": p["model:kv_reuse_distance_bytes"] / MIB,
-                     "re-read K/V (MB)": reread / 1e6, "DRAM read (MB)": launch[DRAM_READ] / 1e6,
-                     "model (MB)": p[DRAM_READ] / 1e6, "beyond compulsory (MB)": extra / 1e6,
-                     "re-reads missed": extra / reread if reread else np.nan})
+        rows.append(
+            {
+                "N": n,
+                "d": d,
+                "H": h,
+                "K/V per head (MiB)": 2 * n * d * ITEM_BYTES / MIB,
+                "waves": p["model:waves"],
+                "reuse distance (MiB, model)": p["model:kv_reuse_distance_bytes"] / MIB,
+                "re-read K/V (MB)": reread / 1e6,
+                "DRAM read (MB)": launch[DRAM_READ] / 1e6,
+                "model (MB)": p[DRAM_READ] / 1e6,
+                "beyond compulsory (MB)": extra / 1e6,
+                "re-reads missed": extra / reread if reread else np.nan,
+            }
+        )
     return pd.DataFrame(rows)

@@ -7,6 +7,7 @@ metric: model, ncu, ratio = model / ncu, whether it is within ±5 %, whether it 
 `python -m gpu_kernels model-vs-ncu` writes it to `model_vs_ncu_h200.csv` with its provenance
 (the profile's run and checksum), atomically.
 """
+
 from ..hardware import DATA_DIR, load_preset
 from ..workload import Workload
 from . import kernels as K
@@ -24,40 +25,54 @@ TARGET_METRICS = (K.DRAM_READ, K.L1_LD)
 #: The tensor-core kernels' targets add the shared-memory load wavefronts (ldmatrix included).
 TC_KERNELS = ("fa2_tc", "naive_tc")
 TARGET_MIN_N = 4096
-COLUMNS = ("kernel", "launch", "batch", "heads", "seq_len", "head_dim", "params", "metric", "model",
-           "ncu", "ratio", "within_5pct", "target", "cause")
+COLUMNS = (
+    "kernel",
+    "launch",
+    "batch",
+    "heads",
+    "seq_len",
+    "head_dim",
+    "params",
+    "metric",
+    "model",
+    "ncu",
+    "ratio",
+    "within_5pct",
+    "target",
+    "cause",
+)
 
 #: Why a metric misses, by (metric, kernel, launch); a cause is written only where the ratio is
 #: outside ±5 %. Evidence for each is in docs/L2_INVESTIGATION.md.
 CAUSES = {
     (K.DRAM_WRITE, "*", "*"): "ncu counts write-backs during the kernel only: dirty lines still in L2 "
-                              "when it ends (up to 60 MiB) are written later, so ncu is below the bytes written",
+    "when it ends (up to 60 MiB) are written later, so ncu is below the bytes written",
     (K.DRAM_READ, "tiled", "fa2"): "the K/V of a head cut by a wave boundary is read again by the next wave; "
-                                   "the model puts that re-read under 60 MiB of other data (an L2 hit). A trace "
-                                   "shows the waves in lockstep, and alone (H=1) the re-read hits; beside the next "
-                                   "head's blocks (H=2-4) 75-80 % of it comes from DRAM at d=128, 31 % at d=64. "
-                                   "Lines read by SMs on both L2 halves are kept in both (shuffled probe: misses "
-                                   "from 32 MiB, not 56), so one 30 MiB partition must hold a whole copy of the "
-                                   "head's K/V: about 61 % of the re-read misses at d=128, H=2 (75 % measured). "
-                                   "The model's one-level L2 does not see the partitions",
+    "the model puts that re-read under 60 MiB of other data (an L2 hit). A trace "
+    "shows the waves in lockstep, and alone (H=1) the re-read hits; beside the next "
+    "head's blocks (H=2-4) 75-80 % of it comes from DRAM at d=128, 31 % at d=64. "
+    "Lines read by SMs on both L2 halves are kept in both (shuffled probe: misses "
+    "from 32 MiB, not 56), so one 30 MiB partition must hold a whole copy of the "
+    "head's K/V: about 61 % of the re-read misses at d=128, H=2 (75 % measured). "
+    "The model's one-level L2 does not see the partitions",
     (K.L2_READ, "*", "*"): "L1 hits between co-resident blocks that load the same tile (placement of "
-                           "blocks on SMs is not documented); the model counts no L1 reuse",
+    "blocks on SMs is not documented); the model counts no L1 reuse",
     (K.L2_WRITE, "tiled", "fa2"): "uncoalesced O stores (one 4-byte word per sector per instruction) are "
-                                  "partly merged before L2; the model counts every sector",
+    "partly merged before L2; the model counts every sector",
     (K.L2_WRITE, "*", "*"): "store sectors merged or split by the L2 partitions unevenly",
     (K.DRAM_READ, "naive_tc", "scores"): "not explained yet: the model reads Q and K once, ncu reads more "
-                                         "(1.5x at N=4096, d=64; 3.9x at N=16384, d=64; 1.1x at d=128), "
-                                         "while S streams out through L2 (128-512 MiB per launch)",
+    "(1.5x at N=4096, d=64; 3.9x at N=16384, d=64; 1.1x at d=128), "
+    "while S streams out through L2 (128-512 MiB per launch)",
     (K.SHARED_LD, "naive_tc", "scores"): "not explained yet: the PTX has exactly the model's ldmatrix.x4 "
-                                         "(20 at d=64, 40 at d=128) and no other shared load, each conflict free "
-                                         "by the swizzle (fa2_tc's identical loop matches ncu exactly), yet ncu "
-                                         "counts 14-22 % more wavefronts, 11.5 per warp on average at N=4096, "
-                                         "d=64: not a whole number, so not a fixed bank conflict of the layout",
+    "(20 at d=64, 40 at d=128) and no other shared load, each conflict free "
+    "by the swizzle (fa2_tc's identical loop matches ncu exactly), yet ncu "
+    "counts 14-22 % more wavefronts, 11.5 per warp on average at N=4096, "
+    "d=64: not a whole number, so not a fixed bank conflict of the layout",
     (K.SHARED_LD, "naive_tc", "softmax"): "ncu counts exactly half the model's wavefronts at N=16384 (1.93x "
-                                          "at 4096): the model takes one broadcast wavefront per ld.shared.f32 "
-                                          "of a warp partial; the PTX has 16 scalar ld.shared.f32 (8 partials "
-                                          "x 2 reductions), so any pairing of adjacent partials is ptxas's (the "
-                                          "SASS was not disassembled: no nvdisasm here)",
+    "at 4096): the model takes one broadcast wavefront per ld.shared.f32 "
+    "of a warp partial; the PTX has 16 scalar ld.shared.f32 (8 partials "
+    "x 2 reductions), so any pairing of adjacent partials is ptxas's (the "
+    "SASS was not disassembled: no nvdisasm here)",
 }
 
 
@@ -92,10 +107,21 @@ def compare(profile_csv=PROFILE_CSV, hardware_key="h200"):
         measured = dict(zip(group["metric"], group["value"].astype(float)))
         registers = measured.get(REGISTERS)
         mapping = _params(params)
-        workload = Workload(seq_len=int(n), head_dim=int(d), batch=int(batch), heads=int(heads),
-                            dtype=mapping.get("dtype", "fp32"))
-        predicted = K.predict(kernel, launch, workload, mapping, hardware,
-                              registers=None if registers is None else int(registers))
+        workload = Workload(
+            seq_len=int(n),
+            head_dim=int(d),
+            batch=int(batch),
+            heads=int(heads),
+            dtype=mapping.get("dtype", "fp32"),
+        )
+        predicted = K.predict(
+            kernel,
+            launch,
+            workload,
+            mapping,
+            hardware,
+            registers=None if registers is None else int(registers),
+        )
         for metric in K.METRICS:
             if metric not in measured:
                 continue
@@ -104,12 +130,22 @@ def compare(profile_csv=PROFILE_CSV, hardware_key="h200"):
             within = bool(value) and abs(ratio - 1) <= TOLERANCE
             targets = TARGET_METRICS + ((K.SHARED_LD,) if kernel in TC_KERNELS else ())
             target = metric in targets and int(n) >= TARGET_MIN_N
-            rows.append({
-                "kernel": kernel, "launch": launch, "batch": int(batch), "heads": int(heads),
-                "seq_len": int(n), "head_dim": int(d), "params": params, "metric": metric,
-                "model": round(model), "ncu": round(value),
-                "ratio": round(ratio, 4) if value else float("nan"),
-                "within_5pct": within, "target": target,
-                "cause": "" if within else cause_for(metric, kernel, launch),
-            })
+            rows.append(
+                {
+                    "kernel": kernel,
+                    "launch": launch,
+                    "batch": int(batch),
+                    "heads": int(heads),
+                    "seq_len": int(n),
+                    "head_dim": int(d),
+                    "params": params,
+                    "metric": metric,
+                    "model": round(model),
+                    "ncu": round(value),
+                    "ratio": round(ratio, 4) if value else float("nan"),
+                    "within_5pct": within,
+                    "target": target,
+                    "cause": "" if within else cause_for(metric, kernel, launch),
+                }
+            )
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -5,6 +5,7 @@ shared memory (simlib.kernel_layout); softmax: one block of t threads per row, t
 the per-thread array x in registers or, when the compiled kernel has too few, in local memory.
 Worked numbers: tests/test_physical_kernels.py.
 """
+
 from collections import Counter
 from functools import cache
 
@@ -44,20 +45,22 @@ def _matmul_shared(tile, mr, nc, kk, trans_b):
     for warp in range(ceil_div(T * T, WARP_SIZE)):
         tid = lanes(warp, T * T)
         tx, ty = tid % T, tid // T
-        a = (ty < mr) & (tx < kk)                   # As[ty, tx] = A[row0 + ty, k0 + tx]
+        a = (ty < mr) & (tx < kk)  # As[ty, tx] = A[row0 + ty, k0 + tx]
         if a.any():
             tally.add("shared_st", shared_wavefronts(((ty[a] * T + tx[a]) * ITEM_BYTES).tolist()))
-        if trans_b:                                 # Bs[tx, ty] = K[col0 + ty, k0 + tx] (transposed)
+        if trans_b:  # Bs[tx, ty] = K[col0 + ty, k0 + tx] (transposed)
             b, words = (ty < nc) & (tx < kk), tx * (T + MATMUL_B_PAD) + ty
-        else:                                       # Bs[ty, tx] = V[k0 + ty, col0 + tx]
+        else:  # Bs[ty, tx] = V[k0 + ty, col0 + tx]
             b, words = (ty < kk) & (tx < nc), ty * (T + MATMUL_B_PAD) + tx
         if b.any():
             tally.add("shared_st", shared_wavefronts((words[b] * ITEM_BYTES).tolist()))
         out = (ty < mr) & (tx < nc)
         if out.any():
-            for x in range(kk):                     # acc += As[ty, x] · Bs[x, tx]
+            for x in range(kk):  # acc += As[ty, x] · Bs[x, tx]
                 tally.add("shared_ld", shared_wavefronts(((ty[out] * T + x) * ITEM_BYTES).tolist()))
-                tally.add("shared_ld", shared_wavefronts(((x * (T + MATMUL_B_PAD) + tx[out]) * ITEM_BYTES).tolist()))
+                tally.add(
+                    "shared_ld", shared_wavefronts(((x * (T + MATMUL_B_PAD) + tx[out]) * ITEM_BYTES).tolist())
+                )
     return tally
 
 
@@ -91,14 +94,16 @@ def matmul_launch(bh, m, n, k, tile, trans_b):
         r_sel = row0[rows == mr]
         for kk in np.unique(chunks).tolist():
             k_sel = k0[chunks == kk]
-            a_res = _convolve_mod(residue_counts(((heads[:, None] * m + r_sel[None, :]) * k).ravel()),
-                                  residue_counts(k_sel))
-            add("global_ld", (mr, kk, k), a_res, len(cols))           # A tile, once per column tile
+            a_res = _convolve_mod(
+                residue_counts(((heads[:, None] * m + r_sel[None, :]) * k).ravel()), residue_counts(k_sel)
+            )
+            add("global_ld", (mr, kk, k), a_res, len(cols))  # A tile, once per column tile
         for nc in np.unique(cols).tolist():
             c_sel = col0[cols == nc]
-            c_res = _convolve_mod(residue_counts(((heads[:, None] * m + r_sel[None, :]) * n).ravel()),
-                                  residue_counts(c_sel))
-            add("global_st", (mr, nc, n), c_res, 1)                    # C tile, once
+            c_res = _convolve_mod(
+                residue_counts(((heads[:, None] * m + r_sel[None, :]) * n).ravel()), residue_counts(c_sel)
+            )
+            add("global_st", (mr, nc, n), c_res, 1)  # C tile, once
             for kk in np.unique(chunks).tolist():
                 blocks = bh * len(r_sel) * len(c_sel) * int((chunks == kk).sum())
                 tally.merge(_matmul_shared(T, mr, nc, kk, trans_b), blocks)
@@ -106,13 +111,15 @@ def matmul_launch(bh, m, n, k, tile, trans_b):
         c_sel = col0[cols == nc]
         for kk in np.unique(chunks).tolist():
             k_sel = k0[chunks == kk]
-            if trans_b:                             # K[col0 + ty, k0 + tx]: rows of K along k
-                b_res = _convolve_mod(residue_counts(((heads[:, None] * n + c_sel[None, :]) * k).ravel()),
-                                      residue_counts(k_sel))
+            if trans_b:  # K[col0 + ty, k0 + tx]: rows of K along k
+                b_res = _convolve_mod(
+                    residue_counts(((heads[:, None] * n + c_sel[None, :]) * k).ravel()), residue_counts(k_sel)
+                )
                 add("global_ld", (nc, kk, k), b_res, len(rows))
-            else:                                   # V[k0 + ty, col0 + tx]: rows of V along d
-                b_res = _convolve_mod(residue_counts(((heads[:, None] * k + k_sel[None, :]) * n).ravel()),
-                                      residue_counts(c_sel))
+            else:  # V[k0 + ty, col0 + tx]: rows of V along d
+                b_res = _convolve_mod(
+                    residue_counts(((heads[:, None] * k + k_sel[None, :]) * n).ravel()), residue_counts(c_sel)
+                )
                 add("global_ld", (kk, nc, n), b_res, len(rows))
     return tally
 
@@ -137,7 +144,9 @@ def matmul_dram(bh, m, n, k, tile, trans_b, hardware, registers):
     cut_rows = sum(1 for w in range(resident, gx * gy * bh, resident) if w % gx)
     a_extra = cut_rows * T * k * ITEM_BYTES if wave_data > l2 else 0
     return a_bytes + a_extra + b_dram, {
-        "resident_blocks": resident, "waves": len(wave_heads), "b_reuse_distance_bytes": distance,
+        "resident_blocks": resident,
+        "waves": len(wave_heads),
+        "b_reuse_distance_bytes": distance,
     }
 
 
@@ -156,34 +165,40 @@ def _softmax_row(n, threads, start_mod, spilled):
             if cols.size == 0:
                 continue
             sectors = warp_sectors(((start_mod + cols) * ITEM_BYTES).tolist())
-            tally.add("global_ld", sectors)     # x[e] = s[bh, row, col]
-            tally.add("global_st", sectors)     # p[bh, row, col] = x[e] · inv_sum
-            if spilled:                         # thread-interleaved 4-byte words (CUDA guide)
+            tally.add("global_ld", sectors)  # x[e] = s[bh, row, col]
+            tally.add("global_st", sectors)  # p[bh, row, col] = x[e] · inv_sum
+            if spilled:  # thread-interleaved 4-byte words (CUDA guide)
                 local = warp_sectors(((e * WARP_SIZE + cols - e * t) * ITEM_BYTES).tolist())
-                tally.add("local_st", local)    # loop 1: x[e] = s
-                tally.add("local_ld", local)    # loop 2: x[e] = exp(x[e] − max)
+                tally.add("local_st", local)  # loop 1: x[e] = s
+                tally.add("local_ld", local)  # loop 2: x[e] = exp(x[e] − max)
                 tally.add("local_st", local)
-                tally.add("local_ld", local)    # loop 3: p = x[e] · inv_sum
-        if spilled:                             # numba zero-fills local arrays: 16-byte stores
+                tally.add("local_ld", local)  # loop 3: p = x[e] · inv_sum
+        if spilled:  # numba zero-fills local arrays: 16-byte stores
             for e4 in range(ceil_div(per, 4)):
-                tally.add("local_st", warp_sectors([(e4 * WARP_SIZE + lane) * 16 for lane in range(tids.size)],
-                                                   access_bytes=16))
-    for _reduction in range(2):                 # row max, then row sum
+                tally.add(
+                    "local_st",
+                    warp_sectors(
+                        [(e4 * WARP_SIZE + lane) * 16 for lane in range(tids.size)], access_bytes=16
+                    ),
+                )
+    for _reduction in range(2):  # row max, then row sum
         for warp in range(ceil_div(t, WARP_SIZE)):
             tids = lanes(warp, t)
-            tally.add("shared_st", shared_wavefronts((tids * ITEM_BYTES).tolist()))      # red[tid] = mine
+            tally.add("shared_st", shared_wavefronts((tids * ITEM_BYTES).tolist()))  # red[tid] = mine
         stride = t // 2
         while stride > 0:
             for warp in range(ceil_div(t, WARP_SIZE)):
                 tids = lanes(warp, t)
                 tids = tids[tids < stride]
                 if tids.size:
-                    tally.add("shared_ld", shared_wavefronts((tids * ITEM_BYTES).tolist()))             # red[tid]
-                    tally.add("shared_ld", shared_wavefronts(((tids + stride) * ITEM_BYTES).tolist()))  # red[tid+s]
+                    tally.add("shared_ld", shared_wavefronts((tids * ITEM_BYTES).tolist()))  # red[tid]
+                    tally.add(
+                        "shared_ld", shared_wavefronts(((tids + stride) * ITEM_BYTES).tolist())
+                    )  # red[tid+s]
                     tally.add("shared_st", shared_wavefronts((tids * ITEM_BYTES).tolist()))
             stride //= 2
         for warp in range(ceil_div(t, WARP_SIZE)):
-            tally.add("shared_ld", shared_wavefronts([0] * lanes(warp, t).size))    # red[0]
+            tally.add("shared_ld", shared_wavefronts([0] * lanes(warp, t).size))  # red[0]
     return tally
 
 
@@ -204,7 +219,13 @@ def softmax_launch(bh, n, threads, hardware, registers):
     local_loads = tally.units["local_ld"] * SECTOR_BYTES
     local_dram = local_loads if local_wave > l2 else 0
     written = s_bytes + tally.units["local_st"] * SECTOR_BYTES
-    return tally, s_bytes + local_dram, written, {
-        "resident_blocks": resident, "local_array_in_registers": not spilled,
-        "local_bytes_per_wave": local_wave,
-    }
+    return (
+        tally,
+        s_bytes + local_dram,
+        written,
+        {
+            "resident_blocks": resident,
+            "local_array_in_registers": not spilled,
+            "local_bytes_per_wave": local_wave,
+        },
+    )

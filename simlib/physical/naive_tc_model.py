@@ -43,8 +43,10 @@ def naive_tc_launch(launch, workload, warps, block_cols, softmax_threads):
     bh, n, d = workload.batch_heads, workload.seq_len, workload.head_dim
     bm, bn, nt, ld = 16 * warps, block_cols, 32 * warps, row_stride(workload.seq_len)
     if workload.causal or workload.nq != n or n % bm or n % bn or n % softmax_threads:
-        raise ValueError(f"the naive_tc model covers non-causal self-attention with N a multiple of Bm = {bm}, "
-                         f"Bn = {bn} and the softmax threads {softmax_threads}; got N = {n}")
+        raise ValueError(
+            f"the naive_tc model covers non-causal self-attention with N a multiple of Bm = {bm}, "
+            f"Bn = {bn} and the softmax threads {softmax_threads}; got N = {n}"
+        )
     t = Tally()
     s_bytes = bh * n * ld * ELEMENT
     if launch == "scores":
@@ -52,8 +54,11 @@ def naive_tc_launch(launch, workload, warps, block_cols, softmax_threads):
         t.add("global_ld", copy_sectors(bm, d, nt, d)[0] + copy_sectors(bn, d, nt, d)[0], blocks)
         t.add("global_st", fragment_store_sectors(bn // 8, ld)[0], blocks * warps)
         per_warp = sum(ldmatrix_wavefronts(q_fragment_row(0, kk, d), d) for kk in range(d // 16))
-        per_warp += sum(ldmatrix_wavefronts(key_fragment_row(p, kk, d), d)
-                        for kk in range(d // 16) for p in range(bn // 16))
+        per_warp += sum(
+            ldmatrix_wavefronts(key_fragment_row(p, kk, d), d)
+            for kk in range(d // 16)
+            for p in range(bn // 16)
+        )
         t.add("shared_ld", per_warp, blocks * warps)
         return t, 2 * bh * n * d * ELEMENT, s_bytes, {}
     if launch == "softmax":
@@ -70,7 +75,8 @@ def naive_tc_launch(launch, workload, warps, block_cols, softmax_threads):
     t.add("global_ld", copy_sectors(bm, bn, nt, ld)[0] + copy_sectors(bn, d, nt, d)[0], blocks * chunks)
     t.add("global_st", fragment_store_sectors(d // 8, d)[0], blocks * warps)
     per_chunk = sum(ldmatrix_wavefronts(q_fragment_row(0, kk, bn), bn) for kk in range(bn // 16))
-    per_chunk += sum(ldmatrix_wavefronts(value_fragment_row(kk, p, d), d)
-                     for kk in range(bn // 16) for p in range(d // 16))
+    per_chunk += sum(
+        ldmatrix_wavefronts(value_fragment_row(kk, p, d), d) for kk in range(bn // 16) for p in range(d // 16)
+    )
     t.add("shared_ld", per_chunk * chunks, blocks * warps)
     return t, s_bytes + bh * n * d * ELEMENT, bh * n * d * ELEMENT, {}

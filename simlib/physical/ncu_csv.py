@@ -9,14 +9,33 @@ Worked number: "1,234" Kbyte is 1,234,000 bytes:
 >>> parse_ncu_csv(text)[0]["metrics"]
 {'dram__bytes_read.sum': (1234000, 'byte')}
 """
+
 import csv
 import io
 from pathlib import Path
 
-_SCALE = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
-          "nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
-_BASE_UNIT = {"byte": "byte", "kbyte": "byte", "mbyte": "byte", "gbyte": "byte", "tbyte": "byte",
-              "nsecond": "nsecond", "usecond": "nsecond", "msecond": "nsecond", "second": "nsecond"}
+_SCALE = {
+    "byte": 1,
+    "kbyte": 1e3,
+    "mbyte": 1e6,
+    "gbyte": 1e9,
+    "tbyte": 1e12,
+    "nsecond": 1,
+    "usecond": 1e3,
+    "msecond": 1e6,
+    "second": 1e9,
+}
+_BASE_UNIT = {
+    "byte": "byte",
+    "kbyte": "byte",
+    "mbyte": "byte",
+    "gbyte": "byte",
+    "tbyte": "byte",
+    "nsecond": "nsecond",
+    "usecond": "nsecond",
+    "msecond": "nsecond",
+    "second": "nsecond",
+}
 
 
 def to_number(text):
@@ -63,6 +82,8 @@ def ncu_table(path):
     import pandas as pd
 
     launches = parse_ncu_csv(Path(path).read_text())
-    frame = pd.DataFrame([{name: value for name, (value, _) in launch["metrics"].items()} for launch in launches],
-                         index=pd.Index([launch["id"] for launch in launches], name="ID"))
+    frame = pd.DataFrame(
+        [{name: value for name, (value, _) in launch["metrics"].items()} for launch in launches],
+        index=pd.Index([launch["id"] for launch in launches], name="ID"),
+    )
     return frame.apply(pd.to_numeric, errors="coerce")

@@ -13,6 +13,7 @@ registers allow 65536 / (32·256) = 8 blocks, shared memory ⌊233472 / (39360 +
 >>> blocks_per_sm(threads=24, registers=254, shared_bytes=39360)
 5
 """
+
 from dataclasses import dataclass
 
 #: CUDA C++ Programming Guide, Table 'Technical Specifications per Compute Capability', CC 9.0.

@@ -7,6 +7,7 @@ Worked number: 3 instructions of 4 sectors each are 12 sectors:
 >>> t = Tally(); t.add("global_ld", 4, 3); (t.units["global_ld"], t.instructions["global_ld"])
 (12, 3)
 """
+
 from collections import Counter
 
 import numpy as np

@@ -5,6 +5,7 @@ One thread per query row; Qs, Ks, Vs and Ss in shared memory laid out as simlib.
 sectors or wavefronts are those of one instruction times the instructions issued. DRAM: Q once, K
 and V once per head and wave (waves.py). Worked numbers: tests/test_physical_kernels.py.
 """
+
 from functools import cache
 
 import numpy as np
@@ -53,23 +54,32 @@ def _tiled_pair(r, c, nthreads, d, qs_cols, ss_cols):
     vq, vkv = tiled_vector_width(qs_cols, d), tiled_vector_width(d, d)
     for warp in range(ceil_div(nthreads, WARP_SIZE)):
         tids = lanes(warp, nthreads)
-        tids = tids[tids < r]                       # `if tid < r`: rows of a ragged block idle
+        tids = tids[tids < r]  # `if tid < r`: rows of a ragged block idle
         if tids.size == 0:
             continue
         active = (tids - WARP_SIZE * warp).tolist()
         for cc in range(c):
-            for x in range(0, d, vq):               # S_ij: Qs[tid, x] (a row per lane) ...
-                tally.add("shared_ld", shared_wavefronts(((tids * qs_cols + x) * ITEM_BYTES).tolist(), vq * ITEM_BYTES, active))
-            for x in range(0, d, vkv):              # ... times Ks[cc, x] (one address: a broadcast)
-                tally.add("shared_ld", shared_wavefronts([(cc * d + x) * ITEM_BYTES] * tids.size, vkv * ITEM_BYTES, active))
+            for x in range(0, d, vq):  # S_ij: Qs[tid, x] (a row per lane) ...
+                tally.add(
+                    "shared_ld",
+                    shared_wavefronts(((tids * qs_cols + x) * ITEM_BYTES).tolist(), vq * ITEM_BYTES, active),
+                )
+            for x in range(0, d, vkv):  # ... times Ks[cc, x] (one address: a broadcast)
+                tally.add(
+                    "shared_ld",
+                    shared_wavefronts([(cc * d + x) * ITEM_BYTES] * tids.size, vkv * ITEM_BYTES, active),
+                )
             s_words = ((tids * ss_cols + cc) * ITEM_BYTES).tolist()
             s = shared_wavefronts(s_words)
-            tally.add("shared_st", s)               # Ss[tid, cc] = s
-            tally.add("shared_ld", s)               # p = exp(Ss[tid, cc] − m)
-            tally.add("shared_st", s)               # Ss[tid, cc] = p
-            tally.add("shared_ld", s)               # p = Ss[tid, cc] for O += p V
-            for x in range(0, d, vkv):              # Vs[cc, x], a broadcast
-                tally.add("shared_ld", shared_wavefronts([(cc * d + x) * ITEM_BYTES] * tids.size, vkv * ITEM_BYTES, active))
+            tally.add("shared_st", s)  # Ss[tid, cc] = s
+            tally.add("shared_ld", s)  # p = exp(Ss[tid, cc] − m)
+            tally.add("shared_st", s)  # Ss[tid, cc] = p
+            tally.add("shared_ld", s)  # p = Ss[tid, cc] for O += p V
+            for x in range(0, d, vkv):  # Vs[cc, x], a broadcast
+                tally.add(
+                    "shared_ld",
+                    shared_wavefronts([(cc * d + x) * ITEM_BYTES] * tids.size, vkv * ITEM_BYTES, active),
+                )
     return tally
 
 
@@ -82,8 +92,8 @@ def _tiled_store(r, nthreads, d, start_mod):
         tids = tids[tids < r]
         if tids.size == 0:
             continue
-        for x in range(d):                          # o[bh, q0 + tid, x]: lanes d·4 bytes apart
-            tally.add("global_st", warp_sectors((((start_mod + tids * d + x)) * ITEM_BYTES).tolist()))
+        for x in range(d):  # o[bh, q0 + tid, x]: lanes d·4 bytes apart
+            tally.add("global_st", warp_sectors(((start_mod + tids * d + x) * ITEM_BYTES).tolist()))
         # lse[bh, q0 + tid]: O's start is (bh·N + q0)·d, L's is bh·N + q0; only L's residue matters
     return tally
 
@@ -132,7 +142,14 @@ def tiled_launch(workload, block_rows, block_cols, hardware, registers):
     l2 = hardware.level("L2").capacity_bytes
     kv_dram, distance, rereads = head_rereads(wave_heads, bh, kv_head, 2 * wave_q, l2)
     written = bh * n * (d + 1) * ITEM_BYTES
-    return tally, q_bytes + kv_dram, written, {
-        "resident_blocks": resident, "waves": len(wave_heads), "kv_reuse_distance_bytes": distance,
-        "kv_reread_bytes": rereads * kv_head,  # K/V a later wave reads again: L2 hits if the model holds
-    }
+    return (
+        tally,
+        q_bytes + kv_dram,
+        written,
+        {
+            "resident_blocks": resident,
+            "waves": len(wave_heads),
+            "kv_reuse_distance_bytes": distance,
+            "kv_reread_bytes": rereads * kv_head,  # K/V a later wave reads again: L2 hits if the model holds
+        },
+    )

@@ -8,6 +8,7 @@ first, wave 1 the rest of head 1:
 >>> waves(3, 2, 4)
 [{0, 1}, {1}]
 """
+
 import numpy as np
 
 from .l2 import dram_reads_of_rereads
@@ -16,7 +17,7 @@ from .l2 import dram_reads_of_rereads
 def waves(blocks_per_head, bh, resident):
     """Heads touched by each wave when blocks run `resident` at a time in launch order (bh slowest)."""
     block_head = np.repeat(np.arange(bh), blocks_per_head)
-    return [set(block_head[w:w + resident].tolist()) for w in range(0, len(block_head), resident)]
+    return [set(block_head[w : w + resident].tolist()) for w in range(0, len(block_head), resident)]
 
 
 def cross_wave_distance(wave_heads, mine, head, head_bytes, wave_bytes):

@@ -27,6 +27,7 @@ Adding a schedule is that one file plus its name in `NAMES` below, one line (doc
 >>> sorted(SCHEDULES)[:3]
 ['attention_ref', 'decode', 'fa1']
 """
+
 from importlib import import_module
 
 from ..schedule_protocol import Schedule

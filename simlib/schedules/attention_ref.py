@@ -27,6 +27,7 @@ Worked number (B·H = 1024, N = 1024, d = 64): 1024 × (40 × 2²⁰ + 30 × 65,
 >>> (t.bytes(2, "HBM") - 30 * 1024 * 64 * 2) // 1024**2          # bytes per score
 40
 """
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -35,10 +36,16 @@ from ..traffic import Event, Traffic
 from ..workload import Workload
 from .unfused import DROPOUT
 
-KEY_MASK = Parameter("key_mask", "masked_fill_ of the padded keys, as the paper's script (default True)",
-                     kind="bool")
-KERNELS = Parameter("kernels", "ops: one kernel per op and per autograd formula; torch-2.11: what PyTorch 2.11 "
-                    "launched on the H200 (two more N×N kernels)", kind="choice", choices=("ops", "torch-2.11"))
+KEY_MASK = Parameter(
+    "key_mask", "masked_fill_ of the padded keys, as the paper's script (default True)", kind="bool"
+)
+KERNELS = Parameter(
+    "kernels",
+    "ops: one kernel per op and per autograd formula; torch-2.11: what PyTorch 2.11 "
+    "launched on the H200 (two more N×N kernels)",
+    kind="choice",
+    choices=("ops", "torch-2.11"),
+)
 
 #: operand sizes: "pairs" = N_q·N_k scores, "q" = N_q·d, "k" = N_k·d
 Kernel = tuple[str, tuple[tuple[str, str, str], ...]]
@@ -54,12 +61,19 @@ class RefMapping:
         return {"dropout": self.dropout, "key_mask": self.key_mask, "kernels": self.kernels}
 
     def summary(self) -> str:
-        return (f"one kernel per op ({self.kernels}), dropout {'on' if self.dropout else 'off'}, key mask "
-                f"{'on' if self.key_mask else 'off'}")
+        return (
+            f"one kernel per op ({self.kernels}), dropout {'on' if self.dropout else 'off'}, key mask "
+            f"{'on' if self.key_mask else 'off'}"
+        )
 
 
-def build(workload: Workload, sram_bytes: int | None, dropout: bool | None = None, key_mask: bool | None = None,
-          kernels: str | None = None) -> RefMapping:
+def build(
+    workload: Workload,
+    sram_bytes: int | None,
+    dropout: bool | None = None,
+    key_mask: bool | None = None,
+    kernels: str | None = None,
+) -> RefMapping:
     return RefMapping(dropout is not False, key_mask is not False, kernels or "ops")
 
 
@@ -70,7 +84,7 @@ def units(workload: Workload) -> int:
 def kernels(causal: bool, mapping: RefMapping) -> list[Kernel]:
     """(phase, ((op, tensor, size), ...)) per kernel, in launch order (forward, then backward)."""
     torch211 = mapping.kernels == "torch-2.11"
-    p = "Pd" if mapping.dropout else "P"                  # what O = P·V reads
+    p = "Pd" if mapping.dropout else "P"  # what O = P·V reads
     fwd: list[Kernel] = [
         ("fwd:scale_k", (("read", "K", "k"), ("write", "Ks", "k"))),
         ("fwd:copy_q", (("read", "Q", "q"), ("write", "Qc", "q"))),
@@ -81,9 +95,13 @@ def kernels(causal: bool, mapping: RefMapping) -> list[Kernel]:
     fwd += [(f"fwd:{name}", (("read", "S", "pairs"), ("write", "S", "pairs"))) for name in masks]
     fwd.append(("fwd:softmax", (("read", "S", "pairs"), ("write", "P", "pairs"))))
     if mapping.dropout:
-        fwd.append(("fwd:dropout", (("read", "P", "pairs"), ("write", "Pd", "pairs"), ("write", "Z", "pairs"))))
-    fwd += [("fwd:copy_v", (("read", "V", "k"), ("write", "Vc", "k"))),
-            ("fwd:pv", (("read", p, "pairs"), ("read", "Vc", "k"), ("write", "O", "q")))]
+        fwd.append(
+            ("fwd:dropout", (("read", "P", "pairs"), ("write", "Pd", "pairs"), ("write", "Z", "pairs")))
+        )
+    fwd += [
+        ("fwd:copy_v", (("read", "V", "k"), ("write", "Vc", "k"))),
+        ("fwd:pv", (("read", p, "pairs"), ("read", "Vc", "k"), ("write", "O", "q"))),
+    ]
     dp = "dPd" if mapping.dropout else "dP"
     bwd: list[Kernel] = [
         ("bwd:copy_do", (("read", "dO", "q"), ("write", "dOc", "q"))),
@@ -91,7 +109,9 @@ def kernels(causal: bool, mapping: RefMapping) -> list[Kernel]:
         ("bwd:dp", (("read", "dOc", "q"), ("read", "Vc", "k"), ("write", dp, "pairs"))),
     ]
     if mapping.dropout:
-        bwd.append(("bwd:dropout", (("read", "dPd", "pairs"), ("read", "Z", "pairs"), ("write", "dP", "pairs"))))
+        bwd.append(
+            ("bwd:dropout", (("read", "dPd", "pairs"), ("read", "Z", "pairs"), ("write", "dP", "pairs")))
+        )
     if torch211:
         bwd.append(("bwd:mul", (("read", "dP", "pairs"), ("read", "P", "pairs"), ("write", "dPP", "pairs"))))
     bwd.append(("bwd:softmax", (("read", "dP", "pairs"), ("read", "P", "pairs"), ("write", "dS", "pairs"))))
@@ -103,8 +123,17 @@ def kernels(causal: bool, mapping: RefMapping) -> list[Kernel]:
         ("bwd:dq", (("read", "dS", "pairs"), ("read", "Kc", "k"), ("write", "dQ", "q"))),
         ("bwd:dk", (("read", "dS", "pairs"), ("read", "Qc", "q"), ("write", "dKs", "k"))),
         ("bwd:scale_k", (("read", "dKs", "k"), ("write", "dK", "k"))),
-        ("bwd:stack", (("read", "dQ", "q"), ("read", "dK", "k"), ("read", "dVc", "k"), ("write", "dQKV", "q"),
-                       ("write", "dQKV", "k"), ("write", "dQKV", "k"))),
+        (
+            "bwd:stack",
+            (
+                ("read", "dQ", "q"),
+                ("read", "dK", "k"),
+                ("read", "dVc", "k"),
+                ("write", "dQKV", "q"),
+                ("write", "dQKV", "k"),
+                ("write", "dQKV", "k"),
+            ),
+        ),
     ]
     return fwd + bwd
 
@@ -141,8 +170,15 @@ def trace_size(workload: Workload, mapping: RefMapping) -> tuple[int, int]:
 
 
 SCHEDULE = Schedule(
-    name="attention_ref", description="standard attention as the paper's 2022 benchmark ran it (attention_ref, "
+    name="attention_ref",
+    description="standard attention as the paper's 2022 benchmark ran it (attention_ref, "
     "forward + backward, one kernel per op)",
-    parameters=(DROPOUT, KEY_MASK, KERNELS), sram="unused", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+    parameters=(DROPOUT, KEY_MASK, KERNELS),
+    sram="unused",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=trace_size,
 )

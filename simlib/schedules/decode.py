@@ -17,6 +17,7 @@ Worked number (Llama-3-8B layer, fp16, L=8192, d=128, g=4, q_len=1, s=1): K+V = 
 >>> t.elements("HBM", "read", "K") + t.elements("HBM", "read", "V"), flops(w, DecodeMapping(64))
 (2097152, 16777216)
 """
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -33,9 +34,9 @@ SPLITS = Parameter("splits", "flash-decoding split-K chunks of the cache (defaul
 
 @dataclass(frozen=True)
 class DecodeMapping:
-    block_cols: int       # K/V tile rows Bc inside a split
-    splits: int = 1       # flash-decoding split-K chunks s
-    rule: str = "explicit"   # what chose Bc: "fa1" (⌈M/4d⌉, the paper's rule) or "explicit"
+    block_cols: int  # K/V tile rows Bc inside a split
+    splits: int = 1  # flash-decoding split-K chunks s
+    rule: str = "explicit"  # what chose Bc: "fa1" (⌈M/4d⌉, the paper's rule) or "explicit"
 
     def as_dict(self) -> dict[str, ParamValue]:
         return {"block_cols": self.block_cols, "splits": self.splits, "tile_rule": self.rule}
@@ -52,16 +53,20 @@ def packed_rows(workload: Workload) -> int:
     return workload.group * workload.nq
 
 
-def build(workload: Workload, sram_bytes: int | None, block_cols: int | None = None,
-          splits: int | None = None) -> DecodeMapping:
+def build(
+    workload: Workload, sram_bytes: int | None, block_cols: int | None = None, splits: int | None = None
+) -> DecodeMapping:
     """Bc as fa2's (from SRAM or explicit); the group's packed query rows must fit a block."""
     if workload.causal:
         raise ValueError("causal: a decode step attends the whole cache; use causal with prefill algorithms")
     tiling = make_tiling(workload, sram_bytes, 1, block_cols)
-    if sram_bytes is not None and packed_rows(workload) > max_block(sram_bytes, workload.element_bytes,
-                                                                    workload.head_dim):
-        raise DoesNotFit(f"query_len: the packed query block of group·query_len = {packed_rows(workload)} "
-                         f"rows does not fit in sram_bytes={sram_bytes}")
+    if sram_bytes is not None and packed_rows(workload) > max_block(
+        sram_bytes, workload.element_bytes, workload.head_dim
+    ):
+        raise DoesNotFit(
+            f"query_len: the packed query block of group·query_len = {packed_rows(workload)} "
+            f"rows does not fit in sram_bytes={sram_bytes}"
+        )
     return DecodeMapping(tiling.block_cols, splits or 1, "explicit" if block_cols is not None else PAPER_RULE)
 
 
@@ -95,20 +100,22 @@ def trace(workload: Workload, mapping: DecodeMapping) -> Iterator[Event]:
 
 def closed_form(workload: Workload, mapping: DecodeMapping) -> Traffic:
     rows, nk, d = packed_rows(workload), workload.nk, workload.head_dim
-    s = ceil_div(nk, ceil_div(nk, mapping.splits))     # splits actually made
+    s = ceil_div(nk, ceil_div(nk, mapping.splits))  # splits actually made
     counts = tile_counts(rows * nk, nk, d, "load_kv")
     counts[("HBM", "read", "Q", "load_q")] = s * rows * d
     counts[("SRAM", "write", "Q", "load_q")] = s * rows * d
     if s == 1:
         counts[("HBM", "write", "O", "store")] = rows * d
     else:
-        counts.update({
-            ("HBM", "write", "O_part", "store"): s * rows * d,
-            ("HBM", "write", "lse_part", "store"): s * rows,
-            ("HBM", "read", "O_part", "reduce"): s * rows * d,
-            ("HBM", "read", "lse_part", "reduce"): s * rows,
-            ("HBM", "write", "O", "reduce"): rows * d,
-        })
+        counts.update(
+            {
+                ("HBM", "write", "O_part", "store"): s * rows * d,
+                ("HBM", "write", "lse_part", "store"): s * rows,
+                ("HBM", "read", "O_part", "reduce"): s * rows * d,
+                ("HBM", "read", "lse_part", "reduce"): s * rows,
+                ("HBM", "write", "O", "reduce"): rows * d,
+            }
+        )
     return Traffic(counts)
 
 
@@ -122,7 +129,15 @@ def trace_size(workload: Workload, mapping: DecodeMapping) -> tuple[int, int]:
 
 
 SCHEDULE = Schedule(
-    name="decode", description="decode step against a KV cache, flash-decoding split-K",
-    parameters=(BLOCK_COLS, SPLITS), sram="sizes", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size, working_set=working_set,
+    name="decode",
+    description="decode step against a KV cache, flash-decoding split-K",
+    parameters=(BLOCK_COLS, SPLITS),
+    sram="sizes",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=trace_size,
+    working_set=working_set,
 )

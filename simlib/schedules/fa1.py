@@ -19,6 +19,7 @@ SRAM accesses follow docs/COUNTING.md §fa1. On chip at once (Algorithm 1, all i
 >>> working_set(Workload(4096, 128), Tiling(128, 192, 4096, 4096)).bytes("SRAM")
 214016
 """
+
 from collections.abc import Iterator
 
 import numpy as np
@@ -31,7 +32,7 @@ from ..workload import Workload
 from .fa2 import tile_counts, tile_events
 from .visits import query_blocks_seen, visited_by_kv_blocks
 
-STAGED = (("Q", True), ("O", True), ("l", False), ("m", False))   # (tensor, is a d-wide row)
+STAGED = (("Q", True), ("O", True), ("l", False), ("m", False))  # (tensor, is a d-wide row)
 
 
 def units(workload: Workload) -> int:
@@ -40,12 +41,14 @@ def units(workload: Workload) -> int:
 
 def working_set(workload: Workload, tiling: Tiling) -> WorkingSet:
     br, bc, d, eb = tiling.block_rows, tiling.block_cols, workload.head_dim, workload.element_bytes
-    return WorkingSet((
-        ("Q_i, O_i", "SRAM", 2 * br * d * eb),
-        ("K_j, V_j", "SRAM", 2 * bc * d * eb),
-        ("S_ij/P_ij", "SRAM", br * bc * eb),
-        ("ℓ_i, m_i (fp32)", "SRAM", 2 * br * STAT_BYTES),
-    ))
+    return WorkingSet(
+        (
+            ("Q_i, O_i", "SRAM", 2 * br * d * eb),
+            ("K_j, V_j", "SRAM", 2 * bc * d * eb),
+            ("S_ij/P_ij", "SRAM", br * bc * eb),
+            ("ℓ_i, m_i (fp32)", "SRAM", 2 * br * STAT_BYTES),
+        )
+    )
 
 
 def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
@@ -56,7 +59,7 @@ def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
     yield Event("HBM", "write", "m", "init", nq)
     rows = block_sizes(nq, tiling.block_rows)
     first_key = 0
-    for c in block_sizes(workload.nk, tiling.block_cols):     # outer loop: K/V block j, c valid rows
+    for c in block_sizes(workload.nk, tiling.block_cols):  # outer loop: K/V block j, c valid rows
         seen = rows[query_blocks_seen(workload, tiling, first_key)]
         first_key += c
         yield from tile_events(seen, np.int64(c), d, kv_phase="load_kv")
@@ -70,13 +73,15 @@ def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
 
 def closed_form(workload: Workload, tiling: Tiling) -> Traffic:
     nq, nk, d = workload.nq, workload.nk, workload.head_dim
-    pairs, q_rows = visited_by_kv_blocks(workload, tiling)   # no mask: nq·nk and Tc·nq
-    counts = tile_counts(pairs, nk, d, "load_kv")      # every K/V block is loaded once
-    counts.update({
-        ("HBM", "write", "O", "init"): nq * d,
-        ("HBM", "write", "l", "init"): nq,
-        ("HBM", "write", "m", "init"): nq,
-    })
+    pairs, q_rows = visited_by_kv_blocks(workload, tiling)  # no mask: nq·nk and Tc·nq
+    counts = tile_counts(pairs, nk, d, "load_kv")  # every K/V block is loaded once
+    counts.update(
+        {
+            ("HBM", "write", "O", "init"): nq * d,
+            ("HBM", "write", "l", "init"): nq,
+            ("HBM", "write", "m", "init"): nq,
+        }
+    )
     for tensor, wide in STAGED:
         counts[("HBM", "read", tensor, "load_qo")] = q_rows * (d if wide else 1)
         counts[("SRAM", "write", tensor, "load_qo")] = q_rows * (d if wide else 1)
@@ -91,7 +96,15 @@ def flops(workload: Workload, tiling: Tiling) -> int:
 
 
 SCHEDULE = Schedule(
-    name="fa1", description="FlashAttention forward, outer loop over K/V blocks (Algorithm 1)",
-    parameters=(BLOCK_ROWS, BLOCK_COLS), sram="sizes", build=make_tiling, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size, working_set=working_set,
+    name="fa1",
+    description="FlashAttention forward, outer loop over K/V blocks (Algorithm 1)",
+    parameters=(BLOCK_ROWS, BLOCK_COLS),
+    sram="sizes",
+    build=make_tiling,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=tile_trace_size,
+    working_set=working_set,
 )

@@ -26,6 +26,7 @@ and 60 bytes per row of statistics: 65,536 × 90 + 1024 × 60 = 5,959,680 B per 
 >>> closed_form(Workload(1024, 64), Fa1Mapping(16, 256)).bytes(2, "HBM")
 5959680
 """
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ from ..traffic import Event, Traffic
 from ..workload import Workload
 from . import per_kernel
 
-BLOCK_ROWS = 16      # query rows per inner step (Cta_tile_p::M = STEP = 16 in every launch of that commit)
+BLOCK_ROWS = 16  # query rows per inner step (Cta_tile_p::M = STEP = 16 in every launch of that commit)
 HEAD_DIMS = (16, 32, 64, 128)
 
 
@@ -50,7 +51,9 @@ class Fa1Mapping:
         return {"block_rows": self.block_rows, "block_cols": self.block_cols}
 
     def summary(self) -> str:
-        return f"2022 kernel: Br={self.block_rows} rows per inner step, Bc={self.block_cols} keys per loop step"
+        return (
+            f"2022 kernel: Br={self.block_rows} rows per inner step, Bc={self.block_cols} keys per loop step"
+        )
 
 
 def default_block_cols(workload: Workload) -> int:
@@ -60,14 +63,18 @@ def default_block_cols(workload: Workload) -> int:
 
 def build(workload: Workload, sram_bytes: int | None, block_cols: int | None = None) -> Fa1Mapping:
     if workload.head_dim not in HEAD_DIMS:
-        raise ValueError(f"head_dim={workload.head_dim}: the 2022 kernel has head dimensions {HEAD_DIMS} only")
+        raise ValueError(
+            f"head_dim={workload.head_dim}: the 2022 kernel has head dimensions {HEAD_DIMS} only"
+        )
     if workload.query_len is not None and workload.query_len != workload.seq_len:
         raise ValueError("query_len: the 2022 kernel is self-attention only (query_len = seq_len)")
     if workload.kv_heads is not None and workload.kv_heads != workload.heads:
         raise ValueError("kv_heads: the 2022 kernel has no grouped-query attention")
     cols = default_block_cols(workload) if block_cols is None else block_cols
     if cols % BLOCK_ROWS:
-        raise ValueError(f"block_cols={cols} must be a multiple of the kernel's {BLOCK_ROWS} query rows per step")
+        raise ValueError(
+            f"block_cols={cols} must be a multiple of the kernel's {BLOCK_ROWS} query rows per step"
+        )
     return Fa1Mapping(BLOCK_ROWS, cols)
 
 
@@ -80,9 +87,11 @@ def _steps(workload: Workload, mapping: Fa1Mapping) -> tuple[np.ndarray, np.ndar
     n, bc = workload.seq_len, mapping.block_cols
     starts = np.arange(0, n, bc, dtype=np.int64)
     cols = np.minimum(bc, n - starts)
-    first = starts if workload.causal else np.zeros_like(starts)      # causal: step j starts at row j·Bc
+    first = starts if workload.causal else np.zeros_like(starts)  # causal: step j starts at row j·Bc
     rows = n - first
-    final = np.where(np.arange(len(starts)) == len(starts) - 1, rows, np.minimum(cols, rows) * workload.causal)
+    final = np.where(
+        np.arange(len(starts)) == len(starts) - 1, rows, np.minimum(cols, rows) * workload.causal
+    )
     return cols, rows, final
 
 
@@ -124,22 +133,33 @@ def closed_form(workload: Workload, mapping: Fa1Mapping) -> Traffic:
     """The sums of the loop steps as formulas (R = Σ r_j visited rows, R₀ = r_0, F = Σ f_j = N)."""
     n, d = workload.seq_len, workload.head_dim
     cols, rows, final = _steps(workload, mapping)
-    visited, later = int(rows.sum()), int(rows[1:].sum())           # Σ_j r_j, Σ_{j>0} r_j
-    acc = visited - int(final.sum())                                 # rows written to the accumulator
-    return Traffic({
-        ("HBM", "read", "K", "fwd:load_kv"): n * d, ("HBM", "read", "V", "fwd:load_kv"): n * d,
-        ("HBM", "read", "Q", "fwd:load_q"): visited * d,
-        ("HBM", "read", "O_acc", "fwd:update"): later * d, ("HBM", "read", "L", "fwd:update"): later,
-        ("HBM", "write", "L", "fwd:store"): visited, ("HBM", "write", "O", "fwd:store"): n * d,
-        ("HBM", "write", "O_acc", "fwd:store"): acc * d,
-        ("HBM", "read", "K", "bwd:load_kv"): n * d, ("HBM", "read", "V", "bwd:load_kv"): n * d,
-        ("HBM", "read", "Q", "bwd:inner"): visited * d, ("HBM", "read", "dO", "bwd:inner"): visited * d,
-        ("HBM", "read", "L", "bwd:inner"): visited,
-        ("HBM", "read", "O", "bwd:dot_do_o"): n * d, ("HBM", "write", "D", "bwd:dot_do_o"): n,
-        ("HBM", "read", "D", "bwd:inner"): later, ("HBM", "read", "dQ_acc", "bwd:inner"): later * d,
-        ("HBM", "write", "dQ", "bwd:store_dq"): n * d, ("HBM", "write", "dQ_acc", "bwd:store_dq"): acc * d,
-        ("HBM", "write", "dK", "bwd:store_kv"): n * d, ("HBM", "write", "dV", "bwd:store_kv"): n * d,
-    })
+    visited, later = int(rows.sum()), int(rows[1:].sum())  # Σ_j r_j, Σ_{j>0} r_j
+    acc = visited - int(final.sum())  # rows written to the accumulator
+    return Traffic(
+        {
+            ("HBM", "read", "K", "fwd:load_kv"): n * d,
+            ("HBM", "read", "V", "fwd:load_kv"): n * d,
+            ("HBM", "read", "Q", "fwd:load_q"): visited * d,
+            ("HBM", "read", "O_acc", "fwd:update"): later * d,
+            ("HBM", "read", "L", "fwd:update"): later,
+            ("HBM", "write", "L", "fwd:store"): visited,
+            ("HBM", "write", "O", "fwd:store"): n * d,
+            ("HBM", "write", "O_acc", "fwd:store"): acc * d,
+            ("HBM", "read", "K", "bwd:load_kv"): n * d,
+            ("HBM", "read", "V", "bwd:load_kv"): n * d,
+            ("HBM", "read", "Q", "bwd:inner"): visited * d,
+            ("HBM", "read", "dO", "bwd:inner"): visited * d,
+            ("HBM", "read", "L", "bwd:inner"): visited,
+            ("HBM", "read", "O", "bwd:dot_do_o"): n * d,
+            ("HBM", "write", "D", "bwd:dot_do_o"): n,
+            ("HBM", "read", "D", "bwd:inner"): later,
+            ("HBM", "read", "dQ_acc", "bwd:inner"): later * d,
+            ("HBM", "write", "dQ", "bwd:store_dq"): n * d,
+            ("HBM", "write", "dQ_acc", "bwd:store_dq"): acc * d,
+            ("HBM", "write", "dK", "bwd:store_kv"): n * d,
+            ("HBM", "write", "dV", "bwd:store_kv"): n * d,
+        }
+    )
 
 
 def kernel_once(workload: Workload, mapping: Fa1Mapping) -> Traffic:
@@ -149,8 +169,9 @@ def kernel_once(workload: Workload, mapping: Fa1Mapping) -> Traffic:
     hits) is the upper end. Worked number (N = 1024, d = 64): forward 12 B and backward 20 B per N·d
     element (K, V, Q read, O, O_acc written; K, V, O, Q, dO read, dQ, dK, dV, dQ_acc written), 12 B
     per row (L written; L read, D written): 65,536 × 32 + 1024 × 12 = 2,109,440 B per batch·head."""
-    return per_kernel.kernel_once(closed_form(workload, mapping), workload,
-                                  produced={"fwd": ("O_acc", "L"), "bwd": ("D", "dQ_acc")})
+    return per_kernel.kernel_once(
+        closed_form(workload, mapping), workload, produced={"fwd": ("O_acc", "L"), "bwd": ("D", "dQ_acc")}
+    )
 
 
 def flops(workload: Workload, mapping: Fa1Mapping) -> int:
@@ -165,8 +186,15 @@ def trace_size(workload: Workload, mapping: Fa1Mapping) -> tuple[int, int]:
 
 
 SCHEDULE = Schedule(
-    name="fa1_2022", description="FlashAttention's May 2022 CUDA kernel (commit 9dbc491a), forward + backward "
+    name="fa1_2022",
+    description="FlashAttention's May 2022 CUDA kernel (commit 9dbc491a), forward + backward "
     "with recompute, fp32 accumulators in HBM",
-    parameters=(BLOCK_COLS,), sram="unused", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+    parameters=(BLOCK_COLS,),
+    sram="unused",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=trace_size,
 )

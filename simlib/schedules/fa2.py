@@ -26,6 +26,7 @@ shared memory; the on-chip budget above is the FA2 kernel's).
 >>> working_set(w, build(w, None)).as_dict()       # (128 + 256)·64·2 B; (128·128 + 128·64 + 256)·4 B
 {'onchip_sram_bytes': 49152, 'onchip_register_bytes': 99328}
 """
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -37,13 +38,24 @@ from ..units import STAT_BYTES
 from ..workload import Workload, check_positive_int
 from .visits import key_blocks_seen, visited_by_q_blocks
 
-TILE_RULE = Parameter("tile_rule", "which rule picks the default tiles: fa2 = the FA2 kernel's table "
-                                   "(default), fa1 = the paper's Algorithm 1 rule", kind="choice",
-                      choices=("fa2", "fa1"))
-DOUBLE_BUFFER = Parameter("double_buffer", "a second K_j, V_j buffer in shared memory for the next tile's copy "
-                                           "(default off, as the FA2 kernel)", kind="bool")
-ARCH = Parameter("arch", "GPU architecture whose FA2 kernel tiles to take (default sm90; --gpu sets it)",
-                 kind="choice", choices=ARCHS)
+TILE_RULE = Parameter(
+    "tile_rule",
+    "which rule picks the default tiles: fa2 = the FA2 kernel's table "
+    "(default), fa1 = the paper's Algorithm 1 rule",
+    kind="choice",
+    choices=("fa2", "fa1"),
+)
+DOUBLE_BUFFER = Parameter(
+    "double_buffer",
+    "a second K_j, V_j buffer in shared memory for the next tile's copy (default off, as the FA2 kernel)",
+    kind="bool",
+)
+ARCH = Parameter(
+    "arch",
+    "GPU architecture whose FA2 kernel tiles to take (default sm90; --gpu sets it)",
+    kind="choice",
+    choices=ARCHS,
+)
 #: Smallest block the FA2 rule shrinks to before it refuses.
 MIN_BLOCK = 16
 
@@ -58,7 +70,7 @@ class FA2Tiling(Tiling):
     overlaps its cp.async copies with the arithmetic of the tile it holds)."""
 
     double_buffer: bool = False
-    arch: str | None = None       # the architecture whose kernel table chose the tiles (rule "fa2")
+    arch: str | None = None  # the architecture whose kernel table chose the tiles (rule "fa2")
 
     def as_dict(self) -> dict[str, ParamValue]:
         return {**super().as_dict(), "double_buffer": self.double_buffer, "tile_arch": self.arch}
@@ -71,25 +83,34 @@ class FA2Tiling(Tiling):
 def onchip(rows: int, cols: int, d: int, element_bytes: int, double_buffer: bool = False) -> WorkingSet:
     """The FA2 kernel's working set for a Q block of `rows` and K/V blocks of `cols` rows."""
     spare = (("K_j+1, V_j+1 (double buffer)", "SRAM", 2 * cols * d * element_bytes),) if double_buffer else ()
-    return WorkingSet((
-        ("Q_i", "SRAM", rows * d * element_bytes),
-        ("K_j, V_j", "SRAM", 2 * cols * d * element_bytes),
-        *spare,
-        ("S/P (fp32)", "registers", rows * cols * STAT_BYTES),
-        ("O accumulator (fp32)", "registers", rows * d * STAT_BYTES),
-        ("ℓ, m (fp32)", "registers", 2 * rows * STAT_BYTES),
-    ))
+    return WorkingSet(
+        (
+            ("Q_i", "SRAM", rows * d * element_bytes),
+            ("K_j, V_j", "SRAM", 2 * cols * d * element_bytes),
+            *spare,
+            ("S/P (fp32)", "registers", rows * cols * STAT_BYTES),
+            ("O accumulator (fp32)", "registers", rows * d * STAT_BYTES),
+            ("ℓ, m (fp32)", "registers", 2 * rows * STAT_BYTES),
+        )
+    )
 
 
 def working_set(workload: Workload, tiling: FA2Tiling) -> WorkingSet:
     """FA2's buffers, whichever rule chose the tiles."""
-    return onchip(tiling.block_rows, tiling.block_cols, workload.head_dim, workload.element_bytes,
-                  tiling.double_buffer)
+    return onchip(
+        tiling.block_rows, tiling.block_cols, workload.head_dim, workload.element_bytes, tiling.double_buffer
+    )
 
 
-def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = None,
-          block_cols: int | None = None, tile_rule: str | None = None, arch: str | None = None,
-          double_buffer: bool | None = None) -> FA2Tiling:
+def build(
+    workload: Workload,
+    sram_bytes: int | None,
+    block_rows: int | None = None,
+    block_cols: int | None = None,
+    tile_rule: str | None = None,
+    arch: str | None = None,
+    double_buffer: bool | None = None,
+) -> FA2Tiling:
     """FA2's tiles (the kernel's table, shrunk to fit `sram_bytes`), the paper's, or explicit ones."""
     spare = bool(double_buffer)
     if tile_rule == "fa1":
@@ -111,17 +132,21 @@ def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = N
                 br //= 2
         need = onchip(br, bc, d, eb, spare).bytes("SRAM")
         if need > sram_bytes:
-            raise DoesNotFit(f"sram_bytes={sram_bytes}: even {br}×{bc} FA2 tiles need {need:,} B of "
-                             f"Q_i, K_j, V_j at head_dim={d}")
-    return FA2Tiling(br, bc, nq, nk, rule=rule, double_buffer=spare, arch=(arch or "sm90") if rule == "fa2" else None)
+            raise DoesNotFit(
+                f"sram_bytes={sram_bytes}: even {br}×{bc} FA2 tiles need {need:,} B of "
+                f"Q_i, K_j, V_j at head_dim={d}"
+            )
+    return FA2Tiling(
+        br, bc, nq, nk, rule=rule, double_buffer=spare, arch=(arch or "sm90") if rule == "fa2" else None
+    )
 
 
 def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
     """Walk the loop nest; the inner loop over K/V blocks is vectorised (one array entry per tile)."""
     d = workload.head_dim
-    cols = block_sizes(workload.nk, tiling.block_cols)        # c_j for every K/V block
+    cols = block_sizes(workload.nk, tiling.block_cols)  # c_j for every K/V block
     last_row = -1
-    for r in block_sizes(workload.nq, tiling.block_rows):     # outer loop: Q block i, r valid rows
+    for r in block_sizes(workload.nq, tiling.block_rows):  # outer loop: Q block i, r valid rows
         last_row += r
         seen = cols[key_blocks_seen(workload, tiling, last_row)]
         yield Event("HBM", "read", "Q", "load_q", r * d)
@@ -154,28 +179,32 @@ def tile_counts(pairs: int, kv_rows: int, d: int, kv_phase: str) -> dict[Traffic
     for tensor in ("K", "V"):
         counts[("HBM", "read", tensor, kv_phase)] = kv_rows * d
         counts[("SRAM", "write", tensor, kv_phase)] = kv_rows * d
-    counts.update({
-        ("SRAM", "read", "Q", "scores"): pairs * d,
-        ("SRAM", "read", "K", "scores"): pairs * d,
-        ("SRAM", "write", "S", "scores"): pairs,
-        ("SRAM", "read", "S", "softmax"): pairs,
-        ("SRAM", "write", "P", "softmax"): pairs,
-        ("SRAM", "read", "P", "pv"): pairs,
-        ("SRAM", "read", "V", "pv"): pairs * d,
-    })
+    counts.update(
+        {
+            ("SRAM", "read", "Q", "scores"): pairs * d,
+            ("SRAM", "read", "K", "scores"): pairs * d,
+            ("SRAM", "write", "S", "scores"): pairs,
+            ("SRAM", "read", "S", "softmax"): pairs,
+            ("SRAM", "write", "P", "softmax"): pairs,
+            ("SRAM", "read", "P", "pv"): pairs,
+            ("SRAM", "read", "V", "pv"): pairs * d,
+        }
+    )
     return counts
 
 
 def closed_form(workload: Workload, tiling: Tiling) -> Traffic:
     nq, d = workload.nq, workload.head_dim
-    pairs, kv_rows = visited_by_q_blocks(workload, tiling)   # no mask: nq·nk and Tr·nk
+    pairs, kv_rows = visited_by_q_blocks(workload, tiling)  # no mask: nq·nk and Tr·nk
     counts = tile_counts(pairs, kv_rows, d, "load_kv")
-    counts.update({
-        ("HBM", "read", "Q", "load_q"): nq * d,
-        ("SRAM", "write", "Q", "load_q"): nq * d,
-        ("HBM", "write", "O", "store"): nq * d,
-        ("HBM", "write", "L", "store"): nq,
-    })
+    counts.update(
+        {
+            ("HBM", "read", "Q", "load_q"): nq * d,
+            ("SRAM", "write", "Q", "load_q"): nq * d,
+            ("HBM", "write", "O", "store"): nq * d,
+            ("HBM", "write", "L", "store"): nq,
+        }
+    )
     return Traffic(counts)
 
 
@@ -185,7 +214,15 @@ def flops(workload: Workload, tiling: Tiling) -> int:
 
 
 SCHEDULE = Schedule(
-    name="fa2", description="FlashAttention-2 forward, outer loop over Q blocks (FA2's own tiles)",
-    parameters=(BLOCK_ROWS, BLOCK_COLS, TILE_RULE, ARCH, DOUBLE_BUFFER), sram="sizes", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size, working_set=working_set,
+    name="fa2",
+    description="FlashAttention-2 forward, outer loop over Q blocks (FA2's own tiles)",
+    parameters=(BLOCK_ROWS, BLOCK_COLS, TILE_RULE, ARCH, DOUBLE_BUFFER),
+    sram="sizes",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=tile_trace_size,
+    working_set=working_set,
 )

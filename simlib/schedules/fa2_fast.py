@@ -30,6 +30,7 @@ HBM reads Nd + Tr·2Nd = 262,144 + 32·524,288 = 17,039,360 elements; SRAM reads
 >>> (m.block_rows, m.block_cols), t.elements("HBM", "read"), t.elements("SRAM", "read")
 ((128, 64), 17039360, 822345728)
 """
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -41,7 +42,9 @@ from ..tiling import BLOCK_COLS, BLOCK_ROWS, Tiling, block_sizes, ceil_div, tile
 from ..traffic import Count, Event, Traffic, TrafficKey
 from ..workload import Workload, check_positive_int
 
-THREADS = Parameter("threads", "thread grid NTY×NTX per block, e.g. 32x8 (default: the kernel's)", kind="pair")
+THREADS = Parameter(
+    "threads", "thread grid NTY×NTX per block, e.g. 32x8 (default: the kernel's)", kind="pair"
+)
 
 
 @dataclass(frozen=True)
@@ -66,12 +69,19 @@ class FastMapping(Tiling):
         return {**super().as_dict(), "thread_rows": self.thread_rows, "thread_cols": self.thread_cols}
 
     def summary(self) -> str:
-        return (f"{super().summary()}; threads {self.thread_rows}×{self.thread_cols}, "
-                f"micro-tile TM×TN = {self.tm}×{self.tn}")
+        return (
+            f"{super().summary()}; threads {self.thread_rows}×{self.thread_cols}, "
+            f"micro-tile TM×TN = {self.tm}×{self.tn}"
+        )
 
 
-def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = None,
-          block_cols: int | None = None, threads: tuple[int, int] | None = None) -> FastMapping:
+def build(
+    workload: Workload,
+    sram_bytes: int | None,
+    block_rows: int | None = None,
+    block_cols: int | None = None,
+    threads: tuple[int, int] | None = None,
+) -> FastMapping:
     """The kernel's default tiles and threads for head_dim, or explicit ones, checked."""
     if workload.causal:
         raise ValueError("causal: fa2_fast has no causal mask (the kernel computes every tile)")
@@ -83,13 +93,21 @@ def build(workload: Workload, sram_bytes: int | None, block_rows: int | None = N
     br = check_positive_int("block_rows", nty * tm if block_rows is None else block_rows)
     bc = check_positive_int("block_cols", ntx * tn if block_cols is None else block_cols)
     if br % nty or bc % ntx:
-        raise ValueError(f"block_rows={br} and block_cols={bc} must be multiples of the thread grid "
-                         f"{nty}×{ntx} (each thread owns a TM×TN micro-tile)")
+        raise ValueError(
+            f"block_rows={br} and block_cols={bc} must be multiples of the thread grid "
+            f"{nty}×{ntx} (each thread owns a TM×TN micro-tile)"
+        )
     if sram_bytes is not None:
         need = FastConfig(d, br // nty, bc // ntx, ntx=ntx, nty=nty).smem_elements * workload.element_bytes
         if need > sram_bytes:
-            raise DoesNotFit(f"sram_bytes={sram_bytes}: fa2_fast with Br={br}, Bc={bc}, d={d} needs {need} bytes")
-    rule = "explicit" if block_rows is not None or block_cols is not None or threads is not None else "fa2_fast kernel"
+            raise DoesNotFit(
+                f"sram_bytes={sram_bytes}: fa2_fast with Br={br}, Bc={bc}, d={d} needs {need} bytes"
+            )
+    rule = (
+        "explicit"
+        if block_rows is not None or block_cols is not None or threads is not None
+        else "fa2_fast kernel"
+    )
     return FastMapping(br, bc, workload.nq, workload.nk, rule=rule, thread_rows=nty, thread_cols=ntx)
 
 
@@ -97,11 +115,13 @@ def working_set(workload: Workload, mapping: FastMapping) -> WorkingSet:
     """The kernel's padded shared layout (kernel_layout.FastConfig) and its per-thread S and O micro-tiles."""
     br, bc, d = mapping.block_rows, mapping.block_cols, workload.head_dim
     config = FastConfig(d, mapping.tm, mapping.tn, ntx=mapping.thread_cols, nty=mapping.thread_rows)
-    return WorkingSet((
-        ("Qs, Ks, Vs, Ps, Red (padded)", "SRAM", config.smem_elements * workload.element_bytes),
-        ("S micro-tiles (fp32)", "registers", br * bc * 4),
-        ("O micro-tiles (fp32)", "registers", br * d * 4),
-    ))
+    return WorkingSet(
+        (
+            ("Qs, Ks, Vs, Ps, Red (padded)", "SRAM", config.smem_elements * workload.element_bytes),
+            ("S micro-tiles (fp32)", "registers", br * bc * 4),
+            ("O micro-tiles (fp32)", "registers", br * d * 4),
+        )
+    )
 
 
 def units(workload: Workload) -> int:
@@ -173,7 +193,15 @@ def flops(workload: Workload, mapping: FastMapping) -> int:
 
 
 SCHEDULE = Schedule(
-    name="fa2_fast", description="FlashAttention-2 forward as the register-tiled kernel `fast` runs it",
-    parameters=(BLOCK_ROWS, BLOCK_COLS, THREADS), sram="checks", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size, working_set=working_set,
+    name="fa2_fast",
+    description="FlashAttention-2 forward as the register-tiled kernel `fast` runs it",
+    parameters=(BLOCK_ROWS, BLOCK_COLS, THREADS),
+    sram="checks",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=tile_trace_size,
+    working_set=working_set,
 )

@@ -17,6 +17,7 @@ Worked number (N = 4096, d = 64, Br = Bc = 64 → W = 4, Tr = Tc = 64): HBM read
 262,144 + 64·524,288 = 33,816,576 elements (67.6 MB in bf16); SRAM reads Tr·Br·d + Tr·Tc·2·W·Bc·d
 = 262,144 + 4096·32,768 = 134,479,872 elements = N²·d/8 + N·d.
 """
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -50,10 +51,13 @@ class TcMapping(Tiling):
         return f"{super().summary()}; {self.warps} warps of 16 query rows"
 
 
-def build(workload: Workload, sram_bytes: int | None, warps: int | None = None,
-          block_cols: int | None = None) -> TcMapping:
+def build(
+    workload: Workload, sram_bytes: int | None, warps: int | None = None, block_cols: int | None = None
+) -> TcMapping:
     if workload.dtype not in ("fp16", "bf16"):
-        raise ValueError(f"dtype: fa2_tc runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}")
+        raise ValueError(
+            f"dtype: fa2_tc runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}"
+        )
     if workload.head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim={workload.head_dim}: the fa2_tc kernel supports head_dim 64 and 128")
     w = DEFAULT_WARPS if warps is None else warps
@@ -67,9 +71,15 @@ def working_set(workload: Workload, mapping: TcMapping) -> WorkingSet:
     """Qs, Ks, Vs in shared memory (the dtype); S/P and O in fp32 registers, Q's fragments in the dtype.
     d = 64, Br = 64, Bc = 128: 40,960 B of SRAM, 32,768 + 16,384 + 8,192 B of registers."""
     br, bc, d, eb = mapping.block_rows, mapping.block_cols, workload.head_dim, workload.element_bytes
-    return WorkingSet((("Q_i", "SRAM", br * d * eb), ("K_j, V_j", "SRAM", 2 * bc * d * eb),
-                       ("S/P (fp32)", "registers", br * bc * 4), ("O_i (fp32)", "registers", br * d * 4),
-                       ("Q_i fragments", "registers", br * d * eb)))
+    return WorkingSet(
+        (
+            ("Q_i", "SRAM", br * d * eb),
+            ("K_j, V_j", "SRAM", 2 * bc * d * eb),
+            ("S/P (fp32)", "registers", br * bc * 4),
+            ("O_i (fp32)", "registers", br * d * 4),
+            ("Q_i fragments", "registers", br * d * eb),
+        )
+    )
 
 
 def units(workload: Workload) -> int:
@@ -112,8 +122,14 @@ def visited_tiles(workload: Workload, tiling: Tiling) -> tuple[int, int]:
     tiles_i = Tc without a mask; causal: min(Tc, ⌊(last_i + off)/Bc⌋ + 1), last_i the block's last
     valid row; keys_i = min(N_k, tiles_i·Bc). Full blocks before the first that sees every block are
     a floor sum (as in visits.visited_by_q_blocks)."""
-    nq, nk, br, bc, tr, tc = (workload.nq, workload.nk, tiling.block_rows, tiling.block_cols,
-                              tiling.tr, tiling.tc)
+    nq, nk, br, bc, tr, tc = (
+        workload.nq,
+        workload.nk,
+        tiling.block_rows,
+        tiling.block_cols,
+        tiling.tr,
+        tiling.tc,
+    )
     if not workload.causal:
         return tr * tc, tr * nk
     off = nk - nq
@@ -150,7 +166,15 @@ def flops(workload: Workload, mapping: TcMapping) -> int:
 
 
 SCHEDULE = Schedule(
-    name="fa2_tc", description="FlashAttention-2 forward on tensor cores (fp16/bf16) as the kernel `fa2_tc` runs it",
-    parameters=(WARPS, BLOCK_COLS), sram="checks", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size, working_set=working_set,
+    name="fa2_tc",
+    description="FlashAttention-2 forward on tensor cores (fp16/bf16) as the kernel `fa2_tc` runs it",
+    parameters=(WARPS, BLOCK_COLS),
+    sram="checks",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=tile_trace_size,
+    working_set=working_set,
 )

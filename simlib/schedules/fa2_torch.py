@@ -26,6 +26,7 @@ kernel_once: 4 + 4 + 10 + 3 = 21 transfers of N·d in the dtype (a dQ_acc transf
 >>> closed_form(w, m).bytes(2, "HBM") // nd_bytes, kernel_once(w, m).bytes(2, "HBM") // nd_bytes
 (77, 21)
 """
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ from . import per_kernel
 from .fa2 import onchip
 from .unfused import DROPOUT  # with dropout the forward uses Bc = 64, else 128
 
-BWD_BLOCK = 128     # Flash_bwd_kernel_traits<64, 128, 128, 8, ...>: kBlockM = kBlockN = 128
+BWD_BLOCK = 128  # Flash_bwd_kernel_traits<64, 128, 128, 8, ...>: kBlockM = kBlockN = 128
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,10 @@ class TorchFa2Mapping:
 
 def build(workload: Workload, sram_bytes: int | None, dropout: bool | None = None) -> TorchFa2Mapping:
     if workload.head_dim != 64:
-        raise ValueError(f"head_dim={workload.head_dim}: fa2_torch models the d = 64 kernels measured in run "
-                         "figure2-h200 only")
+        raise ValueError(
+            f"head_dim={workload.head_dim}: fa2_torch models the d = 64 kernels measured in run "
+            "figure2-h200 only"
+        )
     if workload.causal or workload.query_len not in (None, workload.seq_len):
         raise ValueError("fa2_torch: non-causal self-attention only (what run figure2-h200 measured)")
     return TorchFa2Mapping(128, 64 if dropout is not False else 128)
@@ -96,18 +99,31 @@ def trace(workload: Workload, mapping: TorchFa2Mapping) -> Iterator[Event]:
 def closed_form(workload: Workload, mapping: TorchFa2Mapping) -> Traffic:
     n, d = workload.seq_len, workload.head_dim
     tr, t = -(-n // mapping.block_rows), -(-n // BWD_BLOCK)
-    return Traffic({
-        ("HBM", "read", "Q", "fwd"): n * d, ("HBM", "read", "K", "fwd"): tr * n * d,
-        ("HBM", "read", "V", "fwd"): tr * n * d, ("HBM", "write", "O", "fwd"): n * d, ("HBM", "write", "L", "fwd"): n,
-        ("HBM", "read", "dO", "dot_do_o"): n * d, ("HBM", "read", "O", "dot_do_o"): n * d,
-        ("HBM", "write", "D", "dot_do_o"): n, ("HBM", "write", "dQ_acc", "dot_do_o"): n * d,
-        ("HBM", "read", "K", "bwd"): n * d, ("HBM", "read", "V", "bwd"): n * d,
-        ("HBM", "read", "Q", "bwd"): t * n * d, ("HBM", "read", "dO", "bwd"): t * n * d,
-        ("HBM", "read", "L", "bwd"): t * n, ("HBM", "read", "D", "bwd"): t * n,
-        ("HBM", "read", "dQ_acc", "bwd"): t * n * d, ("HBM", "write", "dQ_acc", "bwd"): t * n * d,
-        ("HBM", "write", "dK", "bwd"): n * d, ("HBM", "write", "dV", "bwd"): n * d,
-        ("HBM", "read", "dQ_acc", "convert_dq"): n * d, ("HBM", "write", "dQ", "convert_dq"): n * d,
-    })
+    return Traffic(
+        {
+            ("HBM", "read", "Q", "fwd"): n * d,
+            ("HBM", "read", "K", "fwd"): tr * n * d,
+            ("HBM", "read", "V", "fwd"): tr * n * d,
+            ("HBM", "write", "O", "fwd"): n * d,
+            ("HBM", "write", "L", "fwd"): n,
+            ("HBM", "read", "dO", "dot_do_o"): n * d,
+            ("HBM", "read", "O", "dot_do_o"): n * d,
+            ("HBM", "write", "D", "dot_do_o"): n,
+            ("HBM", "write", "dQ_acc", "dot_do_o"): n * d,
+            ("HBM", "read", "K", "bwd"): n * d,
+            ("HBM", "read", "V", "bwd"): n * d,
+            ("HBM", "read", "Q", "bwd"): t * n * d,
+            ("HBM", "read", "dO", "bwd"): t * n * d,
+            ("HBM", "read", "L", "bwd"): t * n,
+            ("HBM", "read", "D", "bwd"): t * n,
+            ("HBM", "read", "dQ_acc", "bwd"): t * n * d,
+            ("HBM", "write", "dQ_acc", "bwd"): t * n * d,
+            ("HBM", "write", "dK", "bwd"): n * d,
+            ("HBM", "write", "dV", "bwd"): n * d,
+            ("HBM", "read", "dQ_acc", "convert_dq"): n * d,
+            ("HBM", "write", "dQ", "convert_dq"): n * d,
+        }
+    )
 
 
 def kernel_once(workload: Workload, mapping: TorchFa2Mapping) -> Traffic:
@@ -132,7 +148,15 @@ def trace_size(workload: Workload, mapping: TorchFa2Mapping) -> tuple[int, int]:
 
 
 SCHEDULE = Schedule(
-    name="fa2_torch", description="FlashAttention-2 forward + backward as PyTorch 2.11 launches it (d = 64)",
-    parameters=(DROPOUT,), sram="unused", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size, working_set=working_set,
+    name="fa2_torch",
+    description="FlashAttention-2 forward + backward as PyTorch 2.11 launches it (d = 64)",
+    parameters=(DROPOUT,),
+    sram="unused",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=trace_size,
+    working_set=working_set,
 )

@@ -20,6 +20,7 @@ stats; writes 196,608 + 196,608 + 131,072 = 524,288 elements.
 >>> working_set(Workload(1024, 64), Tiling(64, 384, 1024, 1024)).bytes("SRAM")   # 196,608 + 32,768 + 98,304 + 768
 328448
 """
+
 from collections.abc import Iterator
 
 from ..schedule_protocol import Schedule, WorkingSet
@@ -38,12 +39,14 @@ def units(workload: Workload) -> int:
 
 def working_set(workload: Workload, tiling: Tiling) -> WorkingSet:
     br, bc, d, eb = tiling.block_rows, tiling.block_cols, workload.head_dim, workload.element_bytes
-    return WorkingSet((
-        ("K_j, V_j, dK_j, dV_j", "SRAM", 4 * bc * d * eb),
-        ("Q_i, O_i, dO_i, dQ_i", "SRAM", 4 * br * d * eb),
-        ("S_ij/P_ij, dP_ij/dS_ij", "SRAM", 2 * br * bc * eb),
-        ("ℓ_i, m_i, D_i (fp32)", "SRAM", 3 * br * STAT_BYTES),
-    ))
+    return WorkingSet(
+        (
+            ("K_j, V_j, dK_j, dV_j", "SRAM", 4 * bc * d * eb),
+            ("Q_i, O_i, dO_i, dQ_i", "SRAM", 4 * br * d * eb),
+            ("S_ij/P_ij, dP_ij/dS_ij", "SRAM", 2 * br * bc * eb),
+            ("ℓ_i, m_i, D_i (fp32)", "SRAM", 3 * br * STAT_BYTES),
+        )
+    )
 
 
 def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
@@ -66,7 +69,7 @@ def trace(workload: Workload, tiling: Tiling) -> Iterator[Event]:
 
 def closed_form(workload: Workload, tiling: Tiling) -> Traffic:
     nq, nk, d = workload.nq, workload.nk, workload.head_dim
-    q_rows = visited_by_kv_blocks(workload, tiling)[1]      # no mask: Tc·nq
+    q_rows = visited_by_kv_blocks(workload, tiling)[1]  # no mask: Tc·nq
     counts = {
         ("HBM", "write", "dQ", "init"): nq * d,
         ("HBM", "write", "dK", "init"): nk * d,
@@ -87,7 +90,15 @@ def flops(workload: Workload, tiling: Tiling) -> int:
 
 
 SCHEDULE = Schedule(
-    name="flash_bwd", description="FlashAttention backward with recomputation (Algorithm 4)",
-    parameters=(BLOCK_ROWS, BLOCK_COLS), sram="sizes", build=make_tiling, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=tile_trace_size, working_set=working_set,
+    name="flash_bwd",
+    description="FlashAttention backward with recomputation (Algorithm 4)",
+    parameters=(BLOCK_ROWS, BLOCK_COLS),
+    sram="sizes",
+    build=make_tiling,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=tile_trace_size,
+    working_set=working_set,
 )

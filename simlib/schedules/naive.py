@@ -15,6 +15,7 @@ With T=16 the kernel re-reads Q and K ⌈4096/16⌉ = 256 times each.
 >>> closed_form(Workload(4096, 64), NaiveMapping(matmul_tile=16)).elements("HBM", "read", "Q")
 67108864
 """
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -25,9 +26,12 @@ from ..tiling import block_sizes, ceil_div, sram_elements
 from ..traffic import Event, Traffic, TrafficKey
 from ..workload import Workload
 
-MATMUL_TILE = Parameter("matmul_tile", "T: square shared-memory tile of the two matmuls (default ∞: the paper's count)")
-SOFTMAX_THREADS = Parameter("softmax_threads", "threads per softmax row, a power of two ≥ 2 "
-                                               "(shared-memory reductions; default: none)")
+MATMUL_TILE = Parameter(
+    "matmul_tile", "T: square shared-memory tile of the two matmuls (default ∞: the paper's count)"
+)
+SOFTMAX_THREADS = Parameter(
+    "softmax_threads", "threads per softmax row, a power of two ≥ 2 (shared-memory reductions; default: none)"
+)
 
 
 @dataclass(frozen=True)
@@ -42,18 +46,26 @@ class NaiveMapping:
         return {"matmul_tile": self.matmul_tile, "softmax_threads": self.softmax_threads}
 
     def summary(self) -> str:
-        return (f"matmul tile T={self.matmul_tile or '∞ (operands read once)'}, "
-                f"softmax threads/row={self.softmax_threads or 'none (no shared-memory reduction)'}")
+        return (
+            f"matmul tile T={self.matmul_tile or '∞ (operands read once)'}, "
+            f"softmax threads/row={self.softmax_threads or 'none (no shared-memory reduction)'}"
+        )
 
 
-def build(workload: Workload, sram_bytes: int | None, matmul_tile: int | None = None,
-          softmax_threads: int | None = None) -> NaiveMapping:
+def build(
+    workload: Workload,
+    sram_bytes: int | None,
+    matmul_tile: int | None = None,
+    softmax_threads: int | None = None,
+) -> NaiveMapping:
     """Check T against SRAM (two T×T tiles) and t (a power of two ≥ 2)."""
     if matmul_tile is not None and sram_bytes is not None:
         m = sram_elements(sram_bytes, workload.element_bytes, workload.head_dim)
         if 2 * matmul_tile**2 > m:
-            raise DoesNotFit(f"matmul_tile={matmul_tile} does not fit in SRAM: two T×T tiles need "
-                             f"{2 * matmul_tile**2} elements, sram_bytes={sram_bytes} holds {m}")
+            raise DoesNotFit(
+                f"matmul_tile={matmul_tile} does not fit in SRAM: two T×T tiles need "
+                f"{2 * matmul_tile**2} elements, sram_bytes={sram_bytes} holds {m}"
+            )
     if softmax_threads is not None and (softmax_threads < 2 or softmax_threads & (softmax_threads - 1)):
         raise ValueError(f"softmax_threads must be a power of two ≥ 2, got {softmax_threads}")
     return NaiveMapping(matmul_tile, softmax_threads)
@@ -84,14 +96,15 @@ def reduction_accesses(threads: int) -> tuple[int, int]:
     return 2 * threads - 1, 3 * threads - 2
 
 
-def _matmul_trace(a: str, b: str, out: str, m: int, n: int, k: int, tile: int | None,
-                  phase: str) -> Iterator[Event]:
+def _matmul_trace(
+    a: str, b: str, out: str, m: int, n: int, k: int, tile: int | None, phase: str
+) -> Iterator[Event]:
     """Events of C (m×n) = A (m×k)·B (k×n) with tile T; row tiles looped, column tiles vectorised."""
     cols = block_sizes(n, tile or n)
     chunks = block_sizes(k, tile or k)
     for r in block_sizes(m, tile or m):
-        a_tile = np.outer(np.full_like(cols, r), chunks)   # A rows × chunk, per (col tile, chunk)
-        b_tile = np.outer(cols, chunks)                     # B chunk × cols, per (col tile, chunk)
+        a_tile = np.outer(np.full_like(cols, r), chunks)  # A rows × chunk, per (col tile, chunk)
+        b_tile = np.outer(cols, chunks)  # B chunk × cols, per (col tile, chunk)
         for tensor, loads in ((a, a_tile), (b, b_tile)):
             yield Event("HBM", "read", tensor, phase, loads)
             yield Event("SRAM", "write", tensor, phase, loads)
@@ -115,15 +128,24 @@ def trace(workload: Workload, mapping: NaiveMapping) -> Iterator[Event]:
     yield Event("HBM", "write", "P", "softmax", row_lengths)
     if mapping.softmax_threads:
         writes, reads = reduction_accesses(mapping.softmax_threads)
-        yield Event("SRAM", "write", "red", "softmax", np.full(nq, 2 * writes))   # max and sum
+        yield Event("SRAM", "write", "red", "softmax", np.full(nq, 2 * writes))  # max and sum
         yield Event("SRAM", "read", "red", "softmax", np.full(nq, 2 * reads))
     yield from _matmul_trace("P", "V", "O", nq, d, nk, mapping.matmul_tile, "pv")
 
 
-def _matmul_closed_form(counts: dict[TrafficKey, int], a: str, b: str, out: str, m: int, n: int, k: int,
-                        tile: int | None, phase: str) -> None:
-    a_loads = m * k * ceil_div(n, tile or n)   # A re-read once per column tile
-    b_loads = n * k * ceil_div(m, tile or m)   # B re-read once per row tile
+def _matmul_closed_form(
+    counts: dict[TrafficKey, int],
+    a: str,
+    b: str,
+    out: str,
+    m: int,
+    n: int,
+    k: int,
+    tile: int | None,
+    phase: str,
+) -> None:
+    a_loads = m * k * ceil_div(n, tile or n)  # A re-read once per column tile
+    b_loads = n * k * ceil_div(m, tile or m)  # B re-read once per row tile
     for tensor, loads in ((a, a_loads), (b, b_loads)):
         counts[("HBM", "read", tensor, phase)] = loads
         counts[("SRAM", "write", tensor, phase)] = loads
@@ -158,7 +180,15 @@ def trace_size(workload: Workload, mapping: NaiveMapping) -> tuple[int, int]:
 
 
 SCHEDULE = Schedule(
-    name="naive", description="standard attention forward, S and P in HBM (Algorithm 0)",
-    parameters=(MATMUL_TILE, SOFTMAX_THREADS), sram="checks", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size, working_set=working_set,
+    name="naive",
+    description="standard attention forward, S and P in HBM (Algorithm 0)",
+    parameters=(MATMUL_TILE, SOFTMAX_THREADS),
+    sram="checks",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=trace_size,
+    working_set=working_set,
 )

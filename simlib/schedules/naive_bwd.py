@@ -9,6 +9,7 @@ Worked number (N=1024, d=64): reads 5,570,560 elements, writes 2,293,760.
 >>> t.elements("HBM", "read"), t.elements("HBM", "write")
 (5570560, 2293760)
 """
+
 from collections.abc import Iterator
 
 import numpy as np
@@ -51,7 +52,7 @@ def trace(workload: Workload, mapping: NaiveMapping) -> Iterator[Event]:
     dims = _dims(workload)
     for a, b, c, m, n, k, phase in PRODUCTS[:2]:
         yield from _matmul_trace(a, b, c, dims[m], dims[n], dims[k], mapping.matmul_tile, phase)
-    rows = np.full(workload.nq, workload.nk, dtype=np.int64)       # dS row by row
+    rows = np.full(workload.nq, workload.nk, dtype=np.int64)  # dS row by row
     yield Event("HBM", "read", "P", "ds", rows)
     yield Event("HBM", "read", "dP", "ds", rows)
     yield Event("HBM", "write", "dS", "ds", rows)
@@ -61,8 +62,11 @@ def trace(workload: Workload, mapping: NaiveMapping) -> Iterator[Event]:
 
 def closed_form(workload: Workload, mapping: NaiveMapping) -> Traffic:
     dims, pairs = _dims(workload), workload.nq * workload.nk
-    counts: dict[TrafficKey, int] = {("HBM", "read", "P", "ds"): pairs, ("HBM", "read", "dP", "ds"): pairs,
-              ("HBM", "write", "dS", "ds"): pairs}
+    counts: dict[TrafficKey, int] = {
+        ("HBM", "read", "P", "ds"): pairs,
+        ("HBM", "read", "dP", "ds"): pairs,
+        ("HBM", "write", "dS", "ds"): pairs,
+    }
     for a, b, c, m, n, k, phase in PRODUCTS:
         _matmul_closed_form(counts, a, b, c, dims[m], dims[n], dims[k], mapping.matmul_tile, phase)
     return Traffic(counts)
@@ -74,12 +78,22 @@ def flops(workload: Workload, mapping: NaiveMapping) -> int:
 
 def trace_size(workload: Workload, mapping: NaiveMapping) -> tuple[int, int]:
     dims = _dims(workload)
-    sizes = [matmul_trace_size(dims[m], dims[n], dims[k], mapping.matmul_tile) for _, _, _, m, n, k, _ in PRODUCTS]
+    sizes = [
+        matmul_trace_size(dims[m], dims[n], dims[k], mapping.matmul_tile) for _, _, _, m, n, k, _ in PRODUCTS
+    ]
     return max([workload.nq] + [s[0] for s in sizes]), workload.nq + sum(s[1] for s in sizes)
 
 
 SCHEDULE = Schedule(
-    name="naive_bwd", description="standard attention backward (Algorithm 3)",
-    parameters=(MATMUL_TILE,), sram="checks", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size, working_set=working_set,
+    name="naive_bwd",
+    description="standard attention backward (Algorithm 3)",
+    parameters=(MATMUL_TILE,),
+    sram="checks",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=trace_size,
+    working_set=working_set,
 )

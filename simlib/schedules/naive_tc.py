@@ -17,6 +17,7 @@ Causal masking happens in the softmax, which reads and writes whole rows: the co
 Worked number (N = 4096, d = 64, W = 4, Bn = Bk = 64, t = 256): HBM reads Q·64 + K·64 + S + P + V·64
 = 3·64·N·d + 2N² = 83,886,080 elements (167.8 MB in bf16), writes 2N² + N·d = 33,816,576.
 """
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -54,14 +55,23 @@ class NaiveTcMapping:
         return {"warps": self.warps, "block_cols": self.block_cols, "softmax_threads": self.softmax_threads}
 
     def summary(self) -> str:
-        return (f"tiles: Bm={self.block_rows} ({self.warps} warps) Bn=Bk={self.block_cols}; "
-                f"softmax {self.softmax_threads} threads per row")
+        return (
+            f"tiles: Bm={self.block_rows} ({self.warps} warps) Bn=Bk={self.block_cols}; "
+            f"softmax {self.softmax_threads} threads per row"
+        )
 
 
-def build(workload: Workload, sram_bytes: int | None, warps: int | None = None, block_cols: int | None = None,
-          softmax_threads: int | None = None) -> NaiveTcMapping:
+def build(
+    workload: Workload,
+    sram_bytes: int | None,
+    warps: int | None = None,
+    block_cols: int | None = None,
+    softmax_threads: int | None = None,
+) -> NaiveTcMapping:
     if workload.dtype not in ("fp16", "bf16"):
-        raise ValueError(f"dtype: naive_tc runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}")
+        raise ValueError(
+            f"dtype: naive_tc runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}"
+        )
     d = workload.head_dim
     if d not in HEAD_DIMS:
         raise ValueError(f"head_dim={d}: the naive_tc kernels support head_dim 64 and 128")
@@ -159,7 +169,15 @@ def trace_size(workload: Workload, m: NaiveTcMapping) -> tuple[int, int]:
 
 
 SCHEDULE = Schedule(
-    name="naive_tc", description="standard attention on tensor cores (fp16/bf16), S and P in HBM, as `naive_tc` runs it",
-    parameters=(WARPS, BLOCK_COLS, SOFTMAX_THREADS), sram="checks", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size, working_set=working_set,
+    name="naive_tc",
+    description="standard attention on tensor cores (fp16/bf16), S and P in HBM, as `naive_tc` runs it",
+    parameters=(WARPS, BLOCK_COLS, SOFTMAX_THREADS),
+    sram="checks",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=trace_size,
+    working_set=working_set,
 )

@@ -12,6 +12,7 @@ are dropped: what it wrote itself is still in L2 when it reads it back.
 >>> kernel_once(t, Workload(4, 64)).counts[("HBM", "read", "K", "fwd")]    # K read twice: once
 256
 """
+
 from collections.abc import Callable, Iterable, Mapping
 
 from ..traffic import Traffic
@@ -20,9 +21,12 @@ from ..workload import Workload
 ROW_STATS = ("L", "D")
 
 
-def kernel_once(traffic: Traffic, workload: Workload,
-                kernel_of: Callable[[str], str] = lambda phase: phase.split(":")[0],
-                produced: Mapping[str, Iterable[str]] | None = None) -> Traffic:
+def kernel_once(
+    traffic: Traffic,
+    workload: Workload,
+    kernel_of: Callable[[str], str] = lambda phase: phase.split(":")[0],
+    produced: Mapping[str, Iterable[str]] | None = None,
+) -> Traffic:
     """`produced`: per kernel, the tensors it writes before it reads them (its own scratch, e.g. an
     accumulator it re-reads): with an L2 that holds them, their reads never reach DRAM."""
     scratch = {kernel: set(tensors) for kernel, tensors in (produced or {}).items()}

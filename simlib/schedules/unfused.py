@@ -18,6 +18,7 @@ This module is the forward (`unfused`); unfused_bwd.py the backward, with the sa
 >>> (t.elements("HBM") - 4 * 1024 * 64 - 1024**2) // 1024**2     # N×N passes of the dtype, + Z
 10
 """
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -95,17 +96,25 @@ def sizes(workload: Workload, mapping: UnfusedMapping) -> tuple[int, int, int, b
 def closed_form(workload: Workload, mapping: UnfusedMapping) -> Traffic:
     """The forward's traffic per tensor, written out as formulas."""
     pairs, nd_q, nd_k, c, p = sizes(workload, mapping)
-    return Traffic({
-        ("HBM", "read", "Q", "qk"): nd_q, ("HBM", "read", "K", "qk"): nd_k,
-        ("HBM", "write", "S", "qk"): pairs,
-        ("HBM", "read", "S", "scale"): pairs, ("HBM", "write", "S", "scale"): pairs,
-        ("HBM", "read", "S", "mask"): pairs * c, ("HBM", "write", "S", "mask"): pairs * c,
-        ("HBM", "read", "S", "softmax"): pairs, ("HBM", "write", "P", "softmax"): pairs,
-        ("HBM", "read", "P", "dropout"): pairs * p, ("HBM", "write", "P", "dropout"): pairs * p,
-        ("HBM", "write", "Z", "dropout"): pairs * p,
-        ("HBM", "read", "P", "pv"): pairs, ("HBM", "read", "V", "pv"): nd_k,
-        ("HBM", "write", "O", "pv"): nd_q,
-    })
+    return Traffic(
+        {
+            ("HBM", "read", "Q", "qk"): nd_q,
+            ("HBM", "read", "K", "qk"): nd_k,
+            ("HBM", "write", "S", "qk"): pairs,
+            ("HBM", "read", "S", "scale"): pairs,
+            ("HBM", "write", "S", "scale"): pairs,
+            ("HBM", "read", "S", "mask"): pairs * c,
+            ("HBM", "write", "S", "mask"): pairs * c,
+            ("HBM", "read", "S", "softmax"): pairs,
+            ("HBM", "write", "P", "softmax"): pairs,
+            ("HBM", "read", "P", "dropout"): pairs * p,
+            ("HBM", "write", "P", "dropout"): pairs * p,
+            ("HBM", "write", "Z", "dropout"): pairs * p,
+            ("HBM", "read", "P", "pv"): pairs,
+            ("HBM", "read", "V", "pv"): nd_k,
+            ("HBM", "write", "O", "pv"): nd_q,
+        }
+    )
 
 
 def flops(workload: Workload, mapping: UnfusedMapping) -> int:
@@ -118,7 +127,14 @@ def trace_size(workload: Workload, mapping: UnfusedMapping) -> tuple[int, int]:
 
 
 SCHEDULE = Schedule(
-    name="unfused", description="PyTorch-style unfused forward: scale, mask, softmax, dropout as kernels",
-    parameters=(DROPOUT,), sram="unused", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+    name="unfused",
+    description="PyTorch-style unfused forward: scale, mask, softmax, dropout as kernels",
+    parameters=(DROPOUT,),
+    sram="unused",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=trace_size,
 )

@@ -9,6 +9,7 @@ N×N passes of the dtype, + 1 byte per score for Z. Counted: HBM only.
 >>> (t.elements("HBM") - 8 * 1024 * 64 - 1024**2) // 1024**2     # N×N passes of the dtype, + Z
 13
 """
+
 from collections.abc import Iterator
 
 from ..schedule_protocol import Schedule
@@ -42,18 +43,32 @@ def trace(workload: Workload, mapping: UnfusedMapping) -> Iterator[Event]:
 
 def closed_form(workload: Workload, mapping: UnfusedMapping) -> Traffic:
     pairs, nd_q, nd_k, c, p = sizes(workload, mapping)
-    return Traffic({
-        ("HBM", "read", "P", "dv"): pairs, ("HBM", "read", "dO", "dv"): nd_q, ("HBM", "write", "dV", "dv"): nd_k,
-        ("HBM", "read", "dO", "dp"): nd_q, ("HBM", "read", "V", "dp"): nd_k, ("HBM", "write", "dP", "dp"): pairs,
-        ("HBM", "read", "dP", "dropout_bwd"): pairs * p, ("HBM", "read", "Z", "dropout_bwd"): pairs * p,
-        ("HBM", "write", "dP", "dropout_bwd"): pairs * p,
-        ("HBM", "read", "dP", "softmax_bwd"): pairs, ("HBM", "read", "P", "softmax_bwd"): pairs,
-        ("HBM", "write", "dS", "softmax_bwd"): pairs,
-        ("HBM", "read", "dS", "mask_bwd"): pairs * c, ("HBM", "write", "dS", "mask_bwd"): pairs * c,
-        ("HBM", "read", "dS", "scale_bwd"): pairs, ("HBM", "write", "dS", "scale_bwd"): pairs,
-        ("HBM", "read", "dS", "dq"): pairs, ("HBM", "read", "K", "dq"): nd_k, ("HBM", "write", "dQ", "dq"): nd_q,
-        ("HBM", "read", "dS", "dk"): pairs, ("HBM", "read", "Q", "dk"): nd_q, ("HBM", "write", "dK", "dk"): nd_k,
-    })
+    return Traffic(
+        {
+            ("HBM", "read", "P", "dv"): pairs,
+            ("HBM", "read", "dO", "dv"): nd_q,
+            ("HBM", "write", "dV", "dv"): nd_k,
+            ("HBM", "read", "dO", "dp"): nd_q,
+            ("HBM", "read", "V", "dp"): nd_k,
+            ("HBM", "write", "dP", "dp"): pairs,
+            ("HBM", "read", "dP", "dropout_bwd"): pairs * p,
+            ("HBM", "read", "Z", "dropout_bwd"): pairs * p,
+            ("HBM", "write", "dP", "dropout_bwd"): pairs * p,
+            ("HBM", "read", "dP", "softmax_bwd"): pairs,
+            ("HBM", "read", "P", "softmax_bwd"): pairs,
+            ("HBM", "write", "dS", "softmax_bwd"): pairs,
+            ("HBM", "read", "dS", "mask_bwd"): pairs * c,
+            ("HBM", "write", "dS", "mask_bwd"): pairs * c,
+            ("HBM", "read", "dS", "scale_bwd"): pairs,
+            ("HBM", "write", "dS", "scale_bwd"): pairs,
+            ("HBM", "read", "dS", "dq"): pairs,
+            ("HBM", "read", "K", "dq"): nd_k,
+            ("HBM", "write", "dQ", "dq"): nd_q,
+            ("HBM", "read", "dS", "dk"): pairs,
+            ("HBM", "read", "Q", "dk"): nd_q,
+            ("HBM", "write", "dK", "dk"): nd_k,
+        }
+    )
 
 
 def flops(workload: Workload, mapping: UnfusedMapping) -> int:
@@ -61,7 +76,14 @@ def flops(workload: Workload, mapping: UnfusedMapping) -> int:
 
 
 SCHEDULE = Schedule(
-    name="unfused_bwd", description="PyTorch-style unfused backward",
-    parameters=(DROPOUT,), sram="unused", build=build, trace=trace,
-    closed_form=closed_form, flops=flops, units=units, trace_size=trace_size,
+    name="unfused_bwd",
+    description="PyTorch-style unfused backward",
+    parameters=(DROPOUT,),
+    sram="unused",
+    build=build,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
+    units=units,
+    trace_size=trace_size,
 )

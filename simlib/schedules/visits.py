@@ -15,6 +15,7 @@ block 1 (rows 4–7) visits blocks 0, 1 (8 keys); block 2 (rows 8–9) all 10 ke
 >>> visited_by_q_blocks(Workload(10, 8, causal=True), Tiling(4, 4, 10, 10))
 (68, 22)
 """
+
 import numpy as np
 
 from ..tiling import Tiling, block_sizes, ceil_div
@@ -74,11 +75,11 @@ def visited_by_q_blocks(workload: Workload, tiling: Tiling) -> tuple[int, int]:
     if not workload.causal:
         return nq * nk, tr * nk
     off = nk - nq
-    last_rows = nq - br * (tr - 1)                       # valid rows of the last Q block
+    last_rows = nq - br * (tr - 1)  # valid rows of the last Q block
     last_keys = min(nk, ((nq - 1 + off) // bc + 1) * bc)
     # full block i (last row (i+1)·Br − 1) sees every key once (i+1)·Br − 1 + off ≥ (Tc − 1)·Bc
     first_full = max(0, ceil_div((tiling.tc - 1) * bc + 1 - off, br) - 1)
-    partial = min(first_full, tr - 1)                    # full blocks that see fewer than nk keys
+    partial = min(first_full, tr - 1)  # full blocks that see fewer than nk keys
     keys = bc * (floor_sum(partial, bc, br, br - 1 + off) + partial) + (tr - 1 - partial) * nk
     return br * keys + last_rows * last_keys, keys + last_keys
 
@@ -93,8 +94,8 @@ def visited_by_kv_blocks(workload: Workload, tiling: Tiling) -> tuple[int, int]:
         return nq * nk, tc * nq
     off = nk - nq
 
-    def skipped(blocks: int) -> int:        # Σ_{j<blocks} ⌊max(0, j·Bc − off)/Br⌋
-        first = min(blocks, ceil_div(off, bc))              # j·Bc ≤ off below this: nothing skipped
+    def skipped(blocks: int) -> int:  # Σ_{j<blocks} ⌊max(0, j·Bc − off)/Br⌋
+        first = min(blocks, ceil_div(off, bc))  # j·Bc ≤ off below this: nothing skipped
         return floor_sum(blocks - first, br, bc, first * bc - off)
 
     last_cols = nk - bc * (tc - 1)
