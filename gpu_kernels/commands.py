@@ -102,6 +102,16 @@ def _validate_tc_run(args):
     return shape, params
 
 
+def _dims(shape):
+    """(B, H, N, d): the positional shape every runner, reference and prediction takes."""
+    return shape.batch, shape.heads, shape.seq_len, shape.head_dim
+
+
+def _variant(shape):
+    """The GQA and query-length keywords that go with `_dims`."""
+    return {"kv_heads": shape.kv_heads, "query_len": shape.query_len}
+
+
 def _run_tc(args, shape, params):
     """fa2_tc or naive_tc on random inputs: (errors vs the float64 reference of the dtype-rounded inputs,
     their tolerances, counts or None, the simlib prediction or None)."""
@@ -118,16 +128,7 @@ def _run_tc(args, shape, params):
         cfg = config_class(shape.head_dim, params["warps"], params["block_cols"]).check()
     except ValueError as e:
         raise UsageError(str(e)) from None
-    q, k, v = random_qkv(
-        shape.batch,
-        shape.heads,
-        shape.seq_len,
-        shape.head_dim,
-        seed=args.seed,
-        logit_scale=args.logit_scale,
-        kv_heads=shape.kv_heads,
-        query_len=shape.query_len,
-    )
+    q, k, v = random_qkv(*_dims(shape), seed=args.seed, logit_scale=args.logit_scale, **_variant(shape))
     q, k, v = (round_to(x, dtype) for x in (q, k, v))
     ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)
     u = UNIT_ROUNDOFF[dtype]
@@ -147,16 +148,7 @@ def _run_tc(args, shape, params):
     predicted = None
     if args.count:
         predicted = tc_prediction(
-            args.kernel,
-            shape.batch,
-            shape.heads,
-            shape.seq_len,
-            shape.head_dim,
-            kv_heads=shape.kv_heads,
-            causal=args.causal,
-            query_len=shape.query_len,
-            **params,
-            **extra,
+            args.kernel, *_dims(shape), causal=args.causal, **_variant(shape), **params, **extra
         )
     return errors, tols, res.counts, predicted
 
@@ -233,16 +225,7 @@ def cmd_run(args) -> int:
     if args.kernel in TC_KERNELS:
         errors, tols, counts, predicted = _run_tc(args, shape, params)
         return _report_run(args, cuda, shape, params, errors, tols, counts, predicted)
-    q, k, v = random_qkv(
-        shape.batch,
-        shape.heads,
-        shape.seq_len,
-        shape.head_dim,
-        seed=args.seed,
-        logit_scale=args.logit_scale,
-        kv_heads=shape.kv_heads,
-        query_len=shape.query_len,
-    )
+    q, k, v = random_qkv(*_dims(shape), seed=args.seed, logit_scale=args.logit_scale, **_variant(shape))
     if args.kernel == "tiled":
         from .tiled import run_tiled
 
@@ -260,15 +243,7 @@ def cmd_run(args) -> int:
         from .prediction import simlib_prediction
 
         predicted = simlib_prediction(
-            args.kernel,
-            shape.batch,
-            shape.heads,
-            shape.seq_len,
-            shape.head_dim,
-            kv_heads=shape.kv_heads,
-            causal=args.causal,
-            query_len=shape.query_len,
-            **params,
+            args.kernel, *_dims(shape), causal=args.causal, **_variant(shape), **params
         )
     return _report_run(
         args, cuda, shape, params, errors, {key: TOLERANCE for key in errors}, res.counts, predicted
