@@ -52,16 +52,8 @@ def _validate_run(args):
         raise UsageError("argument --block-rows/--block-cols: only for --kernel tiled")
     if args.kernel == "tiled" and (args.matmul_tile is not None or args.softmax_threads is not None):
         raise UsageError("argument --matmul-tile/--softmax-threads: only for --kernel naive")
+    shape = _checked_shape(args)
     try:
-        shape = checks.check_shape(
-            args.batch,
-            args.heads,
-            args.seq_len,
-            args.head_dim,
-            kv_heads=args.kv_heads,
-            query_len=args.query_len,
-            causal=args.causal,
-        )
         if args.kernel == "tiled":
             br, bc = checks.resolve_tiled_blocks(shape, args.block_rows, args.block_cols)
             params = {"block_rows": br, "block_cols": bc}
@@ -77,11 +69,10 @@ def _validate_run(args):
     return shape, params
 
 
-def _validate_tc_run(args):
-    """Shape and config of fa2_tc / naive_tc, checked before numba is imported (the configs are plain
-    dataclasses; their modules import numba, so only the check's rules are used here via a config)."""
+def _checked_shape(args):
+    """The run's shape from its flags (checks.check_shape), a bad value as a UsageError."""
     try:
-        shape = checks.check_shape(
+        return checks.check_shape(
             args.batch,
             args.heads,
             args.seq_len,
@@ -92,6 +83,12 @@ def _validate_tc_run(args):
         )
     except ValueError as e:
         raise UsageError(str(e)) from None
+
+
+def _validate_tc_run(args):
+    """Shape and config of fa2_tc / naive_tc, checked before numba is imported (the configs are plain
+    dataclasses; their modules import numba, so only the check's rules are used here via a config)."""
+    shape = _checked_shape(args)
     if args.head_dim not in (64, 128):
         raise UsageError(
             f"argument --head-dim: the tensor-core kernels support 64 and 128, got {args.head_dim}"
