@@ -7,6 +7,12 @@ block can allocate), not the whole per-SM L1/shared capacity.
 >>> h200 = load_preset("h200")
 >>> h200.sram_bytes, h200.level("HBM").bandwidth_bytes_per_s    # 227 KiB per block, 4.8 TB/s
 (232448, 4800000000000)
+
+The level "HBM" is the model's name for the device memory of every preset; `dram_name` is what that
+memory really is, for labels:
+
+>>> h200.dram_name, load_preset("rtx-4090").dram_name
+('HBM3e', 'GDDR6X')
 """
 
 from dataclasses import dataclass
@@ -37,6 +43,7 @@ class Hardware:
     compute_capability: str | None = None  # e.g. "9.0"
     register_file_bytes: int | None = None  # 32-bit registers per SM × 4 B
     max_registers_per_thread: int | None = None
+    dram_name: str = "device memory"  # the "HBM" level's technology: "HBM3e", "GDDR6X" …
 
     def level(self, name: str) -> MemoryLevel:
         for level in self.levels:
@@ -75,4 +82,13 @@ def _load(key: str) -> Hardware:
         raw.get("compute_capability"),
         raw.get("register_file_bytes_per_sm"),
         raw.get("max_registers_per_thread"),
+        _dram_name(raw),
     )
+
+
+def _dram_name(raw: dict[str, Any]) -> str:
+    """The preset's `dram_name` (with its source); ValueError naming the preset if it lacks either."""
+    name = raw.get("dram_name")
+    if not isinstance(name, str) or not name or not raw.get("sources", {}).get("dram_name"):
+        raise ValueError(f"data/hardware/{raw['key']}.json: dram_name (and its source) missing")
+    return name
