@@ -63,3 +63,28 @@ def test_a_preset_without_the_name_or_its_source_is_refused():
     del raw["sources"]["dram_name"]
     with pytest.raises(ValueError, match="dram_name"):
         _dram_name(raw)
+
+
+def test_chart_labels_name_the_memory():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from simlib.lectures import charts
+
+    fig, ax = plt.subplots()
+    charts.plot_roofline(ax, load_preset("rtx-4090"), "fp16")
+    for _ in range(2):  # twice: idempotent
+        charts.name_device_memory(ax, load_preset("rtx-4090"))
+    shown = [ax.xaxis.label.get_text(), *(t.get_text() for t in ax.texts)]
+    assert "arithmetic intensity (FLOP per GDDR6X byte)" in shown
+    assert any(t.startswith("GDDR6X ") and "TB/s" in t for t in shown)
+    assert not any("HBM" in t for t in shown)
+    charts.name_device_memory(ax, load_preset("h200"))  # nothing says "HBM" any more
+    assert "HBM3e" not in ax.xaxis.label.get_text()
+    ax.set_ylabel("HBM traffic")
+    charts.name_device_memory(ax, load_preset("h200"))
+    charts.name_device_memory(ax, load_preset("h200"))
+    assert ax.yaxis.label.get_text() == "HBM3e traffic"
+    plt.close(fig)

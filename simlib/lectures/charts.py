@@ -376,3 +376,19 @@ def draw_tiling_step(ax, n, block_rows, block_cols, i, j, order="fa2", title=Non
     ax.set_xlabel("key index (K/V rows)")
     ax.set_ylabel("query index (Q rows)")
     ax.set_title(title or f"step: Q block {i}, K/V block {j}", fontsize=10)
+
+
+def name_device_memory(ax, hardware):
+    """Write the preset's memory technology where `ax`'s labels, title, texts and legend say "HBM".
+
+    "HBM" is the model's name for device memory on every preset; what a reader sees should be the
+    memory itself (`hardware.dram_name`: "HBM3e" on the H200, "GDDR6X" on the RTX 4090). Names
+    such as "HBM3e" are left as they are, so calling it twice changes nothing. Returns `ax`.
+    """
+    import re
+
+    legend = ax.get_legend()
+    texts = [ax.xaxis.label, ax.yaxis.label, ax.title, *ax.texts, *(legend.get_texts() if legend else ())]
+    for text in texts:
+        text.set_text(re.sub(r"\bHBM\b", hardware.dram_name, text.get_text()))
+    return ax
