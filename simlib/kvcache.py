@@ -6,9 +6,16 @@ head_dim · bytes. Worked number (Llama-3-8B, fp16): 2·32·8·128·2 B = 131,07
 weights 8,030,261,248 · 2 B = 16.06 GB, so on a 16 GiB (17.18 GB) GPU only 1.12 GB is left for the
 cache: 8,539 tokens at batch 1, before activations and the CUDA context.
 
+A model with a sliding window (Mistral-7B: each layer attends the last 4,096 tokens) keeps only the
+window in its rolling-buffer cache, so its cache stops growing there: at 32,768 tokens Mistral-7B holds
+4,096 · 128 KiB = 512 MiB, not 4 GiB. No model's curve goes past its `max_position_embeddings`
+(Llama-2: 4,096 tokens).
+
 >>> m = load_model("llama-3-8b")
 >>> m.kv_bytes_per_token(), m.weight_bytes(), max_context(m, 16 * 2**30)
 (131072, 16060522496, 8539)
+>>> load_model("mistral-7b").cache_tokens(32768) * load_model("mistral-7b").kv_bytes_per_token() // 2**20
+512
 """
 
 from collections.abc import Iterable
@@ -38,6 +45,7 @@ class Model:
     tie_word_embeddings: bool
     max_position_embeddings: int
     published_params: float
+    sliding_window: int | None = None  # tokens each layer attends (and caches); None: the whole context
 
     @property
     def params(self) -> int:
@@ -51,6 +59,10 @@ class Model:
         per_layer = attention + 3 * h * self.intermediate_size + 2 * h
         embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
         return embeddings + layers * per_layer + h
+
+    def cache_tokens(self, context: int) -> int:
+        """Tokens held in the KV cache after `context` tokens: all of them, or the sliding window."""
+        return context if self.sliding_window is None else min(context, self.sliding_window)
 
     def kv_bytes_per_token(self, kv_dtype: str = "fp16") -> int:
         return 2 * self.num_hidden_layers * self.num_key_value_heads * self.head_dim * dtype_bytes(kv_dtype)
@@ -73,7 +85,7 @@ def load_model(key: str) -> Model:
 @cache
 def _load(key: str) -> Model:
     raw = presets.read("models", key, "model")
-    return Model(**{k: raw[k] for k in Model.__dataclass_fields__})
+    return Model(**{k: raw[k] for k in Model.__dataclass_fields__ if k in raw})
 
 
 def max_context(
@@ -84,8 +96,10 @@ def max_context(
     kv_dtype: str = "fp16",
     reserve_bytes: int = 0,
 ) -> int:
-    """Longest context (tokens per sequence) whose KV cache fits beside the weights; 0 if the weights
-    alone do not fit. `reserve_bytes` (≥ 0) sets aside memory for activations and the CUDA context."""
+    """Most KV-cache tokens per sequence that fit beside the weights; 0 if the weights alone do not
+    fit. `reserve_bytes` (≥ 0) sets aside memory for activations and the CUDA context. A memory limit
+    only: compare with `model.max_position_embeddings` and, for a sliding-window model, with
+    `model.sliding_window` (its cache never holds more)."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a Model (e.g. load_model('llama-3-8b')), got {model!r}")
     gpu_bytes = check_positive_int("gpu_bytes", gpu_bytes)
@@ -99,15 +113,25 @@ def max_context(
 def memory_table(
     model: Model, contexts: Iterable[int], batch: int = 1, weight_dtype: str = "fp16", kv_dtype: str = "fp16"
 ) -> pd.DataFrame:
-    """Weights and KV cache in bytes for each context length (a DataFrame)."""
+    """Weights and KV cache in bytes for each context length (a DataFrame); the cache holds
+    `model.cache_tokens(n)` tokens (capped at a sliding window). A context beyond the model's
+    `max_position_embeddings` is refused (ValueError naming `contexts`)."""
     weights = model.weight_bytes(weight_dtype)
     per_token = model.kv_bytes_per_token(kv_dtype)
+    contexts = list(contexts)
+    beyond = [n for n in contexts if n > model.max_position_embeddings]
+    if beyond:
+        raise ValueError(
+            f"contexts: {beyond[0]:,} tokens exceeds {model.name}'s max_position_embeddings "
+            f"({model.max_position_embeddings:,})"
+        )
     rows = [
         {
             "context": n,
+            "cached_tokens": model.cache_tokens(n),
             "weights_bytes": weights,
-            "kv_cache_bytes": batch * n * per_token,
-            "total_bytes": weights + batch * n * per_token,
+            "kv_cache_bytes": batch * model.cache_tokens(n) * per_token,
+            "total_bytes": weights + batch * model.cache_tokens(n) * per_token,
         }
         for n in contexts
     ]
