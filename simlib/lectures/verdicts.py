@@ -610,3 +610,51 @@ def print_claims(as_json=False):
     width = max(len(r["verdict"]) for r in rows)
     for r in rows:
         print(f"({r['claim']}) {r['verdict']:<{width}}  {r['number']:<44}  {r['post']}")
+
+
+# ---------------------------------------------------------------------------------------------
+# slide-sized pieces of the table (lecture 6)
+# ---------------------------------------------------------------------------------------------
+
+#: The claims in five groups, one slide each: counting, memory, the hardware, speed-ups, end to end.
+GROUPS = {
+    "Counting": "abdmn",
+    "Memory": "cfgr",
+    "The hardware": "ijkl",
+    "Speed-ups": "eh",
+    "End to end": "opq",
+}
+
+
+#: slide column -> Claim field whose evidence it marks
+EVIDENCE = (("model", "model"), ("paper", "paper"), ("H200", "measured"))
+
+
+def _has_evidence(text):
+    return not (text == NONE or text.startswith(("not modelled", "no ", NOT_MEASURED)))
+
+
+def slide_table(keys, frame=None):
+    """Short columns for a slide: the claim, its deciding number, which evidence exists (✓ model, paper,
+    H200 measurement; — none) and the verdict. The full fields are in `cards`."""
+    frame = table() if frame is None else frame
+    rows = frame.loc[list(keys)]
+    marks = {col: rows[field].map(lambda t: "✓" if _has_evidence(t) else NONE) for col, field in EVIDENCE}
+    return pd.DataFrame(
+        {"claim": rows.post, "deciding number": rows.number, **marks, "verdict": rows.verdict}
+    )
+
+
+def cards(keys, frame=None):
+    """One collapsed HTML card per claim (markdown inside <details>): what decides it, the model's, the
+    paper's and the H200's numbers, and the rule of its verdict."""
+    frame = table() if frame is None else frame
+    out = []
+    for key in keys:
+        r = frame.loc[key]
+        out.append(
+            f"<details><summary><b>({key})</b> {r.post}: <b>{r.verdict}</b></summary>\n\n"
+            f"- **Decides**: {r.quantity}\n- **Model**: {r.model}\n- **Paper**: {r.paper}\n"
+            f"- **H200**: {r.measured}\n- **Rule**: {r.rule}\n\n</details>"
+        )
+    return "\n\n".join(out)
