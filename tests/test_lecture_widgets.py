@@ -1,0 +1,181 @@
+"""The step-through widgets: the tile walk's byte counter and the online softmax of one row.
+
+Expected values come from independent derivations: the paper's HBM formulas, a dense boolean causal
+mask (which tiles hold an unmasked score), and a pure-Python float64 softmax of each prefix.
+"""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from simlib import Workload, count, load_preset  # noqa: E402
+from simlib.lectures import tile_walk as tw  # noqa: E402
+
+H200_SRAM = load_preset("h200").sram_bytes
+FP32 = 4  # the row statistics ℓ, m, L
+
+
+def _blocks(n, b):
+    return [min(b, n - s) for s in range(0, n, b)]
+
+
+def _brute_tiles(n, br, bc, causal):
+    """(visited, diagonal) tile sets from the dense mask: query q sees key k ≤ q (causal)."""
+    mask = np.tril(np.ones((n, n), bool)) if causal else np.ones((n, n), bool)
+    visited, diagonal = set(), set()
+    for i, r0 in enumerate(range(0, n, br)):
+        for j, c0 in enumerate(range(0, n, bc)):
+            tile = mask[r0 : r0 + br, c0 : c0 + bc]
+            if tile.any():
+                visited.add((i, j))
+                if not tile.all():
+                    diagonal.add((i, j))
+    return visited, diagonal
+
+
+WALK_CASES = [
+    ("fa2", 256, {"sram_bytes": H200_SRAM}),
+    ("fa2", 300, {"block_rows": 128, "block_cols": 128}),
+    ("fa2", 1000, {"block_rows": 96, "block_cols": 160}),
+    ("fa1", 1024, {"sram_bytes": H200_SRAM}),
+    ("fa1", 300, {"block_rows": 64, "block_cols": 128}),
+    ("fa1", 1000, {"block_rows": 96, "block_cols": 160}),
+    ("naive", 300, {}),
+    ("naive", 300, {"matmul_tile": 128}),
+    ("naive", 260, {"matmul_tile": 32}),  # T < d: the matmuls chunk the head dimension
+]
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize(("algorithm", "n", "options"), WALK_CASES)
+def test_last_step_of_the_walk_equals_count(algorithm, n, options, causal):
+    w = Workload(n, 64, causal=causal)
+    walk = tw.tile_walk(algorithm, w, **options)
+    r = count(algorithm, w, **options)
+    last = walk.steps[-1]
+    assert (last.read_so_far, last.write_so_far) == (r.hbm_read_bytes, r.hbm_write_bytes)
+    assert sum(s.read_bytes for s in walk.steps) == last.read_so_far
+    assert all(a.read_so_far <= b.read_so_far for a, b in zip(walk.steps, walk.steps[1:]))
+
+
+def test_walk_counts_the_batch_heads_too():
+    w = Workload(300, 64, batch=2, heads=3, causal=True)
+    walk = tw.tile_walk("fa2", w, block_rows=128, block_cols=64)
+    assert walk.steps[-1].read_so_far == count("fa2", w, block_rows=128, block_cols=64).hbm_read_bytes
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(("n", "br", "bc"), [(300, 128, 128), (1000, 96, 160), (1024, 64, 454)])
+def test_tiled_walks_visit_exactly_the_tiles_with_an_unmasked_score(n, br, bc, causal):
+    visited, diagonal = _brute_tiles(n, br, bc, causal)
+    w = Workload(n, 64, causal=causal)
+    for algorithm in ("fa1", "fa2"):
+        steps = tw.tile_walk(algorithm, w, block_rows=br, block_cols=bc).steps
+        tiles = [s.tile for s in steps if s.tile is not None]
+        assert len(tiles) == len(set(tiles)) and set(tiles) == visited
+    status = tw.tile_status(n, br, bc, causal)
+    assert {(i, j) for (i, j), s in np.ndenumerate(status) if s == tw.DIAGONAL} == diagonal
+    assert {(i, j) for (i, j), s in np.ndenumerate(status) if s != tw.SKIPPED} == visited
+
+
+def test_fa2_steps_follow_the_loop_nest_by_hand():
+    """Outer loop over Q blocks: Q_i read at the row's first tile, K_j and V_j at every tile, O_i and
+    L_i written at the row's last tile. Causal: row i sees key blocks up to its last row's."""
+    n, d, br, bc = 300, 64, 128, 96
+    w = Workload(n, d, causal=True)
+    steps = tw.tile_walk("fa2", w, block_rows=br, block_cols=bc).steps
+    rows, cols = _blocks(n, br), _blocks(n, bc)
+    expected = []
+    for i, r in enumerate(rows):
+        last_row = i * br + r - 1
+        seen = [j for j in range(len(cols)) if j * bc <= last_row]
+        for j in seen:
+            read = (r * d if j == seen[0] else 0) + 2 * cols[j] * d
+            write = r * d * 2 + r * FP32 if j == seen[-1] else 0
+            expected.append(((i, j), read * 2, write))
+    assert [(s.tile, s.read_bytes, s.write_bytes) for s in steps] == expected
+    assert steps[0].loaded == ("Q_0", "K_0", "V_0") and steps[0].stored == ()  # row 0 sees key blocks 0, 1
+    assert steps[1].loaded == ("K_1", "V_1") and steps[1].stored == ("O_0", "L_0")
+
+
+def test_whole_walks_match_the_papers_formulas():
+    n, d, e = 1000, 64, 2
+    w = Workload(n, d)
+    fa2 = tw.tile_walk("fa2", w, block_rows=96, block_cols=160).steps[-1]
+    tr = -(-n // 96)
+    assert fa2.read_so_far == (n * d + tr * 2 * n * d) * e
+    fa1 = tw.tile_walk("fa1", w, block_rows=96, block_cols=160).steps[-1]
+    tc = -(-n // 160)
+    assert fa1.read_so_far == (2 * n * d + tc * 2 * n * d) * e + tc * 2 * n * FP32
+    assert fa1.write_so_far == (n * d + tc * n * d) * e + (2 * n + tc * 2 * n) * FP32
+    naive = tw.tile_walk("naive", w).steps
+    assert naive[-1].read_so_far == (3 * n * d + 2 * n * n) * e
+    assert naive[-1].write_so_far == (2 * n * n + n * d) * e
+    assert [s.phase for s in naive] == ["qk", "softmax", "pv"]
+
+
+def test_fa1_starts_by_initialising_o_l_m_in_hbm():
+    w = Workload(300, 64)
+    first = tw.tile_walk("fa1", w, block_rows=64, block_cols=128).steps[0]
+    assert first.tile is None and first.read_bytes == 0
+    assert first.write_bytes == 300 * 64 * 2 + 2 * 300 * FP32
+
+
+def test_tile_walk_refuses_what_it_cannot_walk():
+    with pytest.raises(ValueError, match="algorithm"):
+        tw.tile_walk("fa2_fast", Workload(256, 64))
+    with pytest.raises(ValueError, match="query_len"):
+        tw.tile_walk("fa2", Workload(256, 64, query_len=1), block_rows=1, block_cols=64)
+
+
+def test_score_grid_ticks_at_tile_edges_and_marks_skipped_and_diagonal_tiles():
+    fig, ax = plt.subplots()
+    status = tw.draw_score_grid(ax, 1000, 128, 160, causal=True)
+    edges_rows = list(range(0, 1000, 128)) + [1000]
+    edges_cols = list(range(0, 1000, 160)) + [1000]
+    for ticks, edges in ((ax.get_yticks, edges_rows), (ax.get_xticks, edges_cols)):
+        assert sorted({*ticks(), *ticks(minor=True)}) == edges  # major (labelled) and minor ticks
+        assert {0, 1000} <= set(ticks())
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert len(hatched) == int((status == tw.SKIPPED).sum()) > 0
+    assert status.shape == (len(edges_rows) - 1, len(edges_cols) - 1)
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    assert (tw.draw_score_grid(ax, 256, 64, 64) == tw.FULL).all() and not ax.patches
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("algorithm", tw.WALKS)
+def test_walk_figures_draw(algorithm):
+    w = Workload(300, 64, causal=True)
+    walk = tw.tile_walk(
+        algorithm, w, **({"matmul_tile": 128} if algorithm == "naive" else {"sram_bytes": H200_SRAM})
+    )
+    plt.close(tw.draw_walk_step(walk, len(walk.steps) // 2))
+    fig = tw.draw_walk_overview(walk)
+    assert len(fig.axes) == 4
+    plt.close(fig)
+    assert len(walk.frame()) == len(walk.steps)
+
+
+def test_stepper_draws_before_the_first_move_and_on_every_move():
+    pytest.importorskip("ipywidgets")
+    from simlib.lectures.stepper import stepper
+
+    drawn = []
+
+    def draw(k):
+        drawn.append(k)
+        return plt.figure()
+
+    box = stepper(5, draw, start=1)
+    assert drawn == [1]
+    play, slider = box.children[0].children
+    slider.value = 5
+    assert drawn == [1, 4] and slider.max == play.max == 5
+    with pytest.raises(ValueError, match="start"):
+        stepper(3, draw, start=3)
