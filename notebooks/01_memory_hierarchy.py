@@ -18,53 +18,102 @@
 # *Why FlashAttention is fast* starts with a question that has nothing to do with attention:
 # **where do the numbers live while the GPU computes with them?**
 #
-# - **HBM** (high-bandwidth memory) is the *warehouse*: tens of gigabytes, far away.
-# - **SRAM** (shared memory, on the chip) is the *workbench*: a few hundred kilobytes per thread
-#   block, right next to the arithmetic units.
+# **Learning goals**
 #
-# Every number in this lecture comes from the hardware presets in `data/hardware/` (each with its
-# source) and from the exact traffic model in `simlib`.
+# - Read a GPU preset: device memory ("HBM"), L2 and shared memory ("SRAM"), their capacities and
+#   bandwidths, and the unit each is given in.
+# - Compute a kernel's arithmetic intensity and a GPU's ridge point, and tell from the two whether the
+#   kernel waits for memory or for arithmetic.
+# - Explain why standard attention is memory bound in fp16 on every preset, and how tiling moves it
+#   towards (and, with the L2's help, across) the ridge.
+# - Compare the time of the arithmetic and of the memory trips of one attention head, and name the
+#   second bottleneck of a scalar kernel: shared-memory bandwidth.
+#
+# **Prerequisites**
+#
+# - None of the other lectures: this is the first.
+# - Matrix products and their FLOP count (2·m·n·k for an m×k by k×n product), the softmax.
+# - What a kernel, a thread block and a streaming multiprocessor (SM) are, in one sentence each
+#   ([the glossary](../docs/GLOSSARY.md)).
+#
+# **Plan (50 minutes)**
+#
+# | Minutes | Part |
+# |---|---|
+# | 5 | The warehouse and the workbench |
+# | 10 | The presets: capacities, bandwidths, units |
+# | 10 | The roofline and the ridge point |
+# | 10 | The punchline: FlashAttention turns attention compute bound |
+# | 5 | Why the trips, not the arithmetic, cost the time |
+# | 5 | A caveat: the workbench has a bandwidth too |
+# | 5 | Summary and exercises |
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Speaker notes: open with the analogy before any formula. The warehouse is huge but every trip costs
-# time; the workbench is tiny but free to reach. Ask the class: which one limits a carpenter who
-# builds something simple from many parts? (The trips.)
+# Open with the analogy before any formula. The warehouse is huge but every trip costs time; the
+# workbench is tiny but free to reach. Ask the class: which one limits a carpenter who builds something
+# simple from many parts? (The trips.)
 
 # %% slideshow={"slide_type": "skip"}
+import math
+from fractions import Fraction
+
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
 from simlib import Workload, count, load_preset, preset_keys, roofline
-from simlib.lectures import charts, intensity
+from simlib.lectures import charts, claims, intensity, paper
 from simlib.reproduce import FIGURE2, figure2_h200_intensity
 
 charts.use_style()
 N, D = 4096, 64  # the running example: 4K tokens, head dimension 64, fp16
 GPUS = preset_keys()
+h200 = load_preset("h200")
+
+# %% tags=["remove-input"] slideshow={"slide_type": "slide"}
+hws = [load_preset(k) for k in GPUS]
+gib = [hw.level("HBM").capacity_bytes / 2**30 for hw in hws]
+kib = [hw.sram_bytes / 2**10 for hw in hws]
+memories = sorted({hw.dram_name for hw in hws})
+display(
+    Markdown(
+        "## The warehouse and the workbench\n\n"
+        f"- **HBM**, the *warehouse*: the GPU's device memory, {min(gib):.0f}–{max(gib):.0f} GiB on the "
+        f'{len(GPUS)} GPUs of this course, off the chip. "HBM" (high-bandwidth memory) is the paper\'s and '
+        f"the model's name for it; the chips really carry {', '.join(memories)} — the {h200.name} has "
+        f"{h200.dram_name}, the {load_preset('rtx-4090').name} {load_preset('rtx-4090').dram_name}.\n"
+        f"- **SRAM**, the *workbench*: shared memory on the chip, {min(kib):.0f}–{max(kib):.0f} KiB per "
+        "thread block, right next to the arithmetic units.\n\n"
+        "Every number in this lecture comes from the hardware presets in `data/hardware/` (each with its "
+        "source) and from the exact traffic model in `simlib`."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The presets: capacities and bandwidths
 #
 # One row per GPU. "SRAM per block" is what one thread block may allocate (the *M* of the
 # FlashAttention paper); "SRAM per SM" is the whole on-chip array of one streaming multiprocessor.
-# Bandwidths are decimal (1 TB/s = 10¹² B/s), capacities binary (1 GiB = 2³⁰ B).
+# Units, one per quantity: on-chip capacities are binary (KiB per block and per SM, MiB for the L2
+# and for all SMs together), device memory in GiB; bandwidths and, later, traffic are decimal
+# (1 TB/s = 10¹² B/s, 1 MB = 10⁶ B).
 
 
 # %%
 def preset_row(key):
     hw = load_preset(key)
-    sram, l2, hbm = hw.level("SRAM"), hw.level("L2"), hw.level("HBM")
+    sram, l2, dram = hw.level("SRAM"), hw.level("L2"), hw.level("HBM")
     return {
         "GPU": hw.name,
+        "device memory": hw.dram_name,
         "SMs": hw.sm_count,
         "SRAM per block (KiB)": hw.sram_bytes / 2**10,
         "SRAM per SM (KiB)": sram.capacity_bytes / 2**10,
         "SRAM, all SMs (MiB)": sram.capacity_bytes * hw.sm_count / 2**20,
         "SRAM bandwidth, all SMs (TB/s)": sram.bandwidth_bytes_per_s / 1e12,
         "L2 (MiB)": l2.capacity_bytes / 2**20,
-        "HBM (GiB)": hbm.capacity_bytes / 2**30,
-        "HBM bandwidth (TB/s)": hbm.bandwidth_bytes_per_s / 1e12,
+        "device memory (GiB)": dram.capacity_bytes / 2**30,
+        "device memory bandwidth (TB/s)": dram.bandwidth_bytes_per_s / 1e12,
         "fp16 peak (TFLOP/s)": hw.peak_flops["fp16"] / 1e12,
     }
 
@@ -73,35 +122,48 @@ presets = pd.DataFrame([preset_row(k) for k in GPUS], index=GPUS)
 presets.round(2)
 
 # %% tags=["remove-input"]
-h200 = load_preset("h200")
 row = presets.loc["h200"]
 display(
     Markdown(
-        f"**On the {h200.name}** the warehouse holds {row['HBM (GiB)']:.0f} GiB; the workbench of one "
-        f"thread block holds {row['SRAM per block (KiB)']:.0f} KiB — the warehouse is "
+        f"**On the {h200.name}** the warehouse ({h200.dram_name}) holds {row['device memory (GiB)']:.0f} GiB; "
+        f"the workbench of one thread block holds {row['SRAM per block (KiB)']:.0f} KiB — the warehouse is "
         f"{h200.level('HBM').capacity_bytes / h200.sram_bytes:,.0f}× bigger. Even all "
         f"{h200.sm_count} SMs' on-chip arrays together ({row['SRAM, all SMs (MiB)']:.0f} MiB) are "
-        f"{row['HBM (GiB)'] * 1024 / row['SRAM, all SMs (MiB)']:,.0f}× smaller than HBM. "
+        f"{row['device memory (GiB)'] * 1024 / row['SRAM, all SMs (MiB)']:,.0f}× smaller than the warehouse. "
         f"But the workbench is fast: {row['SRAM bandwidth, all SMs (TB/s)']:.1f} TB/s summed over the SMs "
-        f"against {row['HBM bandwidth (TB/s)']:.1f} TB/s from HBM, "
-        f"{row['SRAM bandwidth, all SMs (TB/s)'] / row['HBM bandwidth (TB/s)']:.1f}× more."
+        f"against {row['device memory bandwidth (TB/s)']:.1f} TB/s from {h200.dram_name}, "
+        f"{row['SRAM bandwidth, all SMs (TB/s)'] / row['device memory bandwidth (TB/s)']:.1f}× more."
+    )
+)
+
+# %% tags=["remove-input"]
+a100 = load_preset("a100-40gb")
+paper_a100 = paper.section("section_2_1_a100")
+display(
+    Markdown(
+        f"**Two A100 numbers, not to be confused.** {a100.sram_bytes / 2**10:.0f} KiB is what one thread "
+        f"block may allocate — the *M* that sizes FlashAttention's tiles, used in every lecture — while the "
+        f'paper\'s "{paper_a100["sram_per_sm_kb"]} KB of on-chip SRAM per SM" ({paper_a100["citation"]}) is '
+        f"the SM's whole L1 + shared-memory array, the preset's "
+        f"{a100.level('SRAM').capacity_bytes / 2**10:.0f} KiB per SM (NVIDIA's KB are 1024 B): part of that "
+        "array always stays L1 cache."
     )
 )
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Speaker notes: point at the two ratios the cell printed: capacity (HBM ≫ SRAM, thousands of
-# times) and bandwidth (SRAM ≫ HBM, several times). The whole course lives between those two facts.
+# Point at the two ratios the cell printed: capacity (the warehouse is far larger) and bandwidth (the
+# workbench is faster). The whole course lives between those two facts.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The roofline: arithmetic or trips?
 #
-# A kernel does *F* floating-point operations and moves *B* bytes to and from HBM. It cannot finish
-# faster than either
+# A kernel does *F* floating-point operations and moves *B* bytes to and from device memory. It cannot
+# finish faster than either
 #
-# $$ t \;\ge\; \max\!\left(\frac{F}{\text{peak FLOP/s}},\; \frac{B}{\text{HBM bandwidth}}\right). $$
+# $$ t \;\ge\; \max\!\left(\frac{F}{\text{peak FLOP/s}},\; \frac{B}{\text{memory bandwidth}}\right). $$
 #
 # Divide by *t*: the attainable speed is $\min(\text{peak},\; I \cdot \text{bandwidth})$ with the
-# **arithmetic intensity** $I = F / B$ (FLOP per HBM byte). Below the *ridge point*
+# **arithmetic intensity** $I = F / B$ (FLOP per byte of device memory). Below the *ridge point*
 # $I^* = \text{peak} / \text{bandwidth}$ a kernel waits for the warehouse; above it, for the
 # arithmetic units.
 
@@ -130,7 +192,7 @@ pd.DataFrame(
     }
 ).T.round(1)
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "subslide"} alt="Roofline of each of the six GPU presets in fp16: attainable TFLOP/s against FLOP per byte of the preset's own device memory, with naive attention and FlashAttention-2 marked on the roof"
 fig, axes = plt.subplots(2, 3, figsize=(13, 8), sharex=True)
 for ax, key in zip(axes.flat, GPUS):
     p = points[key]
@@ -143,10 +205,11 @@ for ax, key in zip(axes.flat, GPUS):
             ("fa2", p["fa2"].arithmetic_intensity, charts.COLORS["fa2"]),
         ],
     )
+    charts.name_device_memory(ax, load_preset(key))
 for ax in axes[0]:
     ax.set_xlabel("")
 fig.suptitle(
-    f"HBM roofline per GPU, fp16; attention at N = {N}, d = {D} "
+    f"Device-memory roofline per GPU, fp16; attention at N = {N}, d = {D} "
     "(the intensity does not depend on batch or heads)",
     fontsize=13,
 )
@@ -157,17 +220,18 @@ p = points["h200"]
 left = [key for key in GPUS if points[key]["naive"].arithmetic_intensity < points[key]["naive"].ridge_point]
 display(
     Markdown(
-        f"At N = {N}, d = {D}, naive attention does {p['naive'].arithmetic_intensity:.0f} FLOP per HBM byte and "
+        f"At N = {N}, d = {D}, naive attention does {p['naive'].arithmetic_intensity:.1f} FLOP per byte and "
         f"FlashAttention-2 with its default tiles {p['fa2'].arithmetic_intensity:.0f}, while the {h200.name} "
-        f"needs {p['naive'].ridge_point:.0f} FLOP per byte in fp16 to keep its tensor cores busy. Naive attention "
-        f"sits left of the ridge on {len(left)} of the {len(GPUS)} presets: it is limited by HBM bandwidth, and "
-        f"the kernel that moves fewer bytes wins. Where FlashAttention lands is the punchline of the next slide."
+        f"needs {p['naive'].ridge_point:.0f} FLOP per {h200.dram_name} byte in fp16 to keep its tensor cores "
+        f"busy. Naive attention sits left of the ridge on {len(left)} of the {len(GPUS)} presets: it is limited "
+        "by memory bandwidth, and the kernel that moves fewer bytes wins. Where FlashAttention lands is the "
+        "punchline of the next slide."
     )
 )
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Speaker notes: the memory-bound slope of the roof is 1 on log–log axes (speed ∝ intensity). Moving a
-# kernel right along the roof means fewer bytes for the same FLOPs. That is exactly what tiling does.
+# The memory-bound slope of the roof is one on log–log axes (speed ∝ intensity). Moving a kernel right
+# along the roof means fewer bytes for the same FLOPs. That is exactly what tiling does.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The punchline: FlashAttention turns attention compute bound
@@ -179,7 +243,7 @@ display(
 # traffic (Q, K, V read once, O written once), a limit — this model has no L2 level; Lecture 5
 # measures how much of it the H200's L2 really absorbs.
 
-# %%
+# %% alt="Arithmetic intensity against sequence length on the H200, log-log: naive attention flat below the fp16 ridge, FlashAttention-1 and -2 rising towards it, the L2-absorbed limit climbing far above it, and the two measured Figure 2 points"
 sweep = intensity.intensity_sweep("h200", seq_lens=tuple(2**k for k in range(8, 17)), head_dim=D)
 measured = figure2_h200_intensity()  # ncu DRAM bytes of one fwd+bwd step, Figure 2 config
 fig, ax = plt.subplots(figsize=(9.5, 5.2))
@@ -196,6 +260,7 @@ for variant, name, marker in (("standard", "naive", "X"), ("fa2_varlen", "fa2", 
     )
 charts.tokens_axis(ax, sorted(sweep.N.unique()))
 ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, fontsize=9)
+charts.name_device_memory(ax, h200)
 plt.show()
 
 # %% tags=["remove-input"]
@@ -212,7 +277,7 @@ display(
     )
 )
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "subslide"} alt="The intensity-against-sequence-length chart repeated for every data-centre preset, each against its own fp16 and fp32 ridges"
 fig, axes = plt.subplots(2, 2, figsize=(13, 8.5), sharex=True, sharey=True)
 for ax, key in zip(axes.flat, intensity.DATACENTER_GPUS):
     intensity.plot_intensity(
@@ -220,6 +285,7 @@ for ax, key in zip(axes.flat, intensity.DATACENTER_GPUS):
     )
     charts.tokens_axis(ax, intensity.SWEEP_SEQ_LENS, label="N (tokens)" if ax in axes[1] else "")
     ax.set_title(load_preset(key).name)
+    charts.name_device_memory(ax, load_preset(key))
 handles, labels = axes.flat[0].get_legend_handles_labels()
 fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, bbox_to_anchor=(0.5, -0.06))
 fig.suptitle(f"Every data-centre preset, d = {D}, fp16: the same story against each GPU's two ridges")
@@ -251,18 +317,20 @@ crossing = (
 )
 if bound["fa2"] != "compute bound" and bound[intensity.L2_LIMIT] == "compute bound":
     crossing += "; FlashAttention-2 crosses it once the L2 serves its K/V re-reads"
-crossing += ": from waiting on HBM towards waiting on the tensor cores."
+crossing += ": from waiting on memory towards waiting on the tensor cores."
 display(
     Markdown(
         f"On the {h200.name} at N = {N} (fp16): naive {h.loc['naive', 'FLOP per HBM byte']:.0f} FLOP/B is "
         f"**{bound['naive']}**; FlashAttention-1 {h.loc['fa1', 'FLOP per HBM byte']:.0f} FLOP/B is "
         f"**{bound['fa1']}**; FlashAttention-2 {h.loc['fa2', 'FLOP per HBM byte']:.0f} FLOP/B "
-        f"({h.loc['fa2', 'tiles']} tiles, counting every K/V re-read from HBM) is **{bound['fa2']}**, and "
-        f"{h.loc[intensity.L2_LIMIT, 'FLOP per HBM byte']:.0f} FLOP/B if the L2 absorbs the re-reads "
-        f"(**{bound[intensity.L2_LIMIT]}**) — against a ridge of {h.loc['naive', 'ridge fp16 (FLOP/B)']:.0f} "
-        f"FLOP/B. {crossing} In fp32 the ridge is only {h.loc['naive', 'ridge fp32 (FLOP/B)']:.1f} FLOP/B and even "
-        f"naive attention is **{h.loc['naive', 'fp32 CUDA cores']}**: on CUDA cores the bytes matter much less, "
-        f"which is why our fp32 kernels (Lecture 5) gain less than the posts' 2–4×."
+        f"({h.loc['fa2', 'tiles']} tiles, counting every K/V re-read from {h200.dram_name}) is "
+        f"**{bound['fa2']}**, and {h.loc[intensity.L2_LIMIT, 'FLOP per HBM byte']:.0f} FLOP/B if the L2 "
+        f"absorbs the re-reads (**{bound[intensity.L2_LIMIT]}**) — against a ridge of "
+        f"{h.loc['naive', 'ridge fp16 (FLOP/B)']:.0f} FLOP/B. {crossing} In fp32 the ridge is only "
+        f"{h.loc['naive', 'ridge fp32 (FLOP/B)']:.1f} FLOP/B and even naive attention is "
+        f"**{h.loc['naive', 'fp32 CUDA cores']}**: on CUDA cores the bytes matter much less, which is why our "
+        f'fp32 kernels (Lecture 5) gain less than the posts claim ("{claims.CLAIMS["e"]}", checked in '
+        "Lecture 6)."
     )
 )
 
@@ -270,7 +338,7 @@ display(
 # ## Why the trips, not the arithmetic, cost the time
 #
 # The same two kernels on the H200, one head: how long the arithmetic takes at peak, how long the
-# HBM traffic takes at full bandwidth.
+# device-memory traffic takes at full bandwidth.
 
 # %%
 w = Workload(N, D)
@@ -288,14 +356,14 @@ times = pd.DataFrame(
 ).T
 times.round(2)
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "subslide"} alt="Horizontal bars on the H200, one head: the arithmetic at peak and the device-memory trips at full bandwidth, for naive attention and FlashAttention-2; naive's trips are the longest bar"
 fig, ax = plt.subplots(figsize=(8, 3.2))
 bars = [
     (f"{name}: {what}", times.loc[name, column], color)
     for name in times.index
     for what, column, color in (
         ("arithmetic", "arithmetic at peak (µs)", "#aaaaaa"),
-        ("HBM trips", "HBM trips at full bandwidth (µs)", charts.COLORS[name]),
+        (f"{h200.dram_name} trips", "HBM trips at full bandwidth (µs)", charts.COLORS[name]),
     )
 ]
 ax.barh([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars])
@@ -315,12 +383,12 @@ sp_share = hbm[hbm.tensor.isin(["S", "P"])].bytes.sum() / hbm.bytes.sum()
 t = times.loc["naive"]
 display(
     Markdown(
-        f"Naive attention's arithmetic takes {t['arithmetic at peak (µs)']:.1f} µs, its HBM trips "
+        f"Naive attention's arithmetic takes {t['arithmetic at peak (µs)']:.1f} µs, its {h200.dram_name} trips "
         f"{t['HBM trips at full bandwidth (µs)']:.1f} µs — "
         f"{t['HBM trips at full bandwidth (µs)'] / t['arithmetic at peak (µs)']:.1f}× longer. "
-        f"{sp_share:.1%} of those bytes are the N×N score matrix S and the probabilities P going to HBM "
-        f"and coming back. FlashAttention does the **same {t['FLOPs (G)']:.2f} GFLOP** and simply keeps S "
-        f"and P on the workbench (Lecture 3 shows how)."
+        f"{sp_share:.1%} of those bytes are the N×N score matrix S and the probabilities P going to device "
+        f"memory and coming back. FlashAttention does the **same {t['FLOPs (G)']:.2f} GFLOP** and simply keeps "
+        "S and P on the workbench (Lecture 3 shows how)."
     )
 )
 
@@ -331,7 +399,7 @@ display(
 # The model counts them with the convention of our *teaching* kernel (`docs/COUNTING.md`): every
 # multiply-add reads both operands from shared memory, no register reuse — an upper bound. Production
 # kernels on tensor cores keep operand fragments in registers and read shared memory far less, so by
-# default only HBM binds the estimate.
+# default only device memory binds the estimate.
 
 # %%
 rows = {}
@@ -354,22 +422,130 @@ display(
         f"the HBM term ({full.loc['fa2', 'HBM (µs)']:.1f} µs): a scalar kernel that really read shared memory "
         f"that often would be limited by its own workbench. Keep that in mind when Lecture 5 compares our numba "
         f"kernels with the model. The rest of this course follows the FlashAttention paper and counts "
-        f"**HBM** trips."
+        f"**device-memory (HBM)** trips."
     )
 )
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Speaker notes: be honest here. The HBM argument is the paper's argument and it is right for
-# tensor-core kernels; a naive scalar kernel has a second bottleneck (shared-memory bandwidth). Both
-# bars come from the same counting contract that the instrumented kernels reproduce exactly.
+# Be honest here. The HBM argument is the paper's argument and it is right for tensor-core kernels; a
+# naive scalar kernel has a second bottleneck (shared-memory bandwidth). Both bars come from the same
+# counting contract that the instrumented kernels reproduce exactly.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Take-aways
+# ## Summary
 #
-# 1. HBM is thousands of times larger than SRAM, SRAM several times faster (the table above).
-# 2. Standard attention sits left of the fp16 ridge: its time is set by HBM trips. FlashAttention's
-#    tiling moves it right, across the ridge (FlashAttention-1's tiles, and FlashAttention-2 once the
-#    L2 absorbs its K/V re-reads, as Lecture 5 measures on the H200): compute bound on the tensor
-#    cores. In fp32 on CUDA cores even naive attention is compute bound — not the posts' regime.
-# 3. FlashAttention does not do less arithmetic; it makes fewer trips. Next: where naive attention's
-#    trips come from (Lecture 2).
+# 1. Device memory ("HBM" in the model, whatever the chip's technology) is far larger than the
+#    on-chip shared memory ("SRAM"); SRAM has several times the bandwidth. Capacities are binary
+#    (KiB, MiB, GiB), bandwidths and traffic decimal (TB/s, MB).
+# 2. The roofline: $t \ge \max(F/\text{peak},\, B/\text{bandwidth})$. Left of the ridge point
+#    $I^* = \text{peak}/\text{bandwidth}$ a kernel is memory bound, right of it compute bound.
+# 3. Standard attention sits left of the fp16 ridge on every preset: its time is set by memory trips,
+#    most of them S and P going out and coming back.
+# 4. FlashAttention does the same arithmetic with fewer trips; tiling moves it right, across the ridge
+#    once the L2 absorbs its K/V re-reads (measured on the H200). In fp32 on CUDA cores the ridge is so
+#    low that even naive attention is compute bound — not the posts' regime.
+# 5. A scalar kernel that reads every operand from shared memory has a second bottleneck: SRAM bandwidth.
+#    Next: where naive attention's trips come from (Lecture 2).
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# Predict first (write the number down), then compute, then open the hidden solution cell: it
+# computes the answer with `simlib` and checks it against an independent derivation.
+
+# %% [markdown]
+# ### Exercise 1 — Ridge points
+#
+# Predict from the presets table which GPU has the **highest** and which the **lowest** fp16 ridge
+# point. Then compute $I^* = \text{peak}/\text{bandwidth}$ for every preset from the table's two
+# columns, and find the same point a second way: the smallest intensity at which the roof
+# (`charts.roofline_curve`) reaches the peak, by bisection.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+ridges = {}
+for key in GPUS:
+    hw = load_preset(key)
+    peak, bandwidth = hw.peak_flops["fp16"], hw.level("HBM").bandwidth_bytes_per_s
+    from_table = presets.loc[key, "fp16 peak (TFLOP/s)"] / presets.loc[key, "device memory bandwidth (TB/s)"]
+    lo, hi = 1e-3, 1e6  # the roof is below the peak at lo and at the peak at hi
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if charts.roofline_curve(peak, bandwidth, mid) < peak else (lo, mid)
+    ridges[key] = from_table
+    assert math.isclose(hi, from_table, rel_tol=1e-9), (key, hi, from_table)
+    assert math.isclose(points[key]["naive"].ridge_point, from_table, rel_tol=1e-12)  # simlib's roofline()
+ranked = pd.Series(ridges, name="fp16 ridge (FLOP/B)").sort_values()
+print(f"highest: {ranked.index[-1]}, lowest: {ranked.index[0]}")
+ranked.round(1)
+
+# %% [markdown]
+# ### Exercise 2 — The ceiling of naive attention
+#
+# Naive attention does $F = 4N^2d$ FLOPs and moves $4Nd + 4N^2$ elements (Lecture 2 counts them:
+# reads $3Nd + 2N^2$, writes $2N^2 + Nd$). Show that in fp16 its intensity is
+# $I(N) = \frac{Nd}{2(N+d)}$ FLOP/B, which grows with N but never reaches $d/2$. Predict: is there a
+# sequence length at which naive attention with d = 64 becomes compute bound in fp16 on any preset?
+# And in fp32 (4 B per element)? Check $I(N)$ against `count()` for N = 256 … 64K.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+for dtype in ("fp16", "fp32"):
+    element = Workload(1, 1, dtype=dtype).element_bytes
+    for n in (2**k for k in range(8, 17)):
+        r = count("naive", Workload(n, D, dtype=dtype))
+        assert Fraction(r.flops, r.hbm_bytes) == Fraction(4 * n * n * D, (4 * n * D + 4 * n * n) * element)
+    ceiling = Fraction(4 * D, 4 * element)  # the limit N → ∞ of 4N²d / ((4Nd + 4N²)·bytes)
+    reachable = [k for k in GPUS if intensity.ridge(load_preset(k), dtype) < ceiling]
+    ridge32 = intensity.ridge(h200, "fp32")
+    print(
+        f"{dtype}: ceiling {float(ceiling):.0f} FLOP/B; presets whose {dtype} ridge is below it: {reachable}"
+    )
+    if dtype == "fp16":
+        assert ceiling == Fraction(D, 2) and reachable == []  # memory bound at every N on every preset
+    else:
+        assert "h200" in reachable  # fp32 on CUDA cores: compute bound at long N
+        r = count("naive", Workload(N, D, dtype="fp32"))
+        print(f"fp32 at N = {N}: {r.flops / r.hbm_bytes:.2f} FLOP/B, H200 fp32 ridge {ridge32:.2f}")
+
+# %% [markdown]
+# ### Exercise 3 — How much longer do the trips take?
+#
+# For naive attention at the running N and d, predict on which preset the memory trips outlast the
+# arithmetic by the **largest** factor — the T4 (slow memory) or the H200 (fast memory)? Show that
+# $\frac{B/\text{bandwidth}}{F/\text{peak}} = I^*/I$, compute it for every preset from the ridge and
+# the intensity, and check it against `roofline()`'s two times.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+factor = {}
+for key in GPUS:
+    rl = points[key]["naive"]
+    factor[key] = rl.ridge_point / rl.arithmetic_intensity
+    assert math.isclose(rl.level_s["HBM"] / rl.compute_s, factor[key], rel_tol=1e-12)
+    hw, r = load_preset(key), count("naive", Workload(N, D))  # the same from the raw numbers
+    by_hand = (r.hbm_bytes / hw.level("HBM").bandwidth_bytes_per_s) / (r.flops / hw.peak_flops["fp16"])
+    assert math.isclose(by_hand, factor[key], rel_tol=1e-12)
+# the intensity is the same on every GPU, so the factor ranks like the ridge: compare Exercise 1
+assert max(factor, key=factor.get) == max(ridges, key=ridges.get)
+larger = "H200" if factor["h200"] > factor["t4"] else "T4"
+print(f"T4 {factor['t4']:.2f}×, H200 {factor['h200']:.2f}×: larger on the {larger} (its ridge is higher)")
+pd.Series(factor, name="trips / arithmetic (×)").round(2)
+
+# %% [markdown]
+# ### Exercise 4 — How much of S fits on the workbench?
+#
+# A square tile of the score matrix S, b×b in fp16, has to fit in one thread block's shared memory
+# (alone: no Q, K, V). Predict b on the H200 and on the T4, then compute the largest b from each
+# preset's SRAM per block and check it by brute force. What fraction of the N×N matrix at the
+# running N is one such tile? (This is why Lecture 3 cuts S into tiles and never stores it.)
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+element = Workload(N, D).element_bytes
+tiles = {}
+for key in ("h200", "t4"):
+    m = load_preset(key).sram_bytes
+    b = math.isqrt(m // element)
+    brute = 0
+    while (brute + 1) ** 2 * element <= m:
+        brute += 1
+    assert b == brute and b * b * element <= m < (b + 1) ** 2 * element
+    tiles[key] = {"SRAM per block (KiB)": m / 2**10, "largest b": b, "share of S": b * b / N**2}
+pd.DataFrame(tiles).T.astype({"largest b": int})
