@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from simlib.lectures import intensity, readers, verdicts
+from simlib.lectures import claims, intensity, readers, verdicts
 from simlib.lectures.verdicts import CONDITIONS, FAILS, HOLDS, NOT_CHECKED
 
 N, D = 4096, 64
@@ -328,3 +328,44 @@ def test_e_side_by_side_rows_decide_over_the_other_runs(tmp_path):
         tensor_core=readers.tensor_core_speedups(None, None, None, None), side_by_side=path
     )
     assert v.verdict == HOLDS and v.number == "3.0× (H200 bf16: torch_math / torch_flash 3.0×)"
+
+
+def test_slide_tables_are_slide_sized_and_cover_every_claim_once(table):
+    keys = "".join(verdicts.GROUPS.values())
+    assert sorted(keys) == sorted(table.index)
+    for group in verdicts.GROUPS.values():
+        t = verdicts.slide_table(group, table)
+        assert list(t.columns) == ["claim", "deciding number", "model", "paper", "H200", "verdict"]
+        assert t.map(len).max().max() <= 100  # the full reasoning (up to ~600 characters) goes to the cards
+    marks = verdicts.slide_table("aoq", table)
+    # (a): a model number only; (o): the paper's Table 2, no model; (q): model and NVML, no paper number
+    assert marks[["model", "paper", "H200"]].values.tolist() == [
+        ["✓", "—", "—"],
+        ["—", "✓", "—"],
+        ["✓", "—", "✓"],
+    ]
+
+
+def test_cards_carry_every_field_collapsed(table):
+    text = verdicts.cards("eq", table)
+    assert text.count("<details>") == text.count("</details>") == 2
+    for key in "eq":
+        for field in ("quantity", "model", "paper", "measured", "rule"):
+            assert table.loc[key, field] in text
+
+
+def test_side_by_side_times_are_the_csv_medians():
+    import csv
+
+    with open(readers.lookup(readers.TC_SIDE_BY_SIDE), newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["dtype"] == "bf16" and r["causal"] == "False"]
+    by_hand = {
+        (r["kernel"], int(r["seq_len"])): float(r["median_ms"])
+        for r in rows
+        if r["head_dim"] == "64"
+        and r["median_ms"]
+        and (r["kernel"] != "fa2_tc" or "(default)" in r["config"])
+    }
+    ms = claims.side_by_side_ms("bf16", 64)
+    assert {(k, n): ms.loc[n, k] for k in ms.columns for n in ms.index} == pytest.approx(by_hand)
+    assert "cupy_naive" not in ms.columns  # cupy has no bf16: the run wrote no time

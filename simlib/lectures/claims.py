@@ -305,6 +305,15 @@ def model_speedups(seq_lens, head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU, dtype="
     return pd.DataFrame(rows)
 
 
+def side_by_side_ms(dtype="bf16", head_dim=DEFAULT_HEAD_DIM, path=None):
+    """Median forward time (ms) per N (rows) and variant (columns) of the H200 side-by-side run
+    (`readers.tc_times` of tc_side_by_side_h200.csv), non-causal; a variant the run did not time
+    (e.g. cupy's cuBLAS path, which has no bf16) has no column."""
+    t = readers.tc_times(path)
+    t = t[~t.causal & (t.dtype == dtype) & (t.head_dim == head_dim)]
+    return t.pivot_table(index="seq_len", columns="kernel", values="time_ms", aggfunc="min")
+
+
 def claim_e(seq_lens=(2048, 4096, 8192, 16384), head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU):
     return model_speedups(seq_lens, head_dim, gpu)
 
