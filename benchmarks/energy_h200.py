@@ -15,6 +15,8 @@ looped for ``--calib-s`` seconds between two steps of the energy counter
                131 blocks away (another SM, so L1 cannot serve it); one FADD per 4 B loaded
     smem_read  every thread re-reads 16 shared-memory words per trip (conflict-free, the address
                changes per trip so nothing is hoisted); one FADD per 4 B loaded
+    smem_read_v4  the same 64 bytes per thread per trip as 4 ld.shared.v4.f32 (LDS.128); one FADD
+               per 4 B loaded: a quarter of the load instructions for the same bytes
     fp32_fma   gpu_kernels.measure.ceilings' FFMA-chain kernel (2 FLOP per FFMA)
     tc_mma     a register-only mma.sync m16n8k16 bf16 loop (gpu_kernels.tensor_core.warp_ops), 4
                independent accumulators per warp, 4096 FLOP per mma
@@ -29,6 +31,9 @@ float64 attention), then looped for ``--kernel-s`` seconds between counter steps
 over sets that together exceed twice the L2. Order: N = 4096 first, then 16384, the backward
 passes, then 1024, so a run cut short by ``--budget-s`` keeps what the claim needs.
 
+``--benches``, ``--variants`` pick a subset (idle is always measured); ``--tag`` names the files
+(energy_calibration_<tag>.csv, energy_attention_<tag>.csv; default h200).
+
 Each file is rewritten with its provenance sidecar after every row (gpu_kernels.measure.provenance).
 """
 
@@ -37,6 +42,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 import time
 import traceback
@@ -155,6 +161,76 @@ def smem_read_kernel():
     return smem_read
 
 
+SMEM_VECTORS = SMEM_WORDS // 4  # 16-byte loads per thread per trip: the same 64 bytes as smem_read
+
+
+def shared_load_v4():
+    """ld.shared.v4.f32 through inline PTX: (smem, idx) -> the four floats at smem[idx : idx + 4]
+    (idx a multiple of 4), one LDS.128 whatever ptxas would have made of four scalar loads."""
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    f32, i64 = ir.FloatType(), ir.IntType(64)
+
+    @intrinsic
+    def ld_v4(typingctx, smem, idx):
+        ret = types.UniTuple(types.float32, 4)
+
+        def codegen(context, builder, signature, args):
+            data = context.make_array(signature.args[0])(context, builder, args[0]).data
+            addr = builder.ptrtoint(builder.gep(data, [args[1]]), i64)
+            fnty = ir.FunctionType(ir.LiteralStructType([f32] * 4), [i64])
+            asm = ir.InlineAsm(
+                fnty,
+                "{ .reg .u64 sa; cvta.to.shared.u64 sa, $4; ld.shared.v4.f32 {$0,$1,$2,$3}, [sa]; }",
+                "=f,=f,=f,=f,l,~{memory}",
+                side_effect=True,
+            )
+            out = builder.call(asm, [addr])
+            return context.make_tuple(builder, ret, [builder.extract_value(out, i) for i in range(4)])
+
+        return ret(smem, idx), codegen
+
+    return ld_v4
+
+
+def smem_read_v4_kernel():
+    """Each trip: 4 conflict-free 16-byte shared loads per thread (a warp's 32 loads cover 512
+    contiguous bytes: 4 wavefronts, the minimum) at vector t ^ (trip mod 32) of its warp's row; one
+    FADD per 4 B, as smem_read. Against smem_read it moves the same bytes with a quarter of the
+    load instructions: the difference of the two figures is the per-instruction share."""
+    from numba import cuda, float32, int32
+
+    ld_v4 = shared_load_v4()
+
+    @cuda.jit(fastmath=True)
+    def smem_read_v4(out, trips):
+        sm = cuda.shared.array(SMEM_ELEMS, float32)
+        t = cuda.threadIdx.x
+        for j in range(SMEM_WORDS):
+            sm[j * SMEM_THREADS + t] = float32(t + j) * float32(1e-6)
+        cuda.syncthreads()
+        acc = cuda.local.array(SMEM_WORDS, float32)
+        for j in range(SMEM_WORDS):
+            acc[j] = float32(0)
+        lane_base = t & int32(~31)
+        for it in range(trips):
+            x = lane_base + ((t ^ it) & int32(31))
+            for j in range(SMEM_VECTORS):
+                a0, a1, a2, a3 = ld_v4(sm, (j * SMEM_THREADS + x) * 4)
+                acc[4 * j] += a0
+                acc[4 * j + 1] += a1
+                acc[4 * j + 2] += a2
+                acc[4 * j + 3] += a3
+        s = float32(0)
+        for j in range(SMEM_WORDS):
+            s += acc[j]
+        out[cuda.grid(1)] = s
+
+    return smem_read_v4
+
+
 MMA_CHAINS = 4
 
 
@@ -234,6 +310,17 @@ def calibration_benches(sms):
             sm_grid * SMEM_THREADS * sm_trips * SMEM_WORDS * 4,
             lambda: smk[sm_grid, SMEM_THREADS](out, sm_trips),
             f"{SMEM_WORDS} conflict-free LDS.32 per thread per trip, {sm_trips} trips, "
+            f"{sm_grid}x{SMEM_THREADS} threads, one FADD per 4 B",
+        )
+    )
+    smk4 = smem_read_v4_kernel()
+    benches.append(
+        (
+            "smem_read_v4",
+            "bytes",
+            sm_grid * SMEM_THREADS * sm_trips * SMEM_WORDS * 4,
+            lambda: smk4[sm_grid, SMEM_THREADS](out, sm_trips),
+            f"{SMEM_VECTORS} conflict-free ld.shared.v4.f32 (LDS.128) per thread per trip, {sm_trips} trips, "
             f"{sm_grid}x{SMEM_THREADS} threads, one FADD per 4 B",
         )
     )
@@ -373,6 +460,37 @@ def fa2_tc_variant(n):
     return call, check, {"block_rows": cfg.block_rows, "block_cols": getattr(cfg, "block_cols", None)}
 
 
+def naive_tc_variant(n):
+    """gpu_kernels' naive_tc in bf16 (its default tiles): S and P through HBM, three launches."""
+    import torch
+
+    from gpu_kernels.counting import new_counters
+    from gpu_kernels.tensor_core.bench import bits_view
+    from gpu_kernels.tensor_core.naive_tc_kernel import NaiveTcConfig, NaiveTcPlan, row_stride
+
+    batch = BATCH_HEADS[n] // HEADS
+    bh = batch * HEADS
+    sets = torch_sets(batch, n, torch.bfloat16, 3)
+    cfg = NaiveTcConfig(HEAD_DIM).check()
+    plan = NaiveTcPlan((batch, HEADS, HEADS, n, n, HEAD_DIM), cfg, "bf16")
+    o = torch.full((batch, HEADS, n, HEAD_DIM), float("nan"), device="cuda", dtype=torch.bfloat16)
+    sp = [torch.empty(bh * n * row_stride(n), device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+    counters = new_counters()
+    views = [[bits_view(t) for t in s] for s in sets]
+    ov, s_view, p_view = bits_view(o), bits_view(sp[0]), bits_view(sp[1])
+
+    def call(i):
+        plan.launch(*views[i % len(views)], s_view, p_view, ov, (counters,) * 3)
+
+    def check():
+        call(0)
+        torch.cuda.synchronize()
+        return o, sets[0]
+
+    params = {"warps": cfg.warps, "block_cols": cfg.block_cols, "softmax_threads": plan.softmax_threads}
+    return call, check, params, sp
+
+
 def numba_variant(name, n, rng):
     """gpu_kernels.measure.variants' runner on a Case (fp32, its own float64 check)."""
     from gpu_kernels.device import l2_bytes
@@ -415,7 +533,7 @@ def attention_plan(seq_lens, with_tc):
         ("cupy_naive", "fp32"),
     ]
     if with_tc:
-        fwd.insert(4, ("fa2_tc", "bf16"))
+        fwd[4:4] = [("fa2_tc", "bf16"), ("naive_tc", "bf16")]
     bwd = [
         ("torch_math", "bf16"),
         ("torch_flash", "bf16"),
@@ -449,9 +567,11 @@ def run_one(variant, dtype, pas, n, counter, seconds, rng) -> dict:
         call, check, params = torch_variant(TORCH_BACKENDS[variant], dtype, n, pas == "fwd_bwd")
     elif variant == "fa2_tc":
         call, check, params = fa2_tc_variant(n)
+    elif variant == "naive_tc":
+        call, check, params, _keep = naive_tc_variant(n)
     else:
         call, check, params, _keep = numba_variant(variant, n, rng)
-    if variant in TORCH_BACKENDS or variant == "fa2_tc":
+    if variant in TORCH_BACKENDS or variant in ("fa2_tc", "naive_tc"):
         o, (q, k, v) = check()
         err = sampled_error(o, q, k, v, rng)
         del o, q, k, v
@@ -525,7 +645,16 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--budget-s", type=float, default=200.0)
     p.add_argument("--seq-lens", default="1024,4096,16384")
+    p.add_argument("--benches", default="", help="calibration benchmarks to run (default all; idle always)")
+    p.add_argument("--variants", default="", help="attention variants to run (default all)")
+    p.add_argument(
+        "--tag", default="h200", help="files energy_calibration_<tag>.csv, energy_attention_<tag>.csv"
+    )
     args = p.parse_args(argv)
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", args.tag):
+        p.error(f"--tag: expected letters, digits, '_' or '-', got {args.tag!r}")
+    wanted_benches = {b for b in args.benches.split(",") if b}
+    wanted_variants = {v for v in args.variants.split(",") if v}
     from gpu_kernels.measure.provenance import check_output_dir, csv_text, provenance, write_measurement
 
     check_output_dir(args.out)
@@ -561,8 +690,8 @@ def main(argv=None):
     except Exception:
         pass
     record = provenance(meta)
-    calib_path = os.path.join(args.out, "energy_calibration_h200.csv")
-    attn_path = os.path.join(args.out, "energy_attention_h200.csv")
+    calib_path = os.path.join(args.out, f"energy_calibration_{args.tag}.csv")
+    attn_path = os.path.join(args.out, f"energy_attention_{args.tag}.csv")
     calib_rows, attn_rows = [], []
 
     def save_calib():
@@ -572,6 +701,10 @@ def main(argv=None):
         write_measurement(attn_path, csv_text(only(attn_rows, ATTN_FIELDS), ATTN_FIELDS), record)
 
     benches, keep = calibration_benches(sms)
+    unknown = wanted_benches - {b[0] for b in benches}
+    if unknown:
+        p.error(f"--benches: unknown {', '.join(sorted(unknown))}")
+    benches = [b for b in benches if not wanted_benches or b[0] in wanted_benches]
     import torch
 
     def sync_all():
@@ -637,9 +770,10 @@ def main(argv=None):
         print(f"fa2_tc unavailable: {e}", flush=True)
     rng = np.random.default_rng(2026)
     try:
-        run_attention(
-            counter, attention_plan(seq_lens, with_tc), args.kernel_s, rng, deadline, save_attn, attn_rows
-        )
+        plan = [
+            x for x in attention_plan(seq_lens, with_tc) if not wanted_variants or x[0] in wanted_variants
+        ]
+        run_attention(counter, plan, args.kernel_s, rng, deadline, save_attn, attn_rows)
     except Exception:
         traceback.print_exc()
     idle = energy.measure_idle(counter, args.calib_s)

@@ -166,6 +166,7 @@ def test_one_tile_gpu(dtype):
         (["--out", "x", "--seq-lens", "a,b"], "--seq-lens"),
         (["--out", "x", "--head-dims", "96"], "--head-dims"),
         (["--out", "x", "--reps", "0"], "--reps"),
+        (["--out", "x", "--tag", "a/b"], "--tag"),
         ([], "--out"),
     ],
 )

@@ -20,7 +20,7 @@ more than 2 ms) after one warm-up group, median of reps groups, reps = TARGET_S 
 [--min-reps, --reps]. Configurations run in the order bf16 non-causal, fp16 non-causal, bf16 causal,
 fp16 causal; those that would start after --budget-s get a row saying so.
 TFLOP/s counts the useful FLOPs: 4·N²·d·B·H, half of it with the causal mask.
-Writes tc_side_by_side_h200.csv + its provenance sidecar, rewritten after every (N, d).
+Writes tc_side_by_side_<--tag>.csv (default h200) + its provenance sidecar, rewritten after every (N, d).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import argparse
 import csv
 import io
 import math
+import re
 import statistics
 import sys
 import time
@@ -201,6 +202,11 @@ def launchers(sh, names, torch):
     def cupy():
         import cupy as cp
 
+        try:  # cupy 14 maps DLPack's bfloat16 to numpy's dtype 'E', which only ml_dtypes registers
+            import ml_dtypes  # noqa: F401
+        except ImportError:
+            pass
+
         sets = [[cp.from_dlpack(x) for x in st] for st in sh.qkv]
         o = cp.from_dlpack(sh.out)
         s = cp.empty((b, h, n, n), dtype=sets[0][0].dtype)
@@ -334,6 +340,13 @@ def head_dims(text):
     return values
 
 
+def file_tag(text):
+    """A file-name tag: letters, digits, '_' and '-' ('h200_causal')."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", text):
+        raise argparse.ArgumentTypeError(f"expected letters, digits, '_' or '-', got {text!r}")
+    return text
+
+
 def names_of(allowed):
     def parse(text):
         names = [x.strip() for x in text.split(",") if x.strip()]
@@ -359,6 +372,12 @@ def main(argv=None):
     )
     p.add_argument("--min-reps", type=lambda x: positive_ints(x)[0], default=5)
     p.add_argument("--budget-s", type=float, default=170.0, help="start no configuration after this")
+    p.add_argument(
+        "--tag",
+        type=file_tag,
+        default="h200",
+        help="file name tc_side_by_side_<tag>.csv (h200_causal for a causal run)",
+    )
     a = p.parse_args(argv)
     from ..device import NoGPU, require_gpu
 
@@ -398,7 +417,7 @@ def main(argv=None):
         w.writeheader()
         w.writerows(rows)
         write_measurement(
-            f"{a.out}/tc_side_by_side_h200.csv",
+            f"{a.out}/tc_side_by_side_{a.tag}.csv",
             buf.getvalue(),
             {**record, "status": status, "elapsed_s": round(time.monotonic() - t_start, 1)},
         )
