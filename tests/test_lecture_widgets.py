@@ -179,3 +179,88 @@ def test_stepper_draws_before_the_first_move_and_on_every_move():
     assert drawn == [1, 4] and slider.max == play.max == 5
     with pytest.raises(ValueError, match="start"):
         stepper(3, draw, start=3)
+
+
+# --- the online softmax of one row ---------------------------------------------------------------
+
+from simlib.lectures import online_softmax_steps as oss  # noqa: E402
+
+
+def _softmax_py(row):
+    """Exact softmax in float64, pure Python: shift by the maximum of the finite entries, math.fsum."""
+    import math
+
+    finite = [x for x in row if x != -math.inf]
+    top = max(finite)
+    e = [0.0 if x == -math.inf else math.exp(x - top) for x in row]
+    total = math.fsum(e)
+    return np.array([t / total for t in e])
+
+
+def _rows():
+    rng = np.random.default_rng(16)
+    plain = rng.standard_normal(300)
+    shifted = 1000.0 + 3.0 * rng.standard_normal(300)  # exp overflows even in float64 without the max
+    rising = np.linspace(-5, 5, 300) + 0.1 * rng.standard_normal(300)  # the max moves up every tile
+    masked = plain.copy()
+    masked[:150] = -np.inf  # the first two tiles of 64 entirely masked
+    return {"plain": plain, "shifted by 1000": shifted, "rising": rising, "first 150 masked": masked}
+
+
+@pytest.mark.parametrize("name", list(_rows()))
+@pytest.mark.parametrize("block", [64, 37, 300, 1])
+def test_every_step_is_the_exact_softmax_of_the_prefix(name, block):
+    row = _rows()[name]
+    steps = oss.online_softmax_steps(row, block)
+    assert len(steps) == -(-len(row) // block) and steps[-1].keys == len(row)
+    for s in steps:
+        prefix = row[: s.keys]
+        if np.isneginf(prefix).all():
+            assert s.m == -np.inf and s.ell == 0.0 and not s.weights.any()
+            continue
+        np.testing.assert_allclose(s.weights, _softmax_py(prefix), rtol=1e-12, atol=1e-300)
+        assert s.m == max(prefix) and s.ell == pytest.approx(
+            float(np.exp(prefix - max(prefix)).sum()), rel=1e-12
+        )
+    np.testing.assert_allclose(steps[-1].weights, _softmax_py(row), rtol=1e-12, atol=1e-300)
+
+
+def test_outputs_converge_to_softmax_times_v_and_the_rescale_factor_is_e_to_the_max_change():
+    rng = np.random.default_rng(3)
+    row, v = 8.0 * rng.standard_normal(200), rng.standard_normal((200, 16))
+    steps = oss.online_softmax_steps(row, 50, values=v)
+    for s in steps:
+        np.testing.assert_allclose(s.output, _softmax_py(row[: s.keys]) @ v[: s.keys], rtol=1e-11, atol=1e-14)
+    for before, after in zip(steps, steps[1:]):
+        assert after.rescale == pytest.approx(np.exp(before.m - after.m), rel=1e-15)
+    assert steps[0].rescale == 0.0  # e^(−inf − m_1): the empty sum is not carried
+
+
+def test_a_row_that_is_not_one_hot_still_matches():
+    """Logits ×100 with a spread of 0.01 (before scaling): several weights stay non-negligible."""
+    rng = np.random.default_rng(5)
+    row = 100.0 * (1.0 + 0.01 * rng.standard_normal(256))
+    exact = _softmax_py(row)
+    assert (exact > 1e-3).sum() >= 10  # not one-hot
+    np.testing.assert_allclose(oss.online_softmax_steps(row, 64)[-1].weights, exact, rtol=1e-12)
+
+
+def test_online_softmax_refuses_bad_rows():
+    with pytest.raises(ValueError, match="scores"):
+        oss.online_softmax_steps(np.zeros((2, 2)), 4)
+    with pytest.raises(ValueError, match="scores"):
+        oss.online_softmax_steps(np.array([0.0, np.nan]), 4)
+    with pytest.raises(ValueError, match="block"):
+        oss.online_softmax_steps(np.zeros(4), 0)
+    with pytest.raises(ValueError, match="values"):
+        oss.online_softmax_steps(np.zeros(4), 2, values=np.zeros((3, 2)))
+
+
+def test_softmax_figures_draw():
+    row = _rows()["first 150 masked"]
+    steps = oss.online_softmax_steps(row, 64)
+    for k in (0, 2, len(steps) - 1):
+        plt.close(oss.draw_softmax_step(steps, k, exact=_softmax_py(row)))
+    fig = oss.draw_softmax_overview(steps, exact=_softmax_py(row))
+    assert len(fig.axes) == 4
+    plt.close(fig)
