@@ -349,3 +349,161 @@ def test_optimised_speedups_pair_each_standard_with_its_flash_kernel(tmp_path):
     assert s.loc["cupy_naive", "speed-up"] == pytest.approx(3.0)  # 9 / 3
     assert s.loc["torch_math", "speed-up"] == pytest.approx(1.6)  # 4 / 2.5
     assert len(s) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# lecture 5's readers and chart (profiles, ceilings, the two side-by-side runs)
+# ---------------------------------------------------------------------------------------------
+
+PROFILE_HEADER = "kernel,launch,batch,heads,seq_len,head_dim,params,metric,value,unit,source,note\n"
+
+
+def _profile(tmp_path):
+    """One fp32 tiled launch (and its total) at N = 64, d = 16: 2 ncu metrics, the counters and simlib."""
+    rows = [
+        "tiled,fa2,1,1,64,16,,dram__bytes_read.sum,12288,byte,ncu,",
+        "tiled,fa2,1,1,64,16,,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,1024,sector,ncu,",
+        "tiled,total,1,1,64,16,,dram__bytes_read.sum,12288,byte,ncu,",
+    ]
+    for counter, counted, model in (
+        ("hbm_read_bytes", 32768, 32768),
+        ("hbm_write_bytes", 4096, 4096),
+        ("sram_read_bytes", 9000, 8999),
+        ("sram_write_bytes", 100, 100),
+    ):
+        rows.append(f"tiled,total,1,1,64,16,,counted_{counter},{counted},byte,kernel counters,")
+        rows.append(f"tiled,total,1,1,64,16,,simlib_{counter},{model},byte,simlib,")
+    path = write(tmp_path, PROFILE_HEADER + "\n".join(rows) + "\n", name="profile.csv")
+    mvn = write(
+        tmp_path,
+        "kernel,launch,batch,heads,seq_len,head_dim,params,metric,model,ncu,ratio,within_5pct,target,cause\n"
+        "tiled,fa2,1,1,64,16,,dram__bytes_read.sum,12000,12288,0.9765625,True,True,\n",
+        name="mvn.csv",
+    )
+    return readers.read_profile(path), readers.read_model_vs_ncu(mvn)
+
+
+def test_counter_differences_and_bytes_by_level(tmp_path):
+    profile, mvn = _profile(tmp_path)
+    diff = readers.counter_differences(profile).set_index("counter")["difference (B)"]
+    assert diff.to_dict() == {
+        "hbm_read_bytes": 0,
+        "hbm_write_bytes": 0,
+        "sram_read_bytes": 1,
+        "sram_write_bytes": 0,
+    }
+    level = readers.bytes_by_level(profile, mvn).iloc[0]
+    assert level["logical HBM reads"] == 32768
+    assert level["L1 sectors × 32 (ncu)"] == 1024 * 32  # the total row is not added twice
+    assert level["DRAM reads (ncu)"] == 12288 and level["DRAM reads (model)"] == 12000
+
+
+def test_read_ceilings_and_measured_hardware(tmp_path):
+    from simlib import load_preset
+
+    path = tmp_path / "ceilings.json"
+    path.write_text(
+        json.dumps(
+            {
+                "mma_bf16": {"tflops": 600.0},
+                "mma_fp16": {"tflops": 590.0},
+                "ffma_fp32": {"tflops": 57.0},
+                "copy": {"gbps": 4200.0},
+            }
+        )
+    )
+    ceilings = readers.read_ceilings(path)
+    assert ceilings == {"bf16": 600e12, "fp16": 590e12, "fp32": 57e12, "copy_bytes_per_s": 4.2e12}
+    h200 = load_preset("h200")
+    measured = readers.measured_hardware(h200, ceilings)
+    assert measured.peak_flops["bf16"] == 600e12 and measured.level("HBM").bandwidth_bytes_per_s == 4.2e12
+    assert measured.level("L2") == h200.level("L2") and h200.peak_flops["bf16"] == 989.4e12  # a copy
+
+
+TC_HEADER = "kernel,config,dtype,batch,heads,seq_len,head_dim,causal,median_ms,tflops,note\n"
+
+
+def test_tc_times_keeps_fa2_tc_default_and_lists_what_was_not_timed(tmp_path):
+    path = write(
+        tmp_path,
+        TC_HEADER + "fa2_tc,w4_bc64 (default),bf16,16,16,1024,64,False,2.0,,\n"
+        "fa2_tc,w4_bc128,bf16,16,16,1024,64,False,1.0,,\n"
+        "naive_tc,w4_bc64,bf16,16,16,1024,64,False,8.0,,\n"
+        "cupy_naive,cuBLAS bf16,bf16,16,16,1024,64,False,,,not timed: TypeError\n"
+        "*,,bf16,16,16,1024,64,True,,,not run: past --budget-s 70\n",
+        name="tc.csv",
+    )
+    times = readers.tc_times(path).set_index("kernel")
+    assert sorted(times.index) == ["fa2_tc", "naive_tc"] and times.loc["fa2_tc", "time_ms"] == 2.0
+    untimed = readers.tc_untimed(path).set_index("kernel")
+    assert untimed.loc["cupy_naive", "shapes"] == 1 and "budget" in untimed.loc["*", "note"]
+    table = readers.speedup_table(
+        readers.tc_times(path), [("naive_tc", "fa2_tc")], "bf16", charts.VARIANT_LABELS
+    )
+    assert table.loc["numba fa2_tc (ours: FA2) over numba naive_tc (ours) (bf16)", (64, 1024)] == 4.0  # 8 / 2
+
+
+def test_with_tflops_is_four_n_squared_d_per_head_over_time():
+    import pandas as pd
+
+    times = pd.DataFrame({"batch": [2], "heads": [3], "seq_len": [1024], "head_dim": [64], "time_ms": [1.5]})
+    expected = 4 * 1024 * 1024 * 64 * 6 / 1.5e-3 / 1e12  # QKᵀ and PV, 2·N²·d each, B·H = 6
+    assert readers.with_tflops(times)["tflops"].item() == pytest.approx(expected)
+
+
+def test_roofline_speedups_equal_the_byte_ratio_when_both_are_memory_bound():
+    import dataclasses
+
+    import pandas as pd
+
+    from simlib import load_preset
+
+    n, d = 4096, 64
+    fast_compute = dataclasses.replace(load_preset("h200"), peak_flops={"bf16": 1e30})
+    times = pd.DataFrame(
+        {
+            "kernel": ["naive_tc", "fa2_tc"],
+            "dtype": "bf16",
+            "batch": 1,
+            "heads": 1,
+            "seq_len": n,
+            "head_dim": d,
+        }
+        | {"time_ms": [9.0, 2.0]}
+    )
+    row = readers.roofline_speedups(times, "naive_tc", "fa2_tc", fast_compute).iloc[0]
+    tiles = n // 64  # both kernels' 64-wide tiles (Br = Bc = 64 at d = 64)
+    naive = (3 * tiles * n * d + 2 * n * n) * 2 + (2 * n * n + n * d) * 2  # Q, K, V per tile; S, P; O
+    flash = (n * d + tiles * 2 * n * d) * 2 + n * d * 2 + n * 4  # Q once, K/V per Q block; O, fp32 lse
+    assert row["model speed-up"] == pytest.approx(naive / flash) and row["measured speed-up"] == 4.5
+
+
+def test_model_vs_ncu_summary_ranges_and_counts():
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {
+            "seq_len": [4096, 4096, 16384, 1024],
+            "metric": ["dram__bytes_read.sum"] * 3 + ["dram__bytes_read.sum"],
+            "ratio": [1.0, 0.9, 1.04, 5.0],
+        }
+    )
+    summary = readers.model_vs_ncu_summary({"fp32": table}, min_seq_len=4096, tolerance=0.05)
+    assert summary.loc["DRAM read bytes", ("fp32", "model ÷ ncu")] == "0.9–1.04"  # N = 1024 left out
+    assert summary.loc["DRAM read bytes", ("fp32", "within ±5%")] == "2 of 3"
+
+
+def test_plot_variants_draws_ours_solid_and_skips_absent_variants():
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {"kernel": ["numba_tiled", "numba_tiled", "torch_math", "torch_math"], "seq_len": [1024, 4096] * 2}
+        | {"time_ms": [1.0, 9.0, 0.5, 4.0]}
+    )
+    fig, ax = plt.subplots()
+    drawn = charts.plot_variants(ax, frame, ["numba_tiled", "numba_fast", "torch_math"])
+    assert drawn == ["numba_tiled", "torch_math"]
+    styles = {line.get_label(): line.get_linestyle() for line in ax.get_lines()}
+    assert styles == {charts.VARIANT_LABELS["numba_tiled"]: "-", charts.VARIANT_LABELS["torch_math"]: "--"}
+    assert "ms" in ax.get_ylabel() and "tokens" in ax.get_xlabel()
+    plt.close(fig)

@@ -392,3 +392,64 @@ def name_device_memory(ax, hardware):
     for text in texts:
         text.set_text(re.sub(r"\bHBM\b", hardware.dram_name, text.get_text()))
     return ax
+
+
+# ---------------------------------------------------------------------------------------------
+# lecture 5: our kernels next to the standard implementations
+# ---------------------------------------------------------------------------------------------
+
+#: display names of the measured attention implementations (the side-by-side runs' variant names)
+VARIANT_LABELS = {
+    "numba_naive": "numba naive (ours)",
+    "numba_tiled": "numba tiled (ours: readable FA2)",
+    "numba_tiled_wide": "numba tiled, wide blocks (ours)",
+    "numba_fast": "numba fast (ours: register-tiled FA2)",
+    "naive_tc": "numba naive_tc (ours)",
+    "fa2_tc": "numba fa2_tc (ours: FA2)",
+    "cupy_naive": "cupy naive (cuBLAS + softmax)",
+    "torch_math": "torch SDPA math (unfused)",
+    "torch_efficient": "torch SDPA memory-efficient",
+    "torch_flash": "torch SDPA flash (FlashAttention-2)",
+    "torch_cudnn": "torch SDPA cuDNN",
+}
+#: our kernels (drawn solid; the standard implementations dashed)
+OUR_VARIANTS = ("numba_naive", "numba_tiled", "numba_tiled_wide", "numba_fast", "naive_tc", "fa2_tc")
+_VARIANT_COLORS = {
+    "numba_naive": COLORS["naive"],
+    "naive_tc": COLORS["naive"],
+    "numba_tiled": COLORS["fa2"],
+    "fa2_tc": COLORS["fa2"],
+    "numba_fast": "#17becf",
+    "numba_tiled_wide": "#bcbd22",
+    "cupy_naive": "#ff7f0e",
+    "torch_math": "#8c564b",
+    "torch_efficient": "#9467bd",
+    "torch_flash": COLORS["fa1"],
+    "torch_cudnn": "#e377c2",
+}
+
+
+def plot_variants(ax, frame, variants, y="time_ms"):
+    """One line per variant of `variants` (in that order; those absent from `frame` skipped): `y`
+    (a column: 'time_ms' or 'tflops') against `seq_len`, log–log, our kernels solid and the standard
+    implementations dashed. `frame` holds one dtype and head dim. Returns the variants drawn."""
+    drawn = []
+    for name in variants:
+        sub = frame[frame["kernel"] == name].sort_values("seq_len")
+        if sub.empty:
+            continue
+        ax.loglog(
+            sub["seq_len"],
+            sub[y],
+            marker="o" if name in OUR_VARIANTS else "s",
+            ls="-" if name in OUR_VARIANTS else "--",
+            lw=2.2 if name in OUR_VARIANTS else 1.4,
+            color=_VARIANT_COLORS.get(name),
+            label=VARIANT_LABELS.get(name, name),
+        )
+        drawn.append(name)
+    tokens_axis(ax, sorted(frame["seq_len"].unique()))
+    ax.set_ylabel(
+        "median wall time (ms, log)" if y == "time_ms" else "achieved TFLOP/s (4·N²·d·B·H / time, log)"
+    )
+    return drawn
