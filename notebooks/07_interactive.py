@@ -13,99 +13,149 @@
 # ---
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# # Lecture 7 — Explore it yourself
+# # Lecture 7 — Explore it yourself: a guided lab with sliders
 #
-# Sliders for the sequence length N, the head dimension d, the shared memory per thread block, the
-# tiles Br and Bc (0 = each schedule's default tiles) and the GPU preset. Left: HBM traffic of the three schedules
-# against N with the bounds; right: the HBM roofline of the chosen GPU with the three kernels on it.
+# One chart, six controls: the sequence length **N**, the head dimension **d**, the shared memory per
+# thread block **SRAM**, the tiles **Br** and **Bc** (0 = each schedule's own tiles) and the **GPU**.
+# Left: HBM traffic of naive attention, FlashAttention (FA1) and FlashAttention-2 (FA2) against N, with
+# the compulsory traffic and the Saha–Ye lower bound; right: the chosen GPU's roofline with the three
+# schedules on it. Every number is recomputed by `simlib` when a control moves.
 #
-# Where widgets are not rendered (an HTML export, a CI run) the static chart of the default settings
-# below is what you see; in Jupyter, move the sliders under it.
+# **Learning goals**
+#
+# - Predict how the HBM traffic of naive, FA1 and FA2 attention grows with N, then check it on the chart.
+# - Explain with a number how the SRAM size M sets FA1's tiles and so its traffic (Θ(N²d²/M)).
+# - Derive FA2's traffic from Br and find its arithmetic intensity (≈ Br FLOP per byte in fp16).
+# - Decide which tiles fit on chip from their working set, and why FA1 runs out of SRAM before FA2.
+# - Read a roofline: say whether a schedule is memory or compute bound on a GPU from its ridge point.
+#
+# **Prerequisites**: Lecture 2 (naive attention's traffic), Lecture 3 (tiling and the online softmax),
+# Lecture 4 (IO complexity, the paper's tile rule, the roofline). A Jupyter kernel with ipywidgets
+# (`make lab`); without widgets the static chart of the default setting is shown.
+#
+# **Plan (50 minutes)**
+#
+# | Minutes | Part |
+# |---:|---|
+# | 5 | The chart and the controls, on the default setting |
+# | 8 | Exercise 1: double N |
+# | 9 | Exercise 2: shrink the SRAM |
+# | 9 | Exercise 3: FA2's Br |
+# | 9 | Exercise 4: tiles that do not fit |
+# | 7 | Exercise 5: another GPU, another ridge |
+# | 3 | Summary |
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Speaker notes: good questions to try live: (1) make SRAM tiny — which schedule suffers? (2) set
-# Br = Bc for FA2 — does it catch up with FA1? (3) switch to the T4 — where is the ridge now?
+# Let the students work in pairs: one moves the controls, the other writes the prediction down first.
+# Reveal a solution (click the hidden cell under each exercise) only after the pair has a number. If
+# time runs short, do exercises 1, 3 and 5: they carry the lecture's three ideas (N², Br, the ridge).
 
 # %% slideshow={"slide_type": "skip"}
+import math
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
-import pandas as pd
-from IPython.display import Markdown, display
+from IPython.display import display
 
-from simlib import Workload, compulsory_bytes, count, load_preset, preset_keys, roofline, saha_ye_bytes
+from simlib import Workload, count, load_preset, roofline
 from simlib.lectures import charts
 
 charts.use_style()
+
+# %% tags=["remove-input"] slideshow={"slide_type": "skip"}
+# Helpers of this lab (hidden on slides): the chart for one setting and the controls that redraw it.
+import textwrap
+
+import pandas as pd
+
+from simlib import compulsory_bytes, preset_keys, saha_ye_bytes
+from simlib.schedule_protocol import DoesNotFit
+
 SEQ = [2**k for k in range(8, 17)]
 DIMS = [16, 32, 64, 128, 256]
-SRAM_KIB = [0, 16, 32, 48, 64, 96, 128, 164, 192, 227, 256, 512, 1024]
-DEFAULTS = {"n": 4096, "d": 64, "sram_kib": 0, "br": 0, "bc": 0, "gpu": "h200"}
+TILE_STEP, MAX_TILE = 16, 1024
+DEFAULTS = {"n": 4096, "d": 64, "sram": 0, "br": 0, "bc": 0, "gpu": "h200"}
+#: SRAM choices: 0 (the GPU preset's per-block shared memory), powers of two and every preset's size.
+SRAM_CHOICES = sorted({2**k * 1024 for k in range(4, 9)} | {load_preset(k).sram_bytes for k in preset_keys()})
 
 
-def tiled(algorithm, w, sram, blocks):
-    return count(algorithm, w, sram_bytes=sram, **blocks)
-
-
-def draw(n, d, sram_kib, br, bc, gpu):
-    """Traffic vs N and the roofline for one setting; explicit tiles that do not fit fall back."""
-    hw = load_preset(gpu)
-    sram = hw.sram_bytes if sram_kib == 0 else sram_kib * 1024
+def tiled(algorithm, w, hw, sram, br, bc):
+    """count() of a tiled schedule, or the model's refusal (DoesNotFit) when the tiles do not fit."""
     blocks = {k: v for k, v in (("block_rows", br), ("block_cols", bc)) if v}
-    note = ""
     try:
-        for algorithm in ("fa1", "fa2"):
-            tiled(algorithm, Workload(n, d), sram, blocks)
-    except ValueError as err:
-        note = f"{err}; showing the default tiles instead."
-        blocks = {}
+        return count(algorithm, w, sram_bytes=sram, hardware=hw, **blocks)
+    except DoesNotFit as refusal:
+        return refusal
+
+
+def tile_limits(d, sram, gpu):
+    """(largest Br, largest Bc) the sliders offer, in steps of 16: the largest tile that FA1 or FA2
+    accepts next to the smallest other tile (the model decides; pairs it refuses are drawn infeasible)."""
+    hw = load_preset(gpu)
+    w = Workload(SEQ[-1], d)
+
+    def accepted(br, bc):
+        return any(
+            not isinstance(tiled(a, w, hw, sram or hw.sram_bytes, br, bc), DoesNotFit) for a in ("fa1", "fa2")
+        )
+
+    sizes = range(TILE_STEP, MAX_TILE + 1, TILE_STEP)
+    return tuple(max((b for b in sizes if accepted(*pair(b))), default=0) for pair in (
+        lambda b: (b, TILE_STEP), lambda b: (TILE_STEP, b)))  # fmt: skip
+
+
+def draw(n, d, sram, br, bc, gpu):
+    """Traffic vs N and the roofline for one setting; tiles the model refuses are shown as infeasible."""
+    hw = load_preset(gpu)
+    sram = sram or hw.sram_bytes
     w = Workload(n, d)
-    results = {
-        "naive": count("naive", w),
-        "fa1": tiled("fa1", w, sram, blocks),
-        "fa2": tiled("fa2", w, sram, blocks),
-    }
+    results = {"naive": count("naive", w), **{a: tiled(a, w, hw, sram, br, bc) for a in ("fa1", "fa2")}}
+    fits = {name: not isinstance(r, DoesNotFit) for name, r in results.items()}
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5.8))
-    curves = {
-        "naive": [count("naive", Workload(m, d)).hbm_bytes for m in SEQ],
-        "fa1": [tiled("fa1", Workload(m, d), sram, blocks).hbm_bytes for m in SEQ],
-        "fa2": [tiled("fa2", Workload(m, d), sram, blocks).hbm_bytes for m in SEQ],
-        "compulsory": [compulsory_bytes(Workload(m, d)) for m in SEQ],
-        "saha_ye": [saha_ye_bytes(Workload(m, d), sram) for m in SEQ],
-    }
+    curves = {"compulsory": [compulsory_bytes(Workload(m, d)) for m in SEQ]}
+    curves["saha_ye"] = [saha_ye_bytes(Workload(m, d), sram) for m in SEQ]
+    curves["naive"] = [count("naive", Workload(m, d)).hbm_bytes for m in SEQ]
+    for name in ("fa1", "fa2"):
+        if fits[name]:
+            curves[name] = [tiled(name, Workload(m, d), hw, sram, br, bc).hbm_bytes for m in SEQ]
     for name, ys in curves.items():
+        label = charts.LABELS[name].split(" (")[0]
+        dashed = name in ("compulsory", "saha_ye")
         charts.plot_loglog(
-            ax1,
-            SEQ,
-            ys,
-            charts.LABELS[name].split(" (")[0],
-            color=charts.COLORS[name],
-            fit_from=2048,
-            ms=4,
-            ls="--" if name in ("compulsory", "saha_ye") else "-",
+            ax1, SEQ, ys, label, color=charts.COLORS[name], fit_from=2048, ms=4, ls="--" if dashed else "-"
         )
     ax1.axvline(n, color="black", lw=1, ls=":")
-    for name in ("naive", "fa1", "fa2"):
-        ax1.plot([n], [results[name].hbm_bytes], "o", ms=10, mfc="none", mec=charts.COLORS[name], mew=2)
+    for name, r in results.items():
+        if fits[name]:
+            ax1.plot([n], [r.hbm_bytes], "o", ms=10, mfc="none", mec=charts.COLORS[name], mew=2)
+    refused = [f"{name.upper()} infeasible: {r}" for name, r in results.items() if not fits[name]]
+    if refused:
+        text = "\n".join(textwrap.fill(line, 70) for line in refused)
+        ax1.text(0.02, 0.98, text, transform=ax1.transAxes, va="top", fontsize=8, color="#d62728",
+                 bbox={"facecolor": "white", "edgecolor": "#d62728"})  # fmt: skip
     charts.tokens_axis(ax1, SEQ)
     charts.bytes_axis(ax1, label="HBM traffic per head")
-    ax1.set_title(
-        f"d = {d}, SRAM {sram / 1024:.0f} KiB per block, Br = {results['fa2'].block_rows}, "
-        f"Bc = {results['fa2'].block_cols} (at N = {n})",
-        fontsize=11,
-    )
+    shown = results["fa2"] if fits["fa2"] else None
+    tiles = f"Br = {shown.block_rows}, Bc = {shown.block_cols}" if shown else f"Br = {br}, Bc = {bc}"
+    ax1.set_title(f"d = {d}, SRAM {sram / 1024:.0f} KiB per block, FA2 {tiles} (at N = {n})", fontsize=11)
     ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8.5)
 
     points = [
-        (name, roofline(r, hw).arithmetic_intensity, charts.COLORS[name]) for name, r in results.items()
+        (name, roofline(r, hw).arithmetic_intensity, charts.COLORS[name])
+        for name, r in results.items()
+        if fits[name]
     ]
     charts.plot_roofline(ax2, hw, "fp16", points=points, title=f"{hw.name}, N = {n}, d = {d}")
-    if note:
-        fig.suptitle(note, color="#d62728", fontsize=10)
+    for ax in (ax1, ax2):
+        charts.name_device_memory(ax, hw)
     plt.show()
 
     rows = []
     for name, r in results.items():
+        if not fits[name]:
+            rows.append({"schedule": name, "HBM traffic (MB)": None, "bound": "infeasible: tiles do not fit"})
+            continue
         rl = roofline(r, hw)
         rows.append(
             {
@@ -116,80 +166,225 @@ def draw(n, d, sram_kib, br, bc, gpu):
                 "Tc": r.tc,
                 "HBM traffic (MB)": round(r.hbm_bytes / 1e6, 3),
                 "intensity (FLOP/B)": round(rl.arithmetic_intensity, 1),
-                "HBM-roofline time (µs)": round(max(rl.compute_s, rl.level_s["HBM"]) * 1e6, 2),
+                "roofline time (µs)": round(rl.time_s * 1e6, 2),
+                "bound": rl.bound,
             }
         )
     table = pd.DataFrame(rows).set_index("schedule")
-    display(table.astype({c: "Int64" for c in ("Br", "Bc", "Tr", "Tc")}))
+    display(table.astype({c: "Int64" for c in ("Br", "Bc", "Tr", "Tc") if c in table}))
+
+
+def explorer(settings):
+    """The six controls and the chart below them, drawn at once and redrawn when a control moves."""
+    limits = tile_limits(settings["d"], settings["sram"], settings["gpu"])
+    sram_options = [("preset", 0)] + [(f"{s / 1024:g} KiB", s) for s in SRAM_CHOICES]
+    gpu_options = [(load_preset(k).name, k) for k in preset_keys()]
+    controls = {
+        "n": widgets.Dropdown(options=SEQ, value=settings["n"], description="N"),
+        "d": widgets.Dropdown(options=DIMS, value=settings["d"], description="d"),
+        "sram": widgets.Dropdown(options=sram_options, value=settings["sram"], description="SRAM"),
+        "br": widgets.IntSlider(settings["br"], 0, limits[0], TILE_STEP, description="Br"),
+        "bc": widgets.IntSlider(settings["bc"], 0, limits[1], TILE_STEP, description="Bc"),
+        "gpu": widgets.Dropdown(options=gpu_options, value=settings["gpu"], description="GPU"),
+    }
+    out = widgets.Output()
+    busy = []
+
+    def redraw(change=None):
+        if busy:  # a tile slider clamped to a new maximum: the outer redraw draws once
+            return
+        busy.append(True)
+        try:
+            values = {name: control.value for name, control in controls.items()}
+            limits = tile_limits(values["d"], values["sram"], values["gpu"])
+            for key, limit in zip(("br", "bc"), limits):
+                controls[key].max = limit  # the sliders offer only tiles the model can accept
+            values.update(br=controls["br"].value, bc=controls["bc"].value)
+            with out:
+                out.clear_output(wait=True)
+                draw(**values)
+        finally:
+            busy.clear()
+
+    for control in controls.values():
+        control.observe(redraw, names="value")
+    redraw()
+    return widgets.VBox([*controls.values(), out])
 
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## The default setting (static, always drawn)
+# ## The default setting (a static chart, always drawn)
+#
+# The default: N = 4096, d = 64, fp16, the H200 preset's shared memory per block, each schedule's own
+# tiles. Read the left panel first: three solid curves of HBM traffic against N, their fitted slopes in
+# the legend, the dotted line at the chosen N. Then the right panel: where each schedule sits against
+# the ridge. The table under the chart gives the numbers the exercises ask for.
 
-# %%
+# %% alt="HBM traffic per head against N for naive, FA1 and FA2 with the lower bounds (left) and the H200 roofline with the three schedules (right), at the default setting"
 draw(**DEFAULTS)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## The sliders
+# ## The controls
 #
-# Move any slider and the charts redraw below them. SRAM "preset" uses the chosen GPU's per-block
-# shared memory; Br = 0 or Bc = 0 uses each schedule's default tiles. Tiles whose on-chip working set
-# does not fit the shared memory are refused: the chart falls back to the default tiles and says why,
-# in red.
+# **N**, **d**, **SRAM** (per thread block; "preset" is the chosen GPU's), **Br**, **Bc** (0 = the
+# schedule's own tiles; each slider stops at the largest tile FA1 or FA2 accepts next to the smallest
+# other tile) and **GPU**. The chart below is drawn when the controls appear and redrawn on every move. A
+# pair of tiles whose working set does not fit the SRAM (or the register file) is shown as
+# *infeasible*, with the bytes it needs, instead of a curve.
 
-# %%
-style = {"description_width": "170px"}
-layout = widgets.Layout(width="520px")
-controls = {
-    "n": widgets.SelectionSlider(
-        options=SEQ, value=DEFAULTS["n"], description="sequence length N", style=style, layout=layout
-    ),
-    "d": widgets.SelectionSlider(
-        options=DIMS, value=DEFAULTS["d"], description="head dimension d", style=style, layout=layout
-    ),
-    "sram_kib": widgets.SelectionSlider(
-        options=[("preset" if k == 0 else f"{k} KiB", k) for k in SRAM_KIB],
-        value=DEFAULTS["sram_kib"],
-        description="SRAM per block",
-        style=style,
-        layout=layout,
-    ),
-    **{
-        key: widgets.IntSlider(
-            value=DEFAULTS[key],
-            min=0,
-            max=1024,
-            step=16,
-            description=f"{name} (0 = default)",
-            style=style,
-            layout=layout,
-        )
-        for key, name in (("br", "Br"), ("bc", "Bc"))
-    },
-    "gpu": widgets.Dropdown(
-        options=preset_keys(), value=DEFAULTS["gpu"], description="GPU preset", style=style, layout=layout
-    ),
-}
-out = widgets.Output()
+# %% alt="The same two panels as the static chart, redrawn for the values of the six controls above them"
+explorer(DEFAULTS)
 
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Summary
+#
+# - Naive attention moves Θ(N²) bytes: doubling N multiplies its traffic by almost 4.
+# - FA1's tiles come from the SRAM size (Bc = ⌈M/4d⌉): a smaller SRAM means more K/V blocks and more
+#   re-reads of Q and O, the Θ(N²d²/M) of the paper.
+# - FA2 reads K and V once per Q block: its traffic is ≈ 2·(N/Br)·N·d elements, so its arithmetic
+#   intensity is ≈ Br FLOP/byte in fp16, whatever the GPU.
+# - Tiles must fit: FA1 keeps Q, O, K, V and the score tile in SRAM, FA2 only Q, K, V (S, P and O live
+#   in registers), so FA2 fits larger tiles in the same SRAM and is then limited by the register file.
+# - Memory or compute bound is the intensity against the GPU's ridge point (peak FLOP/s over bandwidth):
+#   the same schedule can be compute bound on one GPU and memory bound on another.
 
-def redraw(_change=None):
-    """Redraw into the output area below the sliders whenever one of them moves."""
-    with out:
-        out.clear_output(wait=True)
-        draw(**{name: control.value for name, control in controls.items()})
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# Each exercise: set the controls as it says, **write your prediction down**, then look at the chart
+# and its table. The hidden cell under each exercise is the solution: it computes the same number with
+# `simlib` and checks it against a derivation by hand.
+
+# %% [markdown]
+# ### Exercise 1 — double N
+#
+# Set N = 4096, d = 64, SRAM preset, Br = Bc = 0, GPU H200; note the HBM traffic of naive and FA2 in the
+# table. Predict the factor by which each grows when you set N = 8192, then set it and read the table.
+# (Naive reads Q, K, V, S, P and writes S, P, O; FA2 reads Q once and K, V once per Q block.)
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+h200 = load_preset("h200")
+r = {(a, n): count(a, Workload(n, 64), hardware=h200) for a in ("naive", "fa2") for n in (4096, 8192)}
+naive_growth = r["naive", 8192].hbm_bytes / r["naive", 4096].hbm_bytes
+fa2_growth = r["fa2", 8192].hbm_bytes / r["fa2", 4096].hbm_bytes
 
 
-# Nothing is drawn into the widget area until a slider moves: the static chart above shows the
-# defaults, and a headless run (nbmake, nbconvert) never has to capture widget output.
-for control in controls.values():
-    control.observe(redraw, names="value")
-display(widgets.VBox(list(controls.values())), out)
+def naive_by_hand(n, d):  # fp16 elements read (Q, K, V, S, P) + written (S, P, O): 4N² + 4Nd
+    return 2 * (4 * n * n + 4 * n * d)
 
-# %% tags=["remove-input"]
-display(
-    Markdown(
-        f"Presets available: {', '.join(load_preset(k).name for k in preset_keys())}. "
-        f"Every number on these charts is recomputed by `simlib` when a slider moves."
-    )
+
+def fa2_by_hand(n, d, br):  # Q once, K and V once per Q block, O written (fp16); L = logsumexp (fp32)
+    return 2 * (n * d + 2 * math.ceil(n / br) * n * d + n * d) + 4 * n
+
+
+br = r["fa2", 4096].block_rows
+assert r["fa2", 8192].block_rows == br
+assert math.isclose(naive_growth, naive_by_hand(8192, 64) / naive_by_hand(4096, 64), rel_tol=1e-12)
+assert math.isclose(fa2_growth, fa2_by_hand(8192, 64, br) / fa2_by_hand(4096, 64, br), rel_tol=1e-12)
+print(
+    f"naive grows {naive_growth:.3f}x, FA2 (Br = {br}) {fa2_growth:.3f}x: both ~4x, FA2 from a far lower start"
 )
+
+# %% [markdown]
+# ### Exercise 2 — shrink the SRAM
+#
+# Set N = 8192, d = 64, Br = Bc = 0, GPU H200 and note FA1's Bc, Tc and traffic with SRAM "preset". Now
+# set SRAM = 64 KiB. Predict Bc = ⌈M/4d⌉ (M in fp16 elements), Tc = ⌈N/Bc⌉ and the factor by which FA1's
+# traffic grows (FA1 reads K, V once, and reads Q, O, ℓ, m and writes O, ℓ, m once per K/V block).
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+n, d = 8192, 64
+preset, small = (
+    count("fa1", Workload(n, d), sram_bytes=s, hardware=h200) for s in (h200.sram_bytes, 64 * 1024)
+)
+
+
+def fa1_by_hand(n, d, tc):
+    """Algorithm 1 line by line: K, V once; per K/V block Q, O, ℓ, m read and O, ℓ, m written; O, ℓ, m
+    initialised once. fp16 rows, fp32 statistics."""
+    fp16 = 2 * n * d + tc * 2 * n * d + tc * n * d + n * d
+    fp32 = tc * 2 * n + tc * 2 * n + 2 * n
+    return 2 * fp16 + 4 * fp32
+
+
+for r, sram in ((preset, h200.sram_bytes), (small, 64 * 1024)):
+    assert r.block_cols == math.ceil(sram // 2 / (4 * d)) and r.tc == math.ceil(n / r.block_cols)
+    assert r.hbm_bytes == fa1_by_hand(n, d, r.tc)
+growth = small.hbm_bytes / preset.hbm_bytes
+print(
+    f"Bc {preset.block_cols} -> {small.block_cols}, Tc {preset.tc} -> {small.tc}: FA1 moves {growth:.2f}x more"
+)
+
+# %% [markdown]
+# ### Exercise 3 — FA2's Br
+#
+# Set N = 16384, d = 128, SRAM preset, GPU H200, Bc = 64 and Br = 64; note FA2's traffic and intensity.
+# Predict both for Br = 128, then set it. Why does the intensity come out close to Br?
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+n, d = 16384, 128
+by_br = {b: count("fa2", Workload(n, d), hardware=h200, block_rows=b, block_cols=64) for b in (64, 128)}
+for b, r in by_br.items():
+    assert r.hbm_bytes == fa2_by_hand(n, d, b)
+    intensity = roofline(r, h200).arithmetic_intensity
+    assert math.isclose(intensity, 4 * n * n * d / fa2_by_hand(n, d, b), rel_tol=1e-12)
+    assert abs(intensity - b) / b < 0.02  # 4N²d FLOPs over ≈ 2·2·(N/Br)·N·d bytes = Br
+    print(f"Br = {b}: {r.hbm_bytes / 1e6:.1f} MB, {intensity:.1f} FLOP/B")
+print(f"doubling Br divides FA2's traffic by {by_br[64].hbm_bytes / by_br[128].hbm_bytes:.3f}")
+
+# %% [markdown]
+# ### Exercise 4 — tiles that do not fit
+#
+# Set N = 4096, d = 128, SRAM = 64 KiB, GPU H200. Move Br and Bc together (Br = Bc = 16, 32, 48, …) and
+# watch for *infeasible*. Predict, from the working sets, the largest Br = Bc each schedule accepts:
+# FA1 keeps Q_i, O_i, K_j, V_j and S_ij (fp16) and ℓ_i, m_i (fp32) in SRAM, and its tiles may not exceed
+# the paper's ⌈M/4d⌉ rows; FA2 keeps only Q_i, K_j, V_j in SRAM and S/P, O, ℓ, m (fp32) in registers.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+n, d, sram = 4096, 128, 64 * 1024
+rule = math.ceil(sram / 2 / (4 * d))  # ⌈M/4d⌉ rows, M = the SRAM in fp16 elements
+
+
+def accepts(algorithm, b):
+    return not isinstance(tiled(algorithm, Workload(n, d), h200, sram, b, b), DoesNotFit)
+
+
+def fa1_sram(b):  # Q_i, O_i, K_j, V_j (b·d each), S_ij (b·b) in fp16; ℓ_i, m_i in fp32
+    return 2 * (4 * b * d + b * b) + 4 * 2 * b
+
+
+def fa2_sram(b):  # Q_i, K_j, V_j in fp16
+    return 2 * 3 * b * d
+
+
+def fa2_registers(b):  # S/P (b·b), O (b·d), ℓ, m in fp32
+    return 4 * (b * b + b * d + 2 * b)
+
+
+sizes = range(TILE_STEP, MAX_TILE + 1, TILE_STEP)
+largest = {a: max(b for b in sizes if accepts(a, b)) for a in ("fa1", "fa2")}
+assert largest["fa1"] == max(b for b in sizes if b <= rule and fa1_sram(b) <= sram)
+assert largest["fa2"] == max(
+    b for b in sizes if fa2_sram(b) <= sram and fa2_registers(b) <= h200.register_file_bytes
+)
+print(f"largest Br = Bc: FA1 {largest['fa1']} (needs {fa1_sram(largest['fa1']):,} B of SRAM), FA2 {largest['fa2']} "
+      f"(needs {fa2_sram(largest['fa2']):,} B); the SRAM holds {sram:,} B")  # fmt: skip
+
+# %% [markdown]
+# ### Exercise 5 — another GPU, another ridge
+#
+# Set N = 4096, d = 64, SRAM preset, Bc = 64, Br = 256 and GPU H200. Read FA2's intensity and where it
+# sits against the ridge. Predict what changes when you switch the GPU to the H100 SXM (same SRAM per
+# block, different peak and bandwidth), then switch. Is FA2 compute or memory bound on each?
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+n, d = 4096, 64
+for key in ("h200", "h100-sxm"):
+    hw = load_preset(key)
+    r = count("fa2", Workload(n, d), hardware=hw, block_rows=256, block_cols=64)
+    rl = roofline(r, hw)
+    intensity = 4 * n * n * d / fa2_by_hand(n, d, 256)
+    ridge = hw.peak_flops["fp16"] / hw.level("HBM").bandwidth_bytes_per_s
+    assert math.isclose(rl.arithmetic_intensity, intensity, rel_tol=1e-12)
+    assert rl.bound == ("compute" if intensity >= ridge else "memory (HBM)")
+    print(f"{hw.name}: intensity {intensity:.0f} FLOP/B, ridge {ridge:.0f} FLOP/B -> {rl.bound}")
