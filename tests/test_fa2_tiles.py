@@ -83,3 +83,32 @@ def test_issue_examples():
         lookup(ENTRIES, 128, "sm80", False, False)["block_cols"],
         lookup(ENTRIES, 128, "sm8x", False, False)["block_cols"],
     ) == (64, 32)
+
+
+def test_dropout_changes_the_d64_and_d128_tiles_as_the_launch_template_says():
+    """run_mha_fwd_hdim64: 128 x 128 without dropout, 128 x 64 with it; run_mha_fwd_hdim128 (not sm8x):
+    128 x 64 without, 128 x 32 with (flash_fwd_launch_template.h, read by hand)."""
+    from simlib.fa2_tile_rule import kernel_tiles
+
+    assert kernel_tiles(64) == (128, 128) and kernel_tiles(64, dropout=True) == (128, 64)
+    assert kernel_tiles(128, arch="sm80") == (128, 64) and kernel_tiles(128, arch="sm80", dropout=True) == (
+        128,
+        32,
+    )
+    for head_dim in (64, 128):
+        for arch in ("sm80", "sm8x", "sm90"):
+            for causal in (False, True):
+                e = lookup(ENTRIES, head_dim, arch, True, causal)
+                assert kernel_tiles(head_dim, arch, causal, dropout=True) == (
+                    e["block_rows"],
+                    e["block_cols"],
+                )
+
+
+def test_fa2_torch_takes_its_forward_tiles_from_the_table():
+    from simlib import Workload, count
+
+    w = Workload(1024, 64, batch=2, heads=2)
+    with_dropout, without = count("fa2_torch", w, dropout=True), count("fa2_torch", w, dropout=False)
+    assert (with_dropout.block_rows, with_dropout.block_cols) == (128, 64)
+    assert (without.block_rows, without.block_cols) == (128, 128)

@@ -221,3 +221,87 @@ def test_h200_step_intensity_straddles_the_tensor_core_ridge():
         std["flop_per_dram_byte"] < ridge / 10
         and frame.loc[("fa2_varlen", 0.1), "flop_per_dram_byte"] > ridge
     )
+
+
+# --- which re-reads of the 2022 kernel an A100's L2 serves (simlib/figure2_l2.py) ---------------------
+A100_L2, H200_L2, MIB = 40 * 2**20, 60 * 2**20, 2**20
+
+
+def test_fa1_2022_shared_memory_and_resident_ctas_from_the_kernel_traits():
+    from simlib import figure2_l2 as l2
+
+    # forward <256, 64, 16, 1, 4, 0x08>: Q two buffers of 16x64 fp16, K (V shares it) 256x64 fp16
+    # (larger than O 16x64x4 B x 4 warps + 512 B softmax), lse 2 x 16 fp32
+    assert l2.FWD_SMEM_BYTES == 2 * 16 * 64 * 2 + 256 * 64 * 2 + 2 * 16 * 4
+    # backward <256, 64, 16, 1, 8, 0x100>: Q, dO (2 buffers each), K and V, dQ 16x64 fp32 x 8 warps,
+    # S and dP 16x256 fp16, dp_sum 128 B
+    assert (
+        l2.BWD_SMEM_BYTES
+        == 2 * (2 * 16 * 64 * 2) + 2 * 256 * 64 * 2 + 16 * 64 * 4 * 8 + 2 * 16 * 256 * 2 + 128
+    )
+    # 164 KiB per SM, 1 KiB reserved per CTA: 4 forward CTAs fit, 1 backward; registers keep the forward at 2
+    assert 164 * 1024 // (l2.FWD_SMEM_BYTES + 1024) == 4 and 164 * 1024 // (l2.BWD_SMEM_BYTES + 1024) == 1
+    assert l2.fa1_2022_ctas_per_sm() == {"fwd": 2, "bwd": 1}
+
+
+def test_fa1_2022_reuse_distance_is_a_whole_sweep_of_the_ctas_own_rows():
+    from simlib import figure2_l2 as l2
+
+    n = 1024
+    fwd = n * 64 * 2 + n * 64 * 4 + n * 4 + 2 * 256 * 64 * 2  # Q, O_acc (fp32), L, the next K_j, V_j
+    bwd = 2 * n * 64 * 2 + n * 64 * 4 + 2 * n * 4 + 4 * 256 * 64 * 2  # Q, dO, dQ_acc, L, D, K, V, dK, dV
+    assert l2.fa1_2022_distances(n) == {"fwd": fwd, "bwd": bwd}
+    # even one CTA per SM on the shortest sequence (1004) sweeps more than the A100's L2 between re-reads
+    assert 108 * (1004 * (128 + 256 + 4) + 65536) > A100_L2
+
+
+def test_fa1_2022_on_the_a100_l2_lru_and_the_h200_probe():
+    from simlib import figure2_l2 as l2
+
+    frame = l2.fa1_2022_l2(fig2.default_lengths(), fig2.FIGURE2).set_index("kernel")
+    tokens = sum(fig2.default_lengths())
+    # LRU: distances over the L2 → every access (90 B per N·d element + 60 B per row); once: 32 B + 12 B
+    assert (frame["missed_lru"] == 1).all()
+    assert frame["dram_lru_gb"].sum() * 1e9 == pytest.approx(tokens * H * (90 * 64 + 60))
+    assert frame["once_gb"].sum() * 1e9 == pytest.approx(tokens * H * (32 * 64 + 12))
+    assert frame.loc["fwd", "resident_ctas"] == 216 and frame.loc["bwd", "resident_ctas"] == 108
+    # the forward's 2.36 L2s lie beyond the probe's last footprint (128 MiB of 60): its last share,
+    # read off l2_ncu_own_h200.csv: (851,962,624 B − 128 MiB) / (7 × 128 MiB)
+    last = (851_962_624 - 128 * MIB) / (7 * 128 * MIB)
+    assert frame.loc["fwd", "missed_h200-own"] == pytest.approx(last)
+    # the backward's 1.69 L2s = 101.7 MiB of 60: between the probe's 96 MiB and 128 MiB points
+    at96 = (636_041_728 - 96 * MIB) / (7 * 96 * MIB)
+    assert min(at96, last) <= frame.loc["bwd", "missed_h200-own"] <= max(at96, last)
+    with pytest.raises(ValueError, match="causal"):
+        l2.fa1_2022_l2(fig2.default_lengths(), fig2.CAUSAL_EXTRA)
+
+
+def test_fa2_torch_shares_its_tiles_within_the_h200_l2():
+    """The same approach on the H200 run: co-resident CTAs of a head read a tile in the same step, at
+    distances under the L2, so DRAM is each tensor once per kernel, which ncu measured (within 3 %)."""
+    from simlib import figure2_l2 as l2
+
+    # forward: 233,472 B of shared memory per SM / (32 KiB + 1 KiB) = 6 CTAs x 132 SMs, K_j + V_j of 64 rows
+    # backward: Q, dO 3x128x64x2 + K, V 2x128x64x2 + dS, P 2x128x128x2 = 147,456 B → 1 CTA, Q_i, dO_i, dQ_acc_i, L, D
+    assert l2.FA2_BWD_SMEM_BYTES == 3 * 128 * 64 * 2 + 2 * 128 * 64 * 2 + 2 * 128 * 128 * 2
+    distances = l2.fa2_torch_distances(Workload(N, D), dropout=True)
+    assert distances == {"fwd": 132 * 6 * 2 * 64 * 64 * 2, "bwd": 132 * 1 * 128 * (2 * 64 * 2 + 64 * 4 + 8)}
+    assert max(distances.values()) < H200_L2
+    measured = fig2.figure2_h200().set_index(["attention", "dropout"])
+    row = measured.loc[("FlashAttention", 0.1)]
+    assert row["h200_dram_gb"] == pytest.approx(row["model_h200_dram_gb"], rel=0.03)
+
+
+def test_unexplained_is_reported_with_the_paper_minus_the_model():
+    report = json.loads(fig2.figure2_cli(as_json=True))
+    assert {"l2_a100_fa1_2022", "unexplained"} <= set(report)
+    std, flash = report["unexplained"]["standard"], report["unexplained"]["FlashAttention"]
+    assert std["unexplained_gb"] == pytest.approx(40.3 - 46_976_204_800 / 1e9)
+    assert std["model_dropout_kernels_gb"] * 1e9 == BH * SCORES * 10  # 5 B forward + 5 B backward per score
+    assert std["paper_dropout_minus_no_dropout_gb"] == pytest.approx(40.3 - 35.3)
+    tokens = sum(fig2.default_lengths())
+    every, once = tokens * H * (90 * 64 + 60) / 1e9, tokens * H * (32 * 64 + 12) / 1e9
+    assert flash["reread_share_l2_must_serve"] == pytest.approx((every - 4.4) / (every - once))
+    assert flash["unexplained_gb_vs_lru"] == pytest.approx(4.4 - every)
+    assert once < 4.4 < flash["model_l2_h200_own_gb"] < every
+    assert std["within_10_percent"] is False and flash["within_10_percent"] is False

@@ -30,13 +30,16 @@ kernel_once: 4 + 4 + 10 + 3 = 21 transfers of N·d in the dtype (a dQ_acc transf
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..fa2_tile_rule import kernel_tiles
 from ..schedule_protocol import ParamValue, Schedule, WorkingSet
 from ..tiling import block_sizes
 from ..traffic import Event, Traffic
 from ..workload import Workload
 from . import per_kernel
 from .fa2 import onchip
-from .unfused import DROPOUT  # with dropout the forward uses Bc = 64, else 128
+from .unfused import (
+    DROPOUT,
+)  # the forward's tiles depend on it (kernel_tiles: Bc = 64 with dropout, 128 without)
 
 BWD_BLOCK = 128  # Flash_bwd_kernel_traits<64, 128, 128, 8, ...>: kBlockM = kBlockN = 128
 
@@ -61,7 +64,7 @@ def build(workload: Workload, sram_bytes: int | None, dropout: bool | None = Non
         )
     if workload.causal or workload.query_len not in (None, workload.seq_len):
         raise ValueError("fa2_torch: non-causal self-attention only (what run figure2-h200 measured)")
-    return TorchFa2Mapping(128, 64 if dropout is not False else 128)
+    return TorchFa2Mapping(*kernel_tiles(workload.head_dim, "sm90", dropout=dropout is not False))
 
 
 def units(workload: Workload) -> int:
