@@ -192,7 +192,7 @@ pd.DataFrame(
     }
 ).T.round(1)
 
-# %% slideshow={"slide_type": "subslide"} alt="Roofline of each of the six GPU presets in fp16: attainable TFLOP/s against FLOP per byte of the preset's own device memory, with naive attention and FlashAttention-2 marked on the roof"
+# %% slideshow={"slide_type": "subslide"} alt="Roofline of every GPU preset in fp16: attainable TFLOP/s against FLOP per byte of the preset's own device memory, with naive attention and FlashAttention-2 marked on the roof"
 fig, axes = plt.subplots(2, 3, figsize=(13, 8), sharex=True)
 for ax, key in zip(axes.flat, GPUS):
     p = points[key]
@@ -484,7 +484,7 @@ ranked.round(1)
 # Naive attention does $F = 4N^2d$ FLOPs and moves $4Nd + 4N^2$ elements (Lecture 2 counts them:
 # reads $3Nd + 2N^2$, writes $2N^2 + Nd$). Show that in fp16 its intensity is
 # $I(N) = \frac{Nd}{2(N+d)}$ FLOP/B, which grows with N but never reaches $d/2$. Predict: is there a
-# sequence length at which naive attention with d = 64 becomes compute bound in fp16 on any preset?
+# sequence length at which naive attention at the running d becomes compute bound in fp16 on any preset?
 # And in fp32 (4 B per element)? Check $I(N)$ against `count()` for N = 256 … 64K.
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}

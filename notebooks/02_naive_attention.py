@@ -32,8 +32,8 @@
 # - Count its HBM traffic exactly, per tensor and per pass — reads $3Nd + 2N^2$, writes $2N^2 + Nd$
 #   elements — and the share that S and P take.
 # - Explain why that traffic grows as N², and read the exponent off a log–log slope.
-# - Judge the posts' "16 million scores" and "gigabytes" claims: per head, per layer, per batch or per
-#   model.
+# - Judge the posts' claims about how many scores a 4K-token sequence has and whether the N×N matrix
+#   takes "gigabytes": per head, per layer, per batch or per model.
 #
 # **Prerequisites**
 #
@@ -47,7 +47,7 @@
 # | 5 | Algorithm 0 in three passes |
 # | 5 | The three passes in numpy |
 # | 10 | Per-tensor and per-pass HBM traffic |
-# | 5 | The posts' "16 million scores" |
+# | 5 | The posts' first claim: how many scores? |
 # | 10 | When is the N×N matrix "gigabytes"? |
 # | 10 | Traffic grows with N² |
 # | 5 | Summary and exercises |
