@@ -482,7 +482,8 @@ def figure2_unexplained(sram_bytes: int = 192 * 1024) -> dict[str, Any]:
         "within_10_percent": bool(abs(float(std["model_over_paper"]) - 1) <= 0.1),
         "what": f"the paper's standard attention is {-missing_std:.2f} GB ({-per_score:.1f} B per score, "
         f"{-per_score / 2:.1f} N×N fp16 passes) below one pass per kernel operand; PyTorch 1.11's own "
-        "kernel list was not read from its source, and no source read shows a kernel moving less",
+        "sources were not available, no source read shows a kernel moving less, and only a profile of "
+        "1.11 on an A100 would settle it",
     }
     if MEASURED.exists():
         m = measured_h200().set_index(["variant", "dropout_p"])["dram_gb"]
