@@ -16,30 +16,55 @@
 # # Lecture 3 — Tiling and the online softmax
 #
 # Lecture 2 showed that naive attention spends almost all of its HBM traffic on S and P. To keep
-# them on the workbench, we must compute attention **one tile of keys at a time**, with only a block
-# of rows of Q, K and V in SRAM.
+# them on chip we must compute attention **one tile of keys at a time**, with only a block of rows of
+# Q, K and V in SRAM. The obstacle is the softmax, which needs the row maximum and the row sum over
+# **all** N keys before a single probability is known. The way out is the online softmax.
 #
-# The obstacle is the softmax: $\mathrm{softmax}(x)_k = e^{x_k - m} / \sum_l e^{x_l - m}$ needs the
-# row maximum $m$ and the row sum over **all** N keys before a single probability is known.
+# **Learning goals**
+#
+# - State the running-max and running-sum update of the online softmax and why the re-basing factor
+#   $e^{m_{old} - m_{new}}$ makes it exact.
+# - Show, with numbers, that the online softmax equals the two-pass softmax on random, large, masked
+#   and padded rows, and that the naive $e^x$ overflows in fp16 and fp32 where it does not.
+# - Write tiled attention in the FlashAttention-2 loop order and check it against a float64 reference.
+# - Say which tiles of Q, K, V and S sit in shared memory and which in registers at one step.
+#
+# **Prerequisites**
+#
+# Lecture 2 (standard attention, S and P in HBM); the softmax and its max-subtraction; numpy arrays.
+#
+# **Plan (50 minutes)**
+#
+# | Minutes | Part |
+# |---|---|
+# | 5 | Why the softmax blocks tiling |
+# | 10 | The running max and sum; one row, tile by tile (stepper) |
+# | 8 | Is it exact? Random, large, masked inputs; overflow of the naive exp |
+# | 10 | Tiled attention in the FlashAttention-2 order |
+# | 7 | Which tiles sit on chip |
+# | 3 | Summary |
+# | 7 | Exercises |
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Speaker notes: the max subtraction is not optional; exp(1e4) overflows in every floating-point
-# format. So the question is: can we know the max and the sum without seeing the whole row? Answer:
-# we don't need to, we can correct them as we go.
+# The max subtraction is not optional: the naive exp overflows in fp16 at logits above about 11
+# (computed in the overflow table below). So the question is: can we know the max and the sum without
+# seeing the whole row? We don't need to: we correct them as we go.
 
 # %% slideshow={"slide_type": "skip"}
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
-from matplotlib.patches import Patch
 
 from simlib import Workload, count, load_preset
 from simlib.lectures import charts
+from simlib.lectures.online_softmax_steps import draw_softmax_overview, online_softmax_steps, softmax_widget
+from simlib.lectures.tile_walk import draw_walk_overview, tile_walk
 
 charts.use_style()
 rng = np.random.default_rng(2024)
 EPS = np.finfo(np.float64).eps
+H200 = load_preset("h200")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The running max and sum
@@ -52,8 +77,73 @@ EPS = np.finfo(np.float64).eps
 #
 # Multiplying the old sum by $e^{m_{j-1}-m_j}$ re-bases it from the old max to the new one, so the
 # invariant holds after every block, and at the end $\mathrm{softmax}(x)_k = e^{x_k - m_T} / \ell_T$.
-# The same correction factor re-bases a running output $o_j = e^{m_{j-1}-m_j} o_{j-1} + e^{x^{(j)}-m_j} V^{(j)}$,
+# The same factor re-bases a running output $o_j = e^{m_{j-1}-m_j} o_{j-1} + e^{x^{(j)}-m_j} V^{(j)}$,
 # and $O = o_T / \ell_T$.
+#
+# Source: M. Milakov and N. Gimelshein, *Online normalizer calculation for softmax* (2018),
+# arXiv:1805.02867; FlashAttention (Dao et al. 2022) applies it to tiles of keys.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## One row, tile by tile
+#
+# One query row of S = q·Kᵀ/√d against N keys, cut into K/V tiles of FlashAttention-2's Bc on the
+# H200. After each tile the bars are the weights $e^{x_k - m_j}/\ell_j$ of the keys seen so far; the
+# dots are the exact softmax of the whole row. The static panels come first (for handouts and slides);
+# in Jupyter, press play or move the slider under them.
+
+# %% tags=["remove-input"] alt="Four panels: the weights of one attention row after the first, second, third and last K/V tile, converging to the exact softmax"
+d = 64
+bc = count("fa2", Workload(512, d), sram_bytes=H200.sram_bytes).block_cols
+row_rng = np.random.default_rng(0)
+q_row, k_row, v_row = (
+    2 * row_rng.standard_normal(d),
+    row_rng.standard_normal((4 * bc, d)),
+    row_rng.standard_normal((4 * bc, d)),
+)
+row = k_row @ q_row / np.sqrt(d)
+row_steps = online_softmax_steps(row, bc, values=v_row)
+row_exact = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
+draw_softmax_overview(row_steps, exact=row_exact)
+plt.show()
+
+# %% alt="Stepper: the weights of one row after K/V tile j (left) and the running max m_j and sum \u2113_j (right)"
+softmax_widget(row_steps, exact=row_exact)
+
+# %% tags=["remove-input"]
+prefix_error = [
+    np.abs(
+        s.weights
+        - np.exp(row[: s.keys] - row[: s.keys].max()) / np.exp(row[: s.keys] - row[: s.keys].max()).sum()
+    ).max()
+    for s in row_steps
+]
+row_table = pd.DataFrame(
+    {
+        "keys seen": [s.keys for s in row_steps],
+        "m_j": [s.m for s in row_steps],
+        "ℓ_j": [s.ell for s in row_steps],
+        "α_j = e^(m_old − m_new)": [s.rescale for s in row_steps],
+        "max |weights − softmax(prefix)|": prefix_error,
+        "max |o_j/ℓ_j − softmax(x)·V|": [np.abs(s.output - row_exact @ v_row).max() for s in row_steps],
+    },
+    index=pd.Index(range(1, len(row_steps) + 1), name="tile j"),
+)
+display(row_table)
+moved = [j + 1 for j in range(1, len(row_steps)) if row_steps[j].m > row_steps[j - 1].m]
+display(
+    Markdown(
+        f"The running max moved at tile(s) {', '.join(map(str, moved)) or 'none'}: there α < 1 shrinks the "
+        f"old sum and output. After every tile the weights equal the exact softmax of the prefix to "
+        f"{max(prefix_error):.1e}; only after the last tile does the output equal softmax(x)·V "
+        f"({row_table.iloc[-1, -1]:.1e})."
+    )
+)
+
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Is it exact? Random, large and masked inputs
+#
+# The same update for a whole matrix of rows, against the textbook two-pass softmax:
 
 
 # %%
@@ -82,24 +172,20 @@ def reference_softmax(x):
     return e / e.sum(axis=1, keepdims=True)
 
 
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Is it exact? Random and extreme inputs
-#
-# The identity is exact in real arithmetic; in floating point the two computations round differently,
-# so we measure the largest difference in units of machine epsilon (float64, ε ≈ 2.2·10⁻¹⁶).
-#
-# - random logits; the same logits × 10⁴ (exp would overflow without the max);
-# - a causal mask (−∞ above the diagonal);
-# - padding: the first keys of every row masked, more than one block, so the whole first block is −∞.
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Four inputs: random logits; the same logits shifted by 1000 (the weights are unchanged, far from
+# one-hot, but $e^x$ overflows even in float64); a causal mask (−∞ above the diagonal); padding (the
+# first keys of every row masked, more than one block, so a whole block is −∞). Differences in units of
+# float64's machine epsilon ε.
 
 # %%
-n, block, pad = 300, 64, 80
+n, block, pad, shift = 300, 64, 80, 1000.0
 x = rng.standard_normal((n, n))
 causal = np.where(np.triu(np.ones((n, n), bool), k=1), -np.inf, x)
 padded = x.copy()
 padded[:, :pad] = -np.inf
-PADDED = f"first {pad} keys masked (block of {block} all −∞)"
-cases = {"random N(0, 1) logits": x, "logits × 10⁴": x * 1e4, "causal −∞ mask": causal, PADDED: padded}
+LARGE, PADDED = f"logits + {shift:g}", f"first {pad} keys masked (block of {block} all −∞)"
+cases = {"random N(0, 1) logits": x, LARGE: x + shift, "causal −∞ mask": causal, PADDED: padded}
 
 rows = []
 for name, logits in cases.items():
@@ -112,7 +198,7 @@ for name, logits in cases.items():
             "input": name,
             "max |online − reference|": np.abs(ours - ref).max(),
             "in ε": np.abs(ours - ref).max() / EPS,
-            "rows sum to 1 (max error)": np.abs(ours.sum(axis=1) - 1).max(),
+            "weights > 10⁻³ per row (median)": np.median((ref > 1e-3).sum(axis=1)),
             "NaN without the −∞ guard": bool(np.isnan(unguarded).any()),
             "NaN/inf without the max": bool(~np.isfinite(no_max).all()),
         }
@@ -121,24 +207,51 @@ exactness = pd.DataFrame(rows).set_index("input")
 exactness
 
 # %% tags=["remove-input"]
-worst = exactness["in ε"].max()
-overflow = exactness.loc["logits × 10⁴", "NaN/inf without the max"]
-masked = exactness.loc[PADDED, "NaN without the −∞ guard"]
 display(
     Markdown(
         f"Across all four inputs the online softmax differs from the two-pass reference by at most "
-        f"{exactness['max |online − reference|'].max():.1e} = {worst:.2g} ε: the same answer up to rounding. "
-        f"Two details make it robust. Subtracting the running max: without it the ×10⁴ logits "
-        f"{'overflow to inf/NaN' if overflow else 'stay finite'}. The −∞ guard: without it a fully masked "
-        f"first block {'gives e^(−∞ − (−∞)) = NaN' if masked else 'still works'}."
+        f"{exactness['max |online − reference|'].max():.1e} = {exactness['in ε'].max():.2g} ε (ε = {EPS:.2g}): "
+        f"the same answer up to rounding. The shifted logits are not a one-hot test: a median of "
+        f"{exactness.loc[LARGE, 'weights > 10⁻³ per row (median)']:.0f} keys per row keep a weight above 10⁻³, "
+        f"yet without the max the naive exp "
+        f"{'overflows to inf/NaN' if exactness.loc[LARGE, 'NaN/inf without the max'] else 'stays finite'}. "
+        f"Without the −∞ guard a fully masked first block "
+        f"{'gives e^(−∞ − (−∞)) = NaN' if exactness.loc[PADDED, 'NaN without the −∞ guard'] else 'still works'}."
     )
 )
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Where does the naive $e^x$ overflow? Each format's largest finite value, and two rows of
+# N(0, 1) logits shifted to sit around 20 and 100, computed in that format:
+
+
+# %%
+def finite_softmax(row, dtype, subtract_max):
+    """Is e^x / Σ e^x finite when computed in `dtype` (with or without the max subtracted first)?"""
+    e = np.exp((row - row.max() if subtract_max else row).astype(dtype))
+    return bool(np.isfinite(e / e.sum()).all())
+
+
+with np.errstate(over="ignore", invalid="ignore"):
+    overflow = pd.DataFrame(
+        [
+            {
+                "dtype": np.dtype(dt).name,
+                "largest finite value": float(np.finfo(dt).max),
+                "e^x overflows above x =": float(np.log(np.finfo(dt).max)),
+                **{f"naive, {c:g} + N(0,1): finite": finite_softmax(c + x[0], dt, False) for c in (20, 100)},
+                "max subtracted, 100 + N(0,1): finite": finite_softmax(100 + x[0], dt, True),
+            }
+            for dt in (np.float16, np.float32, np.float64)
+        ]
+    ).set_index("dtype")
+overflow
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The whole tiled attention (FlashAttention-2 order)
 #
 # Outer loop over blocks of Br query rows, inner loop over blocks of Bc keys. S_ij and P_ij exist only
-# for one tile at a time — on the GPU, in SRAM.
+# for one tile at a time — on the GPU, on chip.
 
 
 # %%
@@ -182,10 +295,10 @@ checks = pd.DataFrame(
             "Br": br,
             "Bc": bc,
             "max |tiled − reference|": np.abs(
-                tiled_attention(q * scale, k, v, br, bc, mask) - reference_attention(q * scale, k, v, mask)
+                tiled_attention(q, k, v, br, bc, mask) - reference_attention(q, k, v, mask)
             ).max(),
         }
-        for case, scale, mask in (("random", 1, None), ("Q × 10⁴", 1e4, None), ("causal", 1, lower))
+        for case, mask in (("no mask", None), ("causal", lower))
         for br, bc in ((64, 128), (37, 100))
     ]
 )
@@ -201,111 +314,143 @@ display(
 )
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Which tiles are on the workbench?
+# ## Which tiles sit on chip?
 #
-# The score matrix of one head at N = 1024, d = 64 with FlashAttention-2's default tiles for the
-# H200's shared memory per thread block (both rows use the same tiles, to compare the orders). Top row: FlashAttention-2 (outer loop over Q blocks);
-# bottom row: FlashAttention-1 (outer loop over K/V blocks). Gray tiles were computed and discarded:
-# S and P never go to HBM.
+# One head at N = 1024, d = 64, with FlashAttention-2's default tiles for the H200's shared memory per
+# thread block. What one thread block holds at one step (`count()`'s working set of the FA2 kernel):
 
 # %%
-h200 = load_preset("h200")
 w = Workload(1024, 64)
-tiles = count("fa2", w, sram_bytes=h200.sram_bytes)
-br, bc, tr, tc = tiles.block_rows, tiles.block_cols, tiles.tr, tiles.tc
-e = w.element_bytes
-in_sram = pd.DataFrame(
+fa2 = count("fa2", w, sram_bytes=H200.sram_bytes)
+on_chip = pd.DataFrame(
     [
-        {
-            "tile": "Q_i",
-            "shape": f"{br} × {w.head_dim}",
-            "where (FA2 kernel)": "shared memory",
-            "KiB": br * w.head_dim * e / 1024,
-        },
-        {
-            "tile": "K_j",
-            "shape": f"{bc} × {w.head_dim}",
-            "where (FA2 kernel)": "shared memory",
-            "KiB": bc * w.head_dim * e / 1024,
-        },
-        {
-            "tile": "V_j",
-            "shape": f"{bc} × {w.head_dim}",
-            "where (FA2 kernel)": "shared memory",
-            "KiB": bc * w.head_dim * e / 1024,
-        },
-        {
-            "tile": "S_ij, then P_ij over it",
-            "shape": f"{br} × {bc}",
-            "where (FA2 kernel)": "registers",
-            "KiB": br * bc * e / 1024,
-        },
+        {"buffer": name, "where (FA2 kernel)": level, "KiB": size / 1024}
+        for name, level, size in fa2.working_set.items
     ]
-)
-in_sram
+).set_index("buffer")
+on_chip
 
 # %% tags=["remove-input"]
-shared = in_sram[in_sram["where (FA2 kernel)"] == "shared memory"].KiB.sum()
-last = w.seq_len - (tc - 1) * bc
+shared = on_chip[on_chip["where (FA2 kernel)"] == "SRAM"].KiB.sum()
 display(
     Markdown(
-        f"Br = {br}, Bc = {bc}: Tr = {tr} Q blocks and Tc = {tc} K/V blocks"
-        + (f" (the last one ragged: {last} keys)" if last != bc else "")
-        + f". One step holds {shared:.1f} KiB of "
-        f"Q, K and V tiles in shared memory, within the {h200.sram_bytes / 1024:.0f} KiB a thread block may use; "
-        f"the FlashAttention-2 kernel keeps the {in_sram.KiB.iloc[-1]:.1f} KiB score tile, the running O_i, m and "
-        f"ℓ in registers (Algorithm 1 of the first paper keeps S_ij and P_ij in SRAM too)."
+        f"Br = {fa2.block_rows}, Bc = {fa2.block_cols}: Tr = {fa2.tr} Q blocks and Tc = {fa2.tc} K/V blocks. "
+        f"One step holds {shared:g} KiB of Q, K and V tiles in shared memory, within the "
+        f"{H200.sram_bytes / 1024:g} KiB a thread block may use; the FA2 kernel keeps the score tile S/P, "
+        f"the O accumulator, m and ℓ in registers (Algorithm 1 of the first paper keeps S_ij and P_ij in "
+        f"SRAM too). Below, four steps of each loop order (the same tiles for FA1 here, to compare the "
+        f"orders): the red tile is computed now, the green ones were computed and discarded."
     )
 )
 
-# %% slideshow={"slide_type": "subslide"}
-fa2_steps = [(0, 0), (0, 1), (0, tc - 1), (1, 0), (tr // 2, 1), (tr - 1, tc - 1)]
-fa1_steps = [(0, 0), (1, 0), (tr - 1, 0), (0, 1), (tr // 2, 1), (tr - 1, tc - 1)]
-fig, axes = plt.subplots(2, 6, figsize=(16, 6.4))
-for row, (order, steps) in enumerate((("fa2", fa2_steps), ("fa1", fa1_steps))):
-    for ax, (i, j) in zip(axes[row], steps):
-        n_done = i * tc + j if order == "fa2" else j * tr + i
-        charts.draw_tiling_step(
-            ax,
-            w.seq_len,
-            br,
-            bc,
-            i,
-            j,
-            order=order,
-            title=f"{order} step {n_done + 1}/{tr * tc}: i={i}, j={j}",
-        )
-        if ax is not axes[row][0]:
-            ax.set_ylabel("")
-        ax.set_xticks([0, 512, 1024])
-        ax.set_yticks([0, 512, 1024])
-fig.legend(
-    handles=[
-        Patch(facecolor="#ff7f0e", alpha=0.4, label="Q block i in SRAM (rows)"),
-        Patch(facecolor="#1f77b4", alpha=0.35, label="K/V block j in SRAM (columns)"),
-        Patch(facecolor="#d62728", label="score tile S_ij being computed"),
-        Patch(facecolor="0.82", label="tiles already done (discarded)"),
-    ],
-    loc="lower center",
-    ncol=4,
-    bbox_to_anchor=(0.5, -0.06),
-)
-fig.suptitle(
-    f"N = {w.seq_len}, d = {w.head_dim}, Br = {br}, Bc = {bc} (FA2's default tiles, H200); "
-    "top: FlashAttention-2 order, bottom: FlashAttention-1 order",
-    fontsize=13,
-)
+# %% tags=["remove-input"] alt="Score grid of N = 1024 at four steps of FlashAttention-2 (outer loop over Q blocks): one row of tiles after the other, HBM bytes so far in each title"
+fa2_walk = tile_walk("fa2", w, sram_bytes=H200.sram_bytes)
+draw_walk_overview(fa2_walk)
+plt.show()
+
+# %% tags=["remove-input"] alt="Score grid of N = 1024 at four steps of FlashAttention-1's order (outer loop over K/V blocks): one column of tiles after the other"
+draw_walk_overview(tile_walk("fa1", w, block_rows=fa2.block_rows, block_cols=fa2.block_cols))
 plt.show()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Speaker notes: in the FA2 order each Q block is loaded once and all K/V blocks stream past it, so
-# K and V are re-read Tr times; in the FA1 order K/V blocks are loaded once and Q, O, ℓ, m are re-read
-# (and O re-written) Tc times. Lecture 4 counts what each order costs.
+# In the FA2 order each Q block is loaded once and all K/V blocks stream past it, so K and V are
+# re-read Tr times; in the FA1 order K/V blocks are loaded once and Q, O, ℓ, m are re-read (and O
+# re-written) Tc times. Lecture 4 steps through both with the byte counter.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Take-aways
+# ## Summary
 #
-# 1. The online softmax keeps a running max and sum and re-bases them with $e^{m_{old}-m_{new}}$:
-#    exact up to rounding, on random, huge and masked inputs (with a guard for all-masked blocks).
-# 2. With it, attention runs tile by tile; S and P never leave SRAM.
-# 3. The loop order decides which inputs are re-read: next lecture.
+# 1. The online softmax (Milakov & Gimelshein 2018) keeps a running max m and sum ℓ per row and re-bases
+#    them, and the output, by $e^{m_{old}-m_{new}}$ whenever the max grows.
+# 2. After every tile the weights are the exact softmax of the keys seen so far; after the last tile,
+#    of the row: exact up to rounding, on random, large, masked and padded inputs.
+# 3. Two details make it robust: subtracting the running max (the naive exp overflows in fp16 and fp32)
+#    and a guard for blocks that are entirely masked.
+# 4. With it attention runs tile by tile: S and P exist one Br×Bc tile at a time, on chip, never in HBM.
+# 5. The loop order decides which inputs are re-read from HBM: the next lecture counts it.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# Solutions are hidden under each exercise: try first, then open them.
+
+# %% [markdown]
+# ### Exercise 1
+#
+# Run the online softmax by hand on the row x = (2, −1, 4, 0, 4, 7) in tiles of 2 keys: write down
+# m_j, ℓ_j and the re-basing factor α_j after each tile. Then check with `online_softmax_steps`, and
+# show by computing that the final weights are exactly softmax(x).
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+import math  # noqa: E402
+
+x1 = np.array([2.0, -1.0, 4.0, 0.0, 4.0, 7.0])
+steps1 = online_softmax_steps(x1, block=2)
+by_hand = [  # (m, ℓ, α) from the update rule, tile by tile
+    (2.0, 1 + math.exp(-3), 0.0),
+    (4.0, (1 + math.exp(-3)) * math.exp(-2) + 1 + math.exp(-4), math.exp(-2)),
+]
+by_hand.append((7.0, by_hand[1][1] * math.exp(-3) + math.exp(-3) + 1, math.exp(-3)))
+print(pd.DataFrame([(s.m, s.ell, s.rescale) for s in steps1], columns=["m", "ℓ", "α"]))
+for s, (m1, l1, a1) in zip(steps1, by_hand):
+    assert s.m == m1 and math.isclose(s.ell, l1, rel_tol=1e-14) and math.isclose(s.rescale, a1, rel_tol=1e-14)
+exact1 = [math.exp(v - 7.0) / math.fsum(math.exp(u - 7.0) for u in x1) for v in x1]
+assert np.allclose(steps1[-1].weights, exact1, rtol=1e-14, atol=0)
+
+# %% [markdown]
+# ### Exercise 2
+#
+# For N = 1000 keys and queries, d = 64, and FlashAttention-2's default tiles on the H200: how many
+# tiles Tr·Tc does the score grid have, and how many rows has the last (ragged) K/V block? With a
+# causal mask, how many tiles are computed? Predict with ⌈N/B⌉, then check against `count()` and a
+# brute-force count over a boolean causal mask.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+n2 = 1000
+r2 = count("fa2", Workload(n2, 64), sram_bytes=H200.sram_bytes)
+br2, bc2 = r2.block_rows, r2.block_cols
+tiles2 = math.ceil(n2 / br2) * math.ceil(n2 / bc2)
+last2 = n2 - (math.ceil(n2 / bc2) - 1) * bc2
+mask2 = np.tril(np.ones((n2, n2), bool))
+computed2 = sum(mask2[i : i + br2, j : j + bc2].any() for i in range(0, n2, br2) for j in range(0, n2, bc2))
+walk2 = tile_walk("fa2", Workload(n2, 64, causal=True), sram_bytes=H200.sram_bytes)
+print(f"Br = {br2}, Bc = {bc2}: {tiles2} tiles, last K/V block {last2} rows, causal: {computed2} computed")
+assert r2.tr * r2.tc == tiles2 and len(walk2.steps) == computed2
+
+# %% [markdown]
+# ### Exercise 3
+#
+# Predict, from the format's largest finite value, the largest integer logit x for which e^x is
+# finite in fp16 and in fp32. Then find the smallest shift c for which the naive softmax of the row
+# c + (0, 1, 2) overflows in fp32, and check that the online softmax of the same row (in float64 and
+# re-based by its max) is finite and exact.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+largest = {dt.__name__: math.floor(math.log(float(np.finfo(dt).max))) for dt in (np.float16, np.float32)}
+for dt in (np.float16, np.float32):
+    x3 = largest[dt.__name__]
+    with np.errstate(over="ignore"):
+        assert np.isfinite(np.exp(dt(x3))) and np.isinf(np.exp(dt(x3 + 1)))
+print(largest)
+base3 = np.array([0.0, 1.0, 2.0])
+with np.errstate(over="ignore", invalid="ignore"):
+    c3 = next(c for c in range(200) if not np.isfinite(np.exp((c + base3).astype(np.float32)).sum()))
+assert c3 + 2 == largest["float32"] + 1  # the row's largest entry is the first to overflow
+online3 = online_softmax_steps(c3 + base3, block=2)[-1].weights
+assert np.isfinite(online3).all() and np.allclose(online3, np.exp(base3) / np.exp(base3).sum(), rtol=1e-15)
+
+# %% [markdown]
+# ### Exercise 4
+#
+# At d = 128 and Br = Bc = 128, how many KiB does one FlashAttention-2 thread block hold in shared
+# memory and in registers (Q_i, K_j, V_j in the workload dtype fp16; S/P, the O accumulator, ℓ and m
+# in fp32)? Work it out by hand, check against `count(...).working_set`, and say whether the shared
+# part fits the H200's shared memory per thread block.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+br4 = bc4 = d4 = 128
+ws4 = count("fa2", Workload(1024, d4), block_rows=br4, block_cols=bc4).working_set
+sram4, regs4 = (br4 + 2 * bc4) * d4 * 2, (br4 * bc4 + br4 * d4 + 2 * br4) * 4
+print(f"shared {ws4.bytes('SRAM') / 1024:g} KiB, registers {ws4.bytes('registers') / 1024:g} KiB")
+assert (ws4.bytes("SRAM"), ws4.bytes("registers")) == (sram4, regs4)
+assert sram4 <= H200.sram_bytes

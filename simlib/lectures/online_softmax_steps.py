@@ -102,7 +102,9 @@ def draw_softmax_step(steps: Sequence[SoftmaxStep], k: int, exact=None, axes=Non
     import matplotlib.pyplot as plt
 
     if axes is None:
-        fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [2.2, 1]})
+        fig, axes = plt.subplots(
+            1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [2.2, 1]}, layout="constrained"
+        )
     left, right = axes
     draw_softmax_weights(left, steps, k, exact)
     s = steps[k]
@@ -126,9 +128,7 @@ def draw_softmax_step(steps: Sequence[SoftmaxStep], k: int, exact=None, axes=Non
     right.plot([k + 1], [s.m], "o", ms=12, mfc="none", mec="black")
     right.set_title("grey: the tiles still to come", fontsize=10)
     right.set_xticks(tiles)
-    fig = left.figure
-    fig.tight_layout()
-    return fig
+    return left.figure
 
 
 def draw_softmax_overview(steps: Sequence[SoftmaxStep], exact=None, picks: Sequence[int] | None = None):
@@ -137,14 +137,15 @@ def draw_softmax_overview(steps: Sequence[SoftmaxStep], exact=None, picks: Seque
 
     n = len(steps)
     picks = list(picks) if picks is not None else sorted({0, n // 3, (2 * n) // 3, n - 1})
-    fig, axes = plt.subplots(1, len(picks), figsize=(4.2 * len(picks), 3.6), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(picks), figsize=(4.2 * len(picks), 3.6), sharey=True, squeeze=False, layout="constrained"
+    )
     for ax, k in zip(axes[0], picks):
         draw_softmax_weights(ax, steps, k, exact)
         ax.set_title(f"after tile {k + 1}/{n}: m = {steps[k].m:.3g}, ℓ = {steps[k].ell:.3g}", fontsize=9.5)
         if ax is not axes[0][0]:
             ax.set_ylabel("")
     axes[0][-1].legend(fontsize=7.5, loc="upper right")
-    fig.tight_layout()
     return fig
 
 

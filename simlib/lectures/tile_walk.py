@@ -58,20 +58,21 @@ def tile_status(seq_len: int, block_rows: int, block_cols: int, causal: bool = F
     return status
 
 
-def _tile_ticks(ax, edges: np.ndarray, axis: str, label: str) -> None:
-    """Ticks at every tile edge, labels on at most ~9 of them (always the first and last)."""
-    every = max(1, -(-(len(edges) - 1) // 8))
-    shown = [k for k in range(len(edges)) if k % every == 0 or k == len(edges) - 1]
+def _tile_ticks(ax, edges: np.ndarray, axis: str, label: str, max_labels: int) -> None:
+    """Ticks at every tile edge, labels on about `max_labels` of them (always the first and last)."""
+    every = max(1, -(-(len(edges) - 1) // max_labels))
+    shown = [k for k in range(len(edges)) if k % every == 0 and len(edges) - 1 - k >= every / 2]
+    shown.append(len(edges) - 1)
     set_ticks = ax.set_xticks if axis == "x" else ax.set_yticks
     set_ticks(edges, minor=True)
     set_ticks(edges[shown], [str(int(edges[k])) for k in shown])
     (ax.set_xlabel if axis == "x" else ax.set_ylabel)(label)
 
 
-def draw_score_grid(ax, seq_len, block_rows, block_cols, causal=False):
+def draw_score_grid(ax, seq_len, block_rows, block_cols, causal=False, max_labels=8):
     """The N×N score matrix S cut into Br×Bc tiles on `ax` (queries down, keys across).
 
-    Ticks sit at the tile edges (labels thinned past 8 tiles). Causal: tiles the schedules skip are
+    Ticks sit at the tile edges (labels on about `max_labels` of them). Causal: tiles the schedules skip are
     grey and hatched, diagonal tiles (visited whole, masked inside) carry a dashed outline and the
     mask's diagonal. Returns the Tr×Tc status array (`tile_status`).
     """
@@ -95,8 +96,8 @@ def draw_score_grid(ax, seq_len, block_rows, block_cols, causal=False):
     ax.set_ylim(seq_len, 0)
     ax.set_aspect("equal")
     ax.grid(False)
-    _tile_ticks(ax, cols, "x", f"key index (K/V rows, Bc = {block_cols})")
-    _tile_ticks(ax, rows, "y", f"query index (Q rows, Br = {block_rows})")
+    _tile_ticks(ax, cols, "x", f"key index (K/V rows, Bc = {block_cols})", max_labels)
+    _tile_ticks(ax, rows, "y", f"query index (Q rows, Br = {block_rows})", max_labels)
     return status
 
 
@@ -322,7 +323,7 @@ def tile_walk(algorithm: str, workload: Workload, **count_options: object) -> Ti
 #: Colours of the walk's overlays (the naive schedule's finished tiles went to HBM, the tiled ones' were discarded).
 DONE = {
     "naive": ("#e6a57e", "S/P tiles written to or read back from HBM"),
-    "tiled": ("0.7", "done (discarded)"),
+    "tiled": ("#8fbf8f", "done (S, P discarded)"),
 }
 CURRENT, Q_BAND, KV_BAND = "#d62728", "#ff7f0e", "#1f77b4"
 
@@ -390,7 +391,9 @@ def draw_walk_step(walk: TileWalk, k: int, axes=None):
     import matplotlib.pyplot as plt
 
     if axes is None:
-        fig, axes = plt.subplots(1, 2, figsize=(12.5, 5.6), gridspec_kw={"width_ratios": [1, 1.15]})
+        fig, axes = plt.subplots(
+            1, 2, figsize=(12.5, 5.6), gridspec_kw={"width_ratios": [1, 1.15]}, layout="constrained"
+        )
     grid, text = axes
     draw_score_grid(grid, walk.workload.seq_len, walk.block_rows, walk.block_cols, walk.workload.causal)
     _overlay(grid, walk, k)
@@ -408,9 +411,11 @@ def draw_walk_overview(walk: TileWalk, picks: Sequence[int] | None = None):
 
     n = len(walk.steps)
     picks = list(picks) if picks is not None else sorted({0, n // 3, (2 * n) // 3, n - 1})
-    fig, axes = plt.subplots(1, len(picks), figsize=(3.6 * len(picks), 4.3), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(picks), figsize=(3.6 * len(picks), 4.6), squeeze=False, layout="constrained"
+    )
     for ax, k in zip(axes[0], picks):
-        draw_score_grid(ax, walk.workload.seq_len, walk.block_rows, walk.block_cols, walk.workload.causal)
+        draw_score_grid(ax, walk.workload.seq_len, walk.block_rows, walk.block_cols, walk.workload.causal, 4)
         _overlay(ax, walk, k)
         s = walk.steps[k]
         ax.set_title(
@@ -429,15 +434,12 @@ def draw_walk_overview(walk: TileWalk, picks: Sequence[int] | None = None):
             Patch(fc="0.9", ec="0.6", hatch="///", label="skipped (fully masked)"),
             Patch(fc=DIAGONAL_TINT, ec="#9467bd", ls="--", label="diagonal (masked inside)"),
         ]
-    fig.legend(
-        handles=handles, loc="lower center", ncol=len(handles), bbox_to_anchor=(0.5, -0.04), fontsize=8.5
-    )
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3), fontsize=8.5)
     fig.suptitle(
         _title(walk) + f"; at the end count() says {walk.result.hbm_read_bytes / 1e6:.3f} MB read, "
         f"{walk.result.hbm_write_bytes / 1e6:.3f} MB written",
         fontsize=10.5,
     )
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
