@@ -386,7 +386,7 @@ assert measured > model  # the math backend is slower than its HBM bytes explain
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 3
 #
-# Claim (r): one long conversation with Llama-3-8B (`data/models/llama-3-8b.json`) on a 16 GB T4.
+# Claim (r): one long conversation with Llama-3-8B (`data/models/llama-3-8b.json`) on a T4.
 # Compute the fp16 KV cache by hand, K and V for every layer and key/value head, per token and at
 # the model's full context (`max_position_embeddings`); then what is left of the T4's memory after the
 # fp16 weights and that cache. Compare with row (r).

@@ -369,3 +369,88 @@ def test_side_by_side_times_are_the_csv_medians():
     ms = claims.side_by_side_ms("bf16", 64)
     assert {(k, n): ms.loc[n, k] for k in ms.columns for n in ms.index} == pytest.approx(by_hand)
     assert "cupy_naive" not in ms.columns  # cupy has no bf16: the run wrote no time
+
+
+# ---------------------------------------------------------------------------------------------
+# lecture 9: joules per level (simlib.lectures.joules)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_joules_doctests():
+    import doctest
+
+    from simlib.lectures import joules
+
+    result = doctest.testmod(joules)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_energy_pairs_are_the_measured_rows():
+    import csv
+
+    from simlib.energy_check import model_vs_measured
+    from simlib.lectures import joules
+
+    with open(readers.lookup(readers.ENERGY), newline="") as f:
+        by_hand = {
+            (r["variant"], r["dtype"]): float(r["joules_per_call"])
+            for r in csv.DictReader(f)
+            if r["pass"] == "fwd" and r["seq_len"] == "4096"
+        }
+    pairs = joules.pairs_measured(model_vs_measured(), 4096)
+    titles = [t for t, _, _ in pairs]
+    assert titles[0] == "numba, fp32 on CUDA cores: numba_naive vs numba_tiled"
+    assert titles[-1] == "torch SDPA, bf16: torch_math vs torch_flash"
+    # naive_tc appears once the energy run has measured it (and fa2_tc) at N = 4096
+    assert any("naive_tc" in t for t in titles) == (("naive_tc", "bf16") in by_hand)
+    for _, std, flash in pairs:
+        for r in (std, flash):
+            assert r["measured_j"] == pytest.approx(by_hand[(r["variant"], r["dtype"])])
+
+
+def test_joule_bars_stack_the_model_terms_and_split_the_measurement():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from simlib.lectures import joules
+
+    rows = [
+        {"variant": "a", "dtype": "bf16", "measured_j": 5.0, "measured_dynamic_j": 3.0}
+        | {term: 1.0 + i for i, (term, _) in enumerate(joules.TERMS)},
+    ]
+    fig, ax = plt.subplots()
+    joules.draw_joules(ax, rows, "t")
+    tops = sorted(round(p.get_y() + p.get_height(), 9) for p in ax.patches)
+    plt.close(fig)
+    # model: 1, 1+2, 1+2+3, ... 1+...+5 = 15; measured: static 5 - 3 = 2, then 2 + 3 = 5
+    assert tops == [1.0, 2.0, 3.0, 5.0, 6.0, 10.0, 15.0]
+
+
+def test_miss_reasons_follow_the_energy_notes():
+    from simlib.lectures import joules
+
+    assert joules.miss_reason("cupy_naive", "fp32", "fwd", 0.53) == joules.LIBRARY_GEMM
+    assert joules.miss_reason("torch_efficient", "bf16", "fwd", 0.96) == "within ±15 %"
+    assert joules.miss_reason("torch_efficient", "fp32", "fwd_bwd", 0.57) == joules.LIBRARY_GEMM
+    assert joules.miss_reason("fa2_tc", "bf16", "fwd", 1.45) == joules.WIDE_SHARED
+    assert joules.miss_reason("torch_cudnn", "bf16", "fwd_bwd", 1.07) == joules.BACKWARD
+    assert joules.miss_reason("naive_tc", "bf16", "fwd", 0.7) == "not explained yet"
+
+
+def test_ratio_table_is_predicted_over_measured_per_kernel():
+    import pandas as pd
+
+    from simlib.lectures import joules
+
+    rows = [
+        ("torch_math", "bf16", "fwd", "logical", n, p, m) for n, p, m in ((1024, 1.0, 2.0), (4096, 3.0, 5.0))
+    ] + [("naive_tc", "bf16", "fwd", "logical", 1024, 1.2, 1.0)]
+    mvm = pd.DataFrame(rows, columns=["variant", "dtype", "pass", "model", "seq_len", "pred", "meas"])
+    mvm["ratio_total"] = mvm.pred / mvm.meas
+    t = joules.ratio_table(mvm)
+    math = t.loc["torch_math bf16 fwd (logical)"]
+    assert (math["N = 1024"], math["N = 4096"], math["mean"]) == (0.5, 0.6, pytest.approx(0.55))
+    assert math["why"] == joules.LIBRARY_GEMM
+    assert t.loc["naive_tc bf16 fwd (logical)", "why"] == "not explained yet"  # 1.2: outside ±15 %
