@@ -17,42 +17,76 @@
 #
 # The earlier lectures counted one square, unmasked, multi-head forward pass. Real models mask the
 # future (causal), share K/V heads between query heads (GQA/MQA), generate one token at a time
-# against a KV cache (decode), and train (the backward pass). Each changes the traffic; this
-# lecture counts each change exactly and ends with the question users ask most: how long a
-# conversation fits on my GPU?
+# against a KV cache (decode), and train (the backward pass). Each changes the traffic; this lecture
+# counts each change exactly, reproduces Figure 2 of the FlashAttention paper, and ends with the
+# question users ask most: how long a conversation fits on my GPU?
+#
+# **Learning goals**
+#
+# - Count the tiles a causal mask skips and the FLOPs the diagonal tiles still spend.
+# - Explain why GQA shrinks decode traffic and the KV cache but not the prefill's K/V reads.
+# - Model a flash-decoding step with its thread blocks and waves: why more splits help until the SMs
+#   are full, and what the extra splits then cost.
+# - Compare the standard and the FlashAttention backward pass, and read the paper's Figure 2 against
+#   the model and an H200 measurement.
+# - Size the KV cache of a real model, with GQA, a sliding window and the model's context limit.
+#
+# **Prerequisites**: Lectures 3 and 4 (tiles Br × Bc, FA1/FA2 traffic, the roofline); what a decoder
+# LLM's layers, heads and KV cache are.
+#
+# **Plan (50 minutes)**
+#
+# | Minutes | Part |
+# |---:|---|
+# | 3 | Four changes to one count |
+# | 7 | 1. Causal masking: skipped and diagonal tiles |
+# | 5 | 2. GQA and MQA: fewer K/V heads |
+# | 12 | 3. Decode and flash-decoding: thread blocks, waves and the reduction |
+# | 5 | 4. The backward pass: recompute instead of materialise |
+# | 8 | 5. Figure 2 of the paper, reproduced and measured on the H200 |
+# | 7 | 6. The KV cache: how long a conversation fits |
+# | 3 | Summary |
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Speaker notes: the four variants change different terms of the same count. Causal removes tiles,
-# GQA removes K/V heads (from the cache, not from the forward's reads), decode removes the Q side
-# almost entirely, the backward adds Q/O/dO/dQ re-reads. Ask the class to guess each before the cell.
+# The four variants change different terms of the same count. Causal removes tiles, GQA removes K/V
+# heads (from the cache, not from the forward's reads), decode removes the Q side almost entirely, the
+# backward adds Q/O/dO/dQ re-reads. Ask the class to guess each before the cell runs. The exercises are
+# homework (or the next lab): each one's hidden solution checks itself.
 
 # %% slideshow={"slide_type": "skip"}
+import math
+
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
 from simlib import Workload, count, load_preset, roofline
+from simlib.decode_time import split_k_frame, split_k_time
 from simlib.kvcache import load_model, max_context, memory_table, model_keys
 from simlib.lectures import charts
-from simlib.reproduce import CAUSAL_EXTRA, figure2_flops, figure2_h200, figure2_left, figure2_terms
+from simlib.lectures.tile_walk import draw_score_grid
+from simlib.reproduce import FIGURE2, figure2_flops, figure2_h200, figure2_left
 
 charts.use_style()
 H200 = load_preset("h200")
 SRAM = H200.sram_bytes
+GIB = 2**30
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. Causal masking: skip the tiles above the diagonal
 #
 # Query q may only see keys k ≤ q. A tiled kernel skips every tile that lies entirely above the
-# diagonal and computes the diagonal tiles whole (masking inside them). The *useful* FLOPs are
-# 4·d per unmasked score, N(N+1)/2 scores, which is a little more than half of N².
+# diagonal and computes the diagonal tiles whole (masking inside them). The *useful* FLOPs are 4·d per
+# unmasked score, N(N+1)/2 scores: a little more than half of N².
 
 # %%
 rows = []
 for n in (256, 1024, 4096, 16384):
-    full = count("fa2", Workload(n, 64, dtype="fp16"), block_rows=128, block_cols=128)
-    causal = count("fa2", Workload(n, 64, dtype="fp16", causal=True), block_rows=128, block_cols=128)
+    tiles = {"block_rows": 128, "block_cols": 128}
+    full = count("fa2", Workload(n, 64), **tiles)
+    causal = count("fa2", Workload(n, 64, causal=True), **tiles)
     rows.append(
         {
             "N": n,
@@ -64,32 +98,29 @@ for n in (256, 1024, 4096, 16384):
 causal_table = pd.DataFrame(rows)
 causal_table
 
-# %%
-last = causal_table.iloc[-1]
+# %% tags=["remove-input"]
+last, first = causal_table.iloc[-1], causal_table.iloc[0]
 display(
     Markdown(
         f"With 128×128 tiles at N = {int(last['N']):,}, the causal kernel performs "
         f"{last['performed FLOPs / N²·4d']:.4f} of the unmasked FLOPs (the useful fraction is "
         f"{last['useful FLOPs / N²·4d']:.4f} = (N+1)/2N) and moves {last['HBM bytes causal / full']:.3f} of the "
-        f"bytes. At N = 256 the diagonal tiles are a larger share: {causal_table.iloc[0]['performed FLOPs / N²·4d']:.3f} "
-        "of the FLOPs are still performed."
+        f"bytes. At N = {int(first['N'])} the diagonal tiles are a larger share: "
+        f"{first['performed FLOPs / N²·4d']:.3f} of the FLOPs are still performed."
     )
 )
 
-# %% slideshow={"slide_type": "slide"}
+# %% slideshow={"slide_type": "slide"} alt="The 1024 by 1024 causal score matrix cut into 128 by 128 tiles: tiles above the diagonal hatched as skipped, the diagonal tiles outlined as computed whole and masked inside"
 n_demo, b_demo = 1024, 128
-w_demo = Workload(n_demo, 64, causal=True)
-visited = np.zeros((n_demo // b_demo, n_demo // b_demo))
-for i in range(n_demo // b_demo):
-    for j in range(n_demo // b_demo):
-        visited[i, j] = 1.0 if j * b_demo <= (i + 1) * b_demo - 1 else 0.0
-fig, ax = plt.subplots(figsize=(4.6, 4.2))
-ax.imshow(visited, cmap="Greens", vmin=0, vmax=1.4, extent=(0, n_demo, n_demo, 0))
-ax.set_xlabel("key index k (tokens)")
-ax.set_ylabel("query index q (tokens)")
-ax.plot([0, n_demo], [0, n_demo], color="black", lw=1)
-tiles = int(visited.sum())
-ax.set_title(f"causal, N={n_demo}, {b_demo}×{b_demo} tiles: {tiles} of {visited.size} visited")
+fig, ax = plt.subplots(figsize=(5.2, 4.8))
+status = draw_score_grid(ax, n_demo, b_demo, b_demo, causal=True)
+kinds = pd.Series(status.ravel()).value_counts()
+ax.set_title(
+    f"causal, N = {n_demo}, {b_demo}×{b_demo} tiles: {kinds['full']} full and {kinds['diagonal']} diagonal "
+    f"visited, {kinds['skipped']} of {status.size} skipped",
+    fontsize=10,
+)
+ax.legend(loc="lower left", fontsize=8)
 plt.show()
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -97,20 +128,19 @@ plt.show()
 #
 # With H query heads and H_kv K/V heads, g = H/H_kv query heads share one K/V head.
 #
-# * **Forward (prefill/training)**: each query head still runs its own thread blocks and streams
-#   all of K/V (FlashAttention-2 indexes K/V by h // g). In the two-level model the K/V *reads*
-#   are unchanged; the group's re-reads of the same K/V are served from L2 on a real GPU. What
-#   GQA shrinks is the K/V *footprint*: the compulsory traffic and, above all, the KV cache.
+# * **Forward (prefill/training)**: each query head still runs its own thread blocks and streams all
+#   of K/V (FlashAttention-2 indexes K/V by h // g). In the two-level model the K/V *reads* are
+#   unchanged; the group's re-reads of the same K/V are served from L2 on a real GPU. What GQA shrinks
+#   is the K/V *footprint*: the compulsory traffic and, above all, the KV cache.
 # * **Decode**: the g query rows of a group are packed into one block (as flash-decoding and
 #   FlashInfer do), so each K/V element is read once per K/V head. Traffic falls by g.
 
 # %%
 rows = []
 for kv_heads in (32, 8, 1):
-    w_prefill = Workload(4096, 128, heads=32, kv_heads=kv_heads, dtype="fp16")
-    w_decode = Workload(8192, 128, heads=32, kv_heads=kv_heads, query_len=1, dtype="fp16")
-    pre = count("fa2", w_prefill, sram_bytes=SRAM)
-    dec = count("decode", w_decode, sram_bytes=SRAM)
+    prefill = Workload(4096, 128, heads=32, kv_heads=kv_heads)
+    decode = Workload(8192, 128, heads=32, kv_heads=kv_heads, query_len=1)
+    pre, dec = count("fa2", prefill, sram_bytes=SRAM), count("decode", decode, sram_bytes=SRAM)
     rows.append(
         {
             "kv_heads": kv_heads,
@@ -120,89 +150,92 @@ for kv_heads in (32, 8, 1):
             "decode FLOP/byte": dec.flops / dec.hbm_bytes,
         }
     )
-gqa_table = pd.DataFrame(rows)
-gqa_table
+pd.DataFrame(rows)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Speaker notes: the prefill column does not move with kv_heads; the decode column falls by g. This
-# is why GQA was introduced for serving, not for training speed.
+# The prefill column does not move with kv_heads; the decode column falls by g. This is why GQA was
+# introduced for serving, not for training speed.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 3. Decode: one token against the cache is memory bound
+# ## 3. Decode: one token against the cache, and how many thread blocks run it
 #
-# One new token per head against a cache of L tokens: the kernel reads all of K and V
-# (2·L·d elements per K/V head) to do 4·g·L·d FLOPs. Arithmetic intensity ≈ g FLOP per byte in
-# fp16: about 1 for multi-head attention, far below the H200's ridge point. Flash-decoding splits
-# the cache into s chunks so that enough thread blocks run; each chunk writes a partial O and
-# logsumexp in fp32 that a second kernel reduces.
+# One new token per head against a cache of L tokens: the kernel reads all of K and V (2·L·d elements
+# per K/V head) to do 4·g·L·d FLOPs, so the arithmetic intensity is ≈ g FLOP per byte in fp16, far
+# below any GPU's ridge point. Decode is a stream over the cache, *if* the stream keeps every SM busy.
+#
+# Without splits, a step has one thread block (CTA) per (batch, K/V head): B·H_kv of them. A CTA runs on
+# one SM, and one SM can stream at most its share, bandwidth / S, of the HBM bandwidth. Flash-decoding
+# splits the cache into s chunks: B·H_kv·s CTAs, each writing a partial O and logsumexp (fp32) that a
+# second kernel combines. The model (`simlib.decode_time`): the busiest SM runs w = ⌈B·H_kv·s / S⌉ CTAs
+# one after another, so
+#
+# t = max(bytes / BW, w · bytes per CTA · S / BW) + t_combine, with t_combine = ⌈C_r / S⌉ · bytes per
+# combine CTA · S / BW for the C_r CTAs of FlashAttention-2's combine kernel.
 
 # %%
-w_dec = Workload(32768, 128, batch=1, heads=32, kv_heads=8, query_len=1, dtype="fp16")
-rows = []
-for splits in (1, 2, 4, 8, 16, 32, 64):
-    r = count("decode", w_dec, sram_bytes=SRAM, splits=splits)
-    extra = r.traffic.elements("HBM", tensor="O_part") + r.traffic.elements("HBM", tensor="lse_part")
-    rows.append(
-        {
-            "splits s": splits,
-            "HBM (MB)": r.hbm_bytes / 1e6,
-            "partial-result traffic (kB)": extra * 4 * r.units / 1e3,
-            "thread blocks (B·H_kv·s)": r.units * splits,
-            "roofline time (µs)": roofline(r, H200).time_s * 1e6,
-            "bound": roofline(r, H200).bound,
-        }
-    )
-decode_table = pd.DataFrame(rows)
-decode_table
+w_dec = Workload(32768, 128, heads=32, kv_heads=8, query_len=1)  # one Llama-3-8B layer, batch 1
+decode_table = split_k_frame(w_dec, H200, [1, 2, 4, 8, 16, 17, 32, 64, 128])
+decode_table.round(2)
 
-# %%
-d0, d64 = decode_table.iloc[0], decode_table.iloc[-1]
+# %% tags=["remove-input"]
+by_s = decode_table.set_index("splits s")
+best = int(by_s["time with waves (µs)"].idxmin())
+one, most = split_k_time(w_dec, H200, 1), split_k_time(w_dec, H200, 64)
+r64 = count("decode", w_dec, sram_bytes=SRAM, splits=64)
+partial_bytes = (
+    sum(r64.traffic.elements("HBM", tensor=t) for t in ("O_part", "lse_part")) * 4 * r64.units
+)  # fp32, written by the split kernel and read back by the combine kernel
+kv_bytes = sum(r64.traffic.elements("HBM", "read", t) for t in ("K", "V")) * w_dec.element_bytes * r64.units
 display(
     Markdown(
-        f"Splitting the 32K-token cache 64 ways adds {d64['partial-result traffic (kB)']:.0f} kB of partial results to "
-        f"{d0['HBM (MB)']:.1f} MB of K/V reads ({(d64['HBM (MB)'] / d0['HBM (MB)'] - 1) * 100:.2f} % more traffic) and "
-        f"raises the number of thread blocks from {int(d0['thread blocks (B·H_kv·s)'])} to "
-        f"{int(d64['thread blocks (B·H_kv·s)'])}: enough to fill the H200's {H200.sm_count} SMs. That is the whole "
-        "trick of flash-decoding: parallelism bought with a few kB."
+        f"Without splits only {one.ctas} CTAs run on the H200's {H200.sm_count} SMs: "
+        f"{one.time_s * 1e6:.0f} µs, {one.time_s / one.memory_s:.1f}× the {one.memory_s * 1e6:.1f} µs the bytes "
+        f"alone need. Splitting fills the GPU: s = {best} gives {int(by_s.loc[best, 'CTAs (B·H_kv·s)'])} CTAs in "
+        f"one wave, {by_s.loc[best, 'time with waves (µs)']:.1f} µs, the fastest. One more split (s = 17) needs a "
+        f"second wave of CTAs and costs {by_s.loc[17, 'time with waves (µs)']:.1f} µs. Beyond the full GPU the "
+        f"splits only cost: at s = 64 the partial results add {partial_bytes / 1e6:.2f} MB of traffic to "
+        f"{kv_bytes / 1e6:.1f} MB of K/V reads ({partial_bytes / kv_bytes * 100:.1f} %), but their combine kernel "
+        f"has only {most.reduce_ctas} CTAs and takes {most.reduce_s * 1e6:.2f} µs, "
+        f"{most.reduce_s / most.time_s * 100:.0f} % of the step ({most.time_s * 1e6:.1f} µs)."
     )
 )
 
-# %% slideshow={"slide_type": "slide"}
-fig, ax = plt.subplots(figsize=(6.4, 4.2))
-for kv_heads, marker in ((32, "o"), (8, "s"), (1, "^")):
-    lengths = [2**k for k in range(10, 18)]
-    times = [
-        roofline(
-            count(
-                "decode",
-                Workload(L, 128, heads=32, kv_heads=kv_heads, query_len=1, dtype="fp16"),
-                sram_bytes=SRAM,
-                splits=16,
-            ),
-            H200,
-        ).level_s["HBM"]
-        * 1e6
-        for L in lengths
-    ]
-    charts.plot_loglog(ax, lengths, times, f"H_kv = {kv_heads} (g = {32 // kv_heads})", marker=marker)
-charts.tokens_axis(ax, lengths, label="KV cache length L (tokens)")
-ax.set_ylabel("HBM time per decode step per layer (µs, H200)")
-ax.set_title("decode is a stream over the cache: time ∝ L / g")
-ax.legend()
+# %% slideshow={"slide_type": "slide"} alt="Decode time per layer on the H200 against the number of flash-decoding splits for batch 1, 4 and 16: each curve falls until the SMs are full, then rises slowly; the bytes-only roofline is flat"
+fig, ax = plt.subplots(figsize=(6.8, 4.2))
+splits = [2**k for k in range(8)]
+for batch, marker in ((1, "o"), (4, "s"), (16, "^")):
+    w = Workload(32768, 128, batch=batch, heads=32, kv_heads=8, query_len=1)
+    frame = split_k_frame(w, H200, splits)
+    ax.plot(splits, frame["time with waves (µs)"], marker=marker, label=f"B = {batch}: with waves")
+    ax.plot(splits, frame["bytes-only roofline (µs)"], ls="--", color=ax.lines[-1].get_color(), lw=1)
+ax.set_xscale("log", base=2)
+charts.pow2_axis(ax, splits, label="flash-decoding splits s")
+ax.set_yscale("log")
+ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+ax.set_ylabel("time per decode step per layer (µs)")
+ax.set_title(f"Llama-3-8B layer, L = 32K, {H200.name} (dashed: bytes / bandwidth)", fontsize=10)
+ax.legend(loc="center right")
+charts.name_device_memory(ax, H200)
 plt.show()
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The model is an idealisation: a single SM can in fact pull somewhat more than its 1/S share, and a
+# real kernel launch also has latency. The point it makes is the measured one of flash-decoding:
+# without splits a batch-1 decode uses a few SMs; with B·H_kv·s ≈ S it uses them all. Larger batches
+# need fewer splits.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. The backward pass: materialised vs recomputed
 #
-# Standard backward (the paper's Algorithm 3) reads the saved N×N matrix P and writes and reads
-# dP and dS: Θ(N²) traffic. FlashAttention's backward (Algorithm 4) saved only O and the row
-# statistics ℓ, m; it recomputes S and P tile by tile (10·N²·d FLOPs instead of 8·N²·d) and moves
-# Θ(N²d²/M).
+# Standard backward (the paper's Algorithm 3) reads the saved N×N matrix P and writes and reads dP and
+# dS: Θ(N²) traffic. FlashAttention's backward (Algorithm 4) saved only O and the row statistics ℓ, m;
+# it recomputes S and P tile by tile (10·N²·d FLOPs instead of 8·N²·d) and moves Θ(N²d²/M).
 
 # %%
 rows = []
 for n in (1024, 4096, 16384):
-    w = Workload(n, 64, dtype="fp16")
+    w = Workload(n, 64)
     std, fl = count("naive_bwd", w), count("flash_bwd", w, sram_bytes=SRAM)
     rows.append(
         {
@@ -214,37 +247,34 @@ for n in (1024, 4096, 16384):
             "flash GFLOP (recompute)": fl.flops / 1e9,
         }
     )
-backward_table = pd.DataFrame(rows)
-backward_table
+pd.DataFrame(rows)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## 5. Figure 2 (left) of the FlashAttention paper, reproduced
-#
-# The paper's configuration is that of its benchmark script (`data/papers.json`,
-# `figure_2_left.configuration`, each number cited): B = 64, H = 16, N = 1024, d = 64, fp16,
-# **not causal**, dropout 0.1, a key-padding mask (lengths 1004–1023), forward + backward.
-# *Standard* = `attention_ref` as that script writes it, one kernel per operation on the padded
-# batch; *FlashAttention* = that commit's CUDA kernel (`fa1_2022`) on the unpadded tokens; the
-# paper's Algorithms 1 + 4 for contrast. GB = 10⁹ B.
+# %% tags=["remove-input"] slideshow={"slide_type": "slide"}
+a100 = load_preset("a100-40gb")
+paper_m = a100.level("SRAM").capacity_bytes
+display(
+    Markdown(
+        f"## 5. Figure 2 (left) of the FlashAttention paper, reproduced\n\n"
+        f"The paper's configuration is that of its benchmark script (`data/papers.json`, "
+        f"`figure_2_left.configuration`, each number cited): B = {FIGURE2.batch}, H = {FIGURE2.heads}, "
+        f"N = {FIGURE2.seq_len}, d = {FIGURE2.head_dim}, {FIGURE2.dtype}, **not causal**, dropout, a key-padding "
+        f"mask, forward + backward. *Standard* = `attention_ref` as that script writes it, one kernel per "
+        f"operation on the padded batch; *FlashAttention* = that commit's CUDA kernel (`fa1_2022`) on the "
+        f"unpadded tokens; the paper's Algorithms 1 + 4 for contrast, with the paper's M = "
+        f"{paper_m // 1024} KiB. GB = 10⁹ B."
+    )
+)
 
 # %%
-fig2 = figure2_left()
-fig2[
-    [
-        "attention",
-        "implementation",
-        "model_hbm_gb",
-        "paper_hbm_gb",
-        "model_over_paper",
-        "model_gflop",
-        "paper_gflop",
-    ]
-].round(2)
+fig2 = figure2_left(sram_bytes=paper_m)
+columns = ["attention", "model_hbm_gb", "paper_hbm_gb", "model_over_paper", "model_gflop", "paper_gflop"]
+fig2[columns].round(2)
 
 # %% tags=["remove-input"]
 f2 = fig2.set_index("attention")
 std_row, fa_row = f2.loc["standard"], f2.loc["FlashAttention"]
 flops = figure2_flops().set_index("attention")
+per_block = figure2_left(sram_bytes=a100.sram_bytes).set_index("attention").loc["Algorithms 1 + 4"]
 display(
     Markdown(
         f"Standard attention: **{std_row['model_hbm_gb']:.1f} GB** in the model against the paper's "
@@ -256,44 +286,31 @@ display(
         f"({flops.loc['FlashAttention', 'model_gflop']:.0f} vs {flops.loc['standard', 'model_gflop']:.0f} GFLOP: "
         f"it recomputes S in the backward pass), as in the paper ({fa_row['paper_gflop']} > {std_row['paper_gflop']}); "
         f"but the paper's GFLOPs row is {flops.loc['standard', 'model_over_paper']:.1f}× smaller than the "
-        f"workload's own count, so it cannot be this workload's total."
+        f"workload's own count, so it cannot be this workload's total.\n\n"
+        f'**Which M?** The paper sizes its tiles with "192KB of on-chip SRAM" per SM (Section 2.1): '
+        f"{paper_m:,} B, the A100 preset's `capacity_bytes`, the combined L1 + shared-memory array. Lectures 1 and 4 "
+        f"use {a100.sram_bytes:,} B = {a100.sram_bytes // 1024} KiB, the preset's `max_shared_per_block_bytes`: "
+        f"what one thread block can really allocate, so what a kernel's tiles must fit. This table uses the "
+        f"paper's {paper_m // 1024} KiB because it reproduces the paper's algorithms as the paper sized them; "
+        f"with {a100.sram_bytes // 1024} KiB the Algorithms 1 + 4 row would move {per_block['model_hbm_gb']:.2f} GB "
+        f"instead of {f2.loc['Algorithms 1 + 4', 'model_hbm_gb']:.2f} GB (tiles {int(per_block['block_rows'])}×"
+        f"{int(per_block['block_cols'])} instead of {int(f2.loc['Algorithms 1 + 4', 'block_rows'])}×"
+        f"{int(f2.loc['Algorithms 1 + 4', 'block_cols'])})."
     )
 )
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# Every term of the standard count: GB read + written by each kernel of the forward and backward
-# step, largest first.
-
-# %%
-terms = figure2_terms()
-standard_terms = terms[terms.attention == "standard"].assign(
-    step=lambda t: t.kernel.str.split(":").str[0], op=lambda t: t.kernel.str.split(":").str[1]
-)
-per_op = standard_terms.pivot_table(index="op", columns="step", values="gb", aggfunc="sum", fill_value=0)
-per_op.assign(total=per_op.sum(axis=1)).sort_values("total", ascending=False).round(3)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The same step on the H200
 #
-# One forward + backward step of `attention_ref` and of PyTorch's FlashAttention-2 kernels, under
-# Nsight Compute (DRAM bytes summed over every kernel of the step, caches flushed between kernels;
-# `data/measurements/current/figure2_h200.csv`), next to the paper and the model of the kernels that
-# ran (PyTorch's today, not the 2022 ones).
+# One forward + backward step of `attention_ref` and of PyTorch's FlashAttention-2 kernels, under Nsight
+# Compute (DRAM bytes summed over every kernel of the step, caches flushed between kernels;
+# `data/measurements/current/figure2_h200.csv`), next to the paper and the model of the kernels that ran
+# (PyTorch's today, not the 2022 ones).
 
 # %%
 h200_fig2 = figure2_h200()
-h200_fig2[
-    [
-        "attention",
-        "dropout",
-        "paper_gb",
-        "h200_dram_gb",
-        "model_h200_dram_gb",
-        "model_h200_over_measured",
-        "paper_ms",
-        "h200_ms",
-    ]
-].round(2)
+columns = ["attention", "dropout", "paper_gb", "h200_dram_gb", "model_h200_dram_gb", "paper_ms", "h200_ms"]
+h200_fig2[columns].round(2)
 
 # %% tags=["remove-input"]
 h = h200_fig2[h200_fig2.dropout > 0].set_index("attention")
@@ -305,26 +322,24 @@ display(
         f"the kernels PyTorch launches today is within "
         f"{(h200_fig2['model_h200_over_measured'] - 1).abs().max() * 100:.1f} % of every measured step. The step took "
         f"{h.loc['standard', 'h200_ms']:.1f} ms and {h.loc['FlashAttention', 'h200_ms']:.1f} ms "
-        f"({h.loc['standard', 'h200_ms'] / h.loc['FlashAttention', 'h200_ms']:.1f}×; the paper's A100: "
+        f"(standard `attention_ref` vs PyTorch's FlashAttention-2, both fp16: "
+        f"{h.loc['standard', 'h200_ms'] / h.loc['FlashAttention', 'h200_ms']:.1f}×; the paper's A100: "
         f"{h.loc['standard', 'paper_ms']} and {h.loc['FlashAttention', 'paper_ms']} ms)."
     )
 )
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# A clearly labelled extra: the same workload **with** a causal mask (not the paper's configuration).
-
-# %%
-figure2_left(workload=CAUSAL_EXTRA)[["attention", "model_hbm_gb", "paper_hbm_gb", "model_gflop"]].round(2)
-
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Speaker notes: the ratio of standard to FlashAttention bytes is the robust lesson; the absolute GB
-# depend on which kernels run and whether the L2 serves the re-reads inside a kernel.
+# The ratio of standard to FlashAttention bytes is the robust lesson; the absolute GB depend on which
+# kernels run and whether the L2 serves the re-reads inside a kernel. Cut for time and left to
+# `python -m simlib figure2`: the per-kernel terms of the standard step (`figure2_terms`) and the same
+# workload with a causal mask (`CAUSAL_EXTRA`).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. The KV cache: how one long conversation fills a GPU
 #
-# Every generated token stores its K and V in every layer: 2·layers·H_kv·d·bytes per token.
-# Parameters are computed from each model's published config (`data/models/`).
+# Every generated token stores its K and V in every layer: 2·layers·H_kv·d·bytes per token. Parameters
+# are computed from each model's published config (`data/models/`, with sources). Device-memory sizes
+# (weights, cache, the GPU) are in GiB here, per-token sizes in KiB.
 
 # %%
 kv_rows = []
@@ -337,41 +352,156 @@ for key in model_keys():
             "layers": m.num_hidden_layers,
             "kv_heads": m.num_key_value_heads,
             "KV cache per token (KiB, fp16)": m.kv_bytes_per_token() / 1024,
-            "weights fp16 (GB)": m.weight_bytes("fp16") / 1e9,
-            "tokens per GiB of cache": 2**30 // m.kv_bytes_per_token(),
+            "weights fp16 (GiB)": m.weight_bytes("fp16") / GIB,
+            "context (tokens)": m.max_position_embeddings,
+            "sliding window (tokens)": m.sliding_window,
         }
     )
-pd.DataFrame(kv_rows)
+pd.DataFrame(kv_rows).astype({"sliding window (tokens)": "Int64"})
 
-# %% slideshow={"slide_type": "slide"}
-GPU_16 = 16 * 2**30
-fig, ax = plt.subplots(figsize=(6.8, 4.2))
-contexts = np.arange(0, 65_537, 1024)
-for key, weights in (("llama-2-7b", "int8"), ("llama-3-8b", "int8"), ("mistral-7b", "int4")):
+# %% slideshow={"slide_type": "slide"} alt="GPU memory in GiB for fp16 weights plus fp16 KV cache against conversation length for Llama-2-7B, Llama-3-8B and Mistral-7B at batch 1 and 8: each curve stops at the model's context, Mistral's flattens at its sliding window; a line marks the T4's 16 GiB"
+T4 = load_preset("t4")
+fig, ax = plt.subplots(figsize=(7.2, 4.4))
+for key in ("llama-2-7b", "llama-3-8b", "mistral-7b"):
     m = load_model(key)
-    table = memory_table(m, contexts, weight_dtype=weights)
-    ax.plot(contexts / 1024, table["total_bytes"] / 2**30, label=f"{m.name}, {weights} weights + fp16 cache")
-ax.axhline(GPU_16 / 2**30, color="black", ls="--", lw=1)
-ax.text(1, GPU_16 / 2**30 + 0.3, "16 GiB GPU", fontsize=10)
+    contexts = np.arange(0, m.max_position_embeddings + 1, 256)
+    for batch, ls in ((1, "-"), (8, "--")):
+        color = ax.lines[-1].get_color() if batch > 1 else None  # batch 8 in its model's colour
+        gib = memory_table(m, contexts, batch=batch)["total_bytes"] / GIB
+        ax.plot(contexts / 1024, gib, ls=ls, color=color, label=f"{m.name}, B = {batch}")
+ax.axhline(T4.level("HBM").capacity_bytes / GIB, color="black", lw=1)
+ax.text(
+    0.3,
+    T4.level("HBM").capacity_bytes / GIB + 0.4,
+    f"{T4.name}: {T4.level('HBM').capacity_bytes / GIB:.0f} GiB",
+)
 ax.set_xlabel("conversation length (K tokens, 1K = 1024)")
-ax.set_ylabel("GPU memory (GiB)")
-ax.set_ylim(0, 40)
-ax.set_title("weights + KV cache at batch 1")
-ax.legend(loc="upper left")
+ax.set_ylabel("fp16 weights + fp16 KV cache (GiB)")
+ax.set_title("each curve stops at the model's context; Mistral's cache stops at its window", fontsize=10)
+ax.legend(fontsize=8, ncol=2, loc="lower right")
 plt.show()
 
-# %%
-m8 = load_model("llama-3-8b")
-fits_fp16 = max_context(m8, GPU_16)
-fits_int8 = max_context(m8, GPU_16, weight_dtype="int8")
-m7 = load_model("llama-2-7b")
+# %% tags=["remove-input"]
+m8, m7, mistral = load_model("llama-3-8b"), load_model("llama-2-7b"), load_model("mistral-7b")
+t4_bytes = T4.level("HBM").capacity_bytes
+fits_fp16 = max_context(m8, t4_bytes)
+at_context = memory_table(m7, [m7.max_position_embeddings], batch=8)["total_bytes"].item()
+windowed = memory_table(mistral, [mistral.max_position_embeddings])["kv_cache_bytes"].item()
 display(
     Markdown(
-        f"**Llama-3-8B on a 16 GiB GPU**: {m8.params / 1e9:.2f} B parameters are {m8.weight_bytes() / 1e9:.2f} GB in "
-        f"fp16, leaving room for **{fits_fp16:,} tokens** of fp16 KV cache ({m8.kv_bytes_per_token() // 1024} KiB each) at "
-        f"batch 1, before activations and the CUDA context. With int8 weights: {fits_int8:,} tokens, beyond the "
-        f"{m8.max_position_embeddings:,} the model was trained for. Llama-2-7B has no GQA: "
-        f"{m7.kv_bytes_per_token() // 1024} KiB per token, so even with int8 weights a single conversation of "
-        f"{max_context(m7, GPU_16, weight_dtype='int8'):,} tokens exhausts the card."
+        f"**Llama-3-8B on the {T4.name}'s {t4_bytes / GIB:.0f} GiB**: {m8.params / 1e9:.2f} B parameters are "
+        f"{m8.weight_bytes() / GIB:.2f} GiB in fp16, leaving room for **{fits_fp16:,} tokens** of fp16 KV cache "
+        f"({m8.kv_bytes_per_token() // 1024} KiB each) at batch 1, before activations and the CUDA context: "
+        f"just above its {m8.max_position_embeddings:,}-token context. Llama-2-7B has no GQA "
+        f"({m7.kv_bytes_per_token() // 1024} KiB per token) but only a {m7.max_position_embeddings:,}-token "
+        f"context: at batch 1 it fits, at batch 8 its full context needs {at_context / GIB:.1f} GiB. Mistral-7B "
+        f"attends a sliding window of {mistral.sliding_window:,} tokens, and its rolling-buffer cache keeps only "
+        f"that window: at {mistral.max_position_embeddings:,} tokens its cache is {windowed / GIB:.2f} GiB, "
+        f"not {mistral.max_position_embeddings * mistral.kv_bytes_per_token() / GIB:.0f} GiB."
     )
 )
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Summary
+#
+# - Causal masking skips the tiles above the diagonal: about half the FLOPs and bytes at large N, more
+#   than half at small N because the diagonal tiles are computed whole.
+# - GQA/MQA do not change a prefill's K/V reads in the two-level model; they divide decode traffic and
+#   the KV cache by g = H/H_kv.
+# - Decode streams the whole cache at ≈ g FLOP/byte: memory bound. It reaches the bandwidth only if
+#   B·H_kv·s thread blocks fill the SMs; past that, extra splits add a second wave and a combine kernel
+#   that runs on few SMs.
+# - The FlashAttention backward recomputes S and P (more FLOPs) to avoid Θ(N²) traffic; Figure 2's
+#   ratio of bytes holds in the model and on the H200, its absolute numbers depend on the kernels and the L2.
+# - The KV cache is 2·layers·H_kv·d·bytes per token, capped by a sliding window; a model's context
+#   limit and the batch decide whether it fills the GPU.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# Each hidden cell computes the answer with `simlib` and checks it against a derivation by hand.
+
+# %% [markdown]
+# ### Exercise 1 — count the causal tiles
+#
+# For N = 2048 with Br = Bc = 128, how many of the tiles does FA2 visit under a causal mask, how many
+# of them are diagonal tiles, and what fraction of the unmasked FLOPs does it perform? Derive it for
+# T = N/Br tiles per side, then check with `draw_score_grid` and `count`.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+n, b = 2048, 128
+fig, ax = plt.subplots()
+status = draw_score_grid(ax, n, b, b, causal=True)
+plt.close(fig)
+causal = count("fa2", Workload(n, 64, causal=True), block_rows=b, block_cols=b)
+full = count("fa2", Workload(n, 64), block_rows=b, block_cols=b)
+t = n // b
+visited = int((status != "skipped").sum())
+assert visited == t * (t + 1) // 2 and int((status == "diagonal").sum()) == t
+assert causal.flops / full.flops == (t * (t + 1) // 2) / (t * t)
+print(f"{visited} of {t * t} tiles visited ({t} diagonal): {causal.flops / full.flops:.4f} of the FLOPs")
+
+# %% [markdown]
+# ### Exercise 2 — how many splits for a batch of 4?
+#
+# Take the Llama-3-8B layer of section 3 (H = 32, H_kv = 8, L = 32768, d = 128, fp16) at batch B = 4 on
+# the H200. How many splits s fill the SMs in one wave, and which s in 1, 2, 4, 8, 16, 32 is fastest?
+# Compute the time of that s by hand from the formula of section 3 and check it with `split_k_time`.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+w4 = Workload(32768, 128, batch=4, heads=32, kv_heads=8, query_len=1)
+times = {s: split_k_time(w4, H200, s).time_s for s in (1, 2, 4, 8, 16, 32)}
+fastest = min(times, key=times.get)
+sms, bw, units, rows, d, L = H200.sm_count, H200.level("HBM").bandwidth_bytes_per_s, 4 * 8, 4, 128, 32768
+
+
+def by_hand(s):
+    """Split kernel: ⌈units·s / S⌉ waves of Q + K, V chunk + fp32 partials at BW/S; combine: 4 rows per CTA."""
+    cta = rows * d * 2 + 2 * math.ceil(L / s) * d * 2 + (rows * d * 2 if s == 1 else rows * (d + 1) * 4)
+    split = math.ceil(units * s / sms) * cta * sms / bw
+    combine_ctas = math.ceil(4 * 32 / 4)  # B·H query rows, 4 per CTA at d = 128 (FA2's combine kernel)
+    combine = 0 if s == 1 else math.ceil(combine_ctas / sms) * 4 * (s * (d + 1) * 4 + d * 2) * sms / bw
+    return split + combine
+
+
+one_wave = max(s for s in times if units * s <= sms)
+assert fastest == min(times, key=by_hand) == one_wave
+assert math.isclose(times[fastest], by_hand(fastest), rel_tol=1e-12)
+print(f"B·H_kv = {units} CTAs per split: s = {one_wave} fills {units * one_wave} of {sms} SMs; "
+      f"{times[fastest] * 1e6:.1f} µs vs {times[1] * 1e6:.1f} µs without splits")  # fmt: skip
+
+# %% [markdown]
+# ### Exercise 3 — decode time per token, MHA against GQA
+#
+# A decode step of one layer (H = 32, d = 128, fp16, batch 1) reads the whole cache. For L = 8192,
+# predict the bytes-only time on the H200 with H_kv = 32 (MHA) and H_kv = 8 (GQA), from 2·L·d·2 B per K/V
+# head, and the ratio. Then check with `count` and `roofline` (16 splits: enough CTAs for the stream).
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+bw = H200.level("HBM").bandwidth_bytes_per_s
+stream = {}
+for kv in (32, 8):
+    r = count("decode", Workload(8192, 128, heads=32, kv_heads=kv, query_len=1), sram_bytes=SRAM, splits=16)
+    stream[kv] = roofline(r, H200).level_s["HBM"]
+    kv_only = kv * 2 * 8192 * 128 * 2 / bw
+    assert kv_only <= stream[kv] < 1.03 * kv_only  # Q, O and the fp32 partials add under 3 %
+    print(f"H_kv = {kv}: {stream[kv] * 1e6:.2f} µs (K and V alone {kv_only * 1e6:.2f} µs)")
+assert math.isclose(stream[32] / stream[8], 32 / 8, rel_tol=0.03)
+
+# %% [markdown]
+# ### Exercise 4 — a batch of long conversations on the H200
+#
+# How much memory do fp16 weights plus an fp16 KV cache need for a batch of 32 conversations, each at
+# the model's full context, for each model of section 6? Which fit in the H200's memory? Derive the
+# cache from 2·layers·H_kv·d·2 B per token, remembering Mistral's window.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+capacity, batch = H200.level("HBM").capacity_bytes, 32
+for key in model_keys():
+    m = load_model(key)
+    total = memory_table(m, [m.max_position_embeddings], batch=batch)["total_bytes"].item()
+    cached = min(m.max_position_embeddings, m.sliding_window or m.max_position_embeddings)
+    cache = batch * cached * 2 * m.num_hidden_layers * m.num_key_value_heads * m.head_dim * 2
+    assert total == cache + m.weight_bytes("fp16")
+    print(f"{m.name}: {total / GIB:.1f} GiB at {m.max_position_embeddings:,} tokens × {batch} "
+          f"({'fits' if total <= capacity else 'does not fit'} in {capacity / GIB:.0f} GiB)")  # fmt: skip
