@@ -485,12 +485,14 @@ def figure2_unexplained(sram_bytes: int = 192 * 1024) -> dict[str, Any]:
         "sources were not available, no source read shows a kernel moving less, and only a profile of "
         "1.11 on an A100 would settle it",
     }
+    standard.update(_benchmark_step_extras(FIGURE2.batch * FIGURE2.seq_len))
     if MEASURED.exists():
         m = measured_h200().set_index(["variant", "dropout_p"])["dram_gb"]
         standard["h200_dropout_minus_no_dropout_gb"] = float(m[("standard", 0.1)] - m[("standard", 0.0)])
     return {
         "standard": standard,
         "FlashAttention": {
+            **_benchmark_step_extras(sum(default_lengths())),
             "paper_gb": paper_flash,
             "model_every_access_gb": every,
             "model_l2_lru_gb": float(flash["model_dram_gb_l2_lru"]),
@@ -507,6 +509,19 @@ def figure2_unexplained(sram_bytes: int = 192 * 1024) -> dict[str, Any]:
             f"curve {served_h200:.0%}",
         },
     }
+
+
+def _benchmark_step_extras(tokens: int) -> dict[str, float]:
+    """GB the benchmark's forward + backward step (benchmarks/utils.py, benchmark_combined) moves beyond
+    attention, not counted in the model: grad = randn_like(y) writes one (tokens, H, d) fp16 tensor;
+    y.backward on every repeat after the first adds dqkv into qkv.grad in place (autograd's
+    AccumulateGrad: `variable_grad += new_grad`), reading both (tokens, 3, H, d) tensors and writing one.
+
+    >>> _benchmark_step_extras(1)
+    {'not_counted_randn_grad_gb': 2.048e-06, 'not_counted_grad_accumulation_gb': 1.8432e-05}
+    """
+    nd = tokens * FIGURE2.heads * FIGURE2.head_dim * FIGURE2.element_bytes
+    return {"not_counted_randn_grad_gb": nd / GB, "not_counted_grad_accumulation_gb": 3 * 3 * nd / GB}
 
 
 def figure2_report(sram_bytes: int = 192 * 1024) -> dict[str, Any]:

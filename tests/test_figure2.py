@@ -305,3 +305,13 @@ def test_unexplained_is_reported_with_the_paper_minus_the_model():
     assert flash["unexplained_gb_vs_lru"] == pytest.approx(4.4 - every)
     assert once < 4.4 < flash["model_l2_h200_own_gb"] < every
     assert std["within_10_percent"] is False and flash["within_10_percent"] is False
+
+
+def test_what_the_benchmark_step_adds_beyond_attention_is_reported_not_counted():
+    """benchmark_combined draws grad = randn_like(y) (one fp16 (tokens, H, d) write) and accumulates dqkv
+    into qkv.grad on every repeat after the first (read both (tokens, 3, H, d) tensors, write one)."""
+    unexplained = json.loads(fig2.figure2_cli(as_json=True))["unexplained"]
+    for side, tokens in (("standard", B * N), ("FlashAttention", sum(fig2.default_lengths()))):
+        extras = unexplained[side]
+        assert extras["not_counted_randn_grad_gb"] * 1e9 == pytest.approx(tokens * H * D * 2)
+        assert extras["not_counted_grad_accumulation_gb"] * 1e9 == pytest.approx(3 * 3 * tokens * H * D * 2)
