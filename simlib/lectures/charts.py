@@ -453,3 +453,61 @@ def plot_variants(ax, frame, variants, y="time_ms"):
         "median wall time (ms, log)" if y == "time_ms" else "achieved TFLOP/s (4·N²·d·B·H / time, log)"
     )
     return drawn
+
+
+def plot_model_vs_ncu(ax, table, metric_names, tolerance, lo=0.5, hi=20.0):
+    """Physical model ÷ Nsight Compute for every launch and shape of a model-vs-ncu `table`: one column
+    of points per metric (`metric_names`: ncu name -> short name, in order), one colour per
+    'kernel launch', one marker per N, open markers for the larger head dim; ratios outside [lo, hi]
+    drawn at the edge as arrows. Cells where ncu counts 0 are not drawn. Returns the legend handles."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    table = table.assign(launch_name=table["kernel"] + " " + table["launch"])
+    launches = list(dict.fromkeys(table["launch_name"]))
+    palette = plt_colors()
+    colors = {name: palette[i % len(palette)] for i, name in enumerate(launches)}
+    markers = dict(zip(sorted(table["seq_len"].unique()), "os^Dv"))
+    big_d = table["head_dim"].max()
+    ax.axhspan(1 - tolerance, 1 + tolerance, color=COLORS["fa2"], alpha=0.18)
+    ax.axhline(1, color="black", lw=0.8)
+    width = 0.7 / max(1, len(launches))
+    for xi, metric in enumerate(metric_names):
+        for _, r in table[(table["metric"] == metric) & table["ratio"].notna()].iterrows():
+            x = xi + (launches.index(r["launch_name"]) - (len(launches) - 1) / 2) * width
+            x += 0.04 if r["head_dim"] == big_d else -0.04
+            y, color = float(r["ratio"]), colors[r["launch_name"]]
+            ax.plot(
+                [x],
+                [min(max(y, lo), hi)],
+                marker="$↑$" if y > hi else ("$↓$" if y < lo else markers[r["seq_len"]]),
+                color=color,
+                ms=9 if (y > hi or y < lo) else 6,
+                ls="none",
+                mfc="none" if r["head_dim"] == big_d else color,
+            )
+    ax.set_xticks(range(len(metric_names)), list(metric_names.values()), rotation=20, ha="right")
+    ax.set_yscale("log")
+    ratio_axis(ax, label="model / ncu (×, log)")
+    ax.set_ylim(lo * 0.95, hi * 1.05)
+    ax.grid(axis="x", alpha=0)
+    handles = [Line2D([], [], color=c, marker="s", ls="none", label=name) for name, c in colors.items()]
+    handles += [
+        Line2D([], [], color="gray", marker=m, ls="none", label=f"N = {tokens_label(n)}")
+        for n, m in markers.items()
+    ]
+    handles += [
+        Line2D([], [], color="gray", marker="o", mfc="none", ls="none", label=f"open: d = {big_d}"),
+        Line2D(
+            [], [], color="gray", marker="$↑$", ls="none", ms=9, label=f"off scale (> {hi:g}× or < {lo:g}×)"
+        ),
+        Patch(color=COLORS["fa2"], alpha=0.18, label=f"±{tolerance:.0%}"),
+    ]
+    return handles
+
+
+def plt_colors():
+    """The colours of matplotlib's current property cycle."""
+    import matplotlib.pyplot as plt
+
+    return plt.rcParams["axes.prop_cycle"].by_key()["color"]
