@@ -185,7 +185,8 @@ llama = sizes[(sizes.model == claims.LLAMA) & (sizes.N == N) & (sizes.batch == B
 n_gib = claims.min_seq_len_for(2**30)
 display(
     Markdown(
-        f"Per head the matrix is small: {charts.fmt_bytes(claims.nxn_bytes(N))} at N = {N}. A single "
+        f"Per head the matrix is small: {charts.fmt_bytes(claims.nxn_bytes(N))} at N = {N} (a footprint, so in "
+        f"binary units; as traffic the same bytes are the {claims.nxn_bytes(N) / 1e6:.1f} MB of S in the table above). A single "
         f"head's matrix only reaches 1 GiB at N = {n_gib:,}. Multiply by {claims.LLAMA}'s {llama.heads} heads "
         f"and a batch of {BATCH} and one layer's S is {llama['one layer × batch (GiB)']:.0f} GiB at N = {N}; "
         f"kept for all {llama.layers} layers (as training does for P), "
