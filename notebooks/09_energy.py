@@ -75,7 +75,9 @@ from simlib.energy_claim import (
     energy_claim_verdict,
     gemm_joules_per_flop,
 )
-from simlib.lectures import joules, verdicts
+from simlib.lectures import charts, joules, verdicts
+
+charts.use_style()
 
 CAL = lookup("energy_calibration_h200.csv")
 ATT = lookup("energy_attention_h200.csv")
