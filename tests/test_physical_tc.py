@@ -43,7 +43,8 @@ def test_naive_tc_by_hand():
     assert s[K.SHARED_LD] == blocks * w * 4 * (d // 16) * (1 + bc // 16)
     sm = K.predict("naive_tc", "softmax", wl, m, H200)
     assert sm[K.L1_LD] == sm[K.L1_ST] == 2 * n * n * 2 // 32
-    assert sm[K.SHARED_LD] == 2 * n * 2 * (t // 32) ** 2 and sm[K.SHARED_ST] == 2 * n * 2 * (t // 32)
+    # t = 64: 2 warps per row; each reads the 2 partials of each reduction with one LDS.64, 1 wavefront
+    assert sm[K.SHARED_LD] == 2 * n * 2 * 2 * 1 and sm[K.SHARED_ST] == 2 * n * 2 * (t // 32)
     pv = K.predict("naive_tc", "pv", wl, m, H200)
     assert pv[K.L1_LD] == 2 * (n // bm) * (n // bc) * (bm * bc + bc * d) * 2 // 32
     assert pv[K.SHARED_LD] == 2 * (n // bm) * w * (n // bc) * 4 * (bc // 16) * (1 + d // 16)
@@ -86,3 +87,39 @@ def test_committed_tc_model_vs_ncu_is_reproducible():
     targets = committed[committed["target"]]
     assert (targets[targets["metric"] == K.L1_LD]["ratio"] == 1.0).all()
     assert targets[~targets["within_5pct"]]["cause"].str.len().gt(20).all()
+
+
+@pytest.mark.parametrize(
+    "warps,loads",
+    [
+        (1, {"LDS.32": 1}),
+        (2, {"LDS.64": 1}),
+        (3, {"LDS.64": 1, "LDS.32": 1}),
+        (4, {"LDS.128": 1}),
+        (8, {"LDS.128": 2}),
+        (32, {"LDS.128": 8}),
+    ],
+)
+def test_softmax_partials_wavefronts_from_the_sass_loads(warps, loads):
+    """A broadcast read of W fp32 partials: the loads ptxas emits (SASS of run g-tc-leftovers-20261201
+    for W = 8, 32; ncu's shared-load instruction count for W = 1, 2, 4), 2 wavefronts per LDS.128
+    and 1 per LDS.64 / LDS.32 (that run's ncu: 67,108,865 wavefronts for 33,554,432 LDS.128)."""
+    from simlib.physical.naive_tc_model import broadcast_wavefronts
+
+    per_load = {"LDS.128": 2, "LDS.64": 1, "LDS.32": 1}
+    width = {"LDS.128": 4, "LDS.64": 2, "LDS.32": 1}
+    assert sum(width[op] * c for op, c in loads.items()) == warps  # every partial read once
+    assert broadcast_wavefronts(warps) == sum(per_load[op] * c for op, c in loads.items())
+
+
+def test_softmax_shared_loads_match_the_diagnostic_run():
+    """naive_tc's softmax at B·H = 4, N = 16384, t = 1024 (32 warps per row): 4·16384 rows · 32 warps ·
+    2 reductions · 8 LDS.128 · 2 wavefronts = 67,108,864; ncu counted 67,108,865 (naive_tc_diag_h200.csv)."""
+    m = K.predict(
+        "naive_tc",
+        "softmax",
+        bf16(16384, 64, 4),
+        {"warps": 4, "block_cols": 64, "softmax_threads": 1024},
+        H200,
+    )
+    assert m[K.SHARED_LD] == 4 * 16384 * 32 * 2 * 8 * 2 == 67_108_864

@@ -60,19 +60,22 @@ CAUSES = {
     (K.L2_WRITE, "tiled", "fa2"): "uncoalesced O stores (one 4-byte word per sector per instruction) are "
     "partly merged before L2; the model counts every sector",
     (K.L2_WRITE, "*", "*"): "store sectors merged or split by the L2 partitions unevenly",
-    (K.DRAM_READ, "naive_tc", "scores"): "not explained yet: the model reads Q and K once, ncu reads more "
-    "(1.5x at N=4096, d=64; 3.9x at N=16384, d=64; 1.1x at d=128), "
-    "while S streams out through L2 (128-512 MiB per launch)",
-    (K.SHARED_LD, "naive_tc", "scores"): "not explained yet: the PTX has exactly the model's ldmatrix.x4 "
-    "(20 at d=64, 40 at d=128) and no other shared load, each conflict free "
-    "by the swizzle (fa2_tc's identical loop matches ncu exactly), yet ncu "
-    "counts 14-22 % more wavefronts, 11.5 per warp on average at N=4096, "
-    "d=64: not a whole number, so not a fixed bank conflict of the layout",
-    (K.SHARED_LD, "naive_tc", "softmax"): "ncu counts exactly half the model's wavefronts at N=16384 (1.93x "
-    "at 4096): the model takes one broadcast wavefront per ld.shared.f32 "
-    "of a warp partial; the PTX has 16 scalar ld.shared.f32 (8 partials "
-    "x 2 reductions), so any pairing of adjacent partials is ptxas's (the "
-    "SASS was not disassembled: no nvdisasm here)",
+    (K.DRAM_READ, "naive_tc", "scores"): "measured in run g-tc-leftovers-20261201 (naive_tc_diag_h200.csv): "
+    "at N=4096 and at d=128 the L2 read misses from L1 x 32 B cover the extra DRAM reads (N=4096, "
+    "d=64: 6.57 MB of misses, 5.56 MB from DRAM, the rest served across the L2 fabric): Q and K tiles "
+    "re-read by later rows of blocks miss while S (128 MiB-2 GiB) streams through L2. At N=16384, d=64 "
+    "DRAM reads (66.2 MB) exceed every L2 read miss (33.7 MB, all sources): 32 MB of DRAM reads that "
+    "are no read lookup's, cause not established (candidate: the partial-sector S stores, 8 B per "
+    "sector per STG.U16). The model's one-level L2 predicts neither",
+    (K.SHARED_LD, "naive_tc", "scores"): "measured in run g-tc-leftovers-20261201: the SASS has exactly the "
+    "model's 20 (d=64) / 40 (d=128) LDSM per warp, and ncu's SourceCounters give every one its ideal 4 "
+    "wavefronts (Excessive 0, naive_tc_source_h200.csv); the unit-level counter adds wavefronts "
+    "attributed to no instruction and reports them as bank conflicts "
+    "(l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld = the excess, 754,189 of 5,997,069 at "
+    "N=4096, d=64), growing with the blocks that share an SM (+0.7 % with 64 blocks, +0.9 % with 256, "
+    "+6.3 % with 1024, +14-22 % full): contention in the SM's data banks with other traffic (the "
+    "async copies' writes into shared memory and co-resident blocks' S stores are the candidates, "
+    "not separated). The model counts the instructions' wavefronts",
 }
 
 

@@ -7,8 +7,13 @@ The same rules as fa2_tc_model.py, on gpu_kernels/tensor_core/naive_tc_kernel.py
   stored from the accumulators as 2-byte values (four store instructions per n-tile);
 * softmax, grid (N, B·H), t threads per row: each of the N/t scores per thread is one 2-byte load
   (lanes consecutive: 64 bytes, 2 sectors) and one 2-byte store of P; the two block reductions
-  store one fp32 per warp (lane 0: one wavefront each) and every thread reads the t/32 partials
-  (all lanes the same word: a broadcast, one wavefront per read);
+  store one fp32 per warp (lane 0: one wavefront each) and every thread reads the W = t/32
+  partials, all lanes the same address (a broadcast). ptxas reads them as 16-byte vectors, not as
+  the PTX's W scalar ld.shared.f32: ⌊W/4⌋ LDS.128 and the rest as one LDS.64 and/or one LDS.32
+  (SASS of run g-tc-leftovers-20261201: 4 LDS.128 at t = 256, 16 at t = 1024); a broadcast LDS.128
+  costs 2 wavefronts, an LDS.64 or LDS.32 one (ncu in that run: 33,554,432 LDS.128 executed, 67,108,865
+  wavefronts at t = 1024; W = 1, 2: one wavefront per load) — ⌈W/2⌉ wavefronts per reduction
+  (``broadcast_wavefronts``);
 * pv, grid (N/Bm, B·H): per key chunk of Bk a P tile (Bm × Bk) and a V tile (Bk × d) by cp.async;
   per warp Bk/16 k-steps of one P ldmatrix.x4 and d/16 V ldmatrix.x4.trans; O stored as in fa2_tc.
 
@@ -35,6 +40,14 @@ LAUNCHES = ("scores", "softmax", "pv")
 
 def row_stride(n):
     return -(-n // 8) * 8
+
+
+def broadcast_wavefronts(partials):
+    """Wavefronts of one warp reading `partials` consecutive fp32 words, every lane the same ones:
+    ⌊W/4⌋ LDS.128 at 2 wavefronts, then an LDS.64 (W mod 4 ≥ 2) and an LDS.32 (W odd) at 1 each, as
+    ptxas vectorises the unrolled loop. Worked number: W = 8 → 2·2 = 4; W = 2 → 1; W = 1 → 1."""
+    rest = partials % 4
+    return 2 * (partials // 4) + (rest >= 2) + (rest % 2)
 
 
 def naive_tc_launch(launch, workload, warps, block_cols, softmax_threads):
@@ -67,7 +80,7 @@ def naive_tc_launch(launch, workload, warps, block_cols, softmax_threads):
         t.add("global_ld", sectors, bh * n * row_warps * per)
         t.add("global_st", sectors, bh * n * row_warps * per)
         t.add("shared_st", 1, bh * n * row_warps * 2)
-        t.add("shared_ld", 1, bh * n * row_warps * row_warps * 2)
+        t.add("shared_ld", broadcast_wavefronts(row_warps), bh * n * row_warps * 2)
         return t, s_bytes, s_bytes, {}
     if launch != "pv":
         raise ValueError(f"unknown naive_tc launch {launch!r}; choose from {', '.join(LAUNCHES)}")
