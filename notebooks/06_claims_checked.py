@@ -232,20 +232,11 @@ NAMES = {
     ("torch_math", "torch_efficient"): "torch SDPA math / memory-efficient",
 }
 fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.6), sharey=True)
-left.plot(
-    SEQ,
-    fp16_model["HBM-roofline speed-up fa2"],
-    "-",
-    color=charts.COLORS["fa2"],
-    label="model fp16, H200 HBM roofline: naive / FA2",
-)
-right.plot(
-    SEQ,
-    fp32_model["HBM-roofline speed-up fa2"],
-    "-",
-    color=charts.COLORS["fa2"],
-    label="model fp32, H200 HBM roofline: naive / FA2",
-)
+for ax, model, dtype in ((left, fp16_model, "fp16"), (right, fp32_model, "fp32")):
+    speedup = model["HBM-roofline speed-up fa2"]
+    ax.plot(
+        SEQ, speedup, "-", color=charts.COLORS["fa2"], label=f"model {dtype}, H200 HBM roofline: naive / FA2"
+    )
 for key, marker in (("table_20_fwd_bwd_ms", "s"), ("table_11_fwd_bwd_dropout_mask_ms", "D")):
     t = paper.speedups(key).dropna()
     what = "fwd+bwd" if key.startswith("table_20") else "fwd+bwd, dropout + mask"
