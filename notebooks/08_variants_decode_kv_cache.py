@@ -201,7 +201,7 @@ display(
 )
 
 # %% slideshow={"slide_type": "slide"} alt="Decode time per layer on the H200 against the number of flash-decoding splits for batch 1, 4 and 16: each curve falls until the SMs are full, then rises slowly; the bytes-only roofline is flat"
-fig, ax = plt.subplots(figsize=(6.8, 4.2))
+fig, ax = plt.subplots(figsize=(8.4, 4.2))
 splits = [2**k for k in range(8)]
 for batch, marker in ((1, "o"), (4, "s"), (16, "^")):
     w = Workload(32768, 128, batch=batch, heads=32, kv_heads=8, query_len=1)
@@ -211,11 +211,12 @@ for batch, marker in ((1, "o"), (4, "s"), (16, "^")):
 ax.set_xscale("log", base=2)
 charts.pow2_axis(ax, splits, label="flash-decoding splits s")
 ax.set_yscale("log")
+ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
 ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
 ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 ax.set_ylabel("time per decode step per layer (µs)")
 ax.set_title(f"Llama-3-8B layer, L = 32K, {H200.name} (dashed: bytes / bandwidth)", fontsize=10)
-ax.legend(loc="center right")
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
 charts.name_device_memory(ax, H200)
 plt.show()
 

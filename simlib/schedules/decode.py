@@ -3,13 +3,14 @@
 One unit of work is a (batch, KV head): the group's g query heads are packed into one block of
 R = g·q_len rows (as flash-decoding and FlashInfer do for GQA), so each K/V element is read once
 per KV head, not once per query head. Flash-decoding splits the cache into s chunks processed in
-parallel; each writes a partial O and logsumexp in fp32, and a reduction reads them back.
+parallel; each writes a partial O and logsumexp in fp32, and a reduction reads them back. Their
+time on S SMs (thread blocks, waves, the combine kernel): simlib.decode_time.
 
 Per unit: reads s·R·d (Q, once per split) + 2·L·d (K, V); writes R·d (O); with s > 1 also
 s·R·(d+1) fp32 written and read back. FLOPs 4·R·L·d, so the arithmetic intensity is
 4·R·L·d / (2·L·d·bytes) ≈ 2·R/bytes FLOP/B: about 1 for MHA in fp16 (R = 1), about g for GQA.
 Worked number (Llama-3-8B layer, fp16, L=8192, d=128, g=4, q_len=1, s=1): K+V = 2·8192·128·2 B =
-4 MiB per KV head, FLOPs 4·4·8192·128 = 16.8 M → intensity 4.0 FLOP/B.
+4.19 MB per KV head, FLOPs 4·4·8192·128 = 16.8 M → intensity 4.0 FLOP/B.
 
 >>> from simlib import Workload
 >>> w = Workload(8192, 128, heads=32, kv_heads=8, query_len=1)
