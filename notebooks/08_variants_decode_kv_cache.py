@@ -164,13 +164,15 @@ pd.DataFrame(rows)
 # below any GPU's ridge point. Decode is a stream over the cache, *if* the stream keeps every SM busy.
 #
 # Without splits, a step has one thread block (CTA) per (batch, K/V head): B·H_kv of them. A CTA runs on
-# one SM, and one SM can stream at most its share, bandwidth / S, of the HBM bandwidth. Flash-decoding
+# one SM, and the model lets one SM stream at most its share, bandwidth / S, of the HBM bandwidth (an
+# idealisation: one SM alone can pull more, so the few-CTA times are upper bounds). Flash-decoding
 # splits the cache into s chunks: B·H_kv·s CTAs, each writing a partial O and logsumexp (fp32) that a
 # second kernel combines. The model (`simlib.decode_time`): the busiest SM runs w = ⌈B·H_kv·s / S⌉ CTAs
 # one after another, so
 #
 # t = max(bytes / BW, w · bytes per CTA · S / BW) + t_combine, with t_combine = ⌈C_r / S⌉ · bytes per
-# combine CTA · S / BW for the C_r CTAs of FlashAttention-2's combine kernel.
+# combine CTA · S / BW for the C_r CTAs of FlashAttention-2's combine kernel (the same with FLOPs and the
+# peak, which never binds here).
 
 # %%
 w_dec = Workload(32768, 128, heads=32, kv_heads=8, query_len=1)  # one Llama-3-8B layer, batch 1

@@ -3,10 +3,11 @@
 The plain roofline, max(FLOPs / peak, bytes / bandwidth), assumes every SM is busy. A decode step
 with few (batch, KV head) units is not: without splits it launches only B·H_kv thread blocks (CTAs).
 This model counts them. The split kernel launches C = B·H_kv·s CTAs, one per (unit, chunk of ⌈L/s⌉
-keys). A CTA cannot use more than its SM's share of the machine, b = BW / S of the HBM bandwidth and
-P / S of the peak FLOP/s (the rate each SM must sustain for the whole GPU to reach peak; CTAs sharing
-an SM share its rate, so how many fit at once does not matter). The busiest SM runs w = ⌈C / S⌉ CTAs
-(the waves), so
+keys). The model lets a CTA use at most its SM's share of the machine, b = BW / S of the HBM
+bandwidth and P / S of the peak FLOP/s (the rate each SM must sustain for the whole GPU to reach peak;
+CTAs sharing an SM share its rate, so how many fit at once does not matter). That is an idealisation:
+one SM alone can pull more than BW / S, so with few CTAs the times below are upper bounds. The
+busiest SM runs w = ⌈C / S⌉ CTAs (the waves), so
 
     t_split  = max(bytes / BW, FLOPs / P, w · max(bytes_cta / b, flops_cta / (P/S)))
     t_reduce = ⌈C_r / S⌉ · bytes_rcta / b          (s > 1 only)
