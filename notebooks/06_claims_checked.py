@@ -290,7 +290,7 @@ display(
         f"{torch_bf16.min():.1f}–{torch_bf16.max():.1f}× the time of its flash backend, and our `naive_tc` "
         f"{ours_bf16.min():.1f}–{ours_bf16.max():.1f}× the time of our `fa2_tc`. The HBM-roofline model predicts "
         f"{m16.loc[16384]:.1f}× at 16K in fp16: the measured standard attention is slower than its HBM bytes alone "
-        f"explain (several kernels, a softmax pass over S in memory, fp32 accumulation). In fp32 the model "
+        f"explain (PyTorch's math backend upcasts bf16: S and P in fp32, its matmuls as SGEMMs on the CUDA cores). In fp32 the model "
         f"predicts {m32.loc[16384]:.2f}× (both kernels are compute bound on the CUDA cores) and the fp32 pairs (d = 64) "
         f'measure {long32.min():.1f}–{long32.max():.1f}× at N ≥ 2K: the posts\' "2–4×" matches fp32 and the '
         f"paper's 2022 A100 tables, while in the regime the posts mean FlashAttention is faster than claimed."
@@ -310,7 +310,7 @@ group("End to end")
 # ## Summary
 #
 # - A claim is checked by naming the quantity that decides it, computing it, and applying a stated
-#   threshold; most of the posts' claims hold, several only under a condition the posts do not state.
+#   threshold; most of the posts' claims hold only under a condition the posts do not state.
 # - FlashAttention's HBM *traffic* is still quadratic in N (Θ(N²d²/M)); what becomes linear is the
 #   extra *memory*.
 # - Per head the N×N matrix is megabytes; gigabytes appear only once heads, batch and layers multiply it.
