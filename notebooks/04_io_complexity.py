@@ -15,7 +15,41 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 4 — IO complexity: how many trips does each schedule make?
 #
-# Three schedules, counted exactly by `simlib` (elements; fp16 = 2 B, the row statistics fp32):
+# Lecture 3 made attention run tile by tile. This lecture counts, exactly, what each loop order costs
+# in HBM traffic, steps through the tiles with a byte counter, and checks the paper's Θ claims and the
+# posts' "O(N)" against the counts.
+#
+# **Learning goals**
+#
+# - Derive the HBM reads and writes of naive attention, FlashAttention-1 and FlashAttention-2 from
+#   their loop nests, and evaluate them for a given N, d and SRAM size.
+# - Follow a tile walk step by step and say which blocks are loaded, what sits in SRAM and registers,
+#   and how many bytes have crossed HBM so far; say which tiles a causal mask skips.
+# - Explain why tiling changes the constant but not the exponent of N, and how Br and Bc set it.
+# - Say where "FlashAttention makes HBM traffic O(N)" is right (extra memory) and wrong (traffic).
+#
+# **Prerequisites**
+#
+# Lectures 2 and 3 (naive attention; the online softmax and the tiled loop); Br, Bc, Tr = ⌈N/Br⌉,
+# Tc = ⌈N/Bc⌉; log–log plots.
+#
+# **Plan (50 minutes)**
+#
+# | Minutes | Part |
+# |---|---|
+# | 4 | Three schedules, three formulas |
+# | 10 | Step through naive, FA1 and FA2 (tile walk, causal) |
+# | 6 | Traffic against N: the exponent does not change |
+# | 7 | FA1 against FA2: the tiles decide; what else FA2 changed |
+# | 6 | Head dimension, SRAM size and block size |
+# | 7 | "O(N)", Theorem 2 and how tight it is |
+# | 3 | Summary |
+# | 7 | Exercises |
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Three schedules, three formulas
+#
+# Counted exactly by `simlib` (elements; fp16 = 2 B, the row statistics fp32):
 #
 # | schedule | HBM reads | HBM writes |
 # |---|---|---|
@@ -25,12 +59,12 @@
 #
 # with Tr = ⌈N / Br⌉, Tc = ⌈N / Bc⌉. FlashAttention-1's tiles come from the paper's Algorithm-1 rule
 # (M = SRAM bytes / 2, Bc = ⌈M / 4d⌉, Br = min(Bc, d)); FlashAttention-2's are `count()`'s default for
-# `fa2` (the next table shows them). Two reference lines: the **compulsory** traffic (read Q, K, V and write
+# `fa2` (the FA2 kernel's own). Two reference lines: the **compulsory** traffic (read Q, K, V and write
 # O once, 4Nd) and the **Saha–Ye lower bound** Θ(min(N²d²/M, N²d/√M)), which is *asymptotic*: its
 # constant is unknown, and we draw it with constant 1.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Speaker notes: FA1 re-reads Q and re-reads and re-writes O once per K/V block (Tc times); FA2
+# FA1 re-reads Q and re-reads and re-writes O once per K/V block (Tc times); FA2
 # re-reads K and V once per Q block (Tr times). Which is cheaper depends on Br versus Bc. Keep the
 # table visible while going through the charts.
 
@@ -41,6 +75,7 @@ from IPython.display import Markdown, display
 
 from simlib import Workload, compulsory_bytes, count, load_preset, preset_keys, saha_ye_bytes
 from simlib.lectures import charts, claims
+from simlib.lectures.tile_walk import draw_walk_overview, tile_walk, walks_widget
 
 charts.use_style()
 GPU = load_preset("h200")
@@ -63,6 +98,76 @@ def all_lines(w, sram_bytes=SRAM):
         "compulsory": compulsory_bytes(w),
         "saha_ye": saha_ye_bytes(w, sram_bytes),
     }
+
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Step through naive, FA1 and FA2
+#
+# One head at N = 1024, d = 64, fp16, with the **real tiles** on the H200: FA1 with Algorithm 1's
+# rule, FA2 with its kernel's own. Naive attention with the paper's count (T = ∞) has one step per
+# pass, so it walks with a shared-memory matmul tile T equal to FA2's Br, which keeps its grid
+# comparable (and re-reads Q and K once per tile: its counter is `count("naive", ..., matmul_tile=T)`).
+# Each step's bytes come from the schedule's own trace; the last step equals `count()`. The static
+# panels are for handouts and slides; in Jupyter pick a schedule and press play.
+
+# %%
+W_WALK = Workload(1024, D)
+fa2_tiles = count("fa2", W_WALK, sram_bytes=SRAM)
+NAIVE_WALK = f"naive (T = {fa2_tiles.block_rows})"
+walks = {
+    NAIVE_WALK: tile_walk("naive", W_WALK, matmul_tile=fa2_tiles.block_rows),
+    "fa1 (Algorithm 1's tiles)": tile_walk("fa1", W_WALK, sram_bytes=SRAM),
+    "fa2 (its own tiles)": tile_walk("fa2", W_WALK, sram_bytes=SRAM),
+    "fa1, causal": tile_walk("fa1", Workload(1024, D, causal=True), sram_bytes=SRAM),
+    "fa2, causal": tile_walk("fa2", Workload(1024, D, causal=True), sram_bytes=SRAM),
+}
+
+# %% tags=["remove-input"] alt="Naive attention's walk at four steps: every S tile is written to HBM, then the softmax reads S and writes P, then O = PV reads P back; bytes so far in the titles"
+draw_walk_overview(walks[NAIVE_WALK])
+plt.show()
+
+# %% tags=["remove-input"] alt="FlashAttention-1's walk at four steps: one column of K/V tiles at a time, Q and O blocks re-read for every tile"
+draw_walk_overview(walks["fa1 (Algorithm 1's tiles)"])
+plt.show()
+
+# %% tags=["remove-input"] alt="FlashAttention-2's walk at four steps: one row of tiles per Q block, K and V streamed past it"
+draw_walk_overview(walks["fa2 (its own tiles)"])
+plt.show()
+
+# %% tags=["remove-input"] alt="FlashAttention-2's causal walk at four steps: tiles above the diagonal hatched as skipped, diagonal tiles marked"
+draw_walk_overview(walks["fa2, causal"])
+plt.show()
+
+# %% alt="Stepper over the chosen schedule's tiles: the score grid at step k beside what is loaded, what sits in SRAM and registers, and the HBM bytes so far"
+walks_widget(walks)
+
+# %% tags=["remove-input"]
+walk_table = pd.DataFrame(
+    [
+        {
+            "walk": name,
+            "tiles": f"{wk.block_rows}×{wk.block_cols}",
+            "steps": len(wk.steps),
+            "read at the last step (MB)": wk.steps[-1].read_so_far / 1e6,
+            "written at the last step (MB)": wk.steps[-1].write_so_far / 1e6,
+            "count() read (MB)": wk.result.hbm_read_bytes / 1e6,
+            "count() written (MB)": wk.result.hbm_write_bytes / 1e6,
+            "equal to the byte": (wk.steps[-1].read_so_far, wk.steps[-1].write_so_far)
+            == (wk.result.hbm_read_bytes, wk.result.hbm_write_bytes),
+        }
+        for name, wk in walks.items()
+    ]
+).set_index("walk")
+display(walk_table.round(3))
+full, causal_walk = walks["fa2 (its own tiles)"], walks["fa2, causal"]
+display(
+    Markdown(
+        f"Every walk ends on `count()`'s bytes exactly. FA2 visits {len(full.steps)} tiles without a mask and "
+        f"{len(causal_walk.steps)} with the causal mask (the diagonal tiles are computed whole and masked "
+        f"inside), so it reads {causal_walk.steps[-1].read_so_far / full.steps[-1].read_so_far:.0%} of the "
+        f"bytes; naive attention computes and stores the whole S either way."
+    )
+)
 
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -99,7 +204,7 @@ tiles
 # one head, fp16.
 # Log–log: the slope is the exponent of N.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "subslide"} alt="Log-log HBM traffic per head against N for naive, FA1, FA2, the compulsory traffic and the Saha-Ye bound; all three schedules have slope about 2"
 seq = [2**k for k in range(8, 17)]
 by_n = pd.DataFrame([all_lines(Workload(n, D)) for n in seq], index=pd.Index(seq, name="N"))
 
@@ -258,7 +363,7 @@ display(
 # Left: N = 4096, H200 tiles, d from 16 to 256. Right: N = 4096, d = 64, shared memory per block from
 # 16 KiB to 1 MiB (dotted lines: the presets' per-block shared memory).
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "subslide"} alt="HBM traffic per head against head dimension d (left) and against shared memory per thread block (right) for naive, FA1, FA2 and the bounds"
 dims = [16, 32, 64, 128, 256]
 by_d = pd.DataFrame([all_lines(Workload(N, d)) for d in dims], index=pd.Index(dims, name="d"))
 kib = [16, 32, 64, 128, 256, 512, 1024]
@@ -321,7 +426,7 @@ display(
 # other block equal). The paper's figure shows **runtime too; this model counts HBM bytes only**, and
 # per head (the paper's absolute GB also depend on its batch × heads, which scale these bars linearly).
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "subslide"} alt="HBM accesses per head against block size at N = 1024 for FA1 and FA2, blocks that exceed the A100 shared memory shaded"
 blocks = [64, 128, 256, 512]
 w = Workload(1024, 64)
 a100 = load_preset("a100-40gb")
@@ -489,13 +594,128 @@ display(
 )
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Take-aways
+# ## Summary
 #
-# 1. Tiling does not change the exponent: FlashAttention's HBM traffic is still quadratic in N, with a
-#    constant that shrinks like d²/M.
-# 2. Its *extra memory* is linear in N: that part of "O(N)" is right.
-# 3. The tiles matter in the model: FA2's re-reads of K and V cost Tr = N/Br trips each, so its own
-#    tall Q blocks, not Algorithm 1's Br = d, decide its traffic; on a GPU the L2 cache absorbs many
-#    of the re-reads (not modelled here).
-# 4. What FlashAttention-2 changed beyond the loop order — parallelism over the sequence, fewer
-#    non-matmul FLOPs, split-Q across warps — buys speed on the tensor cores, not fewer bytes.
+# 1. Naive attention moves Θ(Nd + N²) elements: S and P go to HBM and back. FA1 re-reads Q and O
+#    (and re-writes O) once per K/V block, Tc times; FA2 re-reads K and V once per Q block, Tr times.
+# 2. A tile walk's byte counter, step by step from the schedule's own trace, ends exactly on
+#    `count()`; a causal mask skips the tiles above the diagonal and computes the diagonal ones whole.
+# 3. Tiling does not change the exponent: FlashAttention's HBM traffic is still quadratic in N, with a
+#    constant that shrinks like d²/M (FA1) or with the Q-block height Br (FA2).
+# 4. Its *extra memory* is linear in N: that part of "O(N)" is right; the traffic part is wrong.
+# 5. What FlashAttention-2 changed beyond the loop order (parallelism over the sequence, fewer
+#    non-matmul FLOPs, split-Q across warps) buys speed on the tensor cores, not fewer bytes; on a GPU
+#    the L2 cache absorbs many K/V re-reads, which this model does not have.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# Solutions are hidden under each exercise: try first, then open them.
+
+# %% [markdown]
+# ### Exercise 1
+#
+# FlashAttention-1 on the A100-40GB preset, N = 2048, d = 64, fp16: compute by hand M, Bc = ⌈M/4d⌉,
+# Br = min(Bc, d) and Tc, then the HBM bytes read and written with the formulas at the top (elements
+# × 2 B, the statistics ℓ, m × 4 B). Check against `count("fa1", ...)`.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+a100_40 = load_preset("a100-40gb")
+n1, d1 = 2048, 64
+m1 = a100_40.sram_bytes // 2
+bc1 = -(-m1 // (4 * d1))
+br1, tc1 = min(bc1, d1), -(-n1 // bc1)
+reads1 = (2 * n1 * d1 + tc1 * 2 * n1 * d1) * 2 + tc1 * 2 * n1 * 4
+writes1 = (n1 * d1 + tc1 * n1 * d1) * 2 + (2 * n1 + tc1 * 2 * n1) * 4
+r1 = count("fa1", Workload(n1, d1), sram_bytes=a100_40.sram_bytes)
+print(f"M = {m1}, Bc = {bc1}, Br = {br1}, Tc = {tc1}: {reads1:,} B read, {writes1:,} B written")
+assert (r1.block_rows, r1.block_cols, r1.tc) == (br1, bc1, tc1)
+assert (r1.hbm_read_bytes, r1.hbm_write_bytes) == (reads1, writes1)
+
+# %% [markdown]
+# ### Exercise 2
+#
+# FlashAttention-2 keeps Q_i, K_j and V_j in shared memory: (Br + 2·Bc)·d elements. With Br = 128 and
+# d = 128 in fp16, what is the largest Bc (a multiple of 16) that fits the RTX 4090's shared memory
+# per thread block? Solve the inequality by hand, then find it by asking `count()` (which refuses
+# tiles that do not fit).
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+rtx = load_preset("rtx-4090")
+br2, d2 = 128, 128
+by_hand2 = (rtx.sram_bytes // (2 * d2) - br2) // 2 // 16 * 16
+
+
+def fits2(bc):
+    try:
+        count("fa2", Workload(4096, d2), sram_bytes=rtx.sram_bytes, block_rows=br2, block_cols=bc)
+        return True
+    except ValueError:
+        return False
+
+
+largest2 = max(bc for bc in range(16, 1025, 16) if fits2(bc))
+print(f"{rtx.name}: {rtx.sram_bytes / 1024:g} KiB per block → largest Bc = {largest2}")
+assert (
+    largest2 == by_hand2
+    and (br2 + 2 * largest2) * d2 * 2 <= rtx.sram_bytes < (br2 + 2 * (largest2 + 16)) * d2 * 2
+)
+
+# %% [markdown]
+# ### Exercise 3
+#
+# Causal FlashAttention-2 at N = 1024, d = 64 with its H200 tiles: count, from a boolean causal mask,
+# which tiles hold at least one unmasked score, and from that the bytes read (Q once, K_j and V_j for
+# every visited tile). Predict the fraction of the unmasked reads; check against `count()` and the
+# last step of the tile walk.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+import numpy as np  # noqa: E402
+
+w3 = Workload(1024, D, causal=True)
+r3 = count("fa2", w3, sram_bytes=SRAM)
+n3, br3, bc3 = w3.seq_len, r3.block_rows, r3.block_cols
+mask3 = np.tril(np.ones((n3, n3), bool))
+reads3 = 0
+for i in range(0, n3, br3):
+    reads3 += min(br3, n3 - i) * D  # Q_i
+    for j in range(0, n3, bc3):
+        if mask3[i : i + br3, j : j + bc3].any():
+            reads3 += 2 * min(bc3, n3 - j) * D  # K_j, V_j
+reads3 *= w3.element_bytes
+unmasked3 = count("fa2", Workload(1024, D), sram_bytes=SRAM).hbm_read_bytes
+print(f"causal reads {reads3:,} B = {reads3 / unmasked3:.1%} of the unmasked {unmasked3:,} B")
+assert reads3 == r3.hbm_read_bytes == tile_walk("fa2", w3, sram_bytes=SRAM).steps[-1].read_so_far
+
+# %% [markdown]
+# ### Exercise 4
+#
+# At N = 4096, d = 64, fp16: what is the smallest power-of-two block B (Br = Bc = B) for which FA2
+# moves fewer HBM bytes in total than FA1 with Algorithm 1's tiles on the H200? Predict from the
+# formulas, check with `count()`, then ask `count(..., hardware=...)` whether that tile fits the
+# H200's register file (S/P, the O accumulator, ℓ and m in fp32: (B² + B·d + 2B)·4 B).
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+w4 = Workload(4096, D)
+fa1_total = count("fa1", w4, sram_bytes=SRAM).hbm_bytes
+n4 = w4.seq_len
+
+
+def fa2_total_by_hand(b):
+    return (n4 * D + -(-n4 // b) * 2 * n4 * D + n4 * D) * 2 + n4 * 4  # reads Q, K, V; writes O; L fp32
+
+
+sizes4 = [2**k for k in range(4, 11)]
+smallest4 = next(b for b in sizes4 if fa2_total_by_hand(b) < fa1_total)
+assert all(fa2_total_by_hand(b) == count("fa2", w4, block_rows=b, block_cols=b).hbm_bytes for b in sizes4)
+assert count("fa2", w4, block_rows=smallest4, block_cols=smallest4).hbm_bytes < fa1_total
+registers4 = (smallest4**2 + smallest4 * D + 2 * smallest4) * 4
+try:
+    count("fa2", w4, hardware=GPU, block_rows=smallest4, block_cols=smallest4)
+    fits4 = True
+except ValueError:
+    fits4 = False
+print(
+    f"B = {smallest4}: {registers4:,} B of registers, the H200 has {GPU.register_file_bytes:,} B; fits: {fits4}"
+)
+assert fits4 == (registers4 <= GPU.register_file_bytes)

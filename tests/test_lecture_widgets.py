@@ -264,3 +264,22 @@ def test_softmax_figures_draw():
     fig = oss.draw_softmax_overview(steps, exact=_softmax_py(row))
     assert len(fig.axes) == 4
     plt.close(fig)
+
+
+def test_walks_widget_draws_the_chosen_walk_at_once(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    drawn = []
+
+    def fake_draw(walk, k, axes=None):
+        drawn.append((walk.algorithm, k))
+        return plt.figure()
+
+    monkeypatch.setattr(tw, "draw_walk_step", fake_draw)
+    w = Workload(256, 64)
+    walks = {"fa2": tw.tile_walk("fa2", w, block_rows=128, block_cols=128), "naive": tw.tile_walk("naive", w)}
+    box = tw.walks_widget(walks)
+    assert drawn == [("fa2", 0)]
+    box.children[0].value = "naive"
+    assert drawn == [("fa2", 0), ("naive", 0)] and box.children[1].children[0].children[1].max == 3
+    with pytest.raises(ValueError, match="walks"):
+        tw.walks_widget({})

@@ -325,6 +325,8 @@ DONE = {
     "naive": ("#e6a57e", "S/P tiles written to or read back from HBM"),
     "tiled": ("#8fbf8f", "done (S, P discarded)"),
 }
+#: The trace's phase groups as the titles name them.
+PHASES = {"init": "init O, ℓ, m", "tiles": "tile", "qk": "S = QKᵀ", "softmax": "softmax", "pv": "O = PV"}
 CURRENT, Q_BAND, KV_BAND = "#d62728", "#ff7f0e", "#1f77b4"
 
 
@@ -366,7 +368,9 @@ def _caption(walk: TileWalk, k: int) -> str:
     on_chip = "\n".join(f"    {x}" for x in s.sram) or "    —"
     regs = "\n".join(f"    {x}" for x in s.registers) or "    — (counted as SRAM or not modelled)"
     return (
-        f"step {k + 1} of {len(walk.steps)} ({s.phase}" + (f", tile {s.tile}" if s.tile else "") + ")\n\n"
+        f"step {k + 1} of {len(walk.steps)} ({PHASES.get(s.phase, s.phase)}"
+        + (f", tile {s.tile}" if s.tile else "")
+        + ")\n\n"
         f"loaded from HBM:  {', '.join(s.loaded) or '—'}\n"
         f"stored to HBM:    {', '.join(s.stored) or '—'}\n\n"
         f"in shared memory (SRAM):\n{on_chip}\n"
@@ -419,7 +423,8 @@ def draw_walk_overview(walk: TileWalk, picks: Sequence[int] | None = None):
         _overlay(ax, walk, k)
         s = walk.steps[k]
         ax.set_title(
-            f"step {k + 1}/{n}: read {s.read_so_far / 1e6:.3f} MB,\nwritten {s.write_so_far / 1e6:.3f} MB",
+            f"step {k + 1}/{n} ({PHASES.get(s.phase, s.phase)}): read {s.read_so_far / 1e6:.3f} MB,\n"
+            f"written {s.write_so_far / 1e6:.3f} MB",
             fontsize=9,
         )
     done = DONE["naive" if walk.algorithm == "naive" else "tiled"]
@@ -448,3 +453,20 @@ def walk_widget(walk: TileWalk, start: int = 0):
     from .stepper import stepper
 
     return stepper(len(walk.steps), lambda k: draw_walk_step(walk, k), start=start, description="step")
+
+
+def walks_widget(walks: "dict[str, TileWalk]"):
+    """A drop-down over named walks above `walk_widget` of the chosen one (rebuilt, drawn at once, on change)."""
+    import ipywidgets as widgets
+
+    names = list(walks)
+    if not names:
+        raise ValueError("walks must name at least one TileWalk")
+    choice = widgets.Dropdown(options=names, value=names[0], description="schedule")
+    box = widgets.VBox([choice, walk_widget(walks[names[0]])])
+
+    def switch(change) -> None:
+        box.children = (choice, walk_widget(walks[change["new"]]))
+
+    choice.observe(switch, names="value")
+    return box
