@@ -326,7 +326,14 @@ DONE = {
     "tiled": ("#8fbf8f", "done (S, P discarded)"),
 }
 #: The trace's phase groups as the titles name them.
-PHASES = {"init": "init O, ℓ, m", "tiles": "tile", "qk": "S = QKᵀ", "softmax": "softmax", "pv": "O = PV"}
+PHASES = {
+    "init": "initialise O, ℓ, m in HBM",
+    "tiles": "tile",
+    "qk": "S = QKᵀ",
+    "softmax": "softmax",
+    "pv": "O = PV",
+}
+SHORT_PHASES = {"init": " (init O, ℓ, m)", "qk": " (S = QKᵀ)", "softmax": " (softmax)", "pv": " (O = PV)"}
 CURRENT, Q_BAND, KV_BAND = "#d62728", "#ff7f0e", "#1f77b4"
 
 
@@ -343,12 +350,11 @@ def _overlay(ax, walk: TileWalk, k: int) -> None:
     step = walk.steps[k]
     colour = DONE["naive" if walk.algorithm == "naive" else "tiled"][0]
     for s in walk.steps[:k]:
-        if s.tile is None or s.tile[1] < 0 or (walk.algorithm == "naive" and s.phase != step.phase):
+        if s.tile is None or (walk.algorithm == "naive" and s.phase != step.phase):
             continue
         i, j = s.tile
-        ax.add_patch(
-            Rectangle((cols[j], rows[i]), cols[j + 1] - cols[j], rows[i + 1] - rows[i], fc=colour, ec="none")
-        )
+        x0, x1 = (0, n) if j < 0 else (cols[j], cols[j + 1])  # naive softmax: a whole block of rows
+        ax.add_patch(Rectangle((x0, rows[i]), x1 - x0, rows[i + 1] - rows[i], fc=colour, ec="none"))
     if step.tile is None:
         return
     i, j = step.tile
@@ -363,14 +369,25 @@ def _overlay(ax, walk: TileWalk, k: int) -> None:
     )
 
 
+#: What the register line says where a schedule models nothing in registers.
+NO_REGISTERS = {"naive": "none modelled", "fa1": "none: Algorithm 1 keeps S_ij, P_ij in SRAM", "fa2": ""}
+
+
+def _where(s: WalkStep) -> str:
+    """'S = QKᵀ, tile (i, j) = (1, 2)', 'softmax, rows of block 3', 'init O, ℓ, m'."""
+    phase = PHASES.get(s.phase, s.phase)
+    if s.tile is None:
+        return phase
+    i, j = s.tile
+    return f"{phase}, rows of block {i}" if j < 0 else f"{phase} (i, j) = ({i}, {j})"
+
+
 def _caption(walk: TileWalk, k: int) -> str:
     s, r = walk.steps[k], walk.result
     on_chip = "\n".join(f"    {x}" for x in s.sram) or "    —"
-    regs = "\n".join(f"    {x}" for x in s.registers) or "    — (counted as SRAM or not modelled)"
+    regs = "\n".join(f"    {x}" for x in s.registers) or f"    — ({NO_REGISTERS[walk.algorithm]})"
     return (
-        f"step {k + 1} of {len(walk.steps)} ({PHASES.get(s.phase, s.phase)}"
-        + (f", tile {s.tile}" if s.tile else "")
-        + ")\n\n"
+        f"step {k + 1} of {len(walk.steps)}: {_where(s)}\n\n"
         f"loaded from HBM:  {', '.join(s.loaded) or '—'}\n"
         f"stored to HBM:    {', '.join(s.stored) or '—'}\n\n"
         f"in shared memory (SRAM):\n{on_chip}\n"
@@ -423,7 +440,7 @@ def draw_walk_overview(walk: TileWalk, picks: Sequence[int] | None = None):
         _overlay(ax, walk, k)
         s = walk.steps[k]
         ax.set_title(
-            f"step {k + 1}/{n} ({PHASES.get(s.phase, s.phase)}): read {s.read_so_far / 1e6:.3f} MB,\n"
+            f"step {k + 1}/{n}{SHORT_PHASES.get(s.phase, '')}: read {s.read_so_far / 1e6:.3f} MB,\n"
             f"written {s.write_so_far / 1e6:.3f} MB",
             fontsize=9,
         )
