@@ -565,4 +565,16 @@ def figure2_cli(sram_bytes: int = 192 * 1024, as_json: bool = False) -> str:
     if as_json:
         return json.dumps(figure2_report(sram_bytes), default=float, allow_nan=False)
     frame = figure2_left(sram_bytes)
-    return frame.to_string(index=False, float_format=lambda x: f"{x:.2f}")
+    table = frame.to_string(index=False, float_format=lambda x: f"{x:.2f}")
+    u = figure2_unexplained(sram_bytes)
+    std, flash = u["standard"], u["FlashAttention"]
+    verdict = {True: "within", False: "not within"}
+    return (
+        f"{table}\n\nstandard: {std['model_gb']:.2f} GB vs the paper's {std['paper_gb']} "
+        f"({verdict[std['within_10_percent']]} ±10 %): {-std['unexplained_gb']:.2f} GB above it, unexplained\n"
+        f"FlashAttention on an A100 (fa1_2022): LRU L2 {flash['model_l2_lru_gb']:.2f}, H200-like L2 "
+        f"{flash['model_l2_h200_own_gb']:.2f}, L2 holding every re-read "
+        f"{flash['model_l2_holds_every_reread_gb']:.2f} GB vs the paper's {flash['paper_gb']} "
+        f"({verdict[flash['within_10_percent']]} ±10 %): {-flash['unexplained_gb_vs_h200_own']:.2f}-"
+        f"{-flash['unexplained_gb_vs_lru']:.2f} GB above it, unexplained (figure2 --json: unexplained)"
+    )

@@ -324,3 +324,14 @@ def test_an_ncu_write_undercount_explains_at_most_one_l2_per_kernel():
     assert unexplained["standard"]["ncu_unwritten_dirty_lines_at_most_gb"] * 1e9 == 19 * A100_L2
     assert unexplained["FlashAttention"]["ncu_unwritten_dirty_lines_at_most_gb"] * 1e9 == 2 * A100_L2
     assert -unexplained["standard"]["unexplained_gb"] - 19 * A100_L2 / 1e9 > 5.8
+
+
+def test_the_text_output_ends_with_the_verdicts():
+    text = fig2.figure2_cli()
+    std_line, flash_line = text.splitlines()[-2:]
+    standard = 46_976_204_800 / 1e9
+    assert f"{standard:.2f} GB" in std_line and f"{standard - 40.3:.2f} GB above it" in std_line
+    tokens = sum(fig2.default_lengths())
+    every, once = tokens * H * (90 * 64 + 60) / 1e9, tokens * H * (32 * 64 + 12) / 1e9
+    assert f"LRU L2 {every:.2f}" in flash_line and f"every re-read {once:.2f} GB" in flash_line
+    assert "not within ±10 %" in std_line and "not within ±10 %" in flash_line
