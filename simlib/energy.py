@@ -58,6 +58,7 @@ BENCH_ENTRY = {
     "hbm_copy": ("HBM", "byte"),
     "l2_read": ("L2", "byte"),
     "smem_read": ("SRAM", "byte"),
+    "smem_read_v4": ("SRAM_16B", "byte"),
     "fp32_fma": ("fp32_fma", "flop"),
     "tc_mma": ("tensor_core", "flop"),
     "tc_matmul": ("tensor_core_gemm", "flop"),
@@ -138,7 +139,8 @@ def calibrate(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
     static = mean power of the nanosleep kernel (clocks up, no work); idle = mean power with
     nothing running. A benchmark's figure is (its power − the same repeat's static power) / its
-    rate (bytes or FLOPs per second), in pJ; the L2 and SRAM ones less one FP32 instruction
+    rate (bytes or FLOPs per second), in pJ; the L2 and SRAM ones (SRAM_16B: the same loads as
+    16-byte ld.shared.v4, a calibration entry that is not a level of the traffic) less one FP32 instruction
     (2 FLOPs at the fp32_fma figure) per 4 bytes. Worked number: 652 W against 147 W static at
     4.2e12 B/s is (652 − 147) / 4.2e12 = 120 pJ per HBM byte.
 
@@ -163,7 +165,7 @@ def calibrate(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
             per.setdefault(BENCH_ENTRY[r["bench"]][0], []).append((r["watts"] - base) / r["rate_per_s"] / PJ)
     if "fp32_fma" in per:
         fadd = 2 * statistics.fmean(per["fp32_fma"]) / FADD_BYTES
-        for level in ("L2", "SRAM"):
+        for level in ("L2", "SRAM", "SRAM_16B"):
             if level in per:
                 per[level] = [v - fadd for v in per[level]]
     out.update({entry: _stats(values) for entry, values in per.items()})

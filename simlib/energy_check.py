@@ -8,7 +8,7 @@ the NVML joules per call. Two predictions where the project has them:
 
 * ``logical``: simlib's own counts of the schedule that models the kernel (KERNEL_COUNTS below):
   every HBM-level byte reaches DRAM, SRAM bytes by docs/COUNTING.md's per-thread convention;
-* ``physical`` (numba naive and tiled only): simlib.physical's prediction of what Nsight Compute
+* ``physical`` (numba naive and tiled, naive_tc, fa2_tc): simlib.physical's prediction of what Nsight Compute
   counts: DRAM bytes at the HBM figure, the other L1→L2 sectors at the L2 figure, shared-memory
   wavefronts × 128 B at the SRAM figure (the calibration kernel's LDS.32 is one wavefront of 128 B).
 
@@ -24,6 +24,7 @@ Worked number (the first line of the table): numba_naive, N = 4096, B·H = 32, p
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,13 @@ from .hardware import load_preset
 from .workload import Workload
 
 ATTENTION_CSV = MEASUREMENTS / "energy_attention_h200.csv"
+#: The second energy run (g-tc-leftovers-20261201): naive_tc and fa2_tc again, and its calibration
+#: of 4-byte (LDS.32) against 16-byte (ld.shared.v4, LDS.128) shared loads.
+TC_ATTENTION_CSV = MEASUREMENTS / "energy_attention_tc_h200.csv"
+TC_CALIBRATION_CSV = MEASUREMENTS / "energy_calibration_tc_h200.csv"
+#: Kernels whose shared-memory reads are 16 bytes per lane: ldmatrix (fa2_tc, naive_tc, FlashAttention-2
+#: in torch flash and cuDNN), LDS.128 (numba tiled: 48 of its 56 LDS at d = 64), float4 (numba fast).
+SIXTEEN_BYTE_LOADS = ("fa2_tc", "naive_tc", "numba_tiled", "numba_fast", "torch_flash", "torch_cudnn")
 H200_SRAM = 232448
 #: FlashAttention-2's forward tiles at d = 64 (data/fa2_tiles.json: run_mha_fwd_hdim64, 128 x 128).
 FA2_BLOCK = 128
@@ -82,6 +90,17 @@ def kernel_parts(
         return [
             Part(r, "tensor_core", True)
         ], "simlib fa2_tc (the kernel's own schedule) with the tiles that ran"
+    if variant == "naive_tc":
+        r = count(
+            "naive_tc",
+            w,
+            warps=int(params["warps"]),
+            block_cols=int(params["block_cols"]),
+            softmax_threads=int(params["softmax_threads"]),
+        )
+        return [
+            Part(r, "tensor_core", True)
+        ], "simlib naive_tc (the kernel's own schedule: S and P through HBM in bf16) with the tiles that ran"
     if variant in ("cupy_naive", "torch_math"):
         # torch's math backend accumulates in fp32 for fp16/bf16 inputs by default (PyTorch's numerical
         # accuracy notes: allow_fp16_bf16_reduction_math_sdp is off), and TF32 is off in the run: its
@@ -120,7 +139,8 @@ def kernel_parts(
 
 
 def physical_parts(variant: str, w: Workload, params: dict[str, str]) -> dict[str, float] | None:
-    """DRAM bytes, other L1→L2 bytes, shared bytes (wavefronts × 128) from simlib.physical, or None."""
+    """DRAM bytes, other L1→L2 bytes, shared bytes (wavefronts × 128) from simlib.physical (numba naive
+    and tiled, naive_tc, fa2_tc), or None."""
     from .physical import predict
     from .physical.metrics import DRAM_READ, DRAM_WRITE, L1_LD, L1_ST, SHARED_LD, SHARED_ST
 
@@ -134,6 +154,12 @@ def physical_parts(variant: str, w: Workload, params: dict[str, str]) -> dict[st
     elif variant == "numba_tiled":
         mapping = {"block_rows": int(params["block_rows"]), "block_cols": int(params["block_cols"])}
         launches = [("tiled", "fa2")]
+    elif variant == "naive_tc":
+        mapping = {k: int(params[k]) for k in ("warps", "block_cols", "softmax_threads")}
+        launches = [("naive_tc", name) for name in ("scores", "softmax", "pv")]
+    elif variant == "fa2_tc":
+        mapping = {"warps": int(params["block_rows"]) // 16, "block_cols": int(params["block_cols"])}
+        launches = [("fa2_tc", "fa2_tc")]
     else:
         return None
     dram = l1 = shared = 0.0
@@ -145,8 +171,21 @@ def physical_parts(variant: str, w: Workload, params: dict[str, str]) -> dict[st
     return {"HBM": dram, "L2": max(l1 - dram, 0.0), "SRAM": shared}
 
 
-def predict_row(row: dict[str, str], table: EnergyTable) -> list[dict[str, Any]]:
-    """The logical (and, where there is one, physical) prediction of one measured row."""
+def sixteen_byte_sram(path: Path = TC_CALIBRATION_CSV) -> float | None:
+    """pJ per byte of conflict-free 16-byte shared loads (the calibration's smem_read_v4, less one FP32
+    instruction per 4 B, as the 4-byte SRAM figure), or None without that calibration file."""
+    from .energy import calibrate, read_calibration
+
+    if not Path(path).is_file():
+        return None
+    cal = calibrate(read_calibration(Path(path)))
+    return cal["SRAM_16B"]["mean"] if "SRAM_16B" in cal else None
+
+
+def predict_row(row: dict[str, str], table: EnergyTable, sram16: float | None = None) -> list[dict[str, Any]]:
+    """The logical (and, where there is one, physical) prediction of one measured row; for a kernel
+    of SIXTEEN_BYTE_LOADS and a 16-byte SRAM figure `sram16` (pJ/B), each again with its shared-memory
+    bytes priced at that figure (model "<model>, 16-byte SRAM")."""
     n, bh = int(row["seq_len"]), int(row["batch"]) * int(row["heads"])
     dtype, pas = row["dtype"], row["pass"]
     w = Workload(n, int(row["head_dim"]), batch=int(row["batch"]), heads=int(row["heads"]), dtype=dtype)
@@ -154,6 +193,7 @@ def predict_row(row: dict[str, str], table: EnergyTable) -> list[dict[str, Any]]
     t = float(row["ms_per_call"]) / 1e3
     measured = float(row["joules_per_call"])
     base = {
+        "run_file": row.get("run_file", ATTENTION_CSV.name),
         "variant": row["variant"],
         "dtype": dtype,
         "pass": pas,
@@ -170,22 +210,28 @@ def predict_row(row: dict[str, str], table: EnergyTable) -> list[dict[str, Any]]
         terms["HBM"] += e.level_j.get("HBM", 0.0)
         terms["SRAM"] += e.level_j.get("SRAM", 0.0) if p.sram else 0.0
         terms["compute"] += e.compute_j
-    out = [_finish({**base, "model": "logical", "note": note}, terms, table.static_power() * t)]
+    models = [("logical", note, terms)]
     phys = physical_parts(row["variant"], w, params)
     if phys is not None:
         moved = {lv: b * table.byte_cost(lv) * PJ for lv, b in phys.items()}
-        out.append(
-            _finish(
-                {
-                    **base,
-                    "model": "physical",
-                    "note": "simlib.physical: DRAM, L1->L2 sectors, shared wavefronts x 128 B",
-                },
+        models.append(
+            (
+                "physical",
+                "simlib.physical: DRAM, L1->L2 sectors, shared wavefronts x 128 B",
                 {**moved, "compute": terms["compute"]},
-                table.static_power() * t,
             )
         )
-    return out
+    if sram16 is not None and row["variant"] in SIXTEEN_BYTE_LOADS:
+        scale = sram16 / table.byte_cost("SRAM")
+        models += [
+            (
+                f"{m}, 16-byte SRAM",
+                f"{n}; SRAM bytes at the 16-byte-load figure",
+                {**x, "SRAM": x["SRAM"] * scale},
+            )
+            for m, n, x in list(models)
+        ]
+    return [_finish({**base, "model": m, "note": n}, x, table.static_power() * t) for m, n, x in models]
 
 
 def _finish(row: dict[str, Any], terms: dict[str, float], static_j: float) -> dict[str, Any]:
@@ -202,14 +248,20 @@ def _finish(row: dict[str, Any], terms: dict[str, float], static_j: float) -> di
 
 
 def read_attention(path: Path = ATTENTION_CSV) -> list[dict[str, str]]:
+    """The rows of an energy_attention CSV that passed their check, each with its file's name."""
     with Path(path).open(newline="") as f:
-        return [r for r in csv.DictReader(f) if r["status"] == "ok"]
+        return [{**r, "run_file": Path(path).name} for r in csv.DictReader(f) if r["status"] == "ok"]
 
 
-def model_vs_measured(path: Path = ATTENTION_CSV, table: EnergyTable | None = None) -> pd.DataFrame:
-    """One row per measured kernel call and model: predicted and measured joules, their ratios."""
+def model_vs_measured(
+    path: Path | Sequence[Path] = (ATTENTION_CSV, TC_ATTENTION_CSV), table: EnergyTable | None = None
+) -> pd.DataFrame:
+    """One row per measured kernel call and model: predicted and measured joules, their ratios. `path`:
+    one energy_attention CSV or several (default: both runs; `run_file` says which row is whose)."""
     table = table or load_energy_table("h200")
-    rows = [p for r in read_attention(path) for p in predict_row(r, table)]
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    sram16 = sixteen_byte_sram()
+    rows = [p for one in paths for r in read_attention(one) for p in predict_row(r, table, sram16)]
     return pd.DataFrame(rows)
 
 
@@ -224,8 +276,27 @@ def report_markdown() -> str:
     lines += [
         f"| {r.entry} | {r.value:.4g} | {r.min:.4g} | {r.max:.4g} | {r.unit} |" for r in fig.itertuples()
     ]
+    sram16 = sixteen_byte_sram()
+    if sram16 is not None:
+        from .energy import calibrate, read_calibration
+
+        cal = calibrate(read_calibration(TC_CALIBRATION_CSV))
+        lines += [
+            "",
+            f"Shared-memory loads, 4 against 16 bytes per lane (`{TC_CALIBRATION_CSV.name}`, same run, same "
+            "bytes per thread and trip, one FADD per 4 B subtracted):",
+            "",
+            "| load | pJ/byte | min | max |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {name} | {cal[e]['mean']:.4g} | {cal[e]['min']:.4g} | {cal[e]['max']:.4g} |"
+            for name, e in (("LDS.32 (smem_read)", "SRAM"), ("LDS.128 (smem_read_v4)", "SRAM_16B"))
+        ]
     mvm = model_vs_measured(table=table)
     mvm["kernel"] = mvm["variant"] + " " + mvm["dtype"] + " " + mvm["pass"] + " (" + mvm["model"] + ")"
+    second = mvm["run_file"] != ATTENTION_CSV.name
+    mvm.loc[second, "kernel"] = mvm.loc[second, "kernel"] + " [" + mvm.loc[second, "run_file"] + "]"
     ratios = mvm.pivot_table(index="kernel", columns="seq_len", values="ratio_total")
     dyn = mvm.pivot_table(index="kernel", columns="seq_len", values="ratio_dynamic")
     ns = list(ratios.columns)

@@ -21,6 +21,8 @@ from simlib.hardware import preset_keys
 ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION = ROOT / "data" / "measurements" / "current" / "energy_calibration_h200.csv"
 ATTENTION = ROOT / "data" / "measurements" / "current" / "energy_attention_h200.csv"
+TC_ATTENTION = ROOT / "data" / "measurements" / "current" / "energy_attention_tc_h200.csv"
+TC_CALIBRATION = ROOT / "data" / "measurements" / "current" / "energy_calibration_tc_h200.csv"
 
 
 def rows_of(path):
@@ -205,17 +207,57 @@ def test_cli_bad_input_one_line_exit_2(args, name):
 def test_every_measured_kernel_gets_a_prediction():
     from simlib.energy_check import model_vs_measured
 
-    ok = [r for r in rows_of(ATTENTION) if r["status"] == "ok"]
+    ok = [r for path in (ATTENTION, TC_ATTENTION) for r in rows_of(path) if r["status"] == "ok"]
     frame = model_vs_measured()
     logical = frame[frame.model == "logical"]
     assert len(logical) == len(ok)
+    assert {"naive_tc", "fa2_tc"} <= set(logical[logical.run_file == TC_ATTENTION.name]["variant"])
     first = logical.iloc[0]
     r0 = ok[0]
     assert first["measured_j"] == pytest.approx(float(r0["joules_per_call"]))
     static = load_energy_table("h200").static_w
     assert first["pred_static_j"] == pytest.approx(static * float(r0["ms_per_call"]) / 1e3)
     assert (frame["ratio_total"] > 0).all()
-    assert set(frame[frame.model == "physical"]["variant"]) == {"numba_naive", "numba_tiled"}
+    assert set(frame[frame.model == "physical"]["variant"]) == {
+        "numba_naive",
+        "numba_tiled",
+        "naive_tc",
+        "fa2_tc",
+    }
+
+
+def test_sixteen_byte_shared_loads_reprice_only_the_sram_term():
+    """The LDS.128 figure by hand from the second calibration (power − the repeat's static, over the
+    byte rate, less one FADD = 2 FLOP at that run's FFMA figure per 4 B); a "16-byte SRAM" row is its
+    kernel's row with the SRAM joules scaled by that figure over the table's SRAM figure."""
+    from simlib.energy_check import model_vs_measured, sixteen_byte_sram
+
+    rows = rows_of(TC_CALIBRATION)
+    static = {r["repeat"]: float(r["watts"]) for r in rows if r["bench"] == "static"}
+
+    def figure(bench):
+        return [
+            (float(r["watts"]) - static[r["repeat"]]) / float(r["rate_per_s"]) * 1e12
+            for r in rows
+            if r["bench"] == bench
+        ]
+
+    fadd = 2 * statistics.fmean(figure("fp32_fma")) / 4
+    v4 = statistics.fmean(figure("smem_read_v4")) - fadd
+    assert sixteen_byte_sram() == pytest.approx(v4)
+    assert v4 < 0.5 * (statistics.fmean(figure("smem_read")) - fadd)  # fewer instructions, same bytes
+    frame = model_vs_measured()
+    sram = load_energy_table("h200").pj_per_byte["SRAM"]
+    for (_, variant, _, _), group in frame[frame.model.str.startswith("logical")].groupby(
+        ["run_file", "variant", "pass", "seq_len"]
+    ):
+        by = {m: r for m, r in zip(group.model, group.itertuples())}
+        if "logical, 16-byte SRAM" not in by:
+            assert variant in ("numba_naive", "cupy_naive", "torch_math", "torch_efficient")
+            continue
+        a, b = by["logical"], by["logical, 16-byte SRAM"]
+        assert b.pred_sram_j == pytest.approx(a.pred_sram_j * v4 / sram)
+        assert b.pred_hbm_j == a.pred_hbm_j and b.pred_compute_j == a.pred_compute_j
 
 
 def test_claim_numbers_by_hand():
