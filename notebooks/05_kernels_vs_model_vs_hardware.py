@@ -124,7 +124,7 @@ on_gpu = pd.concat(
 per_kernel = on_gpu.groupby(["dtype", "kernel"]).agg(
     shapes=("N", lambda s: len(set(zip(s, on_gpu.loc[s.index, "d"])))),
     counters=("counter", "size"),
-    largest_difference_B=("difference (B)", lambda s: s.abs().max()),
+    **{"largest |difference| (B)": ("difference (B)", lambda s: int(s.abs().max()))},
 )
 display(
     Markdown(
@@ -418,7 +418,6 @@ notes = "; ".join(
     f"{r.dtype}{', causal' if str(r.causal) == 'True' else ''}: {r.note} ({r.shapes} shapes)"
     for r in untimed.itertuples()
 )
-causal = tc_all[tc_all["causal"]]
 display(
     Markdown(
         f"* bf16, fused over unfused: numba fa2_tc over numba naive_tc {ours.min():.1f}–{ours.max():.1f}×; "
@@ -431,9 +430,33 @@ display(
         "the `mma.sync` ceiling: Hopper's asynchronous warpgroup MMA (`wgmma`), which numba cannot issue "
         "through `mma.sync`, is not bound by that ceiling.\n"
         f"* Not in the run's timings: {notes if notes else 'nothing'}."
-        + (f"\n* Causal rows timed: {len(causal)}." if len(causal) else "")
     )
 )
+
+# %% tags=["remove-input"]
+causal = tc_all[tc_all["causal"] & (tc_all["dtype"] == "bf16")]
+if causal.empty:
+    display(Markdown("The committed runs have no timed causal rows."))
+else:
+    ratios = readers.causal_ratios(tc_all[tc_all["dtype"] == "bf16"])
+    ratios = ratios[ratios["seq_len"] == ratios["seq_len"].max()]
+    halved = ratios.set_index(["kernel", "head_dim"])["causal ÷ non-causal"]
+    causal_file = lookup(readers.TC_SIDE_BY_SIDE_CAUSAL)
+    display(
+        Markdown(
+            f"**Causal** (bf16; `current/{causal_file.name}`, run {run_of(causal_file)['run_id']}): at "
+            f"N = {charts.tokens_label(ratios['seq_len'].max())} a causal call takes "
+            + ", ".join(
+                f"{charts.VARIANT_LABELS.get(k, k)} {halved.loc[k].min():.2f}–{halved.loc[k].max():.2f}×"
+                for k in TC_VARIANTS
+                if k in halved.index.get_level_values(0)
+            )
+            + " of the non-causal time (about ½ where the masked tiles are skipped). Speed-ups, causal:"
+        )
+    )
+    display(
+        readers.speedup_table(causal, TC_PAIRS, "bf16, causal", charts.VARIANT_LABELS).style.format("{:.2f}×")
+    )
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### naive_tc ÷ fa2_tc: the HBM roofline's prediction against the measurement
@@ -444,7 +467,10 @@ display(
 
 # %% tags=["remove-input"]
 pred = readers.roofline_speedups(bf16, "naive_tc", "fa2_tc", MEASURED_H200)
-pred.style.format({"model speed-up": "{:.2f}×", "measured speed-up": "{:.2f}×"}).hide(axis="index")
+pred.style.format(
+    {"model speed-up": "{:.2f}×", "measured speed-up": "{:.2f}×"}
+    | {c: "{:.3g}" for c in pred.columns if c.endswith(" ms")}
+).hide(axis="index")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. The physical model against Nsight Compute, metric by metric

@@ -266,7 +266,7 @@ reread_cols = [
 ]
 tiled_all = pd.concat([tiled_n, tiled_h], ignore_index=True)[reread_cols]
 tiled_all.style.format(
-    {c: "{:.1f}" for c in reread_cols[3:9] if c != "waves"} | {"re-reads missed": "{:.0%}"}
+    {c: "{:.1f}" for c in reread_cols[3:9] if c != "waves"} | {"re-reads missed": "{:.0%}"}, na_rep="—"
 ).hide(axis="index")
 
 # %% tags=["remove-input"] alt="Share of the tiled kernel's re-read K/V served from DRAM against the size of one head's K and V in MiB, one colour per number of heads"
@@ -430,7 +430,7 @@ display(
         "variant of the readable kernel included:"
     )
 )
-ms.sort_values(ms.columns[-1]).style.format("{:.3g}")
+ms.sort_values(ms.columns[-1]).style.format("{:.4g}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary

@@ -437,6 +437,18 @@ def test_tc_times_keeps_fa2_tc_default_and_lists_what_was_not_timed(tmp_path):
     assert sorted(times.index) == ["fa2_tc", "naive_tc"] and times.loc["fa2_tc", "time_ms"] == 2.0
     untimed = readers.tc_untimed(path).set_index("kernel")
     assert untimed.loc["cupy_naive", "shapes"] == 1 and "budget" in untimed.loc["*", "note"]
+    # the causal run's file replaces the main file's causal placeholders
+    causal = write(
+        tmp_path,
+        TC_HEADER + "fa2_tc,w4_bc64 (default),bf16,16,16,1024,64,True,1.1,,\n"
+        "naive_tc,w4_bc64,bf16,16,16,1024,64,True,10.0,,\n",
+        name="tc_causal.csv",
+    )
+    both = readers.tc_times(path, causal_path=causal)
+    assert len(both) == 4 and both.causal.sum() == 2
+    assert "*" not in set(readers.tc_untimed(path, causal_path=causal).kernel)
+    ratios = readers.causal_ratios(both).set_index("kernel")["causal ÷ non-causal"]
+    assert ratios["fa2_tc"] == pytest.approx(1.1 / 2.0) and ratios["naive_tc"] == pytest.approx(10.0 / 8.0)
     table = readers.speedup_table(
         readers.tc_times(path), [("naive_tc", "fa2_tc")], "bf16", charts.VARIANT_LABELS
     )
@@ -506,4 +518,53 @@ def test_plot_variants_draws_ours_solid_and_skips_absent_variants():
     styles = {line.get_label(): line.get_linestyle() for line in ax.get_lines()}
     assert styles == {charts.VARIANT_LABELS["numba_tiled"]: "-", charts.VARIANT_LABELS["torch_math"]: "--"}
     assert "ms" in ax.get_ylabel() and "tokens" in ax.get_xlabel()
+    plt.close(fig)
+
+
+def test_target_misses_keep_missed_targets_with_a_short_cause():
+    import pandas as pd
+
+    long_cause = "measured: " + "word " * 60
+    table = pd.DataFrame(
+        {
+            "kernel": ["tiled", "tiled", "tiled"],
+            "launch": ["fa2"] * 3,
+            "seq_len": [16384, 16384, 1024],
+            "head_dim": [128, 64, 128],
+            "metric": ["dram__bytes_read.sum"] * 3,
+            "ratio": [0.64, 1.01, 0.5],
+            "within_5pct": [False, True, False],
+            "target": [True, True, True],
+            "cause": ["a head cut by a wave boundary; measured", long_cause, "small N"],
+        }
+    )
+    misses = readers.target_misses({"fp32": table}, min_seq_len=4096)
+    assert misses[["N", "d", "ratio"]].values.tolist() == [
+        [16384, 128, 0.64]
+    ]  # in tolerance, small N left out
+    assert misses["cause"].item() == "a head cut by a wave boundary"
+    short = readers.short_cause(long_cause)
+    assert len(short) <= 162 and short.endswith(" …") and long_cause.startswith(short[:-2])
+
+
+def test_plot_model_vs_ncu_one_handle_per_launch_and_size():
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {
+            "kernel": ["naive", "naive", "tiled"],
+            "launch": ["qk", "pv", "fa2"],
+            "seq_len": [1024, 4096, 4096],
+            "head_dim": [64, 128, 128],
+            "metric": ["dram__bytes_read.sum"] * 3,
+            "ratio": [1.0, 40.0, float("nan")],
+        }
+    )
+    fig, ax = plt.subplots()
+    handles = charts.plot_model_vs_ncu(ax, table, {"dram__bytes_read.sum": "DRAM read bytes"}, 0.05)
+    labels = [h.get_label() for h in handles]
+    assert labels[:5] == ["naive qk", "naive pv", "tiled fa2", "N = 1K", "N = 4K"]
+    drawn = [line for line in ax.get_lines() if len(line.get_xdata()) == 1]
+    assert len(drawn) == 2  # the NaN ratio is not drawn; 40× is drawn at the edge
+    assert max(line.get_ydata()[0] for line in drawn) == 20.0
     plt.close(fig)

@@ -361,26 +361,42 @@ def read_ceilings(path=None):
     }
 
 
-def tc_times(path=None):
-    """The timed rows of the 16-bit side by side (tc_side_by_side_h200.csv): one row per variant,
-    dtype, shape and causal flag, `time_ms` = the median, `tflops` as the bench wrote it; fa2_tc in
-    its default configuration; rows the run did not time (an error, past the budget) left out
-    (`tc_untimed` lists them)."""
+#: the causal rows of the 16-bit side by side, measured in a run of their own (same columns); when it
+#: is there, its rows replace the main file's causal rows (which then only say they were not run)
+TC_SIDE_BY_SIDE_CAUSAL = "tc_side_by_side_h200_causal.csv"
+
+
+def _tc_rows(path, causal_path):
     frame = read_csv(path if path is not None else lookup(TC_SIDE_BY_SIDE), TC_BENCH_COLUMNS)
+    frame = frame.assign(causal=frame["causal"].astype(str) == "True")
+    if path is None and causal_path is None:
+        causal_path = _current(TC_SIDE_BY_SIDE_CAUSAL)
+    if causal_path is not None:
+        causal = read_csv(causal_path, TC_BENCH_COLUMNS)
+        causal = causal.assign(causal=causal["causal"].astype(str) == "True")
+        frame = pd.concat([frame[~frame["causal"]], causal[causal["causal"]]], ignore_index=True)
+    return frame.assign(median_ms=pd.to_numeric(frame["median_ms"], errors="coerce"))
+
+
+def tc_times(path=None, causal_path=None):
+    """The timed rows of the 16-bit side by side: `path` (default tc_side_by_side_h200.csv) and the
+    causal run's `causal_path` (default, when both are None: tc_side_by_side_h200_causal.csv if it is
+    in current/), one row per variant, dtype, shape and causal flag, `time_ms` = the median, `tflops` as the bench wrote
+    it (causal: the FLOPs of the unmasked half); fa2_tc in its default configuration; rows the run did
+    not time (an error, past the budget) left out (`tc_untimed` lists them)."""
+    frame = _tc_rows(path, causal_path)
     frame = frame[(frame.kernel != "fa2_tc") | frame.config.astype(str).str.contains("default")]
-    frame = frame.assign(
-        time_ms=pd.to_numeric(frame["median_ms"], errors="coerce"),
-        tflops=pd.to_numeric(frame["tflops"], errors="coerce"),
-        causal=frame["causal"].astype(str) == "True",
-    ).dropna(subset=["time_ms"])
+    frame = frame.assign(time_ms=frame["median_ms"], tflops=pd.to_numeric(frame["tflops"], errors="coerce"))
+    frame = frame.dropna(subset=["time_ms"])
     return frame[["kernel", "dtype", "causal", *SHAPE, "time_ms", "tflops"]].reset_index(drop=True)
 
 
-def tc_untimed(path=None):
-    """The rows of the 16-bit side by side without a time, grouped by variant, dtype, causal flag and
-    the run's note (e.g. cupy refusing bf16, rows past the time budget), with how many shapes."""
-    frame = read_csv(path if path is not None else lookup(TC_SIDE_BY_SIDE), TC_BENCH_COLUMNS)
-    frame = frame[pd.to_numeric(frame["median_ms"], errors="coerce").isna()]
+def tc_untimed(path=None, causal_path=None):
+    """The rows of the 16-bit side by side (as `tc_times` reads it) without a time, grouped by
+    variant, dtype, causal flag and the run's note (e.g. cupy refusing bf16, rows past the time
+    budget), with how many shapes."""
+    frame = _tc_rows(path, causal_path)
+    frame = frame[frame["median_ms"].isna()]
     return (
         frame.assign(note=frame["note"].astype(str))
         .groupby(["kernel", "dtype", "causal", "note"])
@@ -500,10 +516,10 @@ def model_vs_ncu_summary(tables, min_seq_len, tolerance):
 def target_misses(tables, min_seq_len):
     """The target cells (`target` column) of each regime's model-vs-ncu table (`tables`: dtype ->
     table with a `cause` column) at N ≥ `min_seq_len` that miss the tolerance, with the first clause
-    of their cause (the committed tables keep the whole text).
+    of their cause (`short_cause`; the committed tables keep the whole text).
 
     >>> short_cause("not explained yet: the model reads Q once; ncu more")
-    'not explained yet'
+    'not explained yet: the model reads Q once'
     """
     parts = []
     for dtype, table in tables.items():
@@ -522,6 +538,20 @@ def target_misses(tables, min_seq_len):
     return pd.concat(parts, ignore_index=True)[columns].rename(columns={"seq_len": "N", "head_dim": "d"})
 
 
-def short_cause(text):
-    """The first clause of a model-vs-ncu `cause` (up to the first ':' or ';')."""
-    return str(text).split(";")[0].split(":")[0].strip()
+def short_cause(text, limit=160):
+    """A model-vs-ncu `cause` up to its first ';', cut at a word before `limit` characters ('…')."""
+    clause = str(text).split(";")[0].strip()
+    if len(clause) <= limit:
+        return clause
+    return clause[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def causal_ratios(times):
+    """Causal time / non-causal time per variant, dtype and shape of `tc_times` where both were
+    timed: about 0.5 for a kernel that skips the masked tiles, about 1 for one that computes and
+    then masks them."""
+    keys = ["kernel", "dtype", *SHAPE]
+    causal = times[times["causal"]][keys + ["time_ms"]]
+    full = times[~times["causal"]][keys + ["time_ms"]]
+    both = causal.merge(full, on=keys, suffixes=(" causal", ""))
+    return both.assign(**{"causal ÷ non-causal": both["time_ms causal"] / both["time_ms"]})
