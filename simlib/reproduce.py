@@ -142,8 +142,7 @@ def figure2_left(
     Rows: standard (`attention_ref`, padded), FlashAttention (`fa1_2022`, unpadded; also its
     DRAM bytes if L2 served every re-read inside a kernel, and, not causal, what the A100's L2
     serves of them by reuse distance: LRU, and the H200's measured curve; simlib/figure2_l2.py),
-    and the paper's Algorithms 1 + 4 with
-    blocks from `sram_bytes` (unpadded). A causal `workload` gives the causal extra (the paper's
+    and the paper's Algorithms 1 + 4 with blocks from `sram_bytes` (unpadded). A causal `workload` gives the causal extra (the paper's
     Figure 2 is not causal; its numbers are shown next to it all the same).
     """
     lengths = default_lengths(workload) if lengths is None else _check_lengths(lengths, workload)
@@ -452,10 +451,10 @@ def figure2_unexplained(sram_bytes: int = 192 * 1024) -> dict[str, Any]:
     """What the model does not explain of the paper's 40.3 and 4.4 GB, term by term.
 
     Standard: the paper's number minus the model's (every kernel of `attention_ref` moving each
-    operand once, the count PyTorch 2.11's kernels match on the H200 within 1 %), per score and in
-    N×N fp16 passes; the dropout kernels' bytes (model, and H200-measured as the with/without
-    difference) next to the paper's own difference between its dropout (v2) and no-dropout
-    (camera-ready) figures. FlashAttention: the paper minus the 2022 kernel's DRAM under each L2
+    operand once: the rule that, with 2.11's two extra kernels, matches the H200 within 1 %), per
+    score and in N×N fp16 passes; the dropout kernels' bytes (model, and H200-measured as the
+    with/without difference) next to the paper's own difference between its dropout (v2) and
+    no-dropout (camera-ready) figures. FlashAttention: the paper minus the 2022 kernel's DRAM under each L2
     rule (simlib/figure2_l2.py), and the share of its re-traffic (Q, dO re-reads, fp32
     accumulators, L, D: every access minus each tensor once) an L2 would have to serve.
     """
