@@ -46,8 +46,8 @@
 # | 7 | Exercises |
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The max subtraction is not optional: the naive exp overflows in fp16 at logits above about 11
-# (computed in the overflow table below). So the question is: can we know the max and the sum without
+# The max subtraction is not optional: the naive exp overflows in fp16 already at modest logits (the
+# overflow table below computes the threshold of each format). So the question is: can we know the max and the sum without
 # seeing the whole row? We don't need to: we correct them as we go.
 
 # %% slideshow={"slide_type": "skip"}

@@ -186,6 +186,7 @@ for key in preset_keys():
             {
                 "GPU": hw.name,
                 "d": d,
+                "shared + L1 per SM (KiB)": hw.level("SRAM").capacity_bytes / 1024,
                 "SRAM per block (KiB)": hw.sram_bytes / 1024,
                 "M (elements)": hw.sram_bytes // 2,
                 "Br": r.block_rows,
@@ -196,6 +197,17 @@ for key in preset_keys():
         )
 tiles = pd.DataFrame(rows)
 tiles
+
+# %% tags=["remove-input"]
+a100 = load_preset("a100-40gb")
+display(
+    Markdown(
+        f"Two numbers describe a GPU's SRAM. The paper's is the per-SM total of shared memory and L1 "
+        f"({a100.level('SRAM').capacity_bytes / 1024:g} KiB on the A100); the tiles must fit what **one thread "
+        f"block** may allocate, {a100.sram_bytes / 1024:g} KiB on the A100 (the CUDA programming guide's "
+        f"per-block limit, cited in the preset). simlib's M is the second: lectures that quote the first say so."
+    )
+)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Traffic against sequence length
@@ -429,7 +441,6 @@ display(
 # %% slideshow={"slide_type": "subslide"} alt="HBM accesses per head against block size at N = 1024 for FA1 and FA2, blocks that exceed the A100 shared memory shaded"
 blocks = [64, 128, 256, 512]
 w = Workload(1024, 64)
-a100 = load_preset("a100-40gb")
 
 
 def fits(algorithm, block):
