@@ -43,6 +43,8 @@ TC_ATTENTION_CSV = MEASUREMENTS / "energy_attention_tc_h200.csv"
 TC_CALIBRATION_CSV = MEASUREMENTS / "energy_calibration_tc_h200.csv"
 #: Kernels whose shared-memory reads are 16 bytes per lane: ldmatrix (fa2_tc, naive_tc, FlashAttention-2
 #: in torch flash and cuDNN), LDS.128 (numba tiled: 48 of its 56 LDS at d = 64), float4 (numba fast).
+#: Both energy runs' attention files, for model_vs_measured(ENERGY_RUNS) (the note's table reads both).
+ENERGY_RUNS = (ATTENTION_CSV, TC_ATTENTION_CSV)
 SIXTEEN_BYTE_LOADS = ("fa2_tc", "naive_tc", "numba_tiled", "numba_fast", "torch_flash", "torch_cudnn")
 H200_SRAM = 232448
 #: FlashAttention-2's forward tiles at d = 64 (data/fa2_tiles.json: run_mha_fwd_hdim64, 128 x 128).
@@ -254,10 +256,11 @@ def read_attention(path: Path = ATTENTION_CSV) -> list[dict[str, str]]:
 
 
 def model_vs_measured(
-    path: Path | Sequence[Path] = (ATTENTION_CSV, TC_ATTENTION_CSV), table: EnergyTable | None = None
+    path: Path | Sequence[Path] = ATTENTION_CSV, table: EnergyTable | None = None
 ) -> pd.DataFrame:
     """One row per measured kernel call and model: predicted and measured joules, their ratios. `path`:
-    one energy_attention CSV or several (default: both runs; `run_file` says which row is whose)."""
+    one energy_attention CSV (default: the first run's) or several (ENERGY_RUNS: both runs; `run_file`
+    says which row is whose)."""
     table = table or load_energy_table("h200")
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     sram16 = sixteen_byte_sram()
@@ -293,7 +296,7 @@ def report_markdown() -> str:
             f"| {name} | {cal[e]['mean']:.4g} | {cal[e]['min']:.4g} | {cal[e]['max']:.4g} |"
             for name, e in (("LDS.32 (smem_read)", "SRAM"), ("LDS.128 (smem_read_v4)", "SRAM_16B"))
         ]
-    mvm = model_vs_measured(table=table)
+    mvm = model_vs_measured(ENERGY_RUNS, table=table)
     mvm["kernel"] = mvm["variant"] + " " + mvm["dtype"] + " " + mvm["pass"] + " (" + mvm["model"] + ")"
     second = mvm["run_file"] != ATTENTION_CSV.name
     mvm.loc[second, "kernel"] = mvm.loc[second, "kernel"] + " [" + mvm.loc[second, "run_file"] + "]"

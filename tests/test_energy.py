@@ -205,10 +205,10 @@ def test_cli_bad_input_one_line_exit_2(args, name):
 
 
 def test_every_measured_kernel_gets_a_prediction():
-    from simlib.energy_check import model_vs_measured
+    from simlib.energy_check import ENERGY_RUNS, model_vs_measured
 
     ok = [r for path in (ATTENTION, TC_ATTENTION) for r in rows_of(path) if r["status"] == "ok"]
-    frame = model_vs_measured()
+    frame = model_vs_measured(ENERGY_RUNS)
     logical = frame[frame.model == "logical"]
     assert len(logical) == len(ok)
     assert {"naive_tc", "fa2_tc"} <= set(logical[logical.run_file == TC_ATTENTION.name]["variant"])
@@ -230,7 +230,7 @@ def test_sixteen_byte_shared_loads_reprice_only_the_sram_term():
     """The LDS.128 figure by hand from the second calibration (power − the repeat's static, over the
     byte rate, less one FADD = 2 FLOP at that run's FFMA figure per 4 B); a "16-byte SRAM" row is its
     kernel's row with the SRAM joules scaled by that figure over the table's SRAM figure."""
-    from simlib.energy_check import model_vs_measured, sixteen_byte_sram
+    from simlib.energy_check import ENERGY_RUNS, model_vs_measured, sixteen_byte_sram
 
     rows = rows_of(TC_CALIBRATION)
     static = {r["repeat"]: float(r["watts"]) for r in rows if r["bench"] == "static"}
@@ -246,7 +246,7 @@ def test_sixteen_byte_shared_loads_reprice_only_the_sram_term():
     v4 = statistics.fmean(figure("smem_read_v4")) - fadd
     assert sixteen_byte_sram() == pytest.approx(v4)
     assert v4 < 0.5 * (statistics.fmean(figure("smem_read")) - fadd)  # fewer instructions, same bytes
-    frame = model_vs_measured()
+    frame = model_vs_measured(ENERGY_RUNS)
     sram = load_energy_table("h200").pj_per_byte["SRAM"]
     for (_, variant, _, _), group in frame[frame.model.str.startswith("logical")].groupby(
         ["run_file", "variant", "pass", "seq_len"]
