@@ -283,3 +283,11 @@ def test_walks_widget_draws_the_chosen_walk_at_once(monkeypatch):
     assert drawn == [("fa2", 0), ("naive", 0)] and box.children[1].children[0].children[1].max == 3
     with pytest.raises(ValueError, match="walks"):
         tw.walks_widget({})
+
+
+@pytest.mark.parametrize("module", [tw, oss], ids=lambda m: m.__name__)
+def test_worked_numbers_in_the_docstrings_run(module):
+    import doctest
+
+    failed, attempted = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert attempted >= 1 and failed == 0
