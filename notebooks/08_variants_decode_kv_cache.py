@@ -65,7 +65,7 @@ from IPython.display import Markdown, display
 from simlib import Workload, count, load_preset, roofline
 from simlib.decode_time import split_k_frame, split_k_time
 from simlib.kvcache import load_model, max_context, memory_table, model_keys
-from simlib.lectures import charts
+from simlib.lectures import charts, paper
 from simlib.lectures.tile_walk import draw_score_grid
 from simlib.reproduce import FIGURE2, figure2_flops, figure2_h200, figure2_left
 
@@ -175,7 +175,8 @@ pd.DataFrame(rows)
 # peak, which never binds here).
 
 # %%
-w_dec = Workload(32768, 128, heads=32, kv_heads=8, query_len=1)  # one Llama-3-8B layer, batch 1
+LLAMA3 = load_model("llama-3-8b")
+w_dec = LLAMA3.decode_workload(32768)  # one layer, batch 1, one new token against 32K cached tokens
 decode_table = split_k_frame(w_dec, H200, [1, 2, 4, 8, 16, 17, 32, 64, 128])
 decode_table.round(2)
 
@@ -202,11 +203,11 @@ display(
     )
 )
 
-# %% slideshow={"slide_type": "slide"} alt="Decode time per layer on the H200 against the number of flash-decoding splits for batch 1, 4 and 16: each curve falls until the SMs are full, then rises slowly; the bytes-only roofline is flat"
+# %% tags=["remove-input"] slideshow={"slide_type": "slide"} alt="Decode time per layer on the H200 against the number of flash-decoding splits for batch 1, 4 and 16: each curve falls until the SMs are full, then rises slowly; the bytes-only roofline is flat"
 fig, ax = plt.subplots(figsize=(8.4, 4.2))
 splits = [2**k for k in range(8)]
 for batch, marker in ((1, "o"), (4, "s"), (16, "^")):
-    w = Workload(32768, 128, batch=batch, heads=32, kv_heads=8, query_len=1)
+    w = LLAMA3.decode_workload(32768, batch=batch)
     frame = split_k_frame(w, H200, splits)
     ax.plot(splits, frame["time with waves (µs)"], marker=marker, label=f"B = {batch}: with waves")
     ax.plot(splits, frame["bytes-only roofline (µs)"], ls="--", color=ax.lines[-1].get_color(), lw=1)
@@ -217,7 +218,7 @@ ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
 ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
 ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 ax.set_ylabel("time per decode step per layer (µs)")
-ax.set_title(f"Llama-3-8B layer, L = 32K, {H200.name} (dashed: bytes / bandwidth)", fontsize=10)
+ax.set_title(f"{LLAMA3.name} layer, L = 32K, {H200.name} (dashed: bytes / bandwidth)", fontsize=10)
 ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
 charts.name_device_memory(ax, H200)
 plt.show()
@@ -255,6 +256,8 @@ pd.DataFrame(rows)
 # %% tags=["remove-input"] slideshow={"slide_type": "slide"}
 a100 = load_preset("a100-40gb")
 paper_m = a100.level("SRAM").capacity_bytes
+paper_a100 = paper.section("section_2_1_a100")
+assert paper_m == paper_a100["sram_per_sm_kb"] * 1024  # the preset's L1 + shared array is the paper's M
 display(
     Markdown(
         f"## 5. Figure 2 (left) of the FlashAttention paper, reproduced\n\n"
@@ -290,8 +293,9 @@ display(
         f"it recomputes S in the backward pass), as in the paper ({fa_row['paper_gflop']} > {std_row['paper_gflop']}); "
         f"but the paper's GFLOPs row is {flops.loc['standard', 'model_over_paper']:.1f}× smaller than the "
         f"workload's own count, so it cannot be this workload's total.\n\n"
-        f'**Which M?** The paper sizes its tiles with "192KB of on-chip SRAM" per SM (Section 2.1): '
-        f"{paper_m:,} B, the A100 preset's `capacity_bytes`, the combined L1 + shared-memory array. Lectures 1 and 4 "
+        f'**Which M?** The paper sizes its tiles with "{paper_a100["sram_per_sm_kb"]} KB of on-chip SRAM per SM" '
+        f"({paper_a100['citation']}): {paper_m:,} B = {paper_m // 1024} KiB, the A100 preset's `capacity_bytes`, "
+        f"the combined L1 + shared-memory array (NVIDIA's KB are 1024 B). Lectures 1 and 4 "
         f"use {a100.sram_bytes:,} B = {a100.sram_bytes // 1024} KiB, the preset's `max_shared_per_block_bytes`: "
         f"what one thread block can really allocate, so what a kernel's tiles must fit. This table uses the "
         f"paper's {paper_m // 1024} KiB because it reproduces the paper's algorithms as the paper sized them; "
@@ -362,7 +366,7 @@ for key in model_keys():
     )
 pd.DataFrame(kv_rows).astype({"sliding window (tokens)": "Int64"})
 
-# %% slideshow={"slide_type": "slide"} alt="GPU memory in GiB for fp16 weights plus fp16 KV cache against conversation length for Llama-2-7B, Llama-3-8B and Mistral-7B at batch 1 and 8: each curve stops at the model's context, Mistral's flattens at its sliding window; a line marks the T4's 16 GiB"
+# %% tags=["remove-input"] slideshow={"slide_type": "slide"} alt="GPU memory in GiB for fp16 weights plus fp16 KV cache against conversation length for Llama-2-7B, Llama-3-8B and Mistral-7B at batch 1 and 8: each curve stops at the model's context, Mistral's flattens at its sliding window; a line marks the T4's memory"
 T4 = load_preset("t4")
 fig, ax = plt.subplots(figsize=(7.2, 4.4))
 for key in ("llama-2-7b", "llama-3-8b", "mistral-7b"):
@@ -447,22 +451,23 @@ print(f"{visited} of {t * t} tiles visited ({t} diagonal): {causal.flops / full.
 # %% [markdown]
 # ### Exercise 2 — how many splits for a batch of 4?
 #
-# Take the Llama-3-8B layer of section 3 (H = 32, H_kv = 8, L = 32768, d = 128, fp16) at batch B = 4 on
+# Take the decode step of section 3 (one Llama-3-8B layer, 32768 cached tokens, fp16) at batch B = 4 on
 # the H200. How many splits s fill the SMs in one wave, and which s in 1, 2, 4, 8, 16, 32 is fastest?
 # Compute the time of that s by hand from the formula of section 3 and check it with `split_k_time`.
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-w4 = Workload(32768, 128, batch=4, heads=32, kv_heads=8, query_len=1)
+w4 = LLAMA3.decode_workload(32768, batch=4)
 times = {s: split_k_time(w4, H200, s).time_s for s in (1, 2, 4, 8, 16, 32)}
 fastest = min(times, key=times.get)
-sms, bw, units, rows, d, L = H200.sm_count, H200.level("HBM").bandwidth_bytes_per_s, 4 * 8, 4, 128, 32768
+sms, bw = H200.sm_count, H200.level("HBM").bandwidth_bytes_per_s
+units, rows, d, L = w4.batch * w4.n_kv_heads, w4.group, w4.head_dim, w4.seq_len  # B·H_kv; g rows per CTA
 
 
 def by_hand(s):
     """Split kernel: ⌈units·s / S⌉ waves of Q + K, V chunk + fp32 partials at BW/S; combine: 4 rows per CTA."""
     cta = rows * d * 2 + 2 * math.ceil(L / s) * d * 2 + (rows * d * 2 if s == 1 else rows * (d + 1) * 4)
     split = math.ceil(units * s / sms) * cta * sms / bw
-    combine_ctas = math.ceil(4 * 32 / 4)  # B·H query rows, 4 per CTA at d = 128 (FA2's combine kernel)
+    combine_ctas = math.ceil(w4.batch * w4.heads / 4)  # B·H query rows, 4 per CTA at d = 128 (FA2's kernel)
     combine = 0 if s == 1 else math.ceil(combine_ctas / sms) * 4 * (s * (d + 1) * 4 + d * 2) * sms / bw
     return split + combine
 

@@ -16,6 +16,9 @@ window in its rolling-buffer cache, so its cache stops growing there: at 32,768 
 (131072, 16060522496, 8539)
 >>> load_model("mistral-7b").cache_tokens(32768) * load_model("mistral-7b").kv_bytes_per_token() // 2**20
 512
+>>> w = m.decode_workload(32768)
+>>> w.seq_len, w.heads, w.kv_heads, w.group, w.query_len
+(32768, 32, 8, 4, 1)
 """
 
 from collections.abc import Iterable
@@ -26,7 +29,7 @@ import pandas as pd
 
 from . import presets
 from .units import dtype_bytes
-from .workload import check_positive_int
+from .workload import Workload, check_positive_int
 
 WEIGHT_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5}
 
@@ -63,6 +66,19 @@ class Model:
     def cache_tokens(self, context: int) -> int:
         """Tokens held in the KV cache after `context` tokens: all of them, or the sliding window."""
         return context if self.sliding_window is None else min(context, self.sliding_window)
+
+    def decode_workload(self, cache_len: int, batch: int = 1, dtype: str = "fp16") -> Workload:
+        """One layer's decode step: one new token per sequence against `cache_len` cached tokens
+        (`cache_tokens` of them: a sliding window caps what is read)."""
+        return Workload(
+            self.cache_tokens(check_positive_int("cache_len", cache_len)),
+            self.head_dim,
+            batch=batch,
+            heads=self.num_attention_heads,
+            kv_heads=self.num_key_value_heads,
+            dtype=dtype,
+            query_len=1,
+        )
 
     def kv_bytes_per_token(self, kv_dtype: str = "fp16") -> int:
         return 2 * self.num_hidden_layers * self.num_key_value_heads * self.head_dim * dtype_bytes(kv_dtype)

@@ -64,6 +64,14 @@ def test_no_curve_runs_past_the_models_context():
         memory_table(llama2, [1024, 4097])
 
 
+def test_a_models_decode_step_reads_its_window_with_its_heads():
+    w = load_model("mistral-7b").decode_workload(32768, batch=2)
+    assert (w.seq_len, w.head_dim, w.batch, w.heads, w.n_kv_heads, w.nq) == (4096, 128, 2, 32, 8, 1)
+    assert load_model("llama-2-7b").decode_workload(4096).group == 1  # MHA: 32 query heads, 32 K/V heads
+    with pytest.raises(ValueError, match="cache_len"):
+        load_model("llama-2-7b").decode_workload(0)
+
+
 # --- flash-decoding with waves (simlib.decode_time) -------------------------------------------------
 
 TOY = Hardware(
