@@ -183,6 +183,7 @@ decode_table.round(2)
 # %% tags=["remove-input"]
 by_s = decode_table.set_index("splits s")
 best = int(by_s["time with waves (µs)"].idxmin())
+assert by_s.loc[best, "waves ⌈C/S⌉"] == 1 and by_s.loc[17, "waves ⌈C/S⌉"] == 2  # what the prose says
 one, most = split_k_time(w_dec, H200, 1), split_k_time(w_dec, H200, 64)
 r64 = count("decode", w_dec, sram_bytes=SRAM, splits=64)
 partial_bytes = (
