@@ -216,7 +216,7 @@ display(
 # one head, fp16.
 # Log–log: the slope is the exponent of N.
 
-# %% slideshow={"slide_type": "subslide"} alt="Log-log HBM traffic per head against N for naive, FA1, FA2, the compulsory traffic and the Saha-Ye bound; all three schedules have slope about 2"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="Log-log HBM traffic per head against N for naive, FA1, FA2, the compulsory traffic and the Saha-Ye bound; all three schedules have slope about 2"
 seq = [2**k for k in range(8, 17)]
 by_n = pd.DataFrame([all_lines(Workload(n, D)) for n in seq], index=pd.Index(seq, name="N"))
 
@@ -375,7 +375,7 @@ display(
 # Left: N = 4096, H200 tiles, d from 16 to 256. Right: N = 4096, d = 64, shared memory per block from
 # 16 KiB to 1 MiB (dotted lines: the presets' per-block shared memory).
 
-# %% slideshow={"slide_type": "subslide"} alt="HBM traffic per head against head dimension d (left) and against shared memory per thread block (right) for naive, FA1, FA2 and the bounds"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="HBM traffic per head against head dimension d (left) and against shared memory per thread block (right) for naive, FA1, FA2 and the bounds"
 dims = [16, 32, 64, 128, 256]
 by_d = pd.DataFrame([all_lines(Workload(N, d)) for d in dims], index=pd.Index(dims, name="d"))
 kib = [16, 32, 64, 128, 256, 512, 1024]
@@ -438,7 +438,7 @@ display(
 # other block equal). The paper's figure shows **runtime too; this model counts HBM bytes only**, and
 # per head (the paper's absolute GB also depend on its batch × heads, which scale these bars linearly).
 
-# %% slideshow={"slide_type": "subslide"} alt="HBM accesses per head against block size at N = 1024 for FA1 and FA2, blocks that exceed the A100 shared memory shaded"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="HBM accesses per head against block size at N = 1024 for FA1 and FA2, blocks that exceed the A100 shared memory shaded"
 blocks = [64, 128, 256, 512]
 w = Workload(1024, 64)
 
