@@ -395,6 +395,9 @@ t4_bytes = T4.level("HBM").capacity_bytes
 fits_fp16 = max_context(m8, t4_bytes)
 at_context = memory_table(m7, [m7.max_position_embeddings], batch=8)["total_bytes"].item()
 windowed = memory_table(mistral, [mistral.max_position_embeddings])["kv_cache_bytes"].item()
+# what the prose below says: Llama-3-8B's context fits at batch 1, Llama-2-7B's too, but not at batch 8
+assert fits_fp16 >= m8.max_position_embeddings and at_context > t4_bytes
+assert memory_table(m7, [m7.max_position_embeddings])["total_bytes"].item() <= t4_bytes
 display(
     Markdown(
         f"**Llama-3-8B on the {T4.name}'s {t4_bytes / GIB:.0f} GiB**: {m8.params / 1e9:.2f} B parameters are "
