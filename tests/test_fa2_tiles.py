@@ -112,3 +112,21 @@ def test_fa2_torch_takes_its_forward_tiles_from_the_table():
     with_dropout, without = count("fa2_torch", w, dropout=True), count("fa2_torch", w, dropout=False)
     assert (with_dropout.block_rows, with_dropout.block_cols) == (128, 64)
     assert (without.block_rows, without.block_cols) == (128, 128)
+
+
+def test_fa2_schedule_takes_the_dropout_entry_and_its_traffic_does_not_change():
+    # flash_fwd_launch_template.h (d = 64, sm90): 128×128 without dropout, 128×64 with it. The K/V
+    # re-reads depend on Br only (Tr = N/Br query blocks each read all of K and V), so HBM is unchanged:
+    # reads N·d·(1 + 2N/Br) = 4096·64·(1 + 64) elements.
+    from simlib import Workload, count
+
+    w = Workload(4096, 64)
+    plain, with_dropout = count("fa2", w), count("fa2", w, dropout=True)
+    assert (plain.mapping.block_rows, plain.mapping.block_cols) == (128, 128)
+    assert (with_dropout.mapping.block_rows, with_dropout.mapping.block_cols) == (128, 64)
+    assert (
+        with_dropout.mapping.as_dict()["dropout"] is True and "with dropout" in with_dropout.mapping.summary()
+    )
+    assert with_dropout.traffic.elements("HBM", "read") == 4096 * 64 * (1 + 2 * 4096 // 128)
+    for op in ("read", "write"):
+        assert with_dropout.traffic.elements("HBM", op) == plain.traffic.elements("HBM", op)

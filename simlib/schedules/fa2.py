@@ -36,6 +36,7 @@ from ..tiling import BLOCK_COLS, BLOCK_ROWS, Tiling, block_sizes, make_tiling, t
 from ..traffic import Count, Event, Traffic, TrafficKey
 from ..units import STAT_BYTES
 from ..workload import Workload, check_positive_int
+from .unfused import DROPOUT
 from .visits import key_blocks_seen, visited_by_q_blocks
 
 TILE_RULE = Parameter(
@@ -71,12 +72,14 @@ class FA2Tiling(Tiling):
 
     double_buffer: bool = False
     arch: str | None = None  # the architecture whose kernel table chose the tiles (rule "fa2")
+    dropout: bool = False  # the table's entry with dropout (the tiles change; the traffic does not)
 
     def as_dict(self) -> dict[str, ParamValue]:
-        return {**super().as_dict(), "double_buffer": self.double_buffer, "tile_arch": self.arch}
+        extra = {"double_buffer": self.double_buffer, "tile_arch": self.arch, "dropout": self.dropout}
+        return {**super().as_dict(), **extra}
 
     def summary(self) -> str:
-        arch = f", {self.arch} kernel table" if self.arch else ""
+        arch = f", {self.arch} kernel table{' with dropout' if self.dropout else ''}" if self.arch else ""
         return super().summary() + arch + ("; K/V double-buffered" if self.double_buffer else "")
 
 
@@ -110,15 +113,18 @@ def build(
     tile_rule: str | None = None,
     arch: str | None = None,
     double_buffer: bool | None = None,
+    dropout: bool | None = None,
 ) -> FA2Tiling:
-    """FA2's tiles (the kernel's table, shrunk to fit `sram_bytes`), the paper's, or explicit ones."""
+    """FA2's tiles (the kernel's table for the head dimension, causal mask and dropout, shrunk to fit
+    `sram_bytes`), the paper's, or explicit ones. Dropout changes only the table's tiles: the FA2
+    kernel draws its mask on chip (Philox), so no byte of it reaches HBM."""
     spare = bool(double_buffer)
     if tile_rule == "fa1":
         t = make_tiling(workload, sram_bytes, block_rows, block_cols)
         return FA2Tiling(t.block_rows, t.block_cols, t.query_len, t.key_len, rule=t.rule, double_buffer=spare)
     nq, nk, d, eb = workload.nq, workload.nk, workload.head_dim, workload.element_bytes
     explicit = block_rows is not None and block_cols is not None
-    br, bc = (None, None) if explicit else kernel_tiles(d, arch, workload.causal)
+    br, bc = (None, None) if explicit else kernel_tiles(d, arch, workload.causal, dropout=bool(dropout))
     br = check_positive_int("block_rows", block_rows) if block_rows is not None else br
     bc = check_positive_int("block_cols", block_cols) if block_cols is not None else bc
     assert br is not None and bc is not None
@@ -137,7 +143,14 @@ def build(
                 f"Q_i, K_j, V_j at head_dim={d}"
             )
     return FA2Tiling(
-        br, bc, nq, nk, rule=rule, double_buffer=spare, arch=(arch or "sm90") if rule == "fa2" else None
+        br,
+        bc,
+        nq,
+        nk,
+        rule=rule,
+        double_buffer=spare,
+        arch=(arch or "sm90") if rule == "fa2" else None,
+        dropout=bool(dropout),
     )
 
 
@@ -216,7 +229,7 @@ def flops(workload: Workload, tiling: Tiling) -> int:
 SCHEDULE = Schedule(
     name="fa2",
     description="FlashAttention-2 forward, outer loop over Q blocks (FA2's own tiles)",
-    parameters=(BLOCK_ROWS, BLOCK_COLS, TILE_RULE, ARCH, DOUBLE_BUFFER),
+    parameters=(BLOCK_ROWS, BLOCK_COLS, TILE_RULE, ARCH, DOUBLE_BUFFER, DROPOUT),
     sram="sizes",
     build=build,
     trace=trace,

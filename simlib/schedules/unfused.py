@@ -26,7 +26,13 @@ from ..schedule_protocol import Parameter, ParamValue, Schedule
 from ..traffic import Event, Traffic
 from ..workload import Workload
 
-DROPOUT = Parameter("dropout", "a dropout kernel with a one-byte mask Z (default True)", kind="bool")
+DROPOUT = Parameter(
+    "dropout",
+    "dropout in the forward: unfused and attention_ref run a dropout kernel with a one-byte mask Z (default "
+    "on); fa2 and fa2_torch fuse it (its mask is drawn on chip, no traffic) and only the FA2 kernel's tiles "
+    "change (default off for fa2, on for fa2_torch)",
+    kind="bool",
+)
 
 
 @dataclass(frozen=True)
