@@ -59,9 +59,14 @@ def tile_status(seq_len: int, block_rows: int, block_cols: int, causal: bool = F
 
 
 def _tile_ticks(ax, edges: np.ndarray, axis: str, label: str, max_labels: int) -> None:
-    """Ticks at every tile edge, labels on about `max_labels` of them (always the first and last)."""
+    """Ticks at every tile edge, labels on at most about `max_labels` of them: every k-th edge, the first
+    and the last, none closer than span / (1.5·max_labels) to the next label (a ragged last tile)."""
     every = max(1, -(-(len(edges) - 1) // max_labels))
-    shown = [k for k in range(len(edges)) if k % every == 0 and len(edges) - 1 - k >= every / 2]
+    gap = edges[-1] / (1.5 * max_labels)
+    shown = [0]
+    for k in range(every, len(edges) - 1, every):
+        if edges[k] - edges[shown[-1]] >= gap and edges[-1] - edges[k] >= gap:
+            shown.append(k)
     shown.append(len(edges) - 1)
     set_ticks = ax.set_xticks if axis == "x" else ax.set_yticks
     set_ticks(edges, minor=True)
