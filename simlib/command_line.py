@@ -29,6 +29,7 @@ import pandas as pd
 from .bounds import compulsory_bytes, saha_ye_bytes
 from .cli_values import int_type, key_type, pair_type, size_type
 from .counts import ALGORITHMS, Result, all_parameters, count, schedule_of
+from .decode_time import split_k_time
 from .energy_cli import add_energy_command, run_energy_command
 from .hardware import Hardware, load_preset, preset_keys
 from .kvcache import WEIGHT_BYTES, load_model, max_context, model_keys
@@ -202,6 +203,12 @@ def evaluate(
             arithmetic_intensity=roof.arithmetic_intensity,
             ridge_point=roof.ridge_point,
         )
+        if algorithm == "decode":  # the stream needs enough thread blocks: simlib.decode_time
+            splits = options.get("splits")
+            waves = split_k_time(workload, hardware, splits if isinstance(splits, int) else 1, used)
+            row.update(
+                decode_ctas=waves.ctas, decode_waves=waves.waves, decode_time_with_waves_s=waves.time_s
+            )
     return result, row
 
 
@@ -285,6 +292,12 @@ def print_count(result: Result, row: dict[str, Any]) -> None:
             f"(compute {row['compute_s'] * 1e3:.3f} ms, HBM {row['hbm_s'] * 1e3:.3f} ms); "
             f"intensity {row['arithmetic_intensity']:.1f} FLOP/B vs ridge {row['ridge_point']:.1f}"
         )
+        if "decode_time_with_waves_s" in row:
+            print(
+                f"  with waves: {row['decode_ctas']} thread blocks, {row['decode_waves']} wave(s) on "
+                f"{row['gpu']}'s SMs (+ the combine kernel when split): {row['decode_time_with_waves_s'] * 1e3:.3f} ms "
+                "(simlib.decode_time)"
+            )
         if row.get("sram_s"):
             print(
                 f"  SRAM traffic would take {row['sram_s'] * 1e3:.3f} ms at the preset's shared-memory bandwidth; "

@@ -142,3 +142,19 @@ def test_h200_llama3_layer_by_hand():
         4 * (1024 + 2 * 512 * 256 + partials) / share + 4 * (64 * 129 * 4 + 256) / share
     )
     assert one.time_s > sixteen.time_s < sixty_four.time_s
+
+
+def test_the_command_line_reports_the_decode_time_with_waves():
+    import json
+    import subprocess
+    import sys
+
+    args = ["count", "--algorithm", "decode", "--seq-len", "32768", "--head-dim", "128", "--heads", "32"]
+    args += ["--kv-heads", "8", "--query-len", "1", "--splits", "64", "--gpu", "h200", "--json"]
+    out = subprocess.run([sys.executable, "-m", "simlib", *args], capture_output=True, text=True, check=True)
+    row = json.loads(out.stdout)
+    share = 4.8e12 / 132  # by hand as in test_h200_llama3_layer_by_hand: 4 waves + an 8-CTA combine kernel
+    assert (row["decode_ctas"], row["decode_waves"]) == (512, 4)
+    assert row["decode_time_with_waves_s"] == pytest.approx(
+        4 * (1024 + 2 * 512 * 256 + 4 * 129 * 4) / share + 4 * (64 * 129 * 4 + 256) / share
+    )
