@@ -114,6 +114,17 @@ def bits_view(t):
     return cuda.from_cuda_array_interface(desc, owner=t, sync=False)
 
 
+def enable_cupy_bfloat16():
+    """Import ml_dtypes before anything imports cupy: cupy 14 supports bfloat16 only if ml_dtypes was
+    imported first (on the H200, 2026-12-01: from_dlpack, matmul, exp and max on a bf16 array then ran;
+    run g-tc-leftovers-20261201 imported it after the provenance record had imported cupy, and every
+    bf16 cupy row failed with "data type 'E' not understood")."""
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        pass
+
+
 def cupy_naive(q, k, v, o, s, mask, scale):
     """cuBLAS in the dtype: S = QKᵀ·scale (+ causal −∞), P = exp(S − rowmax) in place, O = PV / rowsum
     (the row sums in fp32). S is (B, H, N, N) in the dtype: the materialising pipeline."""
@@ -201,11 +212,6 @@ def launchers(sh, names, torch):
 
     def cupy():
         import cupy as cp
-
-        try:  # cupy 14 maps DLPack's bfloat16 to numpy's dtype 'E', which only ml_dtypes registers
-            import ml_dtypes  # noqa: F401
-        except ImportError:
-            pass
 
         sets = [[cp.from_dlpack(x) for x in st] for st in sh.qkv]
         o = cp.from_dlpack(sh.out)
@@ -379,6 +385,7 @@ def main(argv=None):
         help="file name tc_side_by_side_<tag>.csv (h200_causal for a causal run)",
     )
     a = p.parse_args(argv)
+    enable_cupy_bfloat16()
     from ..device import NoGPU, require_gpu
 
     try:
