@@ -158,7 +158,11 @@ levels = pd.concat(
 )
 BYTE_COLUMNS = ["logical HBM reads", "L1 sectors × 32 (ncu)", "DRAM reads (ncu)", "DRAM reads (model)"]
 levels = levels[["dtype", "kernel", "N", "d", *BYTE_COLUMNS]]
-levels.style.format({c: lambda b: charts.fmt_bytes(b, binary=False) for c in BYTE_COLUMNS}).hide(axis="index")
+largest = levels[levels["N"] == levels.groupby("dtype")["N"].transform("max")]
+display(Markdown("At each regime's largest profiled N (the chart below has every N):"))
+largest.style.format({c: lambda b: charts.fmt_bytes(b, binary=False) for c in BYTE_COLUMNS}).hide(
+    axis="index"
+)
 
 # %% tags=["remove-input"] alt="Bytes read against N at d = 128: the model's logical HBM reads, the DRAM reads Nsight Compute measured and the physical model's DRAM prediction, for the fp32 kernels (naive, tiled) and the bf16 tensor-core kernels (naive_tc, fa2_tc) on the H200"
 D_CHART = int(levels["d"].max())
