@@ -66,7 +66,7 @@ CAUSES = {
     "re-read by later rows of blocks miss while S (128 MiB-2 GiB) streams through L2. At N=16384, d=64 "
     "DRAM reads (66.2 MB) exceed every L2 read miss (33.7 MB, all sources): 32 MB of DRAM reads that "
     "are no read lookup's, cause not established. The fp32 naive kernel's qk launch, writing 4 GiB of S "
-    "in whole sectors at N=16384, reads DRAM within 3.4 % of Q + K once (model_vs_ncu_h200.csv), so a "
+    "in whole sectors at N=16384, reads DRAM within 3.5 % of Q + K once (model_vs_ncu_h200.csv), so a "
     "stream of S through L2 alone does not do it; what naive_tc adds is partial-sector stores (four "
     "STG.U16 of 8 B per 32-byte sector of S), the candidate. The model's one-level L2 predicts neither",
     (K.SHARED_LD, "naive_tc", "scores"): "measured in run g-tc-leftovers-20261201: the SASS has exactly the "
