@@ -106,10 +106,10 @@ row_exact = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
 draw_softmax_overview(row_steps, exact=row_exact)
 plt.show()
 
-# %% alt="Stepper: the weights of one row after K/V tile j (left) and the running max m_j and sum \u2113_j (right)"
+# %% slideshow={"slide_type": "subslide"} alt="Stepper: the weights of one row after K/V tile j (left) and the running max m_j and sum \u2113_j (right)"
 softmax_widget(row_steps, exact=row_exact)
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 prefix_error = [
     np.abs(
         s.weights
@@ -343,12 +343,12 @@ display(
     )
 )
 
-# %% tags=["remove-input"] alt="Score grid of N = 1024 at four steps of FlashAttention-2 (outer loop over Q blocks): one row of tiles after the other, HBM bytes so far in each title"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="Score grid of N = 1024 at four steps of FlashAttention-2 (outer loop over Q blocks): one row of tiles after the other, HBM bytes so far in each title"
 fa2_walk = tile_walk("fa2", w, sram_bytes=H200.sram_bytes)
 draw_walk_overview(fa2_walk)
 plt.show()
 
-# %% tags=["remove-input"] alt="Score grid of N = 1024 at four steps of FlashAttention-1's order (outer loop over K/V blocks): one column of tiles after the other"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="Score grid of N = 1024 at four steps of FlashAttention-1's order (outer loop over K/V blocks): one column of tiles after the other"
 draw_walk_overview(tile_walk("fa1", w, block_rows=fa2.block_rows, block_cols=fa2.block_cols))
 plt.show()
 

@@ -126,22 +126,22 @@ walks = {
 draw_walk_overview(walks[NAIVE_WALK])
 plt.show()
 
-# %% tags=["remove-input"] alt="FlashAttention-1's walk at four steps: one column of K/V tiles at a time, Q and O blocks re-read for every tile"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="FlashAttention-1's walk at four steps: one column of K/V tiles at a time, Q and O blocks re-read for every tile"
 draw_walk_overview(walks["fa1 (Algorithm 1's tiles)"])
 plt.show()
 
-# %% tags=["remove-input"] alt="FlashAttention-2's walk at four steps: one row of tiles per Q block, K and V streamed past it"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="FlashAttention-2's walk at four steps: one row of tiles per Q block, K and V streamed past it"
 draw_walk_overview(walks["fa2 (its own tiles)"])
 plt.show()
 
-# %% tags=["remove-input"] alt="FlashAttention-2's causal walk at four steps: tiles above the diagonal hatched as skipped, diagonal tiles marked"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="FlashAttention-2's causal walk at four steps: tiles above the diagonal hatched as skipped, diagonal tiles marked"
 draw_walk_overview(walks["fa2, causal"])
 plt.show()
 
-# %% alt="Stepper over the chosen schedule's tiles: the score grid at step k beside what is loaded, what sits in SRAM and registers, and the HBM bytes so far"
+# %% slideshow={"slide_type": "subslide"} alt="Stepper over the chosen schedule's tiles: the score grid at step k beside what is loaded, what sits in SRAM and registers, and the HBM bytes so far"
 walks_widget(walks)
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 walk_table = pd.DataFrame(
     [
         {
