@@ -134,7 +134,7 @@ def profile(ncu, metrics, batch, heads, shapes, timeout_s, env):
     return list(zip(expected, (p["metrics"] for p in parsed)))
 
 
-def source_counters(ncu, out, env, timeout_s):
+def source_counters(ncu, env, timeout_s):
     """ncu's per-SASS-instruction counters (SourceCounters) of the first scores launch at B·H = 4,
     N = 4096, d = 64, as CSV text; None if this ncu cannot."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -247,7 +247,7 @@ def main(argv=None):
             provenance({**meta, "metrics": used, "dropped_metrics": dropped, "groups": GROUPS}),
         )
         print(f"ncu B={batch} H={heads} {shapes}: {len(got)} launches", flush=True)
-    page = source_counters(ncu, a.out, env, max(30.0, a.timeout_s - (time.monotonic() - t0)))
+    page = source_counters(ncu, env, max(30.0, a.timeout_s - (time.monotonic() - t0)))
     if page:
         write_measurement(
             os.path.join(a.out, "naive_tc_source_h200.csv"),
