@@ -95,3 +95,12 @@ def test_exercises_have_hidden_self_checking_solutions(path):
         assert hidden.get("source_hidden") and hidden.get("outputs_hidden"), f"{path.name} {number}: hide it"
         assert re.search(r"^\s*assert ", solution.source, re.M), f"{path.name} exercise {number}: no assert"
         assert "raises-exception" not in solution.metadata.get("tags", [])
+
+
+def test_the_syllabus_lists_every_lecture_and_appendix():
+    syllabus = (NOTEBOOKS.parent / "docs" / "SYLLABUS.md").read_text()
+    for path in LECTURES + APPENDICES:
+        assert f"`{path.stem}`" in syllabus, f"docs/SYLLABUS.md does not list {path.stem}"
+    for path in LECTURES:
+        row = next(line for line in syllabus.splitlines() if f"`{path.stem}`" in line)
+        assert f"| {PLAN_MINUTES} min" in row, f"docs/SYLLABUS.md: {path.stem} is not {PLAN_MINUTES} minutes"
