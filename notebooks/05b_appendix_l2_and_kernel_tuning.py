@@ -85,27 +85,14 @@ def ncu_value(kernel, metric, n, d, profile=NCU):
 # the occupancy limits come from the CUDA guide, NVIDIA's whitepapers or the device query
 # (`docs/L2_INVESTIGATION.md`). Every profiled launch and shape:
 
-# %% tags=["remove-input"] alt="Physical model divided by Nsight Compute for eight metrics, every launch of the fp32 naive and tiled kernels at three sequence lengths and two head dims, with the \u00b15 % band around 1"
-fig, ax = plt.subplots(figsize=(13, 5.2))
-handles = charts.plot_model_vs_ncu(ax, MVN["fp32"], readers.METRIC_NAMES, TOLERANCE)
-ax.legend(handles=handles, fontsize=8.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-table = MVN["fp32"]
-ax.set_title(
-    f"Physical model / Nsight Compute, fp32 kernels (B = {table['batch'].iloc[0]}, H = {table['heads'].iloc[0]}, H200)",
-    fontsize=11,
-)
-plt.show()
-
-# %% tags=["remove-input"] alt="Physical model divided by Nsight Compute for eight metrics, every launch of the bf16 tensor-core kernels naive_tc and fa2_tc at two sequence lengths and two head dims, with the \u00b15 % band around 1"
-fig, ax = plt.subplots(figsize=(13, 5.2))
-handles = charts.plot_model_vs_ncu(ax, MVN["bf16"], readers.METRIC_NAMES, TOLERANCE)
-ax.legend(handles=handles, fontsize=8.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-table = MVN["bf16"]
-ax.set_title(
-    f"Physical model / Nsight Compute, bf16 tensor-core kernels (B = {table['batch'].iloc[0]}, H = {table['heads'].iloc[0]}, H200)",
-    fontsize=11,
-)
-plt.show()
+# %% tags=["remove-input"] alt="Two charts of the physical model divided by Nsight Compute for eight metrics, one point per launch and shape, with the \u00b15 % band around 1: first the fp32 naive and tiled kernels, then the bf16 tensor-core kernels naive_tc and fa2_tc"
+for regime, table in MVN.items():
+    fig, ax = plt.subplots(figsize=(13, 5.2))
+    handles = charts.plot_model_vs_ncu(ax, table, readers.METRIC_NAMES, TOLERANCE)
+    ax.legend(handles=handles, fontsize=8.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    shape = f"B = {table['batch'].iloc[0]}, H = {table['heads'].iloc[0]}"
+    ax.set_title(f"Physical model / Nsight Compute, {regime} kernels ({shape}, H200)", fontsize=11)
+    plt.show()
 
 
 # %% tags=["remove-input"]

@@ -29,6 +29,7 @@ import pandas as pd
 from gpu_kernels.measure.manifest import lookup, sidecar_of
 
 from .. import energy_claim
+from ..physical import metrics, model_vs_ncu
 
 SHAPE_COLUMNS = ("batch", "heads", "seq_len", "head_dim", "params", "metric", "value", "unit", "note")
 BENCH_COLUMNS = ("kernel", *SHAPE_COLUMNS)
@@ -267,24 +268,12 @@ MODEL_VS_NCU = "model_vs_ncu_h200.csv"
 TC_MODEL_VS_NCU = "model_vs_ncu_h200_tc.csv"
 CEILINGS = "ceilings_h200.json"
 PROFILE_COLUMNS = ("kernel", "launch", *SHAPE, "params", "metric", "value", "unit", "source", "note")
-MODEL_VS_NCU_COLUMNS = (
-    "kernel",
-    "launch",
-    *SHAPE,
-    "params",
-    "metric",
-    "model",
-    "ncu",
-    "ratio",
-    "within_5pct",
-    "target",
-    "cause",
-)
+MODEL_VS_NCU_COLUMNS = model_vs_ncu.COLUMNS  # the writer's own list
 #: the pairs (kernel counter, simlib prediction) of a profile's counting build
 COUNTERS = ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes")
-#: ncu metric names (simlib.physical.metrics) used below
-DRAM_READ_METRIC = "dram__bytes_read.sum"
-L1_LOAD_SECTORS_METRIC = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+#: ncu metric names, from simlib.physical.metrics (the profiler's and the model's one list)
+DRAM_READ_METRIC = metrics.DRAM_READ
+L1_LOAD_SECTORS_METRIC = metrics.L1_LD
 SECTOR_BYTES = 32
 
 
@@ -476,14 +465,14 @@ def roofline_speedups(times, naive, flash, hardware):
 
 #: short names of the ncu metrics of the model-vs-ncu tables
 METRIC_NAMES = {
-    "dram__bytes_read.sum": "DRAM read bytes",
-    "dram__bytes_write.sum": "DRAM write bytes",
-    "lts__t_sectors_op_read.sum": "L2 read sectors",
-    "lts__t_sectors_op_write.sum": "L2 write sectors",
-    L1_LOAD_SECTORS_METRIC: "L1 load sectors",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": "L1 store sectors",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": "shared load wavefronts",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": "shared store wavefronts",
+    metrics.DRAM_READ: "DRAM read bytes",
+    metrics.DRAM_WRITE: "DRAM write bytes",
+    metrics.L2_READ: "L2 read sectors",
+    metrics.L2_WRITE: "L2 write sectors",
+    metrics.L1_LD: "L1 load sectors",
+    metrics.L1_ST: "L1 store sectors",
+    metrics.SHARED_LD: "shared load wavefronts",
+    metrics.SHARED_ST: "shared store wavefronts",
 }
 
 
