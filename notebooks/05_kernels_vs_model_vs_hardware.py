@@ -57,7 +57,7 @@
 # two regimes: the same algorithm looks modestly better in fp32 and dramatically better in bf16, and
 # the roofline says why before the measurements do.
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["remove-input"]
 import os
 
 # Live re-measurement needs an NVIDIA GPU: set FLASHIO_GPU=1. Otherwise numba's CUDA simulator

@@ -33,7 +33,7 @@
 # Lecture 5 (model, kernels and hardware; the physical model), lecture 4 (the roofline). What an L2
 # cache, a warp, a thread block and occupancy are.
 
-# %% slideshow={"slide_type": "skip"}
+# %% slideshow={"slide_type": "skip"} tags=["remove-input"]
 import dataclasses
 
 import matplotlib.pyplot as plt
