@@ -1,4 +1,4 @@
-"""Measurements the physical model's misses ask for (docs/ARCHITECTURE.md, lecture 5).
+"""Measurements the physical model's misses ask for (docs/L2_INVESTIGATION.md, appendix 05b of lecture 5).
 
 1. L2 re-reads, timed: one kernel reads a buffer of F bytes PASSES times over (grid-stride, so
    between two reads of an element the whole buffer is touched: reuse distance F), CUDA events,
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from gpu_kernels.measure.provenance import csv_text, provenance, write_measurement  # noqa: E402
 from simlib.kernel_layout import tiled_default_blocks  # noqa: E402
 
-# what the ncu drivers launch, in one place with its reader (lecture 5 reads them there too)
+# what the ncu drivers launch, in one place with its reader (appendix 05b reads them there too)
 from simlib.physical.l2_evidence import (  # noqa: E402
     NCU_PASSES,
     NCU_SIZES_MIB,
