@@ -321,63 +321,6 @@ def plot_roofline(ax, hardware, dtype="fp16", points=(), intensity_range=(1, 10_
 # ---------------------------------------------------------------------------------------------
 
 
-def draw_tiling_step(ax, n, block_rows, block_cols, i, j, order="fa2", title=None):
-    """The N×N score matrix cut into Br×Bc tiles, at step (Q block i, K/V block j) of a schedule.
-
-    Gray: tiles already computed (and discarded: S and P never reach HBM); orange band: the Q block
-    in SRAM (rows); blue band: the K/V block in SRAM (columns); red: the score tile S_ij being
-    computed now. `order` is 'fa2' (outer loop over Q blocks) or 'fa1' (outer loop over K/V blocks).
-    """
-    from matplotlib.patches import Rectangle
-
-    from ..tiling import block_sizes
-
-    rows = np.concatenate([[0], np.cumsum(block_sizes(n, block_rows))])
-    cols = np.concatenate([[0], np.cumsum(block_sizes(n, block_cols))])
-    tr, tc = len(rows) - 1, len(cols) - 1
-    ax.add_patch(Rectangle((0, 0), n, n, facecolor="white", edgecolor="black", lw=1))
-    for ii in range(tr):
-        for jj in range(tc):
-            done = (ii, jj) < (i, j) if order == "fa2" else (jj, ii) < (j, i)
-            if done:
-                ax.add_patch(
-                    Rectangle(
-                        (cols[jj], rows[ii]),
-                        cols[jj + 1] - cols[jj],
-                        rows[ii + 1] - rows[ii],
-                        facecolor="0.82",
-                        edgecolor="none",
-                    )
-                )
-    ax.add_patch(
-        Rectangle((0, rows[i]), n, rows[i + 1] - rows[i], facecolor="#ff7f0e", alpha=0.25, edgecolor="none")
-    )
-    ax.add_patch(
-        Rectangle((cols[j], 0), cols[j + 1] - cols[j], n, facecolor="#1f77b4", alpha=0.2, edgecolor="none")
-    )
-    ax.add_patch(
-        Rectangle(
-            (cols[j], rows[i]),
-            cols[j + 1] - cols[j],
-            rows[i + 1] - rows[i],
-            facecolor="#d62728",
-            edgecolor="black",
-            lw=1.2,
-        )
-    )
-    for r in rows:
-        ax.axhline(r, color="black", lw=0.3)
-    for c in cols:
-        ax.axvline(c, color="black", lw=0.3)
-    ax.set_xlim(0, n)
-    ax.set_ylim(n, 0)
-    ax.set_aspect("equal")
-    ax.grid(False)
-    ax.set_xlabel("key index (K/V rows)")
-    ax.set_ylabel("query index (Q rows)")
-    ax.set_title(title or f"step: Q block {i}, K/V block {j}", fontsize=10)
-
-
 def name_device_memory(ax, hardware):
     """Write the preset's memory technology where `ax`'s labels, title, texts and legend say "HBM".
 
