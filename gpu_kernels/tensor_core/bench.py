@@ -29,10 +29,12 @@ import argparse
 import csv
 import io
 import math
+import os
 import re
 import statistics
 import sys
 import time
+import traceback
 
 from .dtypes import DTYPES, UNIT_ROUNDOFF
 
@@ -125,20 +127,68 @@ def enable_cupy_bfloat16():
         pass
 
 
-def cupy_naive(q, k, v, o, s, mask, scale):
-    """cuBLAS in the dtype: S = QKᵀ·scale (+ causal −∞), P = exp(S − rowmax) in place, O = PV / rowsum
-    (the row sums in fp32). S is (B, H, N, N) in the dtype: the materialising pipeline."""
+#: cudaDataType of the 16-bit dtypes (CUDA's library_types.h: CUDA_R_16BF = 14, CUDA_R_16F = 2) and the
+#: cuBLAS enums used (cublas_api.h): no transpose, transpose, fp32 accumulation, the default algorithm.
+CUDA_DATA_TYPE = {"bf16": 14, "fp16": 2}
+CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT = 0, 1, 68, -1
+
+
+def gemm_args(product, n, d):
+    """cuBLAS's column-major arguments (transa, transb, m, n, k, lda, ldb, ldc, strideA, strideB,
+    strideC) for one head's row-major product, A being the right factor and B the left one:
+    "qk": S = Q·Kᵀ (N×N from two N×d); "pv": O = P·V (N×d from N×N and N×d).
+
+    A row-major X is the column-major Xᵀ, so S = Q·Kᵀ is computed as Sᵀ = K·Qᵀ = op(A)·B with A = K
+    (stored d×N, transposed) and B = Q (stored d×N); O = P·V as Oᵀ = Vᵀ·Pᵀ = A·B with A = V, B = P.
+    At N = 4096, d = 64, S's call is a 4096×4096×64 product with leading dimensions 64, 64, 4096:
+
+    >>> gemm_args("qk", 4096, 64)
+    (1, 0, 4096, 4096, 64, 64, 64, 4096, 262144, 262144, 16777216)
+    """
+    if product == "qk":
+        return (CUBLAS_OP_T, CUBLAS_OP_N, n, n, d, d, d, n, n * d, n * d, n * n)
+    if product == "pv":
+        return (CUBLAS_OP_N, CUBLAS_OP_N, d, n, n, d, n, d, n * d, n * n, n * d)
+    raise ValueError(f"product must be 'qk' or 'pv', got {product!r}")
+
+
+def cublas_bmm(product, left, right, out, alpha, dtype):
+    """out = alpha·left·rightᵀ ("qk": Q, K) or left·right ("pv": P, V) for every batch·head, inputs and
+    output in `dtype`, fp32 accumulation (cublasGemmStridedBatchedEx). Not cupy.matmul: cupy 14.2's
+    matmul of > 2-D arrays sends bf16 to its integer fallback (which fails: "data type 'E' not
+    understood") and multiplies fp16 in fp32 copies, so it would not be cuBLAS in the dtype."""
+    import numpy as np
+    from cupy.cuda import cublas, device
+
+    for x in (left, right, out):
+        if not x.flags.c_contiguous:
+            raise ValueError(f"cublas_bmm: {product} operands must be C-contiguous")
+    *lead, n, d = left.shape if product == "qk" else right.shape
+    ta, tb, m, nn, k, lda, ldb, ldc, sa, sb, sc = gemm_args(product, n, d)
+    t = CUDA_DATA_TYPE[dtype]
+    one_alpha, zero = np.array(alpha, dtype=np.float32), np.array(0, dtype=np.float32)
+    cublas.gemmStridedBatchedEx(
+        device.get_cublas_handle(), ta, tb, m, nn, k, one_alpha.ctypes.data,
+        right.data.ptr, t, lda, sa, left.data.ptr, t, ldb, sb,
+        zero.ctypes.data, out.data.ptr, t, ldc, sc,
+        math.prod(lead), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT,
+    )  # fmt: skip
+
+
+def cupy_naive(q, k, v, o, s, mask, scale, dtype):
+    """cuBLAS in the dtype (`cublas_bmm`): S = QKᵀ·scale (the scale as the GEMM's alpha; + causal −∞),
+    P = exp(S − rowmax) in place, O = PV / rowsum (the row sums in fp32). S is (B, H, N, N) in the
+    dtype: the materialising pipeline."""
     import cupy as cp
 
-    cp.matmul(q, k.transpose(0, 1, 3, 2), out=s)
-    cp.multiply(s, scale, out=s)
+    cublas_bmm("qk", q, k, s, scale, dtype)
     if mask is not None:
         cp.add(s, mask, out=s)
     cp.subtract(s, s.max(axis=3, keepdims=True), out=s)
     cp.exp(s, out=s)
     rowsum = s.sum(axis=3, keepdims=True, dtype=cp.float32)
-    cp.matmul(s, v, out=o)
-    o[...] = (o / rowsum).astype(o.dtype)
+    cublas_bmm("pv", s, v, o, 1.0, dtype)
+    o[...] = (o.astype(cp.float32) / rowsum).astype(o.dtype)
 
 
 class Shape:
@@ -218,12 +268,12 @@ def launchers(sh, names, torch):
         s = cp.empty((b, h, n, n), dtype=sets[0][0].dtype)
         mask = None
         if sh.causal:
-            mask = cp.triu(cp.full((n, n), -cp.inf, dtype=s.dtype), 1)
+            mask = cp.triu(cp.full((n, n), -cp.inf, dtype=cp.float32), 1).astype(s.dtype)
         keep["cupy"] = (s, mask)
         scale = 1 / math.sqrt(d)
 
         def launch(i):
-            cupy_naive(*sets[i], o, s, mask, scale)
+            cupy_naive(*sets[i], o, s, mask, scale, sh.dtype)
             return sh.out
 
         return launch
@@ -242,7 +292,7 @@ def launchers(sh, names, torch):
         "fa2_tc": [("fa2_tc", f"w4_bc{default_config(d).block_cols} (default)", fa2(default_config(d)))]
         + [("fa2_tc", f"w{w}_bc{bc}", fa2(TcConfig(d, w, bc).check())) for w, bc in ALTERNATIVES[d]],
         "naive_tc": [("naive_tc", "w4_bc64", naive)],
-        "cupy_naive": [("cupy_naive", "cuBLAS " + sh.dtype, cupy)],
+        "cupy_naive": [("cupy_naive", f"cublasGemmStridedBatchedEx {sh.dtype}, fp32 acc.", cupy)],
         "torch_math": [("torch_math", "", sdpa(SDPBackend.MATH))],
         "torch_flash": [("torch_flash", "", sdpa(SDPBackend.FLASH_ATTENTION))],
         "torch_cudnn": [("torch_cudnn", "", sdpa(SDPBackend.CUDNN_ATTENTION))],
@@ -288,7 +338,11 @@ def bench_shape(sh, names, min_reps, max_reps, torch, log):
             t = _events_time(launch, reps, per_event, torch)
         except Exception as ex:  # out of memory, a backend that refuses the shape, a cupy dtype: say so
             msg = f"{type(ex).__name__}: {str(ex).splitlines()[0][:160] if str(ex) else ''}"
-            log(f"{sh.dtype} causal={sh.causal} d={sh.d} N={sh.n} {name} {config}: not timed ({msg})")
+            at = traceback.extract_tb(ex.__traceback__)[-1]
+            log(
+                f"{sh.dtype} causal={sh.causal} d={sh.d} N={sh.n} {name} {config}: not timed ({msg}; raised at "
+                f"{os.path.basename(at.filename)}:{at.lineno})"
+            )
             rows.append({**row, "ok": False, "note": "not timed: " + msg})
             keep.clear()
             torch.cuda.empty_cache()

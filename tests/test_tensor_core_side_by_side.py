@@ -1,0 +1,53 @@
+"""The side by side's cuBLAS call for cupy's naive attention: the column-major arguments that
+`gemm_args` gives, run through a numpy model of cublasGemmStridedBatchedEx's definition (C = α·op(A)·op(B)
+on column-major buffers with leading dimensions and batch strides), must give the row-major Q·Kᵀ and
+P·V per head (numpy's own matmul, float64). Runs on the CPU: the GPU run checks the same function
+against torch's fp32 attention."""
+
+import numpy as np
+import pytest
+
+from gpu_kernels.tensor_core.bench import CUBLAS_OP_N, CUBLAS_OP_T, gemm_args
+
+
+def _col_major(buf, offset, rows, cols, ld):
+    """The rows×cols column-major matrix at buf[offset:]: element (i, j) is buf[offset + i + j·ld]."""
+    i, j = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    return buf[offset + i + j * ld]
+
+
+def _gemm_strided_batched(transa, transb, m, n, k, alpha, a, lda, sa, b, ldb, sb, c, ldc, sc, batch):
+    """cuBLAS's definition, written out: for each batch, C (m×n) = α·op(A)·op(B), op(A) m×k, op(B) k×n."""
+    for p in range(batch):
+        opa = (
+            _col_major(a, p * sa, k, m, lda).T if transa == CUBLAS_OP_T else _col_major(a, p * sa, m, k, lda)
+        )
+        opb = (
+            _col_major(b, p * sb, n, k, ldb).T if transb == CUBLAS_OP_T else _col_major(b, p * sb, k, n, ldb)
+        )
+        prod = alpha * opa @ opb
+        for j in range(n):
+            c[p * sc + j * ldc : p * sc + j * ldc + m] = prod[:, j]
+
+
+@pytest.mark.parametrize("n,d", [(8, 4), (6, 16)])
+def test_gemm_args_give_the_row_major_products_per_head(n, d):
+    rng = np.random.default_rng(5)
+    batch = 3
+    q, k, v = (rng.standard_normal((batch, n, d)) for _ in range(3))
+    p = rng.standard_normal((batch, n, n))
+    s = np.full(batch * n * n, np.nan)
+    ta, tb, m, nn, kk, lda, ldb, ldc, sa, sb, sc = gemm_args("qk", n, d)
+    # A is the right factor (K), B the left one (Q), as cublas_bmm passes them
+    _gemm_strided_batched(ta, tb, m, nn, kk, 0.5, k.ravel(), lda, sa, q.ravel(), ldb, sb, s, ldc, sc, batch)
+    np.testing.assert_allclose(s.reshape(batch, n, n), 0.5 * q @ k.transpose(0, 2, 1), rtol=1e-12)
+    o = np.full(batch * n * d, np.nan)
+    ta, tb, m, nn, kk, lda, ldb, ldc, sa, sb, sc = gemm_args("pv", n, d)
+    _gemm_strided_batched(ta, tb, m, nn, kk, 1.0, v.ravel(), lda, sa, p.ravel(), ldb, sb, o, ldc, sc, batch)
+    np.testing.assert_allclose(o.reshape(batch, n, d), p @ v, rtol=1e-12)
+
+
+def test_gemm_args_refuses_an_unknown_product():
+    with pytest.raises(ValueError, match="product must be 'qk' or 'pv'"):
+        gemm_args("qv", 8, 4)
+    assert CUBLAS_OP_N == 0  # cublas_api.h: CUBLAS_OP_N = 0, CUBLAS_OP_T = 1
