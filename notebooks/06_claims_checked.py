@@ -68,7 +68,8 @@ table = verdicts.table()
 def group(name):
     """The slide table of one group of claims, and its cards (collapsed) below it."""
     keys = verdicts.GROUPS[name]
-    display(verdicts.slide_table(keys, table))
+    with pd.option_context("display.max_colwidth", None):  # whole claims, wrapped, never cut at 50 characters
+        display(verdicts.slide_table(keys, table))
     display(Markdown(verdicts.cards(keys, table)))
 
 
@@ -175,7 +176,8 @@ labels = [f"{r['model']}, {r['mode']}, batch {r['batch']}" for _, r in oom.iterr
 colors = [charts.COLORS["naive"] if x else charts.COLORS["fa2"] for x in oom["N×N alone exceed HBM"]]
 ax.barh(labels, oom["N×N matrices (GiB)"], color=colors)
 capacity = oom["HBM (GiB)"].iloc[0]
-ax.axvline(capacity, color="black", ls="--", label=f"{load_preset('a100-80gb').name} HBM: {capacity:.0f} GiB")
+a100 = load_preset("a100-80gb")
+ax.axvline(capacity, color="black", ls="--", label=f"{a100.name} {a100.dram_name}: {capacity:.0f} GiB")
 ax.legend(loc="upper right", fontsize=9)
 ax.set_xscale("log")
 ax.xaxis.set_major_formatter(lambda v, _pos: f"{v:g}")
@@ -276,7 +278,7 @@ for ax, title in (
     charts.tokens_axis(ax, list(SEQ))
     ax.set_title(title)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8.5)
-left.set_ylabel("speed-up, standard time / FlashAttention time (×, log scale)")
+left.set_ylabel("standard time / FlashAttention time (×, log)")
 fig.suptitle(f"Speed-up of FlashAttention over standard attention, d = {claims.DEFAULT_HEAD_DIM}")
 plt.show()
 
@@ -403,7 +405,7 @@ assert table.loc["r", "number"].startswith(f"{charts.fmt_bytes(spare)} spare")
 #
 # Claim (g): training Llama-2-7B at N = 8192, batch 1, keeps P of every layer for the backward pass
 # plus S of the current layer: (layers + 1) × heads × N² fp16 values. Compute the GiB by hand and
-# compare with the A100's 80 GiB. How far would inference (S and P of one layer) be from the limit?
+# compare with the memory of the A100-80GB preset. How far would inference (S and P of one layer) be from the limit?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 llama2 = load_model("llama-2-7b")
