@@ -146,15 +146,15 @@ def draw(n, d, sram, br, bc, gpu):
         for name, r in results.items()
         if fits[name]
     ]
-    charts.plot_roofline(ax2, hw, "fp16", points=points, title=f"{hw.name}, N = {n}, d = {d}")
+    charts.plot_roofline(ax2, hw, "fp16", points=points, title=f"{hw.name}, fp16, N = {n}, d = {d}")
     for ax in (ax1, ax2):
         charts.name_device_memory(ax, hw)
     plt.show()
 
-    rows = []
+    rows, traffic = [], f"{hw.dram_name} traffic (MB)"
     for name, r in results.items():
         if not fits[name]:
-            rows.append({"schedule": name, "HBM traffic (MB)": None, "bound": "infeasible: tiles do not fit"})
+            rows.append({"schedule": name, traffic: None, "bound": "infeasible: tiles do not fit"})
             continue
         rl = roofline(r, hw)
         rows.append(
@@ -164,14 +164,16 @@ def draw(n, d, sram, br, bc, gpu):
                 "Bc": r.block_cols,
                 "Tr": r.tr,
                 "Tc": r.tc,
-                "HBM traffic (MB)": round(r.hbm_bytes / 1e6, 3),
+                traffic: round(r.hbm_bytes / 1e6, 3),
                 "intensity (FLOP/B)": round(rl.arithmetic_intensity, 1),
                 "roofline time (µs)": round(rl.time_s * 1e6, 2),
                 "bound": rl.bound,
             }
         )
     table = pd.DataFrame(rows).set_index("schedule")
-    display(table.astype({c: "Int64" for c in ("Br", "Bc", "Tr", "Tc") if c in table}))
+    display(
+        table.astype({c: "Int64" for c in ("Br", "Bc", "Tr", "Tc") if c in table}).astype(object).fillna("—")
+    )
 
 
 def explorer(settings):
@@ -379,6 +381,7 @@ print(f"largest Br = Bc: FA1 {largest['fa1']} (needs {fa1_sram(largest['fa1']):,
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 n, d = 4096, 64
+assert load_preset("h100-sxm").sram_bytes == h200.sram_bytes  # the same SRAM per block, as the exercise says
 for key in ("h200", "h100-sxm"):
     hw = load_preset(key)
     r = count("fa2", Workload(n, d), hardware=hw, block_rows=256, block_cols=64)
