@@ -96,7 +96,7 @@ for n in (256, 1024, 4096, 16384):
         }
     )
 causal_table = pd.DataFrame(rows)
-causal_table
+causal_table.round(4)
 
 # %% tags=["remove-input"]
 last, first = causal_table.iloc[-1], causal_table.iloc[0]
@@ -150,7 +150,7 @@ for kv_heads in (32, 8, 1):
             "decode FLOP/byte": dec.flops / dec.hbm_bytes,
         }
     )
-pd.DataFrame(rows)
+pd.DataFrame(rows).round(2)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The prefill column does not move with kv_heads; the decode column falls by g. This is why GQA was
@@ -178,7 +178,7 @@ pd.DataFrame(rows)
 LLAMA3 = load_model("llama-3-8b")
 w_dec = LLAMA3.decode_workload(32768)  # one layer, batch 1, one new token against 32K cached tokens
 decode_table = split_k_frame(w_dec, H200, [1, 2, 4, 8, 16, 17, 32, 64, 128])
-decode_table.round(2)
+decode_table.round(2).replace({"reduction (µs)": {0.0: "— (s = 1)"}})  # no combine kernel without splits
 
 # %% tags=["remove-input"]
 by_s = decode_table.set_index("splits s")
@@ -215,7 +215,7 @@ for batch, marker in ((1, "o"), (4, "s"), (16, "^")):
 ax.set_xscale("log", base=2)
 charts.pow2_axis(ax, splits, label="flash-decoding splits s")
 ax.set_yscale("log")
-ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
+ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 3, 5)))
 ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
 ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 ax.set_ylabel("time per decode step per layer (µs)")
@@ -245,14 +245,14 @@ for n in (1024, 4096, 16384):
     rows.append(
         {
             "N": n,
-            "standard bwd HBM (GB)": std.hbm_bytes / 1e9,
-            "flash bwd HBM (GB)": fl.hbm_bytes / 1e9,
+            "standard bwd HBM (MB)": std.hbm_bytes / 1e6,
+            "flash bwd HBM (MB)": fl.hbm_bytes / 1e6,
             "traffic ratio": std.hbm_bytes / fl.hbm_bytes,
             "standard GFLOP": std.flops / 1e9,
             "flash GFLOP (recompute)": fl.flops / 1e9,
         }
     )
-pd.DataFrame(rows)
+pd.DataFrame(rows).round(2)
 
 # %% tags=["remove-input"] slideshow={"slide_type": "slide"}
 a100 = load_preset("a100-40gb")
@@ -318,7 +318,7 @@ display(
 # %%
 h200_fig2 = figure2_h200()
 columns = ["attention", "dropout", "paper_gb", "h200_dram_gb", "model_h200_dram_gb", "paper_ms", "h200_ms"]
-h200_fig2[columns].round(2)
+h200_fig2[columns].round(2).fillna("—")  # no paper number for the padded SDPA run
 
 # %% tags=["remove-input"]
 h = h200_fig2[h200_fig2.dropout > 0].set_index("attention")
@@ -362,10 +362,10 @@ for key in model_keys():
             "KV cache per token (KiB, fp16)": m.kv_bytes_per_token() / 1024,
             "weights fp16 (GiB)": m.weight_bytes("fp16") / GIB,
             "context (tokens)": m.max_position_embeddings,
-            "sliding window (tokens)": m.sliding_window,
+            "sliding window (tokens)": m.sliding_window or "—",
         }
     )
-pd.DataFrame(kv_rows).astype({"sliding window (tokens)": "Int64"})
+pd.DataFrame(kv_rows).round(2)
 
 # %% tags=["remove-input"] slideshow={"slide_type": "slide"} alt="GPU memory in GiB for fp16 weights plus fp16 KV cache against conversation length for Llama-2-7B, Llama-3-8B and Mistral-7B at batch 1 and 8: each curve stops at the model's context, Mistral's flattens at its sliding window; a line marks the T4's memory"
 T4 = load_preset("t4")
@@ -377,16 +377,13 @@ for key in ("llama-2-7b", "llama-3-8b", "mistral-7b"):
         color = ax.lines[-1].get_color() if batch > 1 else None  # batch 8 in its model's colour
         gib = memory_table(m, contexts, batch=batch)["total_bytes"] / GIB
         ax.plot(contexts / 1024, gib, ls=ls, color=color, label=f"{m.name}, B = {batch}")
-ax.axhline(T4.level("HBM").capacity_bytes / GIB, color="black", lw=1)
-ax.text(
-    0.3,
-    T4.level("HBM").capacity_bytes / GIB + 0.4,
-    f"{T4.name}: {T4.level('HBM').capacity_bytes / GIB:.0f} GiB",
-)
+t4_gib = T4.level("HBM").capacity_bytes / GIB
+ax.axhline(t4_gib, color="black", lw=1)
+ax.text(0.98, t4_gib + 0.2, f"{T4.name}: {t4_gib:.0f} GiB", ha="right", transform=ax.get_yaxis_transform())
 ax.set_xlabel("conversation length (K tokens, 1K = 1024)")
 ax.set_ylabel("fp16 weights + fp16 KV cache (GiB)")
 ax.set_title("each curve stops at the model's context; Mistral's cache stops at its window", fontsize=10)
-ax.legend(fontsize=8, ncol=2, loc="lower right")
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
 plt.show()
 
 # %% tags=["remove-input"]
