@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test lint format test-gpu notebooks slides report bench-trace clean
+.PHONY: lab test test-browser lint format test-gpu notebooks slides handouts report bench-trace clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,8 +15,13 @@ $(STAMP): pyproject.toml
 # JupyterLab refuses to start as root unless told; containers often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# JupyterLab on notebooks/ with tools/lab/jupyter_lab_config.py: each .py lecture opens as a notebook (Jupytext
+# Notebook is the default viewer, python3 kernel), a save writes the script back without outputs, one entry
+# per lecture in the file browser, no news pop-up or update check. Writes nothing tracked.
+LAB_CONFIG := tools/lab/jupyter_lab_config.py
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/
+	$(BIN)/jupyter lab $(ROOT_FLAG) --config $(LAB_CONFIG) --ServerApp.root_dir=notebooks
 
 # The lectures are tracked only as jupytext scripts (notebooks/NN_topic.py, see jupytext.toml); the .ipynb
 # files that the tests, slides and handouts execute are generated here, outside the tracked tree.
@@ -50,21 +55,46 @@ format: $(STAMP)
 test-gpu:
 	FLASHIO_GPU=1 $(PYTHON) -m pytest -q -p no:cacheprovider -m gpu -rfs tests
 
-# Lectures as reveal.js slides: slide types and speaker notes come from the cells' slideshow metadata,
-# cells tagged remove-input show only their output. Open build/slides/NN_topic.slides.html and press S
-# for the speaker view (reveal.js itself is loaded from a CDN when the page opens).
-slides: notebooks
-	mkdir -p build/slides
-	$(BIN)/jupyter nbconvert --to slides --execute --ExecutePreprocessor.kernel_name=python3 \
-	  --ExecutePreprocessor.timeout=600 --no-prompt --SlidesExporter.reveal_scroll=True \
-	  --TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_input_tags='["remove-input"]' \
-	  --output-dir build/slides $(NOTEBOOKS_BUILD)/*.ipynb
+# The course build (tools/build_course.py): each lecture executed once into build/executed/ (again only when
+# the lecture, simlib/ or data/ changed), then exported. Pages load reveal.js, require.js, jQuery and MathJax
+# from tools/vendor/ by a relative path (versions and licences: tools/vendor/README.md), so they open and work
+# without network. An image output whose cell has no alt="..." stops the build with one line naming the
+# lecture and cell (tools/alt_text.py).
+EXECUTED    := $(patsubst notebooks/%.py,build/executed/%.ipynb,$(NOTEBOOK_SOURCES))
+COURSE_DEPS := $(shell find simlib data -type f -not -path '*/__pycache__/*' 2>/dev/null) tools/build_course.py
+
+build/executed/%.ipynb: notebooks/%.py $(COURSE_DEPS) | $(STAMP)
+	$(BIN)/python -m tools.build_course execute $< --out build/executed
+
+# Lectures as reveal.js slides, offline: build/slides/NN_topic.slides.html. Slide types come from the cells'
+# slideshow metadata; cells with slide_type "notes" appear only in the speaker view (press S); cells tagged
+# solution are left out, cells tagged remove-input show only their output; every image has its cell's alt.
+slides: $(EXECUTED)
+	$(BIN)/python -m tools.build_course slides $(EXECUTED) --out build/slides
+
+# The rendered course, committed: docs/handouts/NN_topic.html (code and outputs, solutions collapsed under
+# "Solution") and docs/handouts/index.html. Each page records the sha256 of its lecture script;
+# tests/test_build_handouts.py fails when a lecture changed and its handout was not rebuilt.
+handouts: $(EXECUTED)
+	$(BIN)/python -m tools.build_course handouts $(EXECUTED) --out docs/handouts
 
 # Every lecture executed top to bottom, as HTML with code and outputs: build/report/NN_topic.html.
 report: notebooks
 	mkdir -p build/report
 	$(BIN)/jupyter nbconvert --to html --execute --ExecutePreprocessor.kernel_name=python3 \
 	  --ExecutePreprocessor.timeout=600 --output-dir build/report $(NOTEBOOKS_BUILD)/*.ipynb
+
+# A real browser (tests/test_browser.py): JupyterLab as `make lab` starts it, lecture 07 run in headless
+# Chromium, a slider moved (the chart must change, no cell may show an error), the notebook saved with
+# Ctrl+S (the script and `git status notebooks/` must not change); then lecture 07's slide deck opened with
+# the network blocked (no request may leave file://, speaker notes hidden from the audience). Installs
+# Debian's chromium and chromium-driver with apt-get when missing; nothing is downloaded at run time.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+test-browser: $(STAMP)
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || { $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends chromium chromium-driver; }
+	FLASHIO_BROWSER=1 $(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_browser.py
 
 bench-trace: $(STAMP)
 	$(BIN)/python benchmarks/trace_scale.py

@@ -1,0 +1,346 @@
+"""The course in a real browser (headless Chromium): `make test-browser` runs this file.
+
+1. JupyterLab as `make lab` starts it (tools/lab/jupyter_lab_config.py): lecture 07 opens from its .py
+   as a notebook with the python3 kernel and no dialog or news pop-up, every cell runs without an error,
+   a chart stands under the sliders before any move, moving a slider redraws it, and saving with Ctrl+S
+   leaves the script byte for byte as it was and `git status notebooks/` as it was.
+2. Lecture 07's reveal.js deck, built as `make slides` builds it, opened from file:// with the network
+   blocked: reveal.js and MathJax start, no request leaves file://, nothing fails to load, and the speaker
+   notes are hidden from the audience (they exist, and they show in the speaker view).
+
+Needs Debian's chromium and chromium-driver (the make target installs them) and selenium (dev extra).
+Without FLASHIO_BROWSER=1 (set by `make test-browser`) the file is skipped, so `make test` stays CPU-light.
+"""
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("FLASHIO_BROWSER") != "1", reason="real-browser test: run `make test-browser`"
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+LECTURE = ROOT / "notebooks" / "07_interactive.py"
+LAB_CONFIG = ROOT / "tools" / "lab" / "jupyter_lab_config.py"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+WAIT_S = 90
+
+
+def _browser(extra_args=(), page_load_strategy="normal"):
+    """Headless Chromium driven by Debian's chromedriver; no Selenium Manager, nothing downloaded."""
+    webdriver = pytest.importorskip("selenium.webdriver")
+    for path in (CHROMIUM, CHROMEDRIVER):
+        assert Path(path).exists(), (
+            f"{path} missing: `make test-browser` installs chromium and chromium-driver"
+        )
+    os.environ["SE_OFFLINE"] = "true"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    options.page_load_strategy = page_load_strategy
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        options.add_argument(arg)
+    for arg in extra_args:
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    driver.set_script_timeout(WAIT_S)
+    return driver
+
+
+def _wait(driver, what, script, timeout=WAIT_S, *args):
+    """Poll a JavaScript expression until it returns something truthy; fail saying what was awaited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = driver.execute_script(script, *args)
+        if value:
+            return value
+        time.sleep(0.25)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _git_status():
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all", "notebooks/"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+@pytest.fixture
+def jupyterlab(tmp_path):
+    """JupyterLab with `make lab`'s configuration on a free port with a random token; stopped afterwards."""
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(
+        os.environ,
+        JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "user-settings"),  # the user's own settings stay out
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+    )
+    command = [
+        str(Path(sys.executable).with_name("jupyter")),
+        "lab",
+        "--config",
+        str(LAB_CONFIG),
+        "--ServerApp.root_dir=" + str(ROOT / "notebooks"),
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        "--LabApp.expose_app_in_browser=True",  # lets the test run JupyterLab's own commands
+        *(["--allow-root"] if os.geteuid() == 0 else []),
+    ]
+    log = tmp_path / "jupyterlab.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not start; its log ends:\n{log.read_text()[-2000:]}")
+                time.sleep(0.5)
+        yield base, token
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.send_signal(signal.SIGINT)  # the second one skips the "shut down? (y/n)" prompt
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+NOTEBOOK = "const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+
+RUN_ALL = """
+const done = arguments[arguments.length - 1];
+window.jupyterapp.commands.execute('notebook:run-all-cells').then(
+  ok => done({ok: ok}), err => done({ok: false, error: String(err)}));
+"""
+
+ERROR_OUTPUTS = (
+    NOTEBOOK
+    + """
+const errors = [];
+const cells = w.content.model.cells;
+for (let i = 0; i < cells.length; i++) {
+  const cell = cells.get(i);
+  if (cell.type !== 'code') continue;
+  for (const o of cell.outputs.toJSON()) {
+    if (o.output_type === 'error') errors.push(`cell ${i + 1}: ${o.ename}: ${o.evalue}`);
+  }
+  if (cell.executionCount === null) errors.push(`cell ${i + 1} did not run`);
+}
+for (const node of document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')) {
+  if (node.innerText.includes('Traceback (most recent call last)')) errors.push('a traceback: ' + node.innerText.slice(0, 300));
+}
+return errors;
+"""
+)
+
+SLIDER = """
+const sliders = [...document.querySelectorAll('.jp-Notebook .widget-slider')];
+const named = sliders.find(s => (s.querySelector('.widget-label') || {}).innerText === arguments[0]);
+return named || sliders[0] || null;
+"""
+
+CHART_UNDER = """
+function chartUnder(slider) {
+  const cell = slider.closest('.jp-Cell');
+  const img = cell && cell.querySelector('.jupyter-widgets-output-area img, .widget-output img');
+  return img ? img.src : null;
+}
+"""
+
+
+def test_lecture_07_runs_redraws_and_saves_unchanged_in_jupyterlab(jupyterlab):
+    base, token = jupyterlab
+    script_before, status_before = LECTURE.read_bytes(), _git_status()
+    mtime_before = LECTURE.stat().st_mtime_ns
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    driver = _browser()
+    try:
+        driver.get(f"{base}/lab/tree/{LECTURE.name}?token={token}")
+        _wait(
+            driver,
+            f"{LECTURE.name} to open as a notebook",
+            NOTEBOOK
+            + f"return w && w.node.classList.contains('jp-NotebookPanel') && w.context.path === '{LECTURE.name}';",
+        )
+        kernel = _wait(
+            driver,
+            "the kernel to start and be idle",
+            NOTEBOOK + "const k = w.sessionContext.session && w.sessionContext.session.kernel;"
+            "return k && k.status === 'idle' && k.name;",
+        )
+        assert kernel == "python3", f"the lecture started kernel {kernel!r}, not python3"
+        dialogs = driver.execute_script(
+            "return [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText);"
+        )
+        assert not dialogs, f"a dialog opened with the lecture (kernel picker?): {dialogs}"
+        toasts = driver.execute_script(
+            "return [...document.querySelectorAll('.Toastify__toast')].map(t => t.innerText);"
+        )
+        assert not toasts, f"a notification pop-up on first start: {toasts}"
+
+        started = time.monotonic()
+        result = driver.execute_async_script(RUN_ALL)
+        errors = driver.execute_script(ERROR_OUTPUTS)
+        assert not errors and result.get("ok"), f"running all cells of 07: {errors or result}"
+        print(f"07: all cells ran in {time.monotonic() - started:.1f} s")
+
+        slider = _wait(driver, "a slider under the charts", SLIDER, WAIT_S, "sequence length N")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", slider)
+        before = _wait(
+            driver,
+            "a chart under the sliders before the first move",
+            CHART_UNDER + "return chartUnder(arguments[0]);",
+            30,
+            slider,
+        )
+        readout = slider.find_element("css selector", ".widget-readout")
+        value_before = readout.text
+        handle = slider.find_element("css selector", ".noUi-handle")
+        driver.execute_script("arguments[0].focus();", handle)
+        handle.send_keys(Keys.ARROW_RIGHT)
+        _wait(
+            driver,
+            "the slider's value to change",
+            "return arguments[0].innerText !== arguments[1];",
+            10,
+            readout,
+            value_before,
+        )
+        _wait(
+            driver,
+            f"the chart to redraw after moving the slider from {value_before} to {readout.text}",
+            CHART_UNDER + "const now = chartUnder(arguments[0]); return now && now !== arguments[1];",
+            60,
+            slider,
+            before,
+        )
+        errors = driver.execute_script(ERROR_OUTPUTS)
+        assert not errors, f"after moving the slider: {errors}"
+
+        driver.execute_script(NOTEBOOK + "w.content.activate(); w.content.node.focus();")
+        ActionChains(driver).key_down(Keys.CONTROL).send_keys("s").key_up(Keys.CONTROL).perform()
+        deadline = time.monotonic() + 30
+        while LECTURE.stat().st_mtime_ns == mtime_before:
+            dialogs = driver.execute_script(
+                "return [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText);"
+            )
+            assert not dialogs, f"saving opened a dialog: {dialogs}"
+            assert time.monotonic() < deadline, "Ctrl+S did not save the lecture within 30 s"
+            time.sleep(0.25)
+    finally:
+        driver.quit()
+    assert LECTURE.read_bytes() == script_before, (
+        f"saving from JupyterLab changed {LECTURE.relative_to(ROOT)} (see `git diff`): check jupytext.toml"
+    )
+    assert _git_status() == status_before, f"git status notebooks/ changed:\n{_git_status()}"
+
+
+def _requests(driver):
+    """(requested URLs, failed loads) from Chromium's performance log since the last call."""
+    urls, failed = [], []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"][:120])
+        elif message["method"] == "Network.loadingFailed":
+            failed.append({k: message["params"].get(k) for k in ("errorText", "blockedReason", "type")})
+    return urls, failed
+
+
+def test_slide_deck_works_offline_with_notes_only_in_the_speaker_view(tmp_path):
+    executed = tmp_path / "executed" / f"{LECTURE.stem}.ipynb"
+    for step, inputs, out in (
+        ("execute", LECTURE, executed.parent),
+        ("slides", executed, tmp_path / "slides"),
+    ):
+        build = [sys.executable, "-m", "tools.build_course", step, str(inputs), "--out", str(out)]
+        done = subprocess.run(build, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"building 07's deck ({step}) failed:\n{done.stdout}{done.stderr}"
+    deck = tmp_path / "slides" / f"{LECTURE.stem}.slides.html"
+    blocked = ("--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:9")
+    driver = _browser(blocked, page_load_strategy="none")  # the speaker view is written, never "loaded"
+    try:
+        driver.get(deck.as_uri())
+        _wait(
+            driver,
+            "reveal.js to start",
+            "return document.querySelector('.reveal.ready');",
+        )
+        _wait(driver, "MathJax to start", "return window.MathJax && MathJax.isReady;", 30)
+        urls, failed = _requests(driver)
+        outside = [u for u in urls if not u.startswith(("file://", "data:"))]
+        assert not outside, f"the deck requested {len(outside)} URL(s) outside file://: {outside[:5]}"
+        assert not failed, f"{len(failed)} load(s) failed, e.g. {failed[:3]}"
+        notes = driver.execute_script(
+            "return [...document.querySelectorAll('aside.notes')].map(a => "
+            "[getComputedStyle(a).display, a.textContent.trim().slice(0, 60)]);"
+        )
+        assert notes, "lecture 07's deck has no speaker notes (cells with slide_type 'notes')"
+        shown = [text for display, text in notes if display != "none"]
+        assert not shown, f"speaker notes visible to the audience: {shown}"
+        audience = driver.execute_script("return document.body.innerText;")
+        leaked = [text for _, text in notes if text and text in audience]
+        assert not leaked, f"speaker notes in the audience page's text: {leaked}"
+        assert "Speaker notes:" not in audience
+
+        driver.execute_script(
+            # reveal.js is an AMD module here (loaded by require.js), not a global: go by the URL hash
+            "const s = document.querySelector('aside.notes').closest('section');"
+            "const top = s.parentElement.classList.contains('slides') ? s : s.parentElement;"
+            "const h = [...top.parentElement.children].indexOf(top);"
+            "const v = top === s ? 0 : [...top.children].filter(c => c.tagName === 'SECTION').indexOf(s);"
+            "location.hash = '#/' + h + '/' + v;"
+        )
+        deck_window = driver.current_window_handle
+        driver.find_element("css selector", "body").send_keys("s")
+        deadline = time.monotonic() + 20
+        while len(driver.window_handles) < 2:
+            assert time.monotonic() < deadline, "pressing S opened no speaker view"
+            time.sleep(0.25)
+        driver.switch_to.window(next(h for h in driver.window_handles if h != deck_window))
+        speaker = _wait(
+            driver,
+            "the speaker view to show the notes",
+            "const v = document.querySelector('.speaker-controls-notes .value'); return v && v.innerText.trim();",
+            30,
+        )
+        assert notes[0][1][:30] in speaker, f"the speaker view shows {speaker[:80]!r}, not the slide's notes"
+        urls, failed = _requests(driver)
+        outside = [u for u in urls if not u.startswith(("file://", "data:", "about:"))]
+        assert not outside and not failed, f"speaker view: outside {outside[:5]}, failed {failed[:3]}"
+    finally:
+        driver.quit()
+    shutil.rmtree(tmp_path / "executed", ignore_errors=True)

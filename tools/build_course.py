@@ -1,0 +1,167 @@
+"""Build the course from the lecture scripts: execute each once, then export offline slides and handouts.
+
+    python -m tools.build_course execute notebooks/07_interactive.py --out build/executed
+    python -m tools.build_course slides build/executed/*.ipynb --out build/slides
+    python -m tools.build_course handouts build/executed/*.ipynb --out docs/handouts
+
+`make slides` and `make handouts` run these (the Makefile re-executes a lecture only when it, simlib or
+data/ changed). The pages load reveal.js, require.js, jQuery and MathJax from tools/vendor by a relative
+path, so they open and work without network (tools/vendor/README.md: versions, sources, licences).
+Slides: cells tagged `solution` removed, `remove-input` cells show their output only, slide_type "notes"
+cells only in the speaker view (S). Handouts: code and outputs, each solution collapsed under
+"Solution", the lecture script's sha256 in a <meta> tag (tests/test_build_handouts.py compares it).
+An image without alt text stops the build with one line per cell (tools/alt_text.py).
+"""
+
+import argparse
+import hashlib
+import html
+import os
+import sys
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+from nbconvert import HTMLExporter, SlidesExporter
+from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
+from traitlets.config import Config
+
+from tools.alt_text import AltTextPreprocessor, missing_alt
+
+ROOT = Path(__file__).resolve().parents[1]
+VENDOR = ROOT / "tools" / "vendor"
+TEMPLATES = ROOT / "tools" / "templates"
+MATHJAX_CONFIG = "TeX-AMS_CHTML-full,Safe"
+
+
+def source_record(script):
+    """What a built page says about the lecture it came from: its path in the repo and its sha256."""
+    script = Path(script).resolve()
+    return {
+        "source": script.relative_to(ROOT).as_posix(),
+        "sha256": hashlib.sha256(script.read_bytes()).hexdigest(),
+    }
+
+
+def execute(script, out_dir, timeout=600):
+    """Run every cell of one lecture script (in notebooks/, with the python3 kernel) into OUT/NN_topic.ipynb."""
+    script = Path(script).resolve()
+    notebook = jupytext.read(script)
+    notebook.metadata["flashio"] = source_record(script)
+    started = time.monotonic()
+    try:
+        ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(
+            notebook, {"metadata": {"path": str(script.parent)}}
+        )
+    except CellExecutionError as err:
+        sys.exit(f"build_course: {script.relative_to(ROOT)} failed while executing:\n{err}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"{script.stem}.ipynb"
+    nbformat.write(notebook, target)
+    print(f"executed {script.relative_to(ROOT)} in {time.monotonic() - started:.0f} s -> {target}")
+
+
+def asset_urls(out_dir):
+    """The vendored scripts' URLs relative to the folder the pages are written to."""
+    prefix = Path(os.path.relpath(VENDOR, Path(out_dir).resolve())).as_posix()
+    return {
+        "reveal": f"{prefix}/reveal.js",
+        "mathjax": f"{prefix}/mathjax/MathJax.js?config={MATHJAX_CONFIG}",
+        "require": f"{prefix}/requirejs/require.js",
+        "jquery": f"{prefix}/jquery/jquery.min.js",
+    }
+
+
+def exporter(kind, out_dir):
+    """nbconvert's exporter for `slides` or `handouts`, with the templates under tools/templates."""
+    urls = asset_urls(out_dir)
+    c = Config()
+    c.TemplateExporter.extra_template_basedirs = [str(TEMPLATES)]
+    c.TemplateExporter.extra_template_paths = [str(TEMPLATES)]  # for flashio_images.j2
+    c.TemplateExporter.exclude_input_prompt = True
+    c.TemplateExporter.exclude_output_prompt = True
+    c.HTMLExporter.mathjax_url = urls["mathjax"]
+    c.HTMLExporter.require_js_url = urls["require"]
+    c.HTMLExporter.jquery_url = urls["jquery"]
+    c.HTMLExporter.mermaid_js_url = ""
+    c.TagRemovePreprocessor.enabled = True
+    c.TagRemovePreprocessor.remove_input_tags = {"remove-input"}
+    if kind == "slides":
+        c.TagRemovePreprocessor.remove_cell_tags = {"solution"}
+        c.SlidesExporter.reveal_url_prefix = urls["reveal"]
+        c.SlidesExporter.reveal_scroll = True
+        c.SlidesExporter.reveal_theme = "white"  # vendored; other themes import web fonts
+        made = SlidesExporter(config=c, template_name="flashio_slides")
+    else:
+        made = HTMLExporter(config=c, template_name="flashio_handout")
+    made.register_preprocessor(AltTextPreprocessor(), enabled=True)
+    return made
+
+
+def _title(notebook, fallback):
+    first = notebook.cells[0].source.splitlines() if notebook.cells else []
+    return first[0].lstrip("# ").strip() if first else fallback
+
+
+def handouts_index(entries):
+    """index.html: one link per handout, in lecture order."""
+    items = "\n".join(
+        f'<li><a href="{html.escape(name)}">{html.escape(title)}</a></li>' for name, title in entries
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        "<title>flash-io: the lectures, executed</title>\n</head>\n<body>\n"
+        "<h1>flash-io: the lectures, executed</h1>\n"
+        "<p>Each page is a lecture run top to bottom without a GPU (code, outputs and charts; the exercise "
+        "solutions are collapsed under <em>Solution</em>). Built by <code>make handouts</code> from "
+        "<code>notebooks/</code>.</p>\n"
+        f"<ol>\n{items}\n</ol>\n</body>\n</html>\n"
+    )
+
+
+def export(kind, executed, out_dir):
+    """Write the slides (NN_topic.slides.html) or handouts (NN_topic.html and index.html) of EXECUTED."""
+    notebooks = [(Path(p), nbformat.read(p, as_version=4)) for p in sorted(executed)]
+    problems = [
+        line
+        for path, nb in notebooks
+        for line in missing_alt(nb, nb.metadata.get("flashio", {}).get("source", path.name))
+    ]
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        sys.exit(f"build_course: {len(problems)} image(s) without alt text; no {kind} written")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made = exporter(kind, out_dir)
+    suffix = ".slides.html" if kind == "slides" else ".html"
+    entries = []
+    for path, nb in notebooks:
+        body, _ = made.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
+        (out_dir / f"{path.stem}{suffix}").write_text(body, encoding="utf-8")
+        entries.append((f"{path.stem}{suffix}", _title(nb, path.stem)))
+    if kind == "handouts":
+        (out_dir / "index.html").write_text(handouts_index(entries), encoding="utf-8")
+    total = sum(f.stat().st_size for f in out_dir.glob("*.html"))
+    print(f"{kind}: {len(entries)} pages in {out_dir}, {total / 1e6:.1f} MB")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m tools.build_course", description=__doc__.splitlines()[0])
+    parser.add_argument("step", choices=["execute", "slides", "handouts"])
+    parser.add_argument(
+        "inputs", nargs="+", type=Path, help="lecture scripts (execute) or executed notebooks"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="folder to write to")
+    args = parser.parse_args(argv)
+    for path in args.inputs:
+        if not path.is_file():
+            parser.error(f"inputs: {path} does not exist")
+    if args.step == "execute":
+        for script in args.inputs:
+            execute(script, args.out)
+    else:
+        export(args.step, args.inputs, args.out)
+
+
+if __name__ == "__main__":
+    main()
