@@ -568,3 +568,30 @@ def test_plot_model_vs_ncu_one_handle_per_launch_and_size():
     assert len(drawn) == 2  # the NaN ratio is not drawn; 40× is drawn at the edge
     assert max(line.get_ydata()[0] for line in drawn) == 20.0
     plt.close(fig)
+
+
+def test_a_variant_run_replaces_every_row_of_its_variants_and_nothing_else(tmp_path):
+    main = write(
+        tmp_path,
+        TC_HEADER + "torch_flash,,bf16,16,16,1024,64,False,0.25,,\n"
+        "cupy_naive,cuBLAS bf16,bf16,16,16,1024,64,False,,,not timed: TypeError\n"
+        "cupy_naive,cuBLAS fp16,fp16,16,16,1024,64,False,9.0,,\n",
+        name="tc_main.csv",
+    )
+    run = write(
+        tmp_path,
+        TC_HEADER + "cupy_naive,GemmEx bf16,bf16,16,16,1024,64,False,4.0,,\n"
+        "cupy_naive,GemmEx fp16,fp16,16,16,1024,64,True,5.0,,\n",
+        name="tc_cupy.csv",
+    )
+    frame = readers.read_csv(main, readers.TC_BENCH_COLUMNS)
+    frame = frame.assign(causal=frame["causal"].astype(str) == "True")
+    out = readers.with_variant_run(frame, run)
+    # torch_flash kept; both old cupy rows (the untimed bf16 one and the timed fp16 one) gone
+    assert sorted(zip(out.kernel, out.median_ms.astype(float))) == [
+        ("cupy_naive", 4.0),
+        ("cupy_naive", 5.0),
+        ("torch_flash", 0.25),
+    ]
+    assert bool(out[out.median_ms == 5.0].causal.item())
+    assert readers.with_variant_run(frame, None) is frame

@@ -358,12 +358,14 @@ TC_SIDE_BY_SIDE_CAUSAL = "tc_side_by_side_h200_causal.csv"
 def _tc_rows(path, causal_path):
     frame = read_csv(path if path is not None else lookup(TC_SIDE_BY_SIDE), TC_BENCH_COLUMNS)
     frame = frame.assign(causal=frame["causal"].astype(str) == "True")
+    variant_run = _current(TC_SIDE_BY_SIDE_CUPY) if path is None and causal_path is None else None
     if path is None and causal_path is None:
         causal_path = _current(TC_SIDE_BY_SIDE_CAUSAL)
     if causal_path is not None:
         causal = read_csv(causal_path, TC_BENCH_COLUMNS)
         causal = causal.assign(causal=causal["causal"].astype(str) == "True")
         frame = pd.concat([frame[~frame["causal"]], causal[causal["causal"]]], ignore_index=True)
+    frame = with_variant_run(frame, variant_run)
     return frame.assign(median_ms=pd.to_numeric(frame["median_ms"], errors="coerce"))
 
 
@@ -544,3 +546,18 @@ def causal_ratios(times):
     full = times[~times["causal"]][keys + ["time_ms"]]
     both = causal.merge(full, on=keys, suffixes=(" causal", ""))
     return both.assign(**{"causal ÷ non-causal": both["time_ms causal"] / both["time_ms"]})
+
+
+#: cupy's naive attention in a run of its own (the side by side's columns, both dtypes and causal
+#: flags): `tc_times` takes its rows instead of the cupy rows of the two files above
+TC_SIDE_BY_SIDE_CUPY = "tc_side_by_side_h200_cupy.csv"
+
+
+def with_variant_run(frame, run_path):
+    """`frame` (side-by-side rows, `causal` as bool) with every row of each variant that the run at
+    `run_path` holds replaced by that run's rows; `frame` itself when `run_path` is None."""
+    if run_path is None:
+        return frame
+    run = read_csv(run_path, TC_BENCH_COLUMNS)
+    run = run.assign(causal=run["causal"].astype(str) == "True")
+    return pd.concat([frame[~frame["kernel"].isin(set(run["kernel"]))], run], ignore_index=True)
