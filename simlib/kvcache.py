@@ -3,8 +3,9 @@
 Parameters are computed from the model's published config (not typed in); the test checks the sum
 against the published parameter count. KV cache per token = 2 (K and V) · layers · kv_heads ·
 head_dim · bytes. Worked number (Llama-3-8B, fp16): 2·32·8·128·2 B = 131,072 B = 128 KiB per token;
-weights 8,030,261,248 · 2 B = 16.06 GB, so on a 16 GiB (17.18 GB) GPU only 1.12 GB is left for the
-cache: 8,539 tokens at batch 1, before activations and the CUDA context.
+weights 8,030,261,248 · 2 B = 16,060,522,496 B = 14.96 GiB, so on a 16 GiB GPU only 1.04 GiB is left
+for the cache: 8,539 tokens at batch 1, before activations and the CUDA context (device memory in GiB,
+as lecture 8 writes it).
 
 A model with a sliding window (Mistral-7B: each layer attends the last 4,096 tokens) keeps only the
 window in its rolling-buffer cache, so its cache stops growing there: at 32,768 tokens Mistral-7B holds
