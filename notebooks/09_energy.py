@@ -67,7 +67,7 @@ from IPython.display import Markdown, display
 from gpu_kernels.measure.manifest import lookup, run_of
 from simlib import Workload, count, load_preset
 from simlib.energy import energy, load_energy_table, read_calibration
-from simlib.energy_check import model_vs_measured
+from simlib.energy_check import model_vs_measured, sixteen_byte_sram
 from simlib.energy_claim import (
     CLAIM,
     GPT2_MEDIUM,
@@ -215,11 +215,14 @@ spread = (ratios.filter(like="N = ").max(axis=1) - ratios.filter(like="N = ").mi
 
 
 def span(reason):
-    r = ratios[ratios.why == reason]["mean"]
-    return f"{r.min():.2f}–{r.max():.2f}" if len(r) else "none"
+    r = ratios[ratios.why == reason]["mean"].round(2)
+    return "none" if r.empty else f"{r.min():.2f}" if r.min() == r.max() else f"{r.min():.2f}–{r.max():.2f}"
 
 
 unexplained = list(ratios[ratios.why == "not explained yet"].index)
+repriced = ratios[
+    ratios.index.str.contains(f"fwd .*{joules.SIXTEEN_BYTE}") & ratios.why.str.startswith("within")
+]
 display(
     Markdown(
         f"**Why the misses.** They are systematic, not noise: across N each kernel's ratio moves by at most "
@@ -232,6 +235,11 @@ display(
         f"(numba tiled: LDS.128; numba fast: float4; fa2_tc, torch flash and cuDNN: ldmatrix). The SRAM figure "
         f"was measured with 4-byte loads, one instruction each, so it carries a whole instruction's issue energy "
         f"per 4 bytes; a 16-byte access spreads it over 16.\n"
+        f"* **The test of that explanation:** priced at the figure measured with 16-byte loads "
+        f"({sixteen_byte_sram():.1f} pJ/B against {table.pj_per_byte['SRAM']:.1f}; rows marked "
+        f'"{joules.SIXTEEN_BYTE}"), {len(repriced)} forward rows land at {repriced["mean"].min():.2f}–'
+        f"{repriced['mean'].max():.2f}. cuDNN's forward stays too high ({span(joules.CUDNN_GUESS)}): its kernel is "
+        f"not FlashAttention-2's, and its shared-memory bytes are FA2's tiles, a guess.\n"
         f"* **Nearer 1 by cancellation ({span(joules.BACKWARD)}):** forward + backward of torch flash and cuDNN; "
         f"their backward is counted with HBM traffic only, so the forward's shared-memory over-count and the "
         f"backward's missing shared-memory traffic partly cancel: luck, not validation.\n"

@@ -595,3 +595,28 @@ def test_a_variant_run_replaces_every_row_of_its_variants_and_nothing_else(tmp_p
     ]
     assert bool(out[out.median_ms == 5.0].causal.item())
     assert readers.with_variant_run(frame, None) is frame
+
+
+def test_joules_names_the_miss_of_the_prediction_that_was_priced():
+    """Lecture 9's reasons: a forward row priced at the 4-byte SRAM figure misses for that figure; the
+    same kernel priced at the 16-byte figure cannot, so cuDNN's is its own reason (docs/ENERGY.md)."""
+    import pandas as pd
+
+    from simlib.lectures import joules
+
+    assert doctest.testmod(joules).failed == 0
+    rows = [  # variant, dtype, pass, model, N, predicted / measured
+        ("fa2_tc", "bf16", "fwd", "logical", 1024, 1.4),
+        ("fa2_tc", "bf16", "fwd", "logical", 4096, 1.6),
+        ("fa2_tc", "bf16", "fwd", "logical, 16-byte SRAM", 1024, 1.0),
+        ("fa2_tc", "bf16", "fwd", "logical, 16-byte SRAM", 4096, 1.1),
+        ("torch_cudnn", "bf16", "fwd", "logical, 16-byte SRAM", 1024, 1.5),
+        ("torch_cudnn", "bf16", "fwd", "logical, 16-byte SRAM", 4096, 1.4),
+    ]
+    mvm = pd.DataFrame(rows, columns=["variant", "dtype", "pass", "model", "seq_len", "ratio_total"])
+    table = joules.ratio_table(mvm)
+    assert list(table.columns) == ["N = 1024", "N = 4096", "mean", "why"]
+    assert table.loc["fa2_tc bf16 fwd (logical)", "mean"] == pytest.approx((1.4 + 1.6) / 2)
+    assert table.loc["fa2_tc bf16 fwd (logical)", "why"] == joules.WIDE_SHARED
+    assert table.loc["fa2_tc bf16 fwd (logical, 16-byte SRAM)", "why"] == "within ±15 %"
+    assert table.loc["torch_cudnn bf16 fwd (logical, 16-byte SRAM)", "why"] == joules.CUDNN_GUESS
