@@ -221,8 +221,59 @@ def test_memory_claims(table):
     # (r) Llama-3-8B: KV 2·32·8·128·2 B = 131,072 B per token; weights 8,030,261,248 · 2 B; a 16 GiB T4
     free = 2**34 - 8_030_261_248 * 2
     assert free // 131_072 == 8539
-    spare = free - 8192 * 131_072  # at its 8,192-token context: 43.5 MiB
-    assert table.loc["r", "verdict"] == CONDITIONS and f"{spare / 2**20:.1f} MiB" in table.loc["r", "number"]
+    spare = free - 8192 * 131_072  # at its 8,192-token context: 43.5 MiB before context and activations
+    assert f"{spare / 2**20:.1f} MiB spare before the CUDA context" in table.loc["r", "number"]
+
+
+def _measured_context():
+    """PyTorch's CUDA context after cuBLAS and SDPA, from the committed run's file (not readers')."""
+    path = readers.lookup("cuda_context_h200.json")
+    return json.loads(path.read_text())["summary"]["torch"]["sdpa"]["median_bytes"]
+
+
+def test_claim_r_activations_by_hand():
+    # SwiGLU MLP of one layer, fp16: x and RMSNorm(x) (h each), gate, up, SiLU(gate)·up (I each) per token
+    mlp_per_token = 2 * (2 * 4096 + 3 * 14_336)  # 102,400 B
+    logits = 128_256 * (2 + 4)  # the last token's logits in fp16 and in fp32: 769,536 B
+    llama3 = claims.load_model("llama-3-8b")
+    assert sum(claims.activation_buffers(llama3, 1).values()) == mlp_per_token + logits == 871_936
+    assert sum(claims.activation_buffers(llama3, 512).values()) == 512 * mlp_per_token + logits == 53_198_336
+    # the attention phase (x, norm, q, k, v, output: 4h + 2·8·128 per token) is smaller than the MLP's
+    assert 2 * (4 * 4096 + 2 * 8 * 128) < mlp_per_token
+
+
+def test_claim_r_with_the_measured_context(table):
+    context = _measured_context()
+    free = 2**34 - 8_030_261_248 * 2 - context - (512 * 102_400 + 769_536)  # context + a 512-token chunk
+    tokens = free // 131_072
+    r = claims.claim_r()
+    assert r.context_bytes == context and r.tokens_all == tokens < 8192
+    assert table.loc["r", "verdict"] == HOLDS and table.loc["r", "number"].startswith(f"{tokens:,} of 8,192")
+    # the decode-only threshold: the conversation fits only below 2^34 − weights − 8192·KV − one decode step
+    threshold = 2**34 - 8_030_261_248 * 2 - 8192 * 131_072 - 871_936
+    assert r.largest_context_that_fits_decode_only == threshold < context
+    assert "does not fit even without a context" in table.loc["r", "measured"]  # 53.2 MB > 45.6 MB spare
+
+
+def test_claim_r_without_context_and_with_one_token_chunks_holds_only_with_conditions():
+    r = claims.claim_r(context_bytes=0, chunk=1)
+    free = 2**34 - 8_030_261_248 * 2 - 871_936
+    assert r.tokens_all == free // 131_072 == 8533  # fits the 8,192-token context
+    assert r.spare_all == free - 8192 * 131_072 < 0.05 * 2**34  # 42.7 MiB: under 5 % of the GPU
+
+
+def test_cuda_context_file_summary_is_the_median_of_its_trials():
+    raw = json.loads(readers.lookup("cuda_context_h200.json").read_text())
+    for fw, stages in raw["summary"].items():
+        for stage, s in stages.items():
+            values = sorted(
+                st["device_used_bytes"] - t["before_bytes"] - st["allocator_bytes"]
+                for t in raw["trials"]
+                if t["framework"] == fw
+                for st in t["stages"]
+                if st["stage"] == stage
+            )
+            assert len(values) == s["n"] == 5 and s["median_bytes"] == values[2]
 
 
 def test_cli_prints_every_claim_as_json():

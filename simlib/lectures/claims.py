@@ -15,9 +15,9 @@ import pandas as pd
 
 from .. import count
 from ..hardware import load_preset
-from ..kvcache import load_model
+from ..kvcache import load_model, max_context
 from ..roofline import roofline
-from ..units import STAT_BYTES
+from ..units import STAT_BYTES, dtype_bytes
 from ..workload import Workload
 from . import readers
 from .charts import fit_loglog_slope
@@ -307,8 +307,8 @@ def model_speedups(seq_lens, head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU, dtype="
 
 def side_by_side_ms(dtype="bf16", head_dim=DEFAULT_HEAD_DIM, path=None):
     """Median forward time (ms) per N (rows) and variant (columns) of the H200 side-by-side run
-    (`readers.tc_times` of tc_side_by_side_h200.csv), non-causal; a variant the run did not time
-    (e.g. cupy's cuBLAS path, which has no bf16) has no column."""
+    (`readers.tc_times` of tc_side_by_side_h200.csv and the cupy run's file), non-causal; a variant
+    the run did not time has no column."""
     t = readers.tc_times(path)
     t = t[~t.causal & (t.dtype == dtype) & (t.head_dim == head_dim)]
     return t.pivot_table(index="seq_len", columns="kernel", values="time_ms", aggfunc="min")
@@ -393,3 +393,78 @@ def claim_g(seq_len=8192, batches=(1, 2, 4, 8), configs=None, gpu="a100-80gb", d
 
 def claim_h(seq_lens=(64, 128, 256, 512, 1024, 2048, 4096), head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU):
     return model_speedups(seq_lens, head_dim, gpu)
+
+
+# ---------------------------------------------------------------------------------------------
+# (r) a 16 GB GPU exhausted by one long conversation
+# ---------------------------------------------------------------------------------------------
+
+#: The prefill chunk of a long conversation: vLLM's chunked-prefill default, max_num_batched_tokens
+#: = 512 ("the best ITL on A100 in the initial benchmark": vLLM's chunked-prefill documentation,
+#: vllm-project/vllm pull request 4580, May 2024). A stated configuration, not a result.
+PREFILL_CHUNK_TOKENS = 512
+#: The CUDA context that stands in for the T4's: PyTorch's, after its first cuBLAS product and SDPA
+#: call, measured on the H200 (data/measurements/current/cuda_context_h200.json).
+CONTEXT_KEY = ("torch", "sdpa")
+
+
+def activation_buffers(model, tokens, dtype="fp16"):
+    """Peak activation bytes of one forward step over `tokens` new tokens (1: a decode step; a chunk:
+    chunked prefill), by buffer, in `dtype` (b bytes). Layers run one after another and reuse their
+    buffers, so the peak is one layer's largest phase, the SwiGLU MLP: the residual stream x and its
+    RMSNorm (T·h each), gate and up (T·I each) and SiLU(gate)·up (T·I); plus the last token's logits,
+    V values from the LM head in `dtype` and their fp32 copy for sampling. FlashAttention keeps no
+    T×L scores in HBM; the attention phase (x, its norm, q, k, v, the output: T·(4h + 2·H_kv·d_h))
+    is smaller than the MLP's whenever 3I > 2h + 2·H_kv·d_h.
+
+    Llama-3-8B decode in fp16: 1·2·(2·4096 + 3·14336) = 102,400 B in the MLP and
+    128,256·(2 + 4) = 769,536 B of logits, 871,936 B in all:
+
+    >>> sum(activation_buffers(load_model("llama-3-8b"), 1).values())
+    871936
+    """
+    b = dtype_bytes(dtype)
+    h, i = model.hidden_size, model.intermediate_size
+    return {
+        "residual stream x (T·h)": tokens * h * b,
+        "RMSNorm(x) (T·h)": tokens * h * b,
+        "gate and up (2·T·I)": 2 * tokens * i * b,
+        "SiLU(gate)·up (T·I)": tokens * i * b,
+        "last-token logits (V, dtype + fp32)": model.vocab_size * (b + 4),
+    }
+
+
+def claim_r(model_key="llama-3-8b", gpu="t4", context_bytes=None, chunk=PREFILL_CHUNK_TOKENS):
+    """One conversation's device memory on `gpu` (fp16 weights and KV cache): the tokens that fit
+    beside the weights alone, and beside the weights, the CUDA context (`context_bytes`; default the
+    H200 measurement CONTEXT_KEY) and the activations' peak (a `chunk`-token prefill chunk or a decode
+    step, whichever is larger); the spare bytes at the model's context in both cases; and the context
+    below which the conversation would fit with only a decode step's activations."""
+    m = load_model(model_key)
+    capacity = load_preset(gpu).level("HBM").capacity_bytes
+    if context_bytes is None:
+        context_bytes = readers.read_cuda_context()["bytes"][CONTEXT_KEY]
+    decode = sum(activation_buffers(m, 1).values())
+    prefill = sum(activation_buffers(m, chunk).values())
+    reserve = context_bytes + max(decode, prefill)
+    limit, kv = m.max_position_embeddings, m.kv_bytes_per_token("fp16")
+    spare_weights_only = capacity - m.weight_bytes("fp16") - limit * kv
+    return pd.Series(
+        {
+            "gpu_bytes": capacity,
+            "weight_bytes": m.weight_bytes("fp16"),
+            "kv_bytes_per_token": kv,
+            "context_bytes": context_bytes,
+            "decode_activation_bytes": decode,
+            "prefill_activation_bytes": prefill,
+            "chunk_tokens": chunk,
+            "model_context_tokens": limit,
+            "tokens_weights_only": max_context(m, capacity),
+            "tokens_all": max_context(m, capacity, reserve_bytes=reserve),
+            "tokens_all_int4": max_context(m, capacity, weight_dtype="int4", reserve_bytes=reserve),
+            "spare_weights_only": spare_weights_only,
+            "spare_all": spare_weights_only - reserve,
+            "largest_context_that_fits_decode_only": spare_weights_only - decode,
+        },
+        name="r",
+    )

@@ -23,6 +23,7 @@ Schemas (long format: one row per kernel, shape and metric):
 """
 
 import json
+from pathlib import Path
 
 import pandas as pd
 
@@ -561,3 +562,21 @@ def with_variant_run(frame, run_path):
     run = read_csv(run_path, TC_BENCH_COLUMNS)
     run = run.assign(causal=run["causal"].astype(str) == "True")
     return pd.concat([frame[~frame["kernel"].isin(set(run["kernel"]))], run], ignore_index=True)
+
+
+#: a CUDA context's device memory per framework and stage (`python -m gpu_kernels.measure.cuda_context`)
+CUDA_CONTEXT = "cuda_context_h200.json"
+
+
+def read_cuda_context(path=None):
+    """The CUDA-context run: GPU, driver, and the median bytes per (framework, stage), e.g.
+    ("torch", "sdpa"): the context after a first cuBLAS product and a first SDPA call, beyond what
+    the framework's allocator holds."""
+    raw = json.loads(Path(path if path is not None else lookup(CUDA_CONTEXT)).read_text())
+    return {
+        "gpu_name": raw["gpu_name"],
+        "driver_version": raw["driver_version"],
+        "bytes": {
+            (fw, st): v["median_bytes"] for fw, stages in raw["summary"].items() for st, v in stages.items()
+        },
+    }

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .. import Workload, energy_claim, load_preset
-from ..kvcache import load_model, max_context
+from ..kvcache import load_model
 from . import claims as c
 from . import paper, readers
 from .charts import fmt_bytes, fmt_count, fmt_seconds, tokens_label
@@ -544,27 +544,43 @@ def verdict_q():
     )
 
 
-def verdict_r(model_key="llama-3-8b", gpu="t4"):
-    m = load_model(model_key)
-    hw = load_preset(gpu)
-    capacity = hw.level("HBM").capacity_bytes
-    tokens = {dt: max_context(m, capacity, weight_dtype=dt) for dt in ("fp16", "int4")}
-    limit = m.max_position_embeddings
-    spare = capacity - m.weight_bytes("fp16") - limit * m.kv_bytes_per_token("fp16")
-    fits = tokens["fp16"] >= limit
+def verdict_r(model_key="llama-3-8b", gpu="t4", cuda_context=None):
+    """Judged with the CUDA context measured on the H200 (`cuda_context`: `readers.read_cuda_context()`
+    by default) standing in for the T4's, and the activations' peak of `claims.activation_buffers`.
+    The measured context leaves out what PyTorch's allocator holds (cuBLAS's workspace among it), so
+    the reserve is a lower bound: a larger one only makes the claim hold more clearly."""
+    m, hw = load_model(model_key), load_preset(gpu)
+    ctx = readers.read_cuda_context() if cuda_context is None else cuda_context
+    r = c.claim_r(model_key, gpu, context_bytes=ctx["bytes"][c.CONTEXT_KEY])
+    limit, capacity = int(r.model_context_tokens), int(r.gpu_bytes)
+    fits = r.tokens_all >= limit
+    others = [v for k, v in ctx["bytes"].items() if k != c.CONTEXT_KEY]
+    chunk_fits = r.spare_weights_only - r.prefill_activation_bytes
+    chunk_note = (
+        "it does not fit even without a context" if chunk_fits < 0 else f"only below {fmt_bytes(chunk_fits)}"
+    )
     return _claim(
         "r",
-        quantity=f"KV-cache tokens that fit beside {m.name}'s fp16 weights on a {capacity / GIB:.0f} GiB "
-        f"GPU ({hw.name}), against its {limit:,}-token context",
-        model=f"{tokens['fp16']:,} tokens (KV {fmt_bytes(m.kv_bytes_per_token('fp16'))} per token, weights "
-        f"{m.weight_bytes('fp16') / GB:.2f} GB); at {limit:,} tokens {fmt_bytes(spare)} remain for the "
-        f"CUDA context and activations; with int4 weights {tokens['int4']:,} tokens",
+        quantity=f"KV-cache tokens that fit on a {capacity / GIB:.0f} GiB GPU ({hw.name}) beside {m.name}'s fp16 "
+        f"weights, the CUDA context and the activations, against its {limit:,}-token context",
+        model=f"{r.tokens_all:,} tokens: {fmt_bytes(capacity)} − weights {r.weight_bytes / GIB:.2f} GiB − CUDA context "
+        f"{fmt_bytes(r.context_bytes)} − activations {fmt_bytes(r.prefill_activation_bytes)} (one "
+        f"{r.chunk_tokens}-token prefill chunk; a decode step {fmt_bytes(r.decode_activation_bytes)}), over "
+        f"{fmt_bytes(r.kv_bytes_per_token)} of KV per token; the weights alone leave room for "
+        f"{r.tokens_weights_only:,} tokens ({fmt_bytes(r.spare_weights_only)} spare at {limit:,}); with int4 "
+        f"weights {r.tokens_all_int4:,} tokens",
         paper=NONE,
-        measured=NONE,
-        rule="holds if one conversation at the model's context does not fit; with conditions if it fits "
-        "with less than 5 % of the GPU to spare",
-        verdict=HOLDS if not fits else CONDITIONS if spare < 0.05 * capacity else FAILS,
-        number=f"{fmt_bytes(spare)} spare at {limit:,} tokens (fp16 weights)",
+        measured=f"CUDA context on the H200 (driver {ctx['driver_version']}; PyTorch after a first cuBLAS product "
+        f"and SDPA call, beyond its allocator): {fmt_bytes(r.context_bytes)}; other stages "
+        f"{fmt_bytes(min(others))}–{fmt_bytes(max(others))}. It stands in for the T4's, which depends on the GPU "
+        f"and driver: with a decode step's activations alone the conversation fits only if the context is "
+        f"below {fmt_bytes(r.largest_context_that_fits_decode_only)} (1/{r.context_bytes / r.largest_context_that_fits_decode_only:.0f} "
+        f"of the measured one); with the prefill chunk {chunk_note}",
+        rule="holds if one conversation at the model's context does not fit beside the weights, the CUDA "
+        "context and the activations' peak; with conditions if it fits with less than 5 % of the GPU to spare",
+        verdict=HOLDS if not fits else CONDITIONS if r.spare_all < 0.05 * capacity else FAILS,
+        number=f"{r.tokens_all:,} of {limit:,} tokens fit ({fmt_bytes(r.spare_weights_only)} spare before the "
+        f"CUDA context and activations)",
     )
 
 
