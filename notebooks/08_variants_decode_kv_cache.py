@@ -322,6 +322,14 @@ h200_fig2[columns].round(2).fillna("—")  # no paper number for the padded SDPA
 
 # %% tags=["remove-input"]
 h = h200_fig2[h200_fig2.dropout > 0].set_index("attention")
+fewer = {  # standard over FlashAttention bytes of the step
+    "in the paper": std_row["paper_hbm_gb"] / fa_row["paper_hbm_gb"],
+    "in the model of the 2022 kernels": std_row["model_hbm_gb"] / fa_row["model_hbm_gb"],
+    "on the H200 today": h.loc["standard", "h200_dram_gb"] / h.loc["FlashAttention", "h200_dram_gb"],
+}
+assert all(
+    10**0.5 < x < 10**1.5 for x in fewer.values()
+)  # what the summary says: about an order of magnitude
 display(
     Markdown(
         f"With dropout, the H200 read and wrote {h.loc['standard', 'h200_dram_gb']:.1f} GB for standard attention "
@@ -332,12 +340,14 @@ display(
         f"{h.loc['standard', 'h200_ms']:.1f} ms and {h.loc['FlashAttention', 'h200_ms']:.1f} ms "
         f"(standard `attention_ref` vs PyTorch's FlashAttention-2, both fp16: "
         f"{h.loc['standard', 'h200_ms'] / h.loc['FlashAttention', 'h200_ms']:.1f}×; the paper's A100: "
-        f"{h.loc['standard', 'paper_ms']} and {h.loc['FlashAttention', 'paper_ms']} ms)."
+        f"{h.loc['standard', 'paper_ms']} and {h.loc['FlashAttention', 'paper_ms']} ms). Standard attention moves "
+        + ", ".join(f"{x:.1f}× the bytes {where}" for where, x in fewer.items())
+        + ": the order of magnitude is robust, the exact ratio is not."
     )
 )
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The ratio of standard to FlashAttention bytes is the robust lesson; the absolute GB depend on which
+# An order of magnitude fewer bytes is the robust lesson; the absolute GB and the exact ratio depend on which
 # kernels run and whether the L2 serves the re-reads inside a kernel. Cut for time and left to
 # `python -m simlib figure2`: the per-kernel terms of the standard step (`figure2_terms`) and the same
 # workload with a causal mask (`CAUSAL_EXTRA`).
@@ -419,8 +429,9 @@ display(
 # - Decode streams the whole cache at ≈ g FLOP/byte: memory bound. It reaches the bandwidth only if
 #   B·H_kv·s thread blocks fill the SMs; past that, extra splits add a second wave and a combine kernel
 #   that runs on few SMs.
-# - The FlashAttention backward recomputes S and P (more FLOPs) to avoid Θ(N²) traffic; Figure 2's
-#   ratio of bytes holds in the model and on the H200, its absolute numbers depend on the kernels and the L2.
+# - The FlashAttention backward recomputes S and P (more FLOPs) to avoid Θ(N²) traffic; in Figure 2's
+#   step it moves about an order of magnitude fewer bytes in the paper, the model and on the H200; the
+#   GB and the exact ratio depend on the kernels and the L2.
 # - The KV cache is 2·layers·H_kv·d·bytes per token, capped by a sliding window; a model's context
 #   limit and the batch decide whether it fills the GPU.
 
