@@ -39,7 +39,7 @@
 # |---|---|
 # | 4 | Three schedules, three formulas |
 # | 10 | Step through naive, FA1 and FA2 (tile walk, causal) |
-# | 6 | Traffic against N: the exponent does not change |
+# | 6 | The tiles on each GPU; traffic against N: the exponent does not change |
 # | 7 | FA1 against FA2: the tiles decide; what else FA2 changed |
 # | 6 | Head dimension, SRAM size and block size |
 # | 7 | "O(N)", Theorem 2 and how tight it is |
@@ -69,6 +69,8 @@
 # table visible while going through the charts.
 
 # %% slideshow={"slide_type": "skip"}
+import re
+
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
@@ -236,6 +238,7 @@ charts.tokens_axis(ax, seq)
 charts.bytes_axis(ax, label="HBM traffic per head")
 ax.set_title(f"HBM traffic vs N ({GPU.name} tiles, d = {D}, fp16)")
 ax.legend(loc="upper left", fontsize=9)
+charts.name_device_memory(ax, GPU)
 plt.show()
 
 # %% tags=["remove-input"]
@@ -259,23 +262,24 @@ display(
 # FA2 re-reads K and V once per Q block: Tr = N / Br times. FA1 re-reads Q and O once per K/V block:
 # Tc = N / Bc times. So FA2's traffic is set by its Q-block height Br. Under the paper's Algorithm-1
 # rule Br = min(Bc, d) = d; the FA2 kernel itself uses taller Q blocks. A tile that does not fit the
-# SRAM is refused (the row says so).
+# H200's shared memory per block or its register file (S/P and the O accumulator live there) is
+# refused (the row says which).
 
-# %%
+# %% tags=["remove-input"]
 w = Workload(N, D)
 fa1_tiles = count("fa1", w, sram_bytes=SRAM)
 
 
 def variant(name, algorithm, **blocks):
     try:
-        r = count(algorithm, w, sram_bytes=SRAM, **blocks)
-    except ValueError as exc:
+        r = count(algorithm, w, hardware=GPU, **blocks)  # checks shared memory and the register file
+    except ValueError as exc:  # "block_rows=…: fa2 needs … B of registers per thread block (…), … holds … B"
         return {
             "schedule": name,
             "Br": blocks.get("block_rows"),
             "Bc": blocks.get("block_cols"),
             "HBM traffic (MB)": float("nan"),
-            "note": str(exc)[:90],
+            "note": "refused: " + re.sub(r" \(.*\)", "", str(exc).split(": ", 1)[-1]),
         }
     return {
         "schedule": name,
@@ -307,6 +311,7 @@ variants = pd.DataFrame(
         ),
     ]
 ).set_index("schedule")
+variants = variants.astype({"Tr": "Int64", "Tc": "Int64"})  # a refused row has none
 variants.round(2)
 
 # %% tags=["remove-input"]
@@ -316,13 +321,20 @@ default, paper_rule, fa1_mb = (
     v["fa2 with Algorithm 1's tiles"],
     v["fa1, Algorithm 1's tiles"],
 )
+big = f"fa2, Br = Bc = {fa1_tiles.block_cols}"
+taller = (
+    f"Square tiles of {fa1_tiles.block_cols} would cut the K/V re-reads further, but count() refuses them: "
+    f"{variants.loc[big, 'note'].removeprefix('refused: ')}."
+    if variants.loc[big, "note"]
+    else f"Square tiles of {fa1_tiles.block_cols} would move {v[big]:.1f} MB."
+)
 display(
     Markdown(
         f"With Algorithm 1's tiles (Br = {fa1_tiles.block_rows}) FA2 moves {paper_rule:.1f} MB, "
         f"{paper_rule / fa1_mb:.1f}× FA1's {fa1_mb:.1f} MB — the "
         f"wrong lesson that FA2 is an IO regression. With its default tiles "
         f"({variants.loc['fa2, default tiles', 'Br']:.0f}×{variants.loc['fa2, default tiles', 'Bc']:.0f}) it moves "
-        f"{default:.1f} MB ({default / fa1_mb:.2f}× FA1's traffic). Real FA2 kernels also "
+        f"{default:.1f} MB ({default / fa1_mb:.2f}× FA1's traffic). {taller} Real FA2 kernels also "
         f"run many Q blocks of the same head at once, so on a GPU most K/V re-reads hit the L2 cache (K and V of "
         f"one head are {charts.fmt_bytes(2 * w.matrix_bytes('K'))} at N = {N}; the H200's L2 holds "
         f"{charts.fmt_bytes(GPU.level('L2').capacity_bytes)}). **The model has no L2 level**: it counts every "
@@ -395,8 +407,9 @@ charts.pow2_axis(ax1, dims, label="head dimension d")
 charts.bytes_axis(ax1, label="HBM traffic per head")
 ax1.set_title(f"vs head dimension (N = {N}, {GPU.name} tiles)")
 charts.pow2_axis(ax2, kib, label="shared memory per thread block (KiB)")
-charts.bytes_axis(ax2, label="HBM traffic per head")
+charts.bytes_axis(ax2, label="device-memory (HBM) traffic per head")
 ax2.set_title(f"vs SRAM size (N = {N}, d = {D})")
+ax2.set_ylim(bottom=ax2.get_ylim()[0] / 3)  # room for the presets' names below the bound
 preset_sizes = {}
 for key in preset_keys():
     preset_sizes.setdefault(load_preset(key).sram_bytes / 1024, []).append(key)
@@ -438,26 +451,37 @@ display(
 # other block equal). The paper's figure shows **runtime too; this model counts HBM bytes only**, and
 # per head (the paper's absolute GB also depend on its batch × heads, which scale these bars linearly).
 
-# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="HBM accesses per head against block size at N = 1024 for FA1 and FA2, blocks that exceed the A100 shared memory shaded"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="HBM accesses per head against block size at N = 1024 for FA1 and FA2, blocks whose tiles exceed the A100 shared memory or register file shaded"
 blocks = [64, 128, 256, 512]
 w = Workload(1024, 64)
 
 
-def fits(algorithm, block):
-    """Does this schedule's on-chip working set with Br = Bc = block fit the A100's shared memory per block?"""
-    try:
-        count(algorithm, w, sram_bytes=a100.sram_bytes, block_rows=block, block_cols=block)
-        return True
+def too_big(algorithm, block):
+    """What of the A100 the on-chip working set with Br = Bc = block overflows ('' if it fits): its shared
+    memory per thread block or its register file (S/P and the O accumulator of FA2 live there)."""
+    ws = count(algorithm, w, block_rows=block, block_cols=block).working_set
+    over = [
+        name
+        for name, need, have in (
+            ("shared memory", ws.bytes("SRAM"), a100.sram_bytes),
+            ("registers", ws.bytes("registers"), a100.register_file_bytes),
+        )
+        if need > have
+    ]
+    try:  # count() with the preset checks the same two capacities
+        count(algorithm, w, hardware=a100, block_rows=block, block_cols=block)
+        assert not over, (algorithm, block, over)
     except ValueError:
-        return False
+        assert over, (algorithm, block)
+    return " and ".join(over)
 
 
 sweep = pd.DataFrame(
     {
         "fa1 (Bc = block)": [count("fa1", w, block_rows=b, block_cols=b).hbm_bytes / 1e6 for b in blocks],
         "fa2 (Br = block)": [count("fa2", w, block_rows=b, block_cols=b).hbm_bytes / 1e6 for b in blocks],
-        "fa1 fits the A100": [fits("fa1", b) for b in blocks],
-        "fa2 fits the A100": [fits("fa2", b) for b in blocks],
+        "fa1 on the A100: too big for": [too_big("fa1", b) for b in blocks],
+        "fa2 on the A100: too big for": [too_big("fa2", b) for b in blocks],
     },
     index=pd.Index(blocks, name="block size"),
 )
@@ -469,16 +493,17 @@ for col, name in (("fa1 (Bc = block)", "fa1"), ("fa2 (Br = block)", "fa2")):
         ax, blocks, sweep[col] * 1e6, f"{charts.LABELS[name]}, {col[5:-1]}", color=charts.COLORS[name]
     )
 for b, row in sweep.iterrows():
-    too_big = [name for name in ("fa1", "fa2") if not row[f"{name} fits the A100"]]
-    if too_big:
+    over = [f"{name}: {row[f'{name} on the A100: too big for']}" for name in ("fa1", "fa2")]
+    over = [o for o in over if not o.endswith(": ")]
+    if over:
         ax.axvspan(b / 1.25, b * 1.25, color="gray", alpha=0.15)
         ax.text(
             b,
             ax.get_ylim()[1] / 1.15,
-            " and ".join(too_big) + "\nexceed A100\nshared memory",
+            "exceeds the A100's\n" + "\n".join(over),
             ha="center",
             va="top",
-            fontsize=8.5,
+            fontsize=8,
         )
 ax.axhline(
     compulsory_bytes(w), color=charts.COLORS["compulsory"], ls="--", lw=1, label=charts.LABELS["compulsory"]
@@ -492,17 +517,20 @@ sweep.round(2)
 
 # %% tags=["remove-input"]
 halving = (sweep.iloc[1:, :2].values / sweep.iloc[:-1, :2].values).ravel()
+limits = {name: sweep[f"{name} on the A100: too big for"] for name in ("fa1", "fa2")}
+fit_up_to = {name: max([b for b in blocks if not col[b]], default="none") for name, col in limits.items()}
+stops = {name: next((x for x in col if x), "nothing in this range") for name, col in limits.items()}
 display(
     Markdown(
         f"Each doubling of the block cuts the HBM accesses to "
         f"{halving.min():.0%}–{halving.max():.0%} of the previous value (fitted slopes {sweep_fits['fa1'].slope:.2f} "
         f"for FA1, {sweep_fits['fa2'].slope:.2f} for FA2), approaching the compulsory "
         f"{charts.fmt_bytes(compulsory_bytes(w), False)} as one block covers the whole sequence. On an A100 "
-        f"({a100.sram_bytes // 1024} KiB per block, d = 64) the on-chip working set of Br = Bc = block fits up to "
-        f"{max([b for b in blocks if sweep.loc[b, 'fa1 fits the A100']], default='none')} for FA1 and "
-        f"{max([b for b in blocks if sweep.loc[b, 'fa2 fits the A100']], default='none')} for FA2 "
-        f"(FA2 keeps S and P in registers, FA1 in shared memory); larger blocks are shaded. Whether fewer "
-        f"bytes also mean less time (the paper's runtime curve) is for the hardware to say."
+        f"({a100.sram_bytes // 1024} KiB of shared memory per block, {a100.register_file_bytes // 1024} KiB of "
+        f"registers per SM) the on-chip working set of Br = Bc = block fits up to {fit_up_to['fa1']} for FA1 "
+        f"(beyond it: its {stops['fa1']}, where Algorithm 1 keeps S and P) and up to {fit_up_to['fa2']} for FA2 "
+        f"(beyond it: its {stops['fa2']}, which hold S, P and the O accumulator in fp32); larger blocks are "
+        f"shaded. Whether fewer bytes also mean less time (the paper's runtime curve) is for the hardware to say."
     )
 )
 
