@@ -192,7 +192,7 @@ pd.DataFrame(
     }
 ).T.round(1)
 
-# %% slideshow={"slide_type": "subslide"} alt="Roofline of every GPU preset in fp16: attainable TFLOP/s against FLOP per byte of the preset's own device memory, with naive attention and FlashAttention-2 marked on the roof"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="Roofline of every GPU preset in fp16: attainable TFLOP/s against FLOP per byte of the preset's own device memory, with naive attention and FlashAttention-2 marked on the roof"
 fig, axes = plt.subplots(2, 3, figsize=(13, 8), sharex=True)
 for ax, key in zip(axes.flat, GPUS):
     p = points[key]
@@ -241,13 +241,43 @@ display(
 # cores (what FlashAttention runs on) and fp32 on the CUDA cores (what our numba teaching kernels run
 # on). The dashed line is FlashAttention-2 if the L2 absorbed every K/V re-read: the compulsory
 # traffic (Q, K, V read once, O written once), a limit — this model has no L2 level; Lecture 5
-# measures how much of it the H200's L2 really absorbs.
+# measures how much of it the H200's L2 really absorbs. The solid curves are fp16 data (2 bytes per
+# element); an fp32 kernel moves twice the bytes for the same FLOPs, so the dotted red curve, naive
+# attention in fp32, is the one to hold against the fp32 ridge.
 
-# %% alt="Arithmetic intensity against sequence length on the H200, log-log: naive attention flat below the fp16 ridge, FlashAttention-1 and -2 rising towards it, the L2-absorbed limit climbing far above it, and the two measured Figure 2 points"
-sweep = intensity.intensity_sweep("h200", seq_lens=tuple(2**k for k in range(8, 17)), head_dim=D)
+
+# %% tags=["remove-input"] alt="Arithmetic intensity against sequence length on the H200, log-log: naive attention flat below the fp16 ridge, FlashAttention-2 below it, FlashAttention-1 crossing it, the L2-absorbed limit climbing far above it, naive attention in fp32 against the fp32 ridge, and the two measured Figure 2 points"
+def fp32_naive(ax, key, seq_lens):
+    """Naive attention with fp32 data (4 bytes per element: twice the bytes, half the intensity) on
+    `ax`: the curve that the fp32 CUDA-core ridge is to be compared with."""
+    s32 = intensity.intensity_sweep(key, seq_lens=seq_lens, head_dim=D, dtype="fp32")
+    s32 = s32[s32.schedule == "naive"]
+    ax.loglog(
+        s32.N,
+        s32["FLOP per HBM byte"],
+        "o:",
+        color=charts.COLORS["naive"],
+        mfc="none",
+        label="naive, fp32 data",
+    )
+
+
+def ridges_in_legend(ax, ridges, with_values=True):
+    """Move `plot_intensity`'s ridge labels, which cross the curves, into the ridge lines' legend entries."""
+    labels = [t for t in ax.texts if t.get_text().startswith("ridge")]
+    for r, text in zip(ridges, labels):
+        for line in ax.get_lines():
+            if list(line.get_ydata()) == [r, r]:
+                line.set_label(text.get_text() if with_values else text.get_text().split(":")[0])
+        text.remove()
+
+
+sweep = intensity.intensity_sweep("h200", seq_lens=intensity.SWEEP_SEQ_LENS, head_dim=D)
 measured = figure2_h200_intensity()  # ncu DRAM bytes of one fwd+bwd step, Figure 2 config
-fig, ax = plt.subplots(figsize=(9.5, 5.2))
-intensity.plot_intensity(ax, sweep, h200, charts.COLORS, charts.LABELS)
+fig, ax = plt.subplots(figsize=(9.5, 5.6))
+ridges = intensity.plot_intensity(ax, sweep, h200, charts.COLORS, charts.LABELS)
+fp32_naive(ax, "h200", intensity.SWEEP_SEQ_LENS)
+ridges_in_legend(ax, ridges)
 for variant, name, marker in (("standard", "naive", "X"), ("fa2_varlen", "fa2", "*")):
     m = measured[(measured.variant == variant) & (measured.dropout > 0)]
     ax.plot(
@@ -259,7 +289,7 @@ for variant, name, marker in (("standard", "naive", "X"), ("fa2_varlen", "fa2", 
         label=f"measured on the H200: {variant}, fwd+bwd, Figure 2 config (ncu DRAM bytes)",
     )
 charts.tokens_axis(ax, sorted(sweep.N.unique()))
-ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, fontsize=9)
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, fontsize=8.5)
 charts.name_device_memory(ax, h200)
 plt.show()
 
@@ -277,22 +307,35 @@ display(
     )
 )
 
-# %% slideshow={"slide_type": "subslide"} alt="The intensity-against-sequence-length chart repeated for every data-centre preset, each against its own fp16 and fp32 ridges"
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The two measured points are a whole training step (forward and backward), the curves the forward
+# pass alone. Standard attention's backward pass sends more N×N matrices (dP, dS) through device
+# memory, so its point sits below the forward-only naive curve; FlashAttention-2's sits far above its
+# forward-only curve because the H200's L2 serves most K/V re-reads (Lecture 5 measures it).
+
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="The intensity-against-sequence-length chart repeated for every data-centre preset, each against its own fp16 and fp32 ridges, with naive attention in fp32 beside the fp32 ridge"
 fig, axes = plt.subplots(2, 2, figsize=(13, 8.5), sharex=True, sharey=True)
 for ax, key in zip(axes.flat, intensity.DATACENTER_GPUS):
-    intensity.plot_intensity(
-        ax, intensity.intensity_sweep(key, head_dim=D), load_preset(key), charts.COLORS, charts.LABELS
+    hw = load_preset(key)
+    ridges = intensity.plot_intensity(
+        ax, intensity.intensity_sweep(key, head_dim=D), hw, charts.COLORS, charts.LABELS
     )
+    fp32_naive(ax, key, intensity.SWEEP_SEQ_LENS)
+    ridges_in_legend(ax, ridges, with_values=False)
     charts.tokens_axis(ax, intensity.SWEEP_SEQ_LENS, label="N (tokens)" if ax in axes[1] else "")
-    ax.set_title(load_preset(key).name)
-    charts.name_device_memory(ax, load_preset(key))
+    ax.set_title(f"{hw.name}: ridges {ridges[0]:.0f} (fp16) and {ridges[1]:.0f} (fp32) FLOP/B", fontsize=11)
+    charts.name_device_memory(ax, hw)
 handles, labels = axes.flat[0].get_legend_handles_labels()
-fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, bbox_to_anchor=(0.5, -0.06))
-fig.suptitle(f"Every data-centre preset, d = {D}, fp16: the same story against each GPU's two ridges")
+fig.legend(handles, labels, loc="upper center", ncol=3, fontsize=9, bbox_to_anchor=(0.5, -0.01))
+fig.suptitle(f"Every data-centre preset, d = {D}, fp16 and naive in fp32, against each GPU's two ridges")
 plt.show()
 
 # %% slideshow={"slide_type": "subslide"}
-punch = intensity.intensity_table(seq_len=N, head_dim=D)
+punch = intensity.intensity_table(seq_len=N, head_dim=D)  # fp16 data: against the fp16 ridge
+punch32 = intensity.intensity_table(seq_len=N, head_dim=D, dtype="fp32")  # fp32 data: the fp32 ridge
+assert (punch32[["gpu", "schedule"]].values == punch[["gpu", "schedule"]].values).all()
+punch["FLOP per HBM byte, fp32 data"] = punch32["FLOP per HBM byte"].values
+punch["fp32 CUDA cores"] = punch32["fp32 CUDA cores"].values  # fp32 intensity against the fp32 ridge
 punch[
     [
         "gpu",
@@ -300,14 +343,18 @@ punch[
         "tiles",
         "FLOP per HBM byte",
         "ridge fp16 (FLOP/B)",
-        "ridge fp32 (FLOP/B)",
         "fp16 tensor cores",
+        "FLOP per HBM byte, fp32 data",
+        "ridge fp32 (FLOP/B)",
         "fp32 CUDA cores",
     ]
 ].round(1)
 
 # %% tags=["remove-input"]
 h = punch[punch.gpu == h200.name].set_index("schedule")
+naive32 = punch[punch.schedule == "naive"].set_index("gpu")
+memory_bound32 = [gpu for gpu in naive32.index if naive32.loc[gpu, "fp32 CUDA cores"] == "memory bound"]
+assert h.loc["naive", "fp32 CUDA cores"] == "compute bound"  # the summary says so
 bound = {name: h.loc[name, "fp16 tensor cores"] for name in h.index}
 across = [charts.LABELS[n] for n in ("fa1", "fa2") if bound[n] == "compute bound"]
 crossing = (
@@ -327,8 +374,11 @@ display(
         f"**{bound['fa2']}**, and {h.loc[intensity.L2_LIMIT, 'FLOP per HBM byte']:.0f} FLOP/B if the L2 "
         f"absorbs the re-reads (**{bound[intensity.L2_LIMIT]}**) — against a ridge of "
         f"{h.loc['naive', 'ridge fp16 (FLOP/B)']:.0f} FLOP/B. {crossing} In fp32 the ridge is only "
-        f"{h.loc['naive', 'ridge fp32 (FLOP/B)']:.1f} FLOP/B and even naive attention is "
-        f"**{h.loc['naive', 'fp32 CUDA cores']}**: on CUDA cores the bytes matter much less, which is why our "
+        f"{h.loc['naive', 'ridge fp32 (FLOP/B)']:.1f} FLOP/B and even naive attention, at "
+        f"{h.loc['naive', 'FLOP per HBM byte, fp32 data']:.1f} FLOP/B with 4-byte elements, is "
+        f"**{h.loc['naive', 'fp32 CUDA cores']}** (not on every GPU: "
+        f"{', '.join(memory_bound32) or 'none'} {'has' if len(memory_bound32) == 1 else 'have'} a higher fp32 "
+        "ridge; Exercise 2): on CUDA cores the bytes matter much less, which is why our "
         f'fp32 kernels (Lecture 5) gain less than the posts claim ("{claims.CLAIMS["e"]}", checked in '
         "Lecture 6)."
     )
@@ -356,7 +406,7 @@ times = pd.DataFrame(
 ).T
 times.round(2)
 
-# %% slideshow={"slide_type": "subslide"} alt="Horizontal bars on the H200, one head: the arithmetic at peak and the device-memory trips at full bandwidth, for naive attention and FlashAttention-2; naive's trips are the longest bar"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="Horizontal bars on the H200, one head: the arithmetic at peak and the device-memory trips at full bandwidth, for naive attention and FlashAttention-2; naive's trips are the longest bar"
 fig, ax = plt.subplots(figsize=(8, 3.2))
 bars = [
     (f"{name}: {what}", times.loc[name, column], color)
@@ -442,8 +492,8 @@ display(
 # 3. Standard attention sits left of the fp16 ridge on every preset: its time is set by memory trips,
 #    most of them S and P going out and coming back.
 # 4. FlashAttention does the same arithmetic with fewer trips; tiling moves it right, across the ridge
-#    once the L2 absorbs its K/V re-reads (measured on the H200). In fp32 on CUDA cores the ridge is so
-#    low that even naive attention is compute bound — not the posts' regime.
+#    once the L2 absorbs its K/V re-reads (measured on the H200). In fp32 on the H200's CUDA cores the
+#    ridge is so low that even naive attention is compute bound — not the posts' regime.
 # 5. A scalar kernel that reads every operand from shared memory has a second bottleneck: SRAM bandwidth.
 #    Next: where naive attention's trips come from (Lecture 2).
 
