@@ -421,9 +421,10 @@ assert r2.tr * r2.tc == tiles2 and len(walk2.steps) == computed2
 # ### Exercise 3
 #
 # Predict, from the format's largest finite value, the largest integer logit x for which e^x is
-# finite in fp16 and in fp32. Then find the smallest shift c for which the naive softmax of the row
-# c + (0, 1, 2) overflows in fp32, and check that the online softmax of the same row (in float64 and
-# re-based by its max) is finite and exact.
+# finite in fp16 and in fp32. Then find the smallest integer shift c for which the naive softmax of
+# the row c + (0, 1, 2) overflows in fp32, and check that the same row re-based by its max (what the
+# online softmax exponentiates) is finite in fp32 and gives softmax(0, 1, 2) = e^k / (1 + e + e²) to
+# fp32 rounding.
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 largest = {dt.__name__: math.floor(math.log(float(np.finfo(dt).max))) for dt in (np.float16, np.float32)}
@@ -436,8 +437,13 @@ base3 = np.array([0.0, 1.0, 2.0])
 with np.errstate(over="ignore", invalid="ignore"):
     c3 = next(c for c in range(200) if not np.isfinite(np.exp((c + base3).astype(np.float32)).sum()))
 assert c3 + 2 == largest["float32"] + 1  # the row's largest entry is the first to overflow
-online3 = online_softmax_steps(c3 + base3, block=2)[-1].weights
-assert np.isfinite(online3).all() and np.allclose(online3, np.exp(base3) / np.exp(base3).sum(), rtol=1e-15)
+row3 = (c3 + base3).astype(np.float32)
+rebased3 = np.exp(row3 - row3.max())  # e^(x − m) ≤ 1: cannot overflow
+by_hand3 = [math.exp(k) / (1 + math.e + math.e**2) for k in (0, 1, 2)]
+assert np.isfinite(rebased3).all() and np.allclose(rebased3 / rebased3.sum(), by_hand3, rtol=1e-6)
+online3 = online_softmax_steps(c3 + base3, block=2)[-1].weights  # the same in float64, tile by tile
+assert np.allclose(online3, by_hand3, rtol=1e-14)
+print(f"c = {c3}: naive e^x overflows in fp32; re-based by the max: {np.round(rebased3 / rebased3.sum(), 6)}")
 
 # %% [markdown]
 # ### Exercise 4
