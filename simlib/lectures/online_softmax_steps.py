@@ -71,6 +71,9 @@ def online_softmax_steps(scores, block, values=None) -> list[SoftmaxStep]:
     return steps
 
 
+MAX_TICK_LABELS = 8  # tile edges labelled on the key axis, at most about
+
+
 def _edges(steps: Sequence[SoftmaxStep]) -> list[int]:
     return [0] + [s.keys for s in steps]
 
@@ -83,16 +86,17 @@ def draw_softmax_weights(ax, steps: Sequence[SoftmaxStep], k: int, exact=None) -
     keys = np.arange(s.keys)
     new = keys >= edges[k]
     ax.bar(keys[~new], s.weights[~new], width=1.0, color="#1f77b4", alpha=0.55, label="keys of earlier tiles")
-    ax.bar(
-        keys[new], s.weights[new], width=1.0, color="#d62728", alpha=0.8, label=f"tile {k + 1} (just read)"
-    )
+    ax.bar(keys[new], s.weights[new], width=1.0, color="#d62728", alpha=0.8, label="the tile just read")
     if exact is not None:
         ax.plot(np.arange(n), exact, ".", color="black", ms=3, label="exact softmax of the whole row")
     ax.axvspan(s.keys - 0.5, n - 0.5, color="0.9", zorder=0, label="not read yet")
     for e in edges:
         ax.axvline(e - 0.5, color="0.5", ls=":", lw=0.8)
+    every = -(-(len(edges) - 1) // MAX_TICK_LABELS)  # label every k-th tile edge, and the last
+    shown = sorted({*edges[::every], n})
+    ax.set_xticks([e - 0.5 for e in shown], [str(e) for e in shown])
     ax.set_xlim(-0.5, n - 0.5)
-    ax.set_xlabel("key index")
+    ax.set_xlabel("key index (ticks at tile edges)")
     ax.set_ylabel("weight e^(x − m_j) / ℓ_j")
 
 
@@ -113,7 +117,7 @@ def draw_softmax_step(steps: Sequence[SoftmaxStep], k: int, exact=None, axes=Non
         f"α = e^(m_old − m_new) = {s.rescale:.3g}",
         fontsize=10,
     )
-    left.legend(fontsize=8, loc="upper left")
+    left.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4)
     tiles = np.arange(1, len(steps) + 1)
     right.plot(tiles, [t.m for t in steps], "o-", color="0.75", ms=4)
     right.plot(tiles[: k + 1], [t.m for t in steps[: k + 1]], "o-", color="#1f77b4", label="running max m_j")
@@ -145,7 +149,8 @@ def draw_softmax_overview(steps: Sequence[SoftmaxStep], exact=None, picks: Seque
         ax.set_title(f"after tile {k + 1}/{n}: m = {steps[k].m:.3g}, ℓ = {steps[k].ell:.3g}", fontsize=9.5)
         if ax is not axes[0][0]:
             ax.set_ylabel("")
-    axes[0][-1].legend(fontsize=7.5, loc="upper right")
+    handles, labels = axes[0][-1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=8.5)
     return fig
 
 

@@ -340,6 +340,14 @@ PHASES = {
 }
 SHORT_PHASES = {"init": " (init O, ℓ, m)", "qk": " (S = QKᵀ)", "softmax": " (softmax)", "pv": " (O = PV)"}
 CURRENT, Q_BAND, KV_BAND = "#d62728", "#ff7f0e", "#1f77b4"
+#: What the row band (orange) and the column band (blue) hold on chip: naive's matmul operands change per pass.
+BANDS = {
+    "naive": (
+        "row block on chip: Q_i (S = QKᵀ), S rows (softmax), P_i (O = PV)",
+        "K_j (S = QKᵀ) or V_j (O = PV) on chip",
+    ),
+    "tiled": ("Q block on chip", "K/V block on chip"),
+}
 
 
 def _mb(b: int) -> str:
@@ -429,14 +437,29 @@ def draw_walk_step(walk: TileWalk, k: int, axes=None):
     return grid.figure
 
 
+def default_picks(walk: TileWalk) -> list[int]:
+    """The steps an overview shows: first, two inside and last; naive: the middle step of each pass
+    (S = QKᵀ, softmax, O = PV) and the last, so that every pass is seen.
+
+    >>> from simlib import Workload
+    >>> default_picks(tile_walk("naive", Workload(300, 64), matmul_tile=128))  # 9 + 3 + 9 steps
+    [4, 10, 16, 20]
+    """
+    n = len(walk.steps)
+    if walk.algorithm != "naive":
+        return sorted({0, n // 3, (2 * n) // 3, n - 1})
+    phases = [s.phase for s in walk.steps]
+    return sorted({*(phases.index(p) + phases.count(p) // 2 for p in dict.fromkeys(phases)), n - 1})
+
+
 def draw_walk_overview(walk: TileWalk, picks: Sequence[int] | None = None):
-    """Small multiples of chosen steps (default: first, two inside, last) with the HBM bytes so far:
-    the static view for HTML exports and slides, where widgets do not render. Returns the figure."""
+    """Small multiples of chosen steps (default: `default_picks`) with the HBM bytes so far: the static
+    view for HTML exports and slides, where widgets do not render. Returns the figure."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
     n = len(walk.steps)
-    picks = list(picks) if picks is not None else sorted({0, n // 3, (2 * n) // 3, n - 1})
+    picks = list(picks) if picks is not None else default_picks(walk)
     fig, axes = plt.subplots(
         1, len(picks), figsize=(3.6 * len(picks), 4.6), squeeze=False, layout="constrained"
     )
@@ -449,11 +472,12 @@ def draw_walk_overview(walk: TileWalk, picks: Sequence[int] | None = None):
             f"written {s.write_so_far / 1e6:.3f} MB",
             fontsize=9,
         )
-    done = DONE["naive" if walk.algorithm == "naive" else "tiled"]
+    kind = "naive" if walk.algorithm == "naive" else "tiled"
+    done, (row_band, col_band) = DONE[kind], BANDS[kind]
     handles = [
         Patch(fc=CURRENT, label="tile computed now"),
-        Patch(fc=Q_BAND, alpha=0.4, label="Q block on chip"),
-        Patch(fc=KV_BAND, alpha=0.35, label="K/V block on chip"),
+        Patch(fc=Q_BAND, alpha=0.4, label=row_band),
+        Patch(fc=KV_BAND, alpha=0.35, label=col_band),
         Patch(fc=done[0], label=done[1]),
     ]
     if walk.workload.causal:
