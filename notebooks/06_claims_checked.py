@@ -211,7 +211,9 @@ group("Speed-ups")
 #
 # Median ms per call, B·H·N fixed (`tc_side_by_side_h200.csv`, CUDA events): PyTorch's SDPA backends
 # (math = standard attention; flash = FlashAttention-2; cuDNN and memory-efficient) next to our numba
-# tensor-core kernels `naive_tc` (S and P written to memory) and `fa2_tc`.
+# tensor-core kernels `naive_tc` (S and P written to memory) and `fa2_tc`, and cupy's naive attention
+# (`cupy_naive`: cuBLAS bf16 products and one cupy kernel per softmax step; its own run,
+# `tc_side_by_side_h200_cupy.csv`).
 
 # %%
 ms = claims.side_by_side_ms("bf16")
@@ -385,7 +387,10 @@ assert measured > model  # the math backend is slower than its HBM bytes explain
 # Claim (r): one long conversation with Llama-3-8B (`data/models/llama-3-8b.json`) on a T4.
 # Compute the fp16 KV cache by hand, K and V for every layer and key/value head, per token and at
 # the model's full context (`max_position_embeddings`); then what is left of the T4's memory after the
-# fp16 weights and that cache. Compare with row (r).
+# fp16 weights and that cache. Then take off the CUDA context measured on the H200
+# (`readers.read_cuda_context()`, PyTorch after cuBLAS and SDPA) and the activations of one 512-token
+# prefill chunk (one layer's SwiGLU MLP: x, RMSNorm(x), gate, up, SiLU(gate)·up, plus the last token's
+# logits in fp16 and fp32): how many tokens fit now? Compare with row (r).
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 llama3 = load_model("llama-3-8b")
@@ -393,12 +398,22 @@ per_token = 2 * llama3.num_hidden_layers * llama3.num_key_value_heads * llama3.h
 cache = per_token * llama3.max_position_embeddings
 capacity = load_preset("t4").level("HBM").capacity_bytes
 spare = capacity - llama3.weight_bytes("fp16") - cache
+context = readers.read_cuda_context()["bytes"][("torch", "sdpa")]
+chunk = 512
+mlp = chunk * 2 * (2 * llama3.hidden_size + 3 * llama3.intermediate_size)  # fp16
+logits = llama3.vocab_size * (2 + 4)
+tokens = (capacity - llama3.weight_bytes("fp16") - context - mlp - logits) // per_token
 print(
     f"{charts.fmt_bytes(per_token)} per token, {charts.fmt_bytes(cache)} at {llama3.max_position_embeddings:,} tokens"
 )
-print(f"spare: {charts.fmt_bytes(spare)}; row (r): {table.loc['r', 'number']}")
+print(
+    f"spare: {charts.fmt_bytes(spare)}; context {charts.fmt_bytes(context)}, activations {charts.fmt_bytes(mlp + logits)}"
+)
+print(f"tokens that fit: {tokens:,}; row (r): {table.loc['r', 'number']}")
 assert per_token == llama3.kv_bytes_per_token("fp16")
-assert table.loc["r", "number"].startswith(f"{charts.fmt_bytes(spare)} spare")
+assert f"({charts.fmt_bytes(spare)} spare before the CUDA context" in table.loc["r", "number"]
+assert table.loc["r", "number"].startswith(f"{tokens:,} of {llama3.max_position_embeddings:,} tokens fit")
+assert tokens < llama3.max_position_embeddings and table.loc["r", "verdict"] == verdicts.HOLDS
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 4
