@@ -201,7 +201,7 @@ display(
 # Naive HBM traffic per head against sequence length, log–log: the fitted slope is the exponent.
 # For contrast, the compulsory traffic (read Q, K, V and write O once) grows only linearly.
 
-# %% slideshow={"slide_type": "subslide"} alt="Log-log chart of device-memory traffic per head against sequence length: naive attention rises with slope two, the compulsory traffic of Q, K, V and O with slope one, the gap between them is the S and P round trip"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="Log-log chart of device-memory traffic per head against sequence length: naive attention rises with slope two, the compulsory traffic of Q, K, V and O with slope one, the gap between them is the S and P round trip"
 seq = [2**k for k in range(8, 17)]
 naive_bytes = [count("naive", Workload(n, D)).hbm_bytes for n in seq]
 needed = [compulsory_bytes(Workload(n, D)) for n in seq]

@@ -416,6 +416,9 @@ computed2 = sum(mask2[i : i + br2, j : j + bc2].any() for i in range(0, n2, br2)
 walk2 = tile_walk("fa2", Workload(n2, 64, causal=True), sram_bytes=H200.sram_bytes)
 print(f"Br = {br2}, Bc = {bc2}: {tiles2} tiles, last K/V block {last2} rows, causal: {computed2} computed")
 assert r2.tr * r2.tc == tiles2 and len(walk2.steps) == computed2
+# the trace's step at tile (0, Tc − 1) loads only the last K and V blocks: 2 · rows · d elements
+full2 = tile_walk("fa2", Workload(n2, 64), sram_bytes=H200.sram_bytes)
+assert full2.steps[r2.tc - 1].read_bytes == 2 * last2 * 64 * Workload(n2, 64).element_bytes
 
 # %% [markdown]
 # ### Exercise 3

@@ -259,8 +259,8 @@ display(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## FlashAttention-1 against FlashAttention-2: the tiles decide
 #
-# FA2 re-reads K and V once per Q block: Tr = N / Br times. FA1 re-reads Q and O once per K/V block:
-# Tc = N / Bc times. So FA2's traffic is set by its Q-block height Br. Under the paper's Algorithm-1
+# FA2 re-reads K and V once per Q block: Tr = ⌈N / Br⌉ times. FA1 re-reads Q and O once per K/V block:
+# Tc = ⌈N / Bc⌉ times. So FA2's traffic is set by its Q-block height Br. Under the paper's Algorithm-1
 # rule Br = min(Bc, d) = d; the FA2 kernel itself uses taller Q blocks. A tile that does not fit the
 # H200's shared memory per block or its register file (S/P and the O accumulator live there) is
 # refused (the row says which).
