@@ -17,6 +17,7 @@ import argparse
 import hashlib
 import html
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -42,6 +43,18 @@ def source_record(script):
         "source": script.relative_to(ROOT).as_posix(),
         "sha256": hashlib.sha256(script.read_bytes()).hexdigest(),
     }
+
+
+def recorded_source(page):
+    """The source record that a handout's <meta> tags hold ({} if none)."""
+    tags = re.findall(r"<meta\b[^>]*>", page)
+    found = {}
+    for key, name in (("source", "flashio-source"), ("sha256", "flashio-source-sha256")):
+        tag = next((t for t in tags if re.search(rf'name="{name}"', t)), "")
+        value = re.search(r'content="([^"]*)"', tag)
+        if value:
+            found[key] = html.unescape(value.group(1))
+    return found
 
 
 def execute(script, out_dir, timeout=600):
@@ -84,7 +97,6 @@ def exporter(kind, out_dir):
     c.HTMLExporter.mathjax_url = urls["mathjax"]
     c.HTMLExporter.require_js_url = urls["require"]
     c.HTMLExporter.jquery_url = urls["jquery"]
-    c.HTMLExporter.mermaid_js_url = ""
     c.TagRemovePreprocessor.enabled = True
     c.TagRemovePreprocessor.remove_input_tags = {"remove-input"}
     if kind == "slides":

@@ -1,0 +1,180 @@
+"""The course build (tools/build_course.py, tools/alt_text.py, tools/templates) and make lab's save hook,
+on small notebooks made here: no lecture is executed, no browser is started."""
+
+import base64
+import re
+import runpy
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from tools import build_course
+from tools.alt_text import missing_alt
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+    )
+).decode()
+
+
+def _image_cell(source, alt=None, **metadata):
+    cell = new_code_cell(source, metadata=dict(metadata, **({"alt": alt} if alt else {})))
+    cell.outputs = [new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"})]
+    return cell
+
+
+def _lecture(alt="Traffic against N"):
+    notebook = new_notebook(
+        cells=[
+            new_markdown_cell(
+                "# Lecture 99 — A test\n\nThe opening.", metadata={"slideshow": {"slide_type": "slide"}}
+            ),
+            new_markdown_cell(
+                "Say the secret line out loud.", metadata={"slideshow": {"slide_type": "notes"}}
+            ),
+            _image_cell("draw_the_chart()", alt=alt),
+            new_code_cell("hidden_helper_code()", metadata={"tags": ["remove-input"]}),
+            new_markdown_cell("### Exercise 1\n\nCompute it."),
+            new_code_cell(
+                "answer = 42\nassert answer == 6 * 7",
+                metadata={"tags": ["solution"], "jupyter": {"source_hidden": True, "outputs_hidden": True}},
+            ),
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
+    notebook.cells[3].outputs = [new_output("stream", name="stdout", text="the helper's output\n")]
+    notebook.metadata["flashio"] = {"source": "notebooks/99_test.py", "sha256": "ab" * 32}
+    return notebook
+
+
+def _write(tmp_path, notebook, name="99_test.ipynb"):
+    path = tmp_path / "executed" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, path)
+    return path
+
+
+def _local_assets(page):
+    """Every src/href of a <script>, <link> or <img> that is not inline data or an anchor."""
+    text = page.read_text()
+    refs = re.findall(r'<(?:script|link|img)\b[^>]*?\b(?:src|href)=["\']([^"\']+)["\']', text)
+    return [r for r in refs if not r.startswith(("data:", "#"))]
+
+
+def test_missing_alt_names_the_lecture_and_the_cell():
+    notebook = _lecture(alt=None)
+    assert missing_alt(notebook, "notebooks/99_test.py") == [
+        "notebooks/99_test.py: cell 3 ('draw_the_chart()') draws an image but has no alt text: "
+        'add alt="..." to its # %% line'
+    ]
+    assert missing_alt(_lecture(), "notebooks/99_test.py") == []
+
+
+@pytest.mark.parametrize("kind", ["slides", "handouts"])
+def test_an_image_without_alt_stops_the_build_and_writes_nothing(tmp_path, kind, capsys):
+    path = _write(tmp_path, _lecture(alt=None))
+    with pytest.raises(SystemExit) as stop:
+        build_course.export(kind, [path], tmp_path / kind)
+    assert "1 image(s) without alt text" in str(stop.value)
+    assert "cell 3" in capsys.readouterr().err
+    assert not list((tmp_path / kind).glob("*.html")) if (tmp_path / kind).exists() else True
+
+
+def test_slides_are_offline_with_notes_aside_alt_text_and_no_solutions(tmp_path):
+    path = _write(tmp_path, _lecture())
+    build_course.export("slides", [path], tmp_path / "slides")
+    page = tmp_path / "slides" / "99_test.slides.html"
+    text = page.read_text()
+    assert re.search(r'<aside class="notes">\s*.*Say the secret line out loud\.', text, re.S)
+    assert "answer = 42" not in text, "a solution reached the slides"
+    assert "hidden_helper_code" not in text and "the helper" in text
+    assert re.search(r'<img[^>]*alt=["\']Traffic against N["\']', text)
+    assets = _local_assets(page)
+    assert any("reveal.js/dist/reveal.css" in a for a in assets) and any("MathJax.js" in a for a in assets)
+    for ref in assets:
+        assert not urlparse(ref).scheme and not ref.startswith("//"), f"{ref} is not a local file"
+        assert (page.parent / unquote(urlparse(ref).path)).resolve().is_file(), f"{ref} does not exist"
+    for script in re.findall(r'"([^"]+\.js)"', text):  # what require.js loads: reveal.js and its notes plugin
+        if not script.startswith(("http", "//")) and "/" in script:
+            assert (page.parent / script).resolve().is_file(), f"{script} does not exist"
+    assert not re.search(r'(?:src|href)=["\'](?:https?:)?//', text)
+    assert "unpkg.com" not in text and "cdnjs" not in text and "cdn.jsdelivr" not in text
+
+
+def test_handouts_collapse_solutions_record_the_source_and_link_each_page(tmp_path):
+    path = _write(tmp_path, _lecture())
+    build_course.export("handouts", [path], tmp_path / "handouts")
+    page = tmp_path / "handouts" / "99_test.html"
+    text = page.read_text()
+    assert build_course.recorded_source(text) == {"source": "notebooks/99_test.py", "sha256": "ab" * 32}
+    solution = re.search(
+        r'<details class="flashio-solution"><summary>Solution</summary>(.*?)</details>', text, re.S
+    )
+    assert solution and "answer" in solution.group(1)
+    assert re.search(r'<img[^>]*alt=["\']Traffic against N["\']', text)
+    assert "hidden_helper_code" not in text
+    for ref in _local_assets(page):
+        assert (page.parent / unquote(urlparse(ref).path)).resolve().is_file(), f"{ref} does not exist"
+    assert not re.search(r'(?:src|href)=["\'](?:https?:)?//', text)
+    index = (tmp_path / "handouts" / "index.html").read_text()
+    assert '<a href="99_test.html">Lecture 99 — A test</a>' in index
+
+
+def test_source_record_is_the_sha256_of_the_script_bytes(tmp_path, monkeypatch):
+    import hashlib
+
+    script = ROOT / "notebooks" / "07_interactive.py"
+    record = build_course.source_record(script)
+    assert record == {
+        "source": "notebooks/07_interactive.py",
+        "sha256": hashlib.sha256(script.read_bytes()).hexdigest(),
+    }
+
+
+LECTURE_TEXT = """# %% [markdown]
+# ### Exercise 1
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+assert 6 * 7 == 42
+
+# %% alt="a chart"
+draw()
+"""
+
+
+def _lab_hook():
+    class Stub:
+        def __getattr__(self, name):
+            setattr(self, name, Stub())
+            return getattr(self, name)
+
+    config = runpy.run_path(
+        str(ROOT / "tools" / "lab" / "jupyter_lab_config.py"), init_globals={"get_config": Stub}
+    )
+    return config["keep_solutions_hidden"]
+
+
+def test_lab_save_hook_keeps_solutions_collapsed_as_jupyterlab_uncollapses_them_on_run(tmp_path):
+    """JupyterLab sets outputs_hidden to false on every cell it runs; the saved script must not change."""
+    import jupytext
+
+    (tmp_path / "notebooks").mkdir()
+    notebook = jupytext.reads(LECTURE_TEXT, fmt="py:percent")
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.metadata.get("jupyter", {}).pop("outputs_hidden", None)  # what a run in JupyterLab does
+    saved = jupytext.writes(notebook, fmt="py:percent")
+    assert "outputs_hidden" not in saved
+    model = {"type": "file", "format": "text", "content": saved}
+    contents_manager = type("CM", (), {"root_dir": str(tmp_path)})()
+    _lab_hook()(model=model, path="notebooks/99_test.py", contents_manager=contents_manager)
+    assert model["content"].split("\n# %%")[1:] == LECTURE_TEXT.split("\n# %%")[1:]
+    untouched = {"type": "file", "format": "text", "content": "print('not a lecture')\n"}
+    _lab_hook()(model=untouched, path="script.py", contents_manager=contents_manager)
+    assert untouched["content"] == "print('not a lecture')\n"
