@@ -51,3 +51,26 @@ def test_gemm_args_refuses_an_unknown_product():
     with pytest.raises(ValueError, match="product must be 'qk' or 'pv'"):
         gemm_args("qv", 8, 4)
     assert CUBLAS_OP_N == 0  # cublas_api.h: CUBLAS_OP_N = 0, CUBLAS_OP_T = 1
+
+
+def test_worked_numbers_of_the_side_by_side_and_the_context_probe_run():
+    import doctest
+
+    from gpu_kernels.measure import cuda_context
+    from gpu_kernels.tensor_core import bench
+
+    for module in (bench, cuda_context):
+        result = doctest.testmod(module)
+        assert result.attempted >= 1 and result.failed == 0, module.__name__
+
+
+def test_context_summary_is_the_median_over_trials_of_used_minus_before_minus_allocator():
+    from gpu_kernels.measure.cuda_context import summary
+
+    mib = 2**20
+    trials = [
+        {"framework": "torch", "before_bytes": 600 * mib, "stages": [{"stage": "context", "device_used_bytes": u * mib, "allocator_bytes": 2 * mib}]}
+        for u in (1112, 1100, 1130)
+    ]  # fmt: skip
+    s = summary(trials)["torch"]["context"]
+    assert (s["median_bytes"], s["min_bytes"], s["max_bytes"], s["n"]) == (510 * mib, 498 * mib, 528 * mib, 3)
