@@ -143,6 +143,12 @@ plt.show()
 # %% slideshow={"slide_type": "subslide"} alt="Stepper over the chosen schedule's tiles: the score grid at step k beside what is loaded, what sits in SRAM and registers, and the HBM bytes so far"
 walks_widget(walks)
 
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Before pressing play, ask: how many bytes has FA2 read after its first row of tiles? (Q_0 once, then
+# every K_j and V_j: Br·d + 2Nd elements.) Let the counter confirm it, then switch to FA1 and ask the
+# same for its first column. In the causal walks point at the hatched tiles: never loaded, never
+# computed; the diagonal ones are loaded whole and masked inside.
+
 # %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 walk_table = pd.DataFrame(
     [
@@ -202,12 +208,15 @@ tiles
 
 # %% tags=["remove-input"]
 a100 = load_preset("a100-40gb")
+same_tiles = (tiles.groupby("d")[["Br", "Bc"]].nunique() == 1).all().all()
 display(
     Markdown(
         f"Two numbers describe a GPU's SRAM. The paper's is the per-SM total of shared memory and L1 "
         f"({a100.level('SRAM').capacity_bytes / 1024:g} KiB on the A100); the tiles must fit what **one thread "
         f"block** may allocate, {a100.sram_bytes / 1024:g} KiB on the A100 (the CUDA programming guide's "
-        f"per-block limit, cited in the preset). simlib's M is the second: lectures that quote the first say so."
+        f"per-block limit, cited in the preset). simlib's M is the second: lectures that quote the first say so. "
+        f"FlashAttention-2's tiles are {'the same on every preset' if same_tiles else 'not the same on every preset'} "
+        f"for a given d: its kernel table picks them by head dimension, not by M (FA1's Algorithm-1 rule does use M)."
     )
 )
 
@@ -540,6 +549,11 @@ display(
 # The popular posts say FlashAttention makes attention's HBM reads/writes O(N). Two different
 # quantities hide in that sentence.
 
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Write the two quantities side by side on the board: *extra memory* (what must be stored besides Q, K,
+# V and O) and *traffic* (what crosses the memory bus, counting re-reads). Ask which one the slope of
+# the previous chart measured. Only the first is linear in N.
+
 # %%
 growth = claims.claim_d(seq_lens=tuple(2**k for k in range(10, 17)))
 slopes = claims.slopes_d(growth)
@@ -640,7 +654,8 @@ display(
 # 2. A tile walk's byte counter, step by step from the schedule's own trace, ends exactly on
 #    `count()`; a causal mask skips the tiles above the diagonal and computes the diagonal ones whole.
 # 3. Tiling does not change the exponent: FlashAttention's HBM traffic is still quadratic in N, with a
-#    constant that shrinks like d²/M (FA1) or with the Q-block height Br (FA2).
+#    constant ∝ d²/M for FA1 (more SRAM, fewer re-reads) and ∝ d/Br for FA2 (taller Q blocks, fewer
+#    re-reads).
 # 4. Its *extra memory* is linear in N: that part of "O(N)" is right; the traffic part is wrong.
 # 5. What FlashAttention-2 changed beyond the loop order (parallelism over the sequence, fewer
 #    non-matmul FLOPs, split-Q across warps) buys speed on the tensor cores, not fewer bytes; on a GPU

@@ -418,6 +418,26 @@ def _title(walk: TileWalk) -> str:
     return f"{walk.algorithm}: N = {w.seq_len}, d = {w.head_dim}, {w.dtype}{mask}, tiles {walk.block_rows}×{walk.block_cols}"
 
 
+def _legend_handles(walk: TileWalk) -> list:
+    """The colour key of the score grid's overlays (and, causal, of skipped and diagonal tiles)."""
+    from matplotlib.patches import Patch
+
+    kind = "naive" if walk.algorithm == "naive" else "tiled"
+    done, (row_band, col_band) = DONE[kind], BANDS[kind]
+    handles = [
+        Patch(fc=CURRENT, label="tile computed now"),
+        Patch(fc=Q_BAND, alpha=0.4, label=row_band),
+        Patch(fc=KV_BAND, alpha=0.35, label=col_band),
+        Patch(fc=done[0], label=done[1]),
+    ]
+    if walk.workload.causal:
+        handles += [
+            Patch(fc="0.9", ec="0.6", hatch="///", label="skipped (fully masked)"),
+            Patch(fc=DIAGONAL_TINT, ec="#9467bd", ls="--", label="diagonal (masked inside)"),
+        ]
+    return handles
+
+
 def draw_walk_step(walk: TileWalk, k: int, axes=None):
     """Step k of `walk`: the score grid with the tiles done, the Q block (orange) and K/V block (blue)
     on chip and the tile computed now (red), beside a panel listing loads, stores, what sits in SRAM
@@ -434,6 +454,7 @@ def draw_walk_step(walk: TileWalk, k: int, axes=None):
     grid.set_title(_title(walk), fontsize=10)
     text.axis("off")
     text.text(0, 1, _caption(walk, k), va="top", ha="left", fontsize=9, transform=text.transAxes)
+    text.legend(handles=_legend_handles(walk), loc="lower left", fontsize=8.5, frameon=False)
     return grid.figure
 
 
@@ -456,7 +477,6 @@ def draw_walk_overview(walk: TileWalk, picks: Sequence[int] | None = None):
     """Small multiples of chosen steps (default: `default_picks`) with the HBM bytes so far: the static
     view for HTML exports and slides, where widgets do not render. Returns the figure."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
 
     n = len(walk.steps)
     picks = list(picks) if picks is not None else default_picks(walk)
@@ -472,19 +492,7 @@ def draw_walk_overview(walk: TileWalk, picks: Sequence[int] | None = None):
             f"written {s.write_so_far / 1e6:.3f} MB",
             fontsize=9,
         )
-    kind = "naive" if walk.algorithm == "naive" else "tiled"
-    done, (row_band, col_band) = DONE[kind], BANDS[kind]
-    handles = [
-        Patch(fc=CURRENT, label="tile computed now"),
-        Patch(fc=Q_BAND, alpha=0.4, label=row_band),
-        Patch(fc=KV_BAND, alpha=0.35, label=col_band),
-        Patch(fc=done[0], label=done[1]),
-    ]
-    if walk.workload.causal:
-        handles += [
-            Patch(fc="0.9", ec="0.6", hatch="///", label="skipped (fully masked)"),
-            Patch(fc=DIAGONAL_TINT, ec="#9467bd", ls="--", label="diagonal (masked inside)"),
-        ]
+    handles = _legend_handles(walk)
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3), fontsize=8.5)
     fig.suptitle(
         _title(walk) + f"; at the end count() says {walk.result.hbm_read_bytes / 1e6:.3f} MB read, "
