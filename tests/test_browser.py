@@ -211,6 +211,16 @@ def test_lecture_07_runs_redraws_and_saves_unchanged_in_jupyterlab(jupyterlab):
         )
         assert not toasts, f"a notification pop-up on first start: {toasts}"
 
+        listed = _wait(
+            driver,
+            "the file browser's listing",
+            "return [...document.querySelectorAll('.jp-DirListing-item .jp-DirListing-itemText')].map(e => e.innerText);",
+        )
+        lectures = sorted(p.name for p in LECTURE.parent.glob("*.py"))
+        assert sorted(listed) == lectures, (
+            f"the file browser lists {sorted(listed)}, not one entry per lecture"
+        )
+
         started = time.monotonic()
         result = driver.execute_async_script(RUN_ALL)
         errors = driver.execute_script(ERROR_OUTPUTS)
