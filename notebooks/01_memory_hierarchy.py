@@ -85,7 +85,8 @@ display(
         f"- **SRAM**, the *workbench*: shared memory on the chip, {min(kib):.0f}–{max(kib):.0f} KiB per "
         "thread block, right next to the arithmetic units.\n\n"
         "Every number in this lecture comes from the hardware presets in `data/hardware/` (each with its "
-        "source) and from the exact traffic model in `simlib`."
+        "source), from the exact traffic model in `simlib`, from the paper's text in `data/papers.json` and, "
+        "for the two measured points, from the H200 run in `data/measurements/current/`."
     )
 )
 
@@ -330,7 +331,7 @@ fig.legend(handles, labels, loc="upper center", ncol=3, fontsize=9, bbox_to_anch
 fig.suptitle(f"Every data-centre preset, d = {D}, fp16 and naive in fp32, against each GPU's two ridges")
 plt.show()
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 punch = intensity.intensity_table(seq_len=N, head_dim=D)  # fp16 data: against the fp16 ridge
 punch32 = intensity.intensity_table(seq_len=N, head_dim=D, dtype="fp32")  # fp32 data: the fp32 ridge
 assert (punch32[["gpu", "schedule"]].values == punch[["gpu", "schedule"]].values).all()

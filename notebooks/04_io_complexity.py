@@ -184,7 +184,7 @@ display(
 # FlashAttention-2's default Br, Bc, Tr, Tc for the per-block shared memory of every preset, at
 # N = 4096.
 
-# %%
+# %% tags=["remove-input"]
 rows = []
 for key in preset_keys():
     hw = load_preset(key)
@@ -614,7 +614,7 @@ display(
 # How tight is Θ(N²d²/M)? The ratio of FA1's exact traffic to N²d²/M (both in elements) over a grid of
 # N, d and SRAM sizes:
 
-# %%
+# %% tags=["remove-input"]
 rows = []
 for n in (2048, 8192, 32768):
     for d in (32, 64, 128):
