@@ -259,6 +259,11 @@ def test_lecture_07_runs_redraws_and_saves_unchanged_in_jupyterlab(jupyterlab):
         )
         errors = driver.execute_script(ERROR_OUTPUTS)
         assert not errors, f"after moving the slider: {errors}"
+        urls, _ = _requests(driver)
+        outside = [u for u in urls if not u.startswith((base, "data:", "blob:"))]
+        assert not outside, (
+            f"JupyterLab fetched from outside the machine (news? update check?): {outside[:5]}"
+        )
 
         driver.execute_script(NOTEBOOK + "w.content.activate(); w.content.node.focus();")
         ActionChains(driver).key_down(Keys.CONTROL).send_keys("s").key_up(Keys.CONTROL).perform()

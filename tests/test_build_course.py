@@ -178,3 +178,29 @@ def test_lab_save_hook_keeps_solutions_collapsed_as_jupyterlab_uncollapses_them_
     untouched = {"type": "file", "format": "text", "content": "print('not a lecture')\n"}
     _lab_hook()(model=untouched, path="script.py", contents_manager=contents_manager)
     assert untouched["content"] == "print('not a lecture')\n"
+
+
+@pytest.mark.parametrize("script", sorted((ROOT / "notebooks").glob("[0-9]*.py")), ids=lambda p: p.stem)
+def test_running_and_saving_a_lecture_in_jupyterlab_leaves_its_script_unchanged(script):
+    """What JupyterLab does to a lecture that a student runs (outputs, counts, every cell's outputs_hidden
+    turned off), written back by jupytext with jupytext.toml and passed through make lab's save hook."""
+    import jupytext
+    from jupytext.config import load_jupytext_config
+
+    text = script.read_text()
+    notebook = jupytext.reads(text, fmt="py:percent")
+    for number, cell in enumerate(notebook.cells, 1):
+        if cell.cell_type == "code":
+            cell.execution_count = number
+            cell.outputs = [new_output("stream", name="stdout", text="ran\n")]
+            cell.metadata.get("jupyter", {}).pop("outputs_hidden", None)
+    notebook.metadata["language_info"] = {"name": "python", "version": "3.12.3"}
+    config = load_jupytext_config(str(script.parent))
+    model = {
+        "type": "file",
+        "format": "text",
+        "content": jupytext.writes(notebook, fmt="py:percent", config=config),
+    }
+    contents_manager = type("CM", (), {"root_dir": str(ROOT)})()
+    _lab_hook()(model=model, path=f"notebooks/{script.name}", contents_manager=contents_manager)
+    assert model["content"] == text, f"{script.name} changes when run and saved in make lab"
