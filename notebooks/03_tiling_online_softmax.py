@@ -173,13 +173,15 @@ def reference_softmax(x):
 
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Four inputs: random logits; the same logits shifted by 1000 (the weights are unchanged, far from
-# one-hot, but $e^x$ overflows even in float64); a causal mask (−∞ above the diagonal); padding (the
+# Four inputs (the table's rows name their sizes): random logits; the same logits shifted by a
+# constant beyond float64's exp range (the weights are unchanged, far from one-hot, but $e^x$
+# overflows even in float64); a causal mask (−∞ above the diagonal); padding (the
 # first keys of every row masked, more than one block, so a whole block is −∞). Differences in units of
 # float64's machine epsilon ε.
 
 # %%
 n, block, pad, shift = 300, 64, 80, 1000.0
+assert shift > np.log(np.finfo(np.float64).max) and block < pad < n  # as the text above says
 x = rng.standard_normal((n, n))
 causal = np.where(np.triu(np.ones((n, n), bool), k=1), -np.inf, x)
 padded = x.copy()
@@ -221,8 +223,8 @@ display(
 )
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Where does the naive $e^x$ overflow? Each format's largest finite value, and two rows of
-# N(0, 1) logits shifted to sit around 20 and 100, computed in that format:
+# Where does the naive $e^x$ overflow? Each format's largest finite value, and rows of N(0, 1)
+# logits shifted up by a constant (the column names say by how much), computed in that format:
 
 
 # %%
