@@ -167,7 +167,7 @@ def draw(n, d, sram, br, bc, gpu):
                 traffic: round(r.hbm_bytes / 1e6, 3),
                 "intensity (FLOP/B)": round(rl.arithmetic_intensity, 1),
                 "roofline time (µs)": round(rl.time_s * 1e6, 2),
-                "bound": rl.bound,
+                "bound": rl.bound.replace("HBM", hw.dram_name),
             }
         )
     table = pd.DataFrame(rows).set_index("schedule")
