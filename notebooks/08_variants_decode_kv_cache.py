@@ -102,7 +102,7 @@ causal_table.round(4)
 last, first = causal_table.iloc[-1], causal_table.iloc[0]
 display(
     Markdown(
-        f"With 128×128 tiles at N = {int(last['N']):,}, the causal kernel performs "
+        f"With {tiles['block_rows']}×{tiles['block_cols']} tiles at N = {int(last['N']):,}, the causal kernel performs "
         f"{last['performed FLOPs / N²·4d']:.4f} of the unmasked FLOPs (the useful fraction is "
         f"{last['useful FLOPs / N²·4d']:.4f} = (N+1)/2N) and moves {last['HBM bytes causal / full']:.3f} of the "
         f"bytes. At N = {int(first['N'])} the diagonal tiles are a larger share: "
