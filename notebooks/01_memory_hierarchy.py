@@ -337,6 +337,7 @@ punch32 = intensity.intensity_table(seq_len=N, head_dim=D, dtype="fp32")  # fp32
 assert (punch32[["gpu", "schedule"]].values == punch[["gpu", "schedule"]].values).all()
 punch["FLOP per HBM byte, fp32 data"] = punch32["FLOP per HBM byte"].values
 punch["fp32 CUDA cores"] = punch32["fp32 CUDA cores"].values  # fp32 intensity against the fp32 ridge
+punch["tiles, fp32 data"] = punch32["tiles"].values  # the same SRAM holds half as many fp32 elements
 punch[
     [
         "gpu",
@@ -345,6 +346,7 @@ punch[
         "FLOP per HBM byte",
         "ridge fp16 (FLOP/B)",
         "fp16 tensor cores",
+        "tiles, fp32 data",
         "FLOP per HBM byte, fp32 data",
         "ridge fp32 (FLOP/B)",
         "fp32 CUDA cores",
