@@ -23,6 +23,9 @@ PNG = base64.b64encode(
 ).decode()
 
 
+WIDGET = {"model_id": "0123abcd", "version_major": 2, "version_minor": 0}
+
+
 def _image_cell(source, alt=None, **metadata):
     cell = new_code_cell(source, metadata=dict(metadata, **({"alt": alt} if alt else {})))
     cell.outputs = [new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"})]
@@ -48,7 +51,15 @@ def _lecture(alt="Traffic against N"):
         ],
         metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
     )
-    notebook.cells[3].outputs = [new_output("stream", name="stdout", text="the helper's output\n")]
+    notebook.cells[3].outputs = [
+        new_output("stream", name="stdout", text="the helper's output\n"),
+        new_output(
+            "display_data", data={"application/vnd.jupyter.widget-view+json": WIDGET, "text/plain": "VBox()"}
+        ),
+    ]
+    notebook.metadata["widgets"] = {
+        "application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}
+    }
     notebook.metadata["flashio"] = {"source": "notebooks/99_test.py", "sha256": "ab" * 32}
     return notebook
 
@@ -95,6 +106,7 @@ def test_slides_are_offline_with_notes_aside_alt_text_and_no_solutions(tmp_path)
     assert "answer = 42" not in text, "a solution reached the slides"
     assert "hidden_helper_code" not in text and "the helper" in text
     assert re.search(r'<img[^>]*alt=["\']Traffic against N["\']', text)
+    assert "Interactive controls appear here" in text and "widget-state" not in text
     assets = _local_assets(page)
     assert any("reveal.js/dist/reveal.css" in a for a in assets) and any("MathJax.js" in a for a in assets)
     for ref in assets:
@@ -119,6 +131,8 @@ def test_handouts_collapse_solutions_record_the_source_and_link_each_page(tmp_pa
     assert solution and "answer" in solution.group(1)
     assert re.search(r'<img[^>]*alt=["\']Traffic against N["\']', text)
     assert "hidden_helper_code" not in text
+    assert "Interactive controls appear here" in text and "widget-state" not in text
+    assert re.search(r'<aside class="flashio-notes">\s*.*Say the secret line out loud\.', text, re.S)
     for ref in _local_assets(page):
         assert (page.parent / unquote(urlparse(ref).path)).resolve().is_file(), f"{ref} does not exist"
     assert not re.search(r'(?:src|href)=["\'](?:https?:)?//', text)

@@ -62,6 +62,8 @@ def execute(script, out_dir, timeout=600):
     script = Path(script).resolve()
     notebook = jupytext.read(script)
     notebook.metadata["flashio"] = source_record(script)
+    for number, cell in enumerate(notebook.cells, 1):
+        cell.id = f"cell-{number}"  # jupytext makes random ids; fixed ones keep rebuilt pages' diffs small
     started = time.monotonic()
     try:
         ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(
@@ -91,7 +93,7 @@ def exporter(kind, out_dir):
     urls = asset_urls(out_dir)
     c = Config()
     c.TemplateExporter.extra_template_basedirs = [str(TEMPLATES)]
-    c.TemplateExporter.extra_template_paths = [str(TEMPLATES)]  # for flashio_images.j2
+    c.TemplateExporter.extra_template_paths = [str(TEMPLATES)]  # for flashio_outputs.j2
     c.TemplateExporter.exclude_input_prompt = True
     c.TemplateExporter.exclude_output_prompt = True
     c.HTMLExporter.mathjax_url = urls["mathjax"]
@@ -109,6 +111,20 @@ def exporter(kind, out_dir):
         made = HTMLExporter(config=c, template_name="flashio_handout")
     made.register_preprocessor(AltTextPreprocessor(), enabled=True)
     return made
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = "<p><em>Interactive controls appear here when the lecture runs in Jupyter (<code>make lab</code>).</em></p>"
+
+
+def _without_widgets(notebook):
+    """Widgets need a renderer that only exists on a CDN: each widget output becomes a line saying where
+    the controls are, and the stored widget state (which only that renderer reads) is dropped."""
+    notebook.metadata.pop("widgets", None)
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if WIDGET_VIEW in output.get("data", {}):
+                output["data"] = {"text/html": WIDGET_NOTE}
 
 
 def _title(notebook, fallback):
@@ -148,6 +164,7 @@ def export(kind, executed, out_dir):
     suffix = ".slides.html" if kind == "slides" else ".html"
     entries = []
     for path, nb in notebooks:
+        _without_widgets(nb)
         body, _ = made.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
         (out_dir / f"{path.stem}{suffix}").write_text(body, encoding="utf-8")
         entries.append((f"{path.stem}{suffix}", _title(nb, path.stem)))
