@@ -322,9 +322,9 @@ display(
         f"kernel). A training step saves less, because attention is only part of it: at most "
         f"{pct(half.attention_share_standard)} of a standard 16-bit step, so the step saves at most "
         f"**{pct(half.saving)}**. Both are upper bounds (the rest of the step is priced as bare GEMMs): the "
-        f"saving falls to 40 % / 35 % once the rest costs {multiples} (Exercise 4). In fp32 the step saves at "
+        f"saving falls to {100 * CLAIM[1]:.0f} % / {100 * CLAIM[0]:.0f} % once the rest costs {multiples} (Exercise 4). In fp32 the step saves at "
         f"most {pct([c['saving'] for c in claim['fp32_cases']])}.\n\n"
-        f"**Verdict (Lecture 6, claim q): {row_q.verdict}** ({row_q.number}): 35–40 % per run holds only if "
+        f"**Verdict (Lecture 6, claim q): {row_q.verdict}** ({row_q.number}): {pct(CLAIM)} per run holds only if "
         f"layer norm, GELU, dropout, the optimizer and the data pipeline cost about that much beyond the bare GEMMs."
     )
 )
