@@ -65,7 +65,7 @@ from IPython.display import Markdown, display
 from simlib import Workload, count, load_preset, roofline
 from simlib.decode_time import split_k_frame, split_k_time
 from simlib.kvcache import load_model, max_context, memory_table, model_keys
-from simlib.lectures import charts, paper
+from simlib.lectures import charts, claims, paper
 from simlib.lectures.tile_walk import draw_score_grid
 from simlib.reproduce import FIGURE2, figure2_flops, figure2_h200, figure2_left
 
@@ -400,6 +400,8 @@ plt.show()
 m8, m7, mistral = load_model("llama-3-8b"), load_model("llama-2-7b"), load_model("mistral-7b")
 t4_bytes = T4.level("HBM").capacity_bytes
 fits_fp16 = max_context(m8, t4_bytes)
+r_claim = claims.claim_r("llama-3-8b", "t4")  # the same GPU and model, with the context and activations
+assert r_claim.tokens_weights_only == fits_fp16 and r_claim.tokens_all < m8.max_position_embeddings
 at_context = memory_table(m7, [m7.max_position_embeddings], batch=8)["total_bytes"].item()
 windowed = memory_table(mistral, [mistral.max_position_embeddings])["kv_cache_bytes"].item()
 # what the prose below says: Llama-3-8B's context fits at batch 1, Llama-2-7B's too, but not at batch 8
@@ -410,7 +412,10 @@ display(
         f"**Llama-3-8B on the {T4.name}'s {t4_bytes / GIB:.0f} GiB**: {m8.params / 1e9:.2f} B parameters are "
         f"{m8.weight_bytes() / GIB:.2f} GiB in fp16, leaving room for **{fits_fp16:,} tokens** of fp16 KV cache "
         f"({m8.kv_bytes_per_token() // 1024} KiB each) at batch 1, before activations and the CUDA context: "
-        f"just above its {m8.max_position_embeddings:,}-token context. Llama-2-7B has no GQA "
+        f"just above its {m8.max_position_embeddings:,}-token context. Take off the CUDA context measured on the "
+        f"H200 ({charts.fmt_bytes(r_claim.context_bytes)}) and one {r_claim.chunk_tokens}-token prefill chunk's "
+        f"activations ({charts.fmt_bytes(r_claim.prefill_activation_bytes)}) and only **{r_claim.tokens_all:,} "
+        f"tokens** fit: claim (r) of Lecture 6 holds. Llama-2-7B has no GQA "
         f"({m7.kv_bytes_per_token() // 1024} KiB per token) but only a {m7.max_position_embeddings:,}-token "
         f"context: at batch 1 it fits, at batch 8 its full context needs {at_context / GIB:.1f} GiB. Mistral-7B "
         f"attends a sliding window of {mistral.sliding_window:,} tokens, and its rolling-buffer cache keeps only "
