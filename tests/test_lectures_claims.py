@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from simlib import load_preset
 from simlib.lectures import claims, intensity, readers, verdicts
 from simlib.lectures.verdicts import CONDITIONS, FAILS, HOLDS, NOT_CHECKED
 
@@ -313,8 +314,22 @@ def test_intensity_against_the_ridges():
     assert t.loc["naive", "ridge fp16 (FLOP/B)"] == pytest.approx(H200_FP16 / H200_HBM)  # 206.1
     assert t.loc["naive", "ridge fp32 (FLOP/B)"] == pytest.approx(H200_FP32 / H200_HBM)  # 13.9
     assert t.loc["naive", "fp16 tensor cores"] == "memory bound"
-    assert t.loc["naive", "fp32 CUDA cores"] == "compute bound"  # 31.5 > 13.9: fp32 is another regime
+    assert t.loc["naive", "fp32 CUDA cores"] == intensity.NOT_THIS_DTYPE  # fp16 bytes say nothing of fp32
     assert t.loc[intensity.L2_LIMIT, "fp16 tensor cores"] == "compute bound"
+    # fp32 data: twice the bytes, half the intensity (15.75 FLOP/B), against the fp32 ridge only
+    t32 = intensity.intensity_table(gpus=("h200", "h100-sxm"), seq_len=N, head_dim=D, dtype="fp32")
+    naive32 = t32[t32.schedule == "naive"].set_index("gpu")
+    assert naive32["FLOP per HBM byte"].iloc[0] == pytest.approx(NAIVE_FLOPS / (2 * NAIVE_BYTES))
+    assert (naive32["fp16 tensor cores"] == intensity.NOT_THIS_DTYPE).all()
+    h200, h100 = (load_preset(k) for k in ("h200", "h100-sxm"))
+    expected = {
+        hw.name: "compute bound"
+        if NAIVE_FLOPS / (2 * NAIVE_BYTES) > hw.peak_flops["fp32"] / hw.level("HBM").bandwidth_bytes_per_s
+        else "memory bound"
+        for hw in (h200, h100)
+    }
+    assert naive32["fp32 CUDA cores"].to_dict() == expected
+    assert expected[h200.name] == "compute bound" and expected[h100.name] == "memory bound"
 
 
 def test_without_a_tensor_core_run_e_says_not_measured_yet(monkeypatch):

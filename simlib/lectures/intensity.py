@@ -42,8 +42,21 @@ def tiles_of(result):
     return f"{rows}×{cols}" if rows and cols else "—"
 
 
+#: The verdict column of the unit that does not run this dtype: fp16/bf16 data runs on the tensor
+#: cores, fp32 data on the CUDA cores, and an fp32 kernel moves twice the bytes of an fp16 one, so an
+#: fp16 intensity says nothing about the fp32 ridge (call the table again with dtype="fp32").
+NOT_THIS_DTYPE = "—"
+
+
+def side(intensity, hardware, dtype):
+    """Which side of `dtype`'s ridge an intensity lies on."""
+    return "compute bound" if intensity > ridge(hardware, dtype) else "memory bound"
+
+
 def intensity_table(gpus=DATACENTER_GPUS, seq_len=4096, head_dim=64, dtype="fp16"):
-    """One row per (GPU, schedule): FLOPs, HBM bytes, intensity, both ridges and which side of each."""
+    """One row per (GPU, schedule): FLOPs, HBM bytes, intensity, both ridges, and which side of the
+    ridge of the unit that runs `dtype` (tensor cores for fp16/bf16, CUDA cores for fp32)."""
+    sixteen_bit = dtype != "fp32"
     rows = []
     workload = Workload(seq_len, head_dim, dtype=dtype)
     for key in gpus:
@@ -63,8 +76,8 @@ def intensity_table(gpus=DATACENTER_GPUS, seq_len=4096, head_dim=64, dtype="fp16
                     "FLOP per HBM byte": ai,
                     "ridge fp16 (FLOP/B)": ridge(hw, "fp16"),
                     "ridge fp32 (FLOP/B)": ridge(hw, "fp32"),
-                    "fp16 tensor cores": "compute bound" if ai > ridge(hw, "fp16") else "memory bound",
-                    "fp32 CUDA cores": "compute bound" if ai > ridge(hw, "fp32") else "memory bound",
+                    "fp16 tensor cores": side(ai, hw, "fp16") if sixteen_bit else NOT_THIS_DTYPE,
+                    "fp32 CUDA cores": NOT_THIS_DTYPE if sixteen_bit else side(ai, hw, "fp32"),
                 }
             )
     return pd.DataFrame(rows)
