@@ -82,7 +82,8 @@ def group(name):
 # that turns the number into a verdict. Claim (a) in full:
 
 # %%
-table.loc["a", ["quantity", "model", "rule", "verdict"]].to_frame()
+with pd.option_context("display.max_colwidth", None):
+    display(table.loc["a", ["quantity", "model", "rule", "verdict"]].to_frame())
 
 # %% tags=["remove-input"]
 counts = table.verdict.value_counts()
