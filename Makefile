@@ -89,6 +89,7 @@ report: notebooks
 # Ctrl+S (the script and `git status notebooks/` must not change); then lecture 07's slide deck opened with
 # the network blocked (no request may leave file://, speaker notes hidden from the audience). Installs
 # Debian's chromium and chromium-driver with apt-get when missing; nothing is downloaded at run time.
+# `FLASHIO_BROWSER_ALL=1 make test-browser` also runs and saves every lecture in JupyterLab (about 3 minutes).
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 test-browser: $(STAMP)

@@ -179,38 +179,72 @@ function chartUnder(slider) {
 """
 
 
-def test_lecture_07_runs_redraws_and_saves_unchanged_in_jupyterlab(jupyterlab):
-    base, token = jupyterlab
-    script_before, status_before = LECTURE.read_bytes(), _git_status()
-    mtime_before = LECTURE.stat().st_mtime_ns
+DIALOGS = "return [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText);"
+
+
+def _open(driver, base, token, script):
+    """Open a lecture from the file browser's URL; it must be a notebook on an idle python3 kernel."""
+    driver.get(f"{base}/lab/tree/{script.name}?token={token}")
+    _wait(
+        driver,
+        f"{script.name} to open as a notebook",
+        NOTEBOOK
+        + f"return w && w.node.classList.contains('jp-NotebookPanel') && w.context.path === '{script.name}';",
+    )
+    kernel = _wait(
+        driver,
+        f"{script.name}'s kernel to start and be idle",
+        NOTEBOOK + "const k = w.sessionContext.session && w.sessionContext.session.kernel;"
+        "return k && k.status === 'idle' && k.name;",
+    )
+    assert kernel == "python3", f"{script.name} started kernel {kernel!r}, not python3"
+    dialogs = driver.execute_script(DIALOGS)
+    assert not dialogs, f"a dialog opened with {script.name} (kernel picker?): {dialogs}"
+
+
+def _run_all(driver, script):
+    started = time.monotonic()
+    result = driver.execute_async_script(RUN_ALL)
+    errors = driver.execute_script(ERROR_OUTPUTS)
+    assert not errors and result.get("ok"), f"running all cells of {script.name}: {errors or result}"
+    print(f"{script.name}: all cells ran in {time.monotonic() - started:.1f} s")
+
+
+def _save(driver, script):
+    """Ctrl+S, as a student saves; wait until the file on disk was written."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
+    mtime = script.stat().st_mtime_ns
+    driver.execute_script(NOTEBOOK + "w.content.activate(); w.content.node.focus();")
+    ActionChains(driver).key_down(Keys.CONTROL).send_keys("s").key_up(Keys.CONTROL).perform()
+    deadline = time.monotonic() + 30
+    while script.stat().st_mtime_ns == mtime:
+        dialogs = driver.execute_script(DIALOGS)
+        assert not dialogs, f"saving {script.name} opened a dialog: {dialogs}"
+        assert time.monotonic() < deadline, f"Ctrl+S did not save {script.name} within 30 s"
+        time.sleep(0.25)
+
+
+def _unchanged(script, text, status):
+    assert script.read_bytes() == text, (
+        f"saving from JupyterLab changed notebooks/{script.name} (see `git diff`): check jupytext.toml"
+    )
+    assert _git_status() == status, f"git status notebooks/ changed:\n{_git_status()}"
+
+
+def test_lecture_07_runs_redraws_and_saves_unchanged_in_jupyterlab(jupyterlab):
+    from selenium.webdriver.common.keys import Keys
+
+    base, token = jupyterlab
+    text, status = LECTURE.read_bytes(), _git_status()
     driver = _browser()
     try:
-        driver.get(f"{base}/lab/tree/{LECTURE.name}?token={token}")
-        _wait(
-            driver,
-            f"{LECTURE.name} to open as a notebook",
-            NOTEBOOK
-            + f"return w && w.node.classList.contains('jp-NotebookPanel') && w.context.path === '{LECTURE.name}';",
-        )
-        kernel = _wait(
-            driver,
-            "the kernel to start and be idle",
-            NOTEBOOK + "const k = w.sessionContext.session && w.sessionContext.session.kernel;"
-            "return k && k.status === 'idle' && k.name;",
-        )
-        assert kernel == "python3", f"the lecture started kernel {kernel!r}, not python3"
-        dialogs = driver.execute_script(
-            "return [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText);"
-        )
-        assert not dialogs, f"a dialog opened with the lecture (kernel picker?): {dialogs}"
+        _open(driver, base, token, LECTURE)
         toasts = driver.execute_script(
             "return [...document.querySelectorAll('.Toastify__toast')].map(t => t.innerText);"
         )
         assert not toasts, f"a notification pop-up on first start: {toasts}"
-
         listed = _wait(
             driver,
             "the file browser's listing",
@@ -220,12 +254,7 @@ def test_lecture_07_runs_redraws_and_saves_unchanged_in_jupyterlab(jupyterlab):
         assert sorted(listed) == lectures, (
             f"the file browser lists {sorted(listed)}, not one entry per lecture"
         )
-
-        started = time.monotonic()
-        result = driver.execute_async_script(RUN_ALL)
-        errors = driver.execute_script(ERROR_OUTPUTS)
-        assert not errors and result.get("ok"), f"running all cells of 07: {errors or result}"
-        print(f"07: all cells ran in {time.monotonic() - started:.1f} s")
+        _run_all(driver, LECTURE)
 
         slider = _wait(driver, "a slider under the charts", SLIDER, WAIT_S, "sequence length N")
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", slider)
@@ -261,26 +290,29 @@ def test_lecture_07_runs_redraws_and_saves_unchanged_in_jupyterlab(jupyterlab):
         assert not errors, f"after moving the slider: {errors}"
         urls, _ = _requests(driver)
         outside = [u for u in urls if not u.startswith((base, "data:", "blob:"))]
-        assert not outside, (
-            f"JupyterLab fetched from outside the machine (news? update check?): {outside[:5]}"
-        )
-
-        driver.execute_script(NOTEBOOK + "w.content.activate(); w.content.node.focus();")
-        ActionChains(driver).key_down(Keys.CONTROL).send_keys("s").key_up(Keys.CONTROL).perform()
-        deadline = time.monotonic() + 30
-        while LECTURE.stat().st_mtime_ns == mtime_before:
-            dialogs = driver.execute_script(
-                "return [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText);"
-            )
-            assert not dialogs, f"saving opened a dialog: {dialogs}"
-            assert time.monotonic() < deadline, "Ctrl+S did not save the lecture within 30 s"
-            time.sleep(0.25)
+        assert not outside, f"the JupyterLab page fetched from outside the machine: {outside[:5]}"
+        _save(driver, LECTURE)
     finally:
         driver.quit()
-    assert LECTURE.read_bytes() == script_before, (
-        f"saving from JupyterLab changed {LECTURE.relative_to(ROOT)} (see `git diff`): check jupytext.toml"
-    )
-    assert _git_status() == status_before, f"git status notebooks/ changed:\n{_git_status()}"
+    _unchanged(LECTURE, text, status)
+
+
+@pytest.mark.skipif(
+    os.environ.get("FLASHIO_BROWSER_ALL") != "1", reason="every lecture: FLASHIO_BROWSER_ALL=1"
+)
+@pytest.mark.parametrize("script", sorted((ROOT / "notebooks").glob("[0-9]*.py")), ids=lambda p: p.stem)
+def test_every_lecture_runs_and_saves_unchanged_in_jupyterlab(jupyterlab, script):
+    """The issue's "run every lecture in JupyterLab, then git status is clean" (minutes: not in CI)."""
+    base, token = jupyterlab
+    text, status = script.read_bytes(), _git_status()
+    driver = _browser()
+    try:
+        _open(driver, base, token, script)
+        _run_all(driver, script)
+        _save(driver, script)
+    finally:
+        driver.quit()
+    _unchanged(script, text, status)
 
 
 def _requests(driver):
