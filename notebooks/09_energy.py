@@ -154,6 +154,18 @@ plt.show()
 clocks = cal.groupby("bench")[["sm_mhz", "temp_c"]].agg(lambda s: pd.to_numeric(s, errors="coerce").median())
 clocks.reindex(order).rename(columns={"sm_mhz": "SM clock (MHz)", "temp_c": "temperature (°C)"}).T
 
+# %% tags=["remove-input"]
+slowed = clocks[clocks.sm_mhz < clocks.sm_mhz.max()].sm_mhz
+display(
+    Markdown(
+        f"Every benchmark ran at {clocks.sm_mhz.max():.0f} MHz except "
+        + ", ".join(f"`{b}` at {mhz:.0f} MHz ({power.loc[b, 'mean']:.0f} W)" for b, mhz in slowed.items())
+        + ": power limited, so the GPU lowered the clock. The bf16 GEMM's joules per FLOP "
+        f"(`tensor_core_gemm`, {table.flop_cost('tensor_core_gemm'):.2f} pJ, which prices the rest of a training "
+        "step in section 5) is that of a power-limited GEMM."
+    )
+)
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. Where the joules go: naive against FlashAttention
 #
