@@ -94,7 +94,7 @@ def test_an_image_without_alt_stops_the_build_and_writes_nothing(tmp_path, kind,
         build_course.export(kind, [path], tmp_path / kind)
     assert "1 image(s) without alt text" in str(stop.value)
     assert "cell 3" in capsys.readouterr().err
-    assert not list((tmp_path / kind).glob("*.html")) if (tmp_path / kind).exists() else True
+    assert not list(tmp_path.rglob("*.html")), "pages were written despite the missing alt text"
 
 
 def test_slides_are_offline_with_notes_aside_alt_text_and_no_solutions(tmp_path):
