@@ -235,6 +235,15 @@ def fmt_bytes(n: int) -> str:
     return f"{n:,} B"
 
 
+def traffic(n_bytes: int) -> str:
+    """Traffic in bytes and decimal MB (10⁶ B), as the lectures write traffic (capacities stay binary).
+
+    >>> traffic(34_078_720)
+    '34,078,720 B (34.08 MB)'
+    """
+    return f"{n_bytes:,} B ({n_bytes / 1e6:,.2f} MB)"
+
+
 def print_count(result: Result, row: dict[str, Any]) -> None:
     w = result.workload
     print(
@@ -279,10 +288,10 @@ def print_count(result: Result, row: dict[str, Any]) -> None:
         "sram_write_bytes",
         "compulsory_hbm_bytes",
     ):
-        print(f"  {key:<24}{fmt_bytes(row[key])}")
+        print(f"  {key:<24}{traffic(row[key])}")
     if row["saha_ye_bytes_asymptotic"]:
         print(
-            f"  {'saha_ye (asymptotic)':<24}{fmt_bytes(int(row['saha_ye_bytes_asymptotic']))}  "
+            f"  {'saha_ye (asymptotic)':<24}{traffic(int(row['saha_ye_bytes_asymptotic']))}  "
             "min(N²d²/M, N²d/√M), constant 1"
         )
     print(f"  {'flops':<24}{row['flops']:,}  (performed; useful forward FLOPs {row['useful_flops']:,})")
