@@ -67,7 +67,7 @@ CLI = [
     (C + ["--matmul-tile", "16"], "matmul_tile"),
     (C + ["--splits", "2"], "splits"),
     (C + ["--threads", "32x8"], "threads"),
-    (C + ["--no-dropout"], "dropout"),
+    (["count", "--algorithm", "fa1", "--seq-len", "64", "--head-dim", "64", "--no-dropout"], "dropout"),
     (C + ["--tile-rule", "fa3"], "--tile-rule"),
     (C + ["--arch", "sm70"], "--arch"),
     (C4 + ["--gpu", "h200", "--block-rows", "454", "--block-cols", "454"], "block_rows=454"),
