@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-browser lint format test-gpu notebooks slides handouts report bench-trace clean
+.PHONY: lab test test-browser lint format test-gpu notebooks slides handouts bench-trace clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -77,12 +77,6 @@ slides: $(EXECUTED)
 # tests/test_build_handouts.py fails when a lecture changed and its handout was not rebuilt.
 handouts: $(EXECUTED)
 	$(BIN)/python -m tools.build_course handouts $(EXECUTED) --out docs/handouts
-
-# Every lecture executed top to bottom, as HTML with code and outputs: build/report/NN_topic.html.
-report: notebooks
-	mkdir -p build/report
-	$(BIN)/jupyter nbconvert --to html --execute --ExecutePreprocessor.kernel_name=python3 \
-	  --ExecutePreprocessor.timeout=600 --output-dir build/report $(NOTEBOOKS_BUILD)/*.ipynb
 
 # A real browser (tests/test_browser.py): JupyterLab as `make lab` starts it, lecture 07 run in headless
 # Chromium, a slider moved (the chart must change, no cell may show an error), the notebook saved with
