@@ -12,7 +12,9 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from tools.build_course import recorded_source, source_record
+pytest.importorskip("jupytext")  # tools.build_course needs it (a dev dependency; absent on the GPU machine)
+
+from tools.build_course import recorded_source, source_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDOUTS = ROOT / "docs" / "handouts"
