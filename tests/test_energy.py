@@ -302,3 +302,38 @@ def test_the_note_shows_what_the_data_gives():
         "<!-- generated: python -m simlib.energy_check -->\n"
     )
     assert text[start : text.index("<!-- end generated -->")] == report_markdown()
+
+
+def test_naive_tc_energy_priced_with_ncu_dram_reads_by_hand():
+    """N = 16384, d = 64: simlib.physical's DRAM reads are Q + K (scores), S (softmax), P + V (pv), 2 B
+    each, for ncu's B·H = 4; ncu's reads from naive_tc_diag_h200.csv less those, times 16 / 4 (the energy
+    run's B·H), at the HBM figure, added to the physical prediction."""
+    from simlib.energy_check import NAIVE_TC_DIAG_CSV, naive_tc_energy_cause, naive_tc_measured_dram
+
+    n, d, heads = 16384, 64, 4
+    model = {"scores": heads * 2 * n * d * 2, "softmax": heads * n * n * 2, "pv": heads * (n * n + n * d) * 2}
+    ncu = {
+        r["launch"]: float(r["value"])
+        for r in rows_of(NAIVE_TC_DIAG_CSV)
+        if r["kernel"] == "naive_tc"
+        and r["seq_len"] == str(n)
+        and r["head_dim"] == str(d)
+        and r["metric"] == "dram__bytes_read.sum"
+    }
+    assert ncu["scores"] == 66162432 and model["scores"] == 16777216
+    extra = sum(ncu[k] - model[k] for k in model) * 16 / heads
+    assert extra == 206834688  # (49385216 + 131584 + 2191872) x 4
+    t = naive_tc_measured_dram().set_index("seq_len")
+    assert list(t.index) == [4096, 16384]  # N = 1024's ncu shape (B·H = 1) is left out
+    row = t.loc[n]
+    assert row.extra_read_bytes == pytest.approx(extra)
+    hbm = load_energy_table("h200").pj_per_byte["HBM"]
+    assert row.extra_read_j == pytest.approx(extra * hbm * 1e-12)
+    e = next(r for r in rows_of(TC_ATTENTION) if r["variant"] == "naive_tc" and r["seq_len"] == str(n))
+    measured = float(e["joules_per_call"])
+    assert row.measured_j == pytest.approx(measured)
+    assert row.ratio_reads == pytest.approx((row.pred_total_j + extra * hbm * 1e-12) / measured)
+    assert 0.87 < row.ratio < row.ratio_reads < 0.88  # narrows the gap, does not close it
+    assert row.gap_closed == pytest.approx(extra * hbm * 1e-12 / (measured - row.pred_total_j))
+    assert row.gap_closed < 0.02
+    assert f"{row.ratio:.3f} -> {row.ratio_reads:.3f}" in naive_tc_energy_cause()
