@@ -123,3 +123,30 @@ def test_softmax_shared_loads_match_the_diagnostic_run():
         H200,
     )
     assert m[K.SHARED_LD] == 4 * 16384 * 32 * 2 * 8 * 2 == 67_108_864
+
+
+def test_naive_tc_scores_dram_cause_quotes_the_partial_sector_run():
+    """Run g3-partial-sectors-20261201: at N = 16384, d = 64 the scores launch's L2 fills from DRAM are
+    its DRAM sectors read, and exceed its read lookup misses by the number the cause quotes; softmax and
+    pv (whole-sector stores) have next to no write lookup misses."""
+    import csv
+    from pathlib import Path
+
+    from simlib.physical.model_vs_ncu import CAUSES
+
+    path = Path(__file__).resolve().parents[1] / "data/measurements/current/naive_tc_partial_sectors_h200.csv"
+    with path.open(newline="") as f:
+        v = {(r["launch"], r["seq_len"], r["metric"]): float(r["value"]) for r in csv.DictReader(f)}
+    fill, miss = "lts__d_sectors_fill_device.sum", "lts__t_sectors_op_read_lookup_miss.sum"
+    s = ("scores", "16384")
+    assert abs(v[(*s, fill)] - v[(*s, "dram__sectors_read.sum")]) < 100
+    excess = v[(*s, fill)] - v[(*s, miss)]
+    assert excess == 2109543 - 1057557 == 1051986
+    cause = CAUSES[(K.DRAM_READ, "naive_tc", "scores")]
+    assert (
+        f"{int(excess):,}" in cause
+        and f"{int(v[(*s, 'lts__t_sectors_op_write_lookup_miss.sum')]):,}" in cause
+    )
+    for launch in ("softmax", "pv"):
+        assert v[(launch, "16384", "lts__t_sectors_op_write_lookup_miss.sum")] < 100
+    assert v[("scores", "4096", fill)] < v[("scores", "4096", miss)]  # no excess at N = 4096
