@@ -9,7 +9,8 @@ data/ changed). The pages load reveal.js, require.js, jQuery and MathJax from to
 path, so they open and work without network (tools/vendor/README.md: versions, sources, licences).
 Slides: cells tagged `solution` removed, `remove-input` cells show their output only, slide_type "notes"
 cells only in the speaker view (S). Handouts: code and outputs, each solution collapsed under
-"Solution", the lecture script's sha256 in a <meta> tag (tests/test_build_handouts.py compares it).
+"Solution", the lecture script's sha256 in a <meta> tag (tests/test_build_handouts.py compares it); the
+lab template's stylesheets, the same on every page, are written once beside the pages and linked.
 An image without alt text stops the build with one line per cell (tools/alt_text.py).
 """
 
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 import jupytext
+import markupsafe
 import nbformat
 from nbconvert import HTMLExporter, SlidesExporter
 from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
@@ -88,6 +90,28 @@ def asset_urls(out_dir):
     }
 
 
+class HandoutExporter(HTMLExporter):
+    """nbconvert's HTML exporter, except that the stylesheets the lab template includes (about 7,000 lines,
+    identical on every page) are linked, not inlined: `stylesheets` collects them (template-relative name
+    -> text) for `export` to write once beside the pages. They embed their icons as data: URLs, so the
+    linked copies need no other file."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.stylesheets = {}
+
+    def _init_resources(self, resources):
+        resources = super()._init_resources(resources)
+
+        def link_css(name):
+            env = self.environment
+            self.stylesheets[name] = env.loader.get_source(env, name)[0]
+            return markupsafe.Markup(f'<link rel="stylesheet" href="{html.escape(name)}">')
+
+        resources["include_css"] = link_css
+        return resources
+
+
 def exporter(kind, out_dir):
     """nbconvert's exporter for `slides` or `handouts`, with the templates under tools/templates."""
     urls = asset_urls(out_dir)
@@ -108,7 +132,7 @@ def exporter(kind, out_dir):
         c.SlidesExporter.reveal_theme = "white"  # vendored; other themes import web fonts
         made = SlidesExporter(config=c, template_name="flashio_slides")
     else:
-        made = HTMLExporter(config=c, template_name="flashio_handout")
+        made = HandoutExporter(config=c, template_name="flashio_handout")
     made.register_preprocessor(AltTextPreprocessor(), enabled=True)
     return made
 
@@ -170,7 +194,10 @@ def export(kind, executed, out_dir):
         entries.append((f"{path.stem}{suffix}", _title(nb, path.stem)))
     if kind == "handouts":
         (out_dir / "index.html").write_text(handouts_index(entries), encoding="utf-8")
-    total = sum(f.stat().st_size for f in out_dir.glob("*.html"))
+        for name, text in made.stylesheets.items():
+            (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
+            (out_dir / name).write_text(text, encoding="utf-8")
+    total = sum(f.stat().st_size for f in out_dir.rglob("*") if f.is_file())
     print(f"{kind}: {len(entries)} pages in {out_dir}, {total / 1e6:.1f} MB")
 
 
