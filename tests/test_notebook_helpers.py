@@ -298,33 +298,6 @@ def test_lectures_are_numbered_scripts_and_no_notebook_is_tracked():
     assert not [name for name in tracked if name.endswith(".ipynb")], "a .ipynb is tracked: see jupytext.toml"
 
 
-def _as_jupyterlab_saves_it(notebook):
-    """The notebook after a student ran every cell in JupyterLab: outputs, counts, kernel info, UI state."""
-    for number, cell in enumerate(notebook.cells, 1):
-        cell.metadata.update({"trusted": True, "scrolled": True, "execution": {"iopub.status.idle": "now"}})
-        if cell.cell_type == "code":
-            cell.execution_count = number
-            cell.outputs = [{"output_type": "stream", "name": "stdout", "text": "ran\n"}]
-    notebook.metadata["language_info"] = {"name": "python", "version": "3.12.3"}
-    representation = notebook.metadata.setdefault("jupytext", {}).setdefault("text_representation", {})
-    representation["jupytext_version"] = "9.9.9"
-    return notebook
-
-
-@pytest.mark.parametrize("path", LECTURES, ids=lambda p: p.stem)
-def test_saving_an_executed_lecture_leaves_its_script_unchanged(path):
-    jupytext = pytest.importorskip("jupytext")
-    from jupytext.config import load_jupytext_config
-
-    config = load_jupytext_config(str(NOTEBOOKS))
-    assert config is not None, "jupytext.toml not found"
-    text = path.read_text()
-    notebook = jupytext.reads(text, fmt="py:percent")
-    assert notebook.metadata["kernelspec"]["name"] == "python3"
-    saved = jupytext.writes(_as_jupyterlab_saves_it(notebook), fmt="py:percent", config=config)
-    assert saved == text, f"{path.name} changes when saved from JupyterLab: run `make format`"
-
-
 def _write_compare(tmp_path, rows):
     path = tmp_path / "compare.csv"
     lines = ["variant,batch,heads,seq_len,head_dim,params,metric,value,unit,note"]
