@@ -21,6 +21,8 @@ looped for ``--calib-s`` seconds between two steps of the energy counter
     tc_mma     a register-only mma.sync m16n8k16 bf16 loop (gpu_kernels.tensor_core.warp_ops), 4
                independent accumulators per warp, 4096 FLOP per mma
     tc_matmul  torch bf16 matmul 8192³ (2·n³ FLOP): the tensor cores with their operand traffic
+    fp32_matmul  the same in fp32 with TF32 off (a cuBLAS SGEMM): the FP32 units with their operand
+               traffic, the analogue of tc_matmul for the fp32 GEMMs of torch math and cupy
 
 ``simlib.energy.calibrate`` turns these rows into pJ per byte and per FLOP (the one derivation).
 
@@ -29,7 +31,10 @@ N ∈ {1024, 4096, 16384} with B·H = 128, 32, 16 (H = 16), forward, and forward
 torch backends: checked first (output poisoned, sampled rows against gpu_kernels.reference's
 float64 attention), then looped for ``--kernel-s`` seconds between counter steps. Inputs rotate
 over sets that together exceed twice the L2. Order: N = 4096 first, then 16384, the backward
-passes, then 1024, so a run cut short by ``--budget-s`` keeps what the claim needs.
+passes, then 1024, so a run cut short by ``--budget-s`` keeps what the claim needs. naive_tc is also
+measured one launch at a time (``naive_tc_scores``, ``naive_tc_softmax``, ``naive_tc_pv``: a checked
+full call first, then only that launch looped on the S and P it left), so the model can be checked
+per launch.
 
 ``--benches``, ``--variants`` pick a subset (idle is always measured); ``--tag`` names the files
 (energy_calibration_<tag>.csv, energy_attention_<tag>.csv; default h200).
@@ -98,6 +103,15 @@ ATTN_FIELDS = [
 HEADS, HEAD_DIM = 16, 64
 BATCH_HEADS = {1024: 128, 4096: 32, 16384: 16}
 BF16_TOL, FP32_TOL = 2e-2, 1e-4
+
+
+def shape_of(n, batch_heads=None):
+    """(batch, heads, N) of the energy run at N (B·H from BATCH_HEADS, H = 16), or with `batch_heads`
+    instead (a multiple of 16; the counters run profiles some N at a smaller B·H)."""
+    bh = BATCH_HEADS[n] if batch_heads is None else batch_heads
+    if bh % HEADS:
+        raise ValueError(f"batch_heads={bh}: must be a multiple of the {HEADS} heads")
+    return bh // HEADS, HEADS, n
 
 
 def only(rows, fields):
@@ -361,20 +375,30 @@ def calibration_benches(sms):
             "torch bf16 matmul 8192^3 on random data",
         )
     )
-    return benches, (a, b, x, out, ma, mb, mc)
+    torch.backends.cuda.matmul.allow_tf32 = False  # an SGEMM on the FP32 units, as torch math runs it
+    fa, fb = ma.float(), mb.float()
+    fc = torch.empty_like(fa)
+    benches.append(
+        (
+            "fp32_matmul",
+            "flop",
+            2 * n**3,
+            lambda: torch.matmul(fa, fb, out=fc),
+            "torch fp32 matmul 8192^3 on random data, TF32 off (cuBLAS SGEMM)",
+        )
+    )
+    return benches, (a, b, x, out, ma, mb, mc, fa, fb, fc)
 
 
 # --- attention variants -----------------------------------------------------------------------------
 
 
-def torch_sets(batch, n, dtype, count, grad=False):
+def torch_sets(shape, dtype, count, grad=False):
     import torch
 
     def one():
         return [
-            torch.randn(batch, HEADS, n, HEAD_DIM, device="cuda", dtype=torch.float32)
-            .to(dtype)
-            .requires_grad_(grad)
+            torch.randn(*shape, HEAD_DIM, device="cuda", dtype=torch.float32).to(dtype).requires_grad_(grad)
             for _ in range(3)
         ]
 
@@ -402,7 +426,7 @@ def sampled_error(o, q, k, v, rng):
     return math.sqrt(num / den) if np.isfinite(num) else math.inf
 
 
-def torch_variant(backend_name, dtype_name, n, backward):
+def torch_variant(backend_name, dtype_name, shape, backward):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -411,9 +435,8 @@ def torch_variant(backend_name, dtype_name, n, backward):
     torch.backends.cudnn.allow_tf32 = False
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype_name]
     backend = getattr(SDPBackend, backend_name)
-    batch = BATCH_HEADS[n] // HEADS
-    sets = torch_sets(batch, n, dtype, 3, grad=backward)
-    dout = torch.randn(batch, HEADS, n, HEAD_DIM, device="cuda", dtype=torch.float32).to(dtype)
+    sets = torch_sets(shape, dtype, 3, grad=backward)
+    dout = torch.randn(*shape, HEAD_DIM, device="cuda", dtype=torch.float32).to(dtype)
     state = {}
 
     def call(i):
@@ -432,19 +455,19 @@ def torch_variant(backend_name, dtype_name, n, backward):
     return call, check, {"backend": backend_name, "torch": torch.__version__, "allow_tf32": False}
 
 
-def fa2_tc_variant(n):
+def fa2_tc_variant(shape):
     import torch
 
     from gpu_kernels.counting import new_counters
     from gpu_kernels.tensor_core.bench import bits_view
     from gpu_kernels.tensor_core.fa2_tc_kernel import Fa2TcPlan, TcConfig
 
-    batch = BATCH_HEADS[n] // HEADS
-    sets = torch_sets(batch, n, torch.bfloat16, 3)
+    batch, heads, n = shape
+    sets = torch_sets(shape, torch.bfloat16, 3)
     cfg = TcConfig(HEAD_DIM).check()
-    plan = Fa2TcPlan((batch, HEADS, HEADS, n, n, HEAD_DIM), cfg, "bf16")
-    o = torch.full((batch, HEADS, n, HEAD_DIM), float("nan"), device="cuda", dtype=torch.bfloat16)
-    lse = torch.empty(batch, HEADS, n, device="cuda", dtype=torch.float32)
+    plan = Fa2TcPlan((batch, heads, heads, n, n, HEAD_DIM), cfg, "bf16")
+    o = torch.full((*shape, HEAD_DIM), float("nan"), device="cuda", dtype=torch.bfloat16)
+    lse = torch.empty(*shape, device="cuda", dtype=torch.float32)
     counters = new_counters()
     views = [[bits_view(t) for t in s] for s in sets]
     ov, lv = bits_view(o), bits_view(lse)
@@ -460,45 +483,50 @@ def fa2_tc_variant(n):
     return call, check, {"block_rows": cfg.block_rows, "block_cols": getattr(cfg, "block_cols", None)}
 
 
-def naive_tc_variant(n):
-    """gpu_kernels' naive_tc in bf16 (its default tiles): S and P through HBM, three launches."""
+def naive_tc_variant(shape, parts=None):
+    """gpu_kernels' naive_tc in bf16 (its default tiles): S and P through HBM, three launches; with
+    ``parts`` (names of NaiveTcPlan's launches) only those are timed, after a checked full call has
+    left S and P in place."""
     import torch
 
     from gpu_kernels.counting import new_counters
     from gpu_kernels.tensor_core.bench import bits_view
-    from gpu_kernels.tensor_core.naive_tc_kernel import NaiveTcConfig, NaiveTcPlan, row_stride
+    from gpu_kernels.tensor_core.naive_tc_kernel import LAUNCHES, NaiveTcConfig, NaiveTcPlan, row_stride
 
-    batch = BATCH_HEADS[n] // HEADS
-    bh = batch * HEADS
-    sets = torch_sets(batch, n, torch.bfloat16, 3)
+    batch, heads, n = shape
+    bh = batch * heads
+    sets = torch_sets(shape, torch.bfloat16, 3)
     cfg = NaiveTcConfig(HEAD_DIM).check()
-    plan = NaiveTcPlan((batch, HEADS, HEADS, n, n, HEAD_DIM), cfg, "bf16")
-    o = torch.full((batch, HEADS, n, HEAD_DIM), float("nan"), device="cuda", dtype=torch.bfloat16)
+    plan = NaiveTcPlan((batch, heads, heads, n, n, HEAD_DIM), cfg, "bf16")
+    o = torch.full((*shape, HEAD_DIM), float("nan"), device="cuda", dtype=torch.bfloat16)
     sp = [torch.empty(bh * n * row_stride(n), device="cuda", dtype=torch.bfloat16) for _ in range(2)]
     counters = new_counters()
     views = [[bits_view(t) for t in s] for s in sets]
     ov, s_view, p_view = bits_view(o), bits_view(sp[0]), bits_view(sp[1])
 
-    def call(i):
-        plan.launch(*views[i % len(views)], s_view, p_view, ov, (counters,) * 3)
+    def call(i, launched=parts or LAUNCHES):
+        plan.launch(*views[i % len(views)], s_view, p_view, ov, (counters,) * 3, launched)
 
     def check():
-        call(0)
+        call(0, LAUNCHES)
         torch.cuda.synchronize()
         return o, sets[0]
 
     params = {"warps": cfg.warps, "block_cols": cfg.block_cols, "softmax_threads": plan.softmax_threads}
+    if parts:
+        params["launches"] = "+".join(parts)
     return call, check, params, sp
 
 
-def numba_variant(name, n, rng):
+def numba_variant(name, shape, rng):
     """gpu_kernels.measure.variants' runner on a Case (fp32, its own float64 check)."""
     from gpu_kernels.device import l2_bytes
     from gpu_kernels.measure.cases import Case
     from gpu_kernels.measure.variants import make
     from simlib import Workload
 
-    w = Workload(seq_len=n, head_dim=HEAD_DIM, batch=BATCH_HEADS[n] // HEADS, heads=HEADS, dtype="fp32")
+    batch, heads, n = shape
+    w = Workload(seq_len=n, head_dim=HEAD_DIM, batch=batch, heads=heads, dtype="fp32")
     case = Case(w, l2_bytes(), rng)
     variant = make(name, case)
 
@@ -533,7 +561,7 @@ def attention_plan(seq_lens, with_tc):
         ("cupy_naive", "fp32"),
     ]
     if with_tc:
-        fwd[4:4] = [("fa2_tc", "bf16"), ("naive_tc", "bf16")]
+        fwd[4:4] = [("fa2_tc", "bf16"), ("naive_tc", "bf16"), *((v, "bf16") for v in NAIVE_TC_PARTS)]
     bwd = [
         ("torch_math", "bf16"),
         ("torch_flash", "bf16"),
@@ -549,6 +577,9 @@ def attention_plan(seq_lens, with_tc):
     return plan
 
 
+#: naive_tc's launches measured one at a time (variant name -> NaiveTcPlan launch), to say which
+#: of the three the energy model misses.
+NAIVE_TC_PARTS = {"naive_tc_scores": "scores", "naive_tc_softmax": "softmax", "naive_tc_pv": "pv"}
 TORCH_BACKENDS = {
     "torch_math": "MATH",
     "torch_flash": "FLASH_ATTENTION",
@@ -557,21 +588,23 @@ TORCH_BACKENDS = {
 }
 
 
-def run_one(variant, dtype, pas, n, counter, seconds, rng) -> dict:
-    """Check, then measure one (variant, dtype, pass, N); every buffer dies when this returns."""
+def prepare(variant, dtype, pas, shape, rng):
+    """(call(i), sync, rel_err, params, keep) of one (variant, dtype, pass) at `shape` = (B, H, N):
+    built, and checked once against the float64 reference (output poisoned first); `keep` holds
+    buffers the launches use that `call` itself does not reference."""
     import torch
 
-    from gpu_kernels.measure import nvml_energy as energy
-
+    keep = None
     if variant in TORCH_BACKENDS:
-        call, check, params = torch_variant(TORCH_BACKENDS[variant], dtype, n, pas == "fwd_bwd")
+        call, check, params = torch_variant(TORCH_BACKENDS[variant], dtype, shape, pas == "fwd_bwd")
     elif variant == "fa2_tc":
-        call, check, params = fa2_tc_variant(n)
-    elif variant == "naive_tc":
-        call, check, params, _keep = naive_tc_variant(n)
+        call, check, params = fa2_tc_variant(shape)
+    elif variant == "naive_tc" or variant in NAIVE_TC_PARTS:
+        part = NAIVE_TC_PARTS.get(variant)
+        call, check, params, keep = naive_tc_variant(shape, (part,) if part else None)
     else:
-        call, check, params, _keep = numba_variant(variant, n, rng)
-    if variant in TORCH_BACKENDS or variant in ("fa2_tc", "naive_tc"):
+        call, check, params, keep = numba_variant(variant, shape, rng)
+    if variant in TORCH_BACKENDS or variant in ("fa2_tc", "naive_tc", *NAIVE_TC_PARTS):
         o, (q, k, v) = check()
         err = sampled_error(o, q, k, v, rng)
         del o, q, k, v
@@ -581,6 +614,14 @@ def run_one(variant, dtype, pas, n, counter, seconds, rng) -> dict:
 
         err = check()
         sync = cuda.synchronize
+    return call, sync, err, params, keep
+
+
+def run_one(variant, dtype, pas, n, counter, seconds, rng) -> dict:
+    """Check, then measure one (variant, dtype, pass, N); every buffer dies when this returns."""
+    from gpu_kernels.measure import nvml_energy as energy
+
+    call, sync, err, params, _keep = prepare(variant, dtype, pas, shape_of(n), rng)
     t0 = time.perf_counter()
     call(1)
     sync()
@@ -611,7 +652,7 @@ def run_attention(counter, plan, seconds, rng, deadline, save, rows):
             "variant": variant,
             "dtype": dtype,
             "pass": pas,
-            "batch": BATCH_HEADS[n] // HEADS,
+            "batch": shape_of(n)[0],
             "heads": HEADS,
             "seq_len": n,
             "head_dim": HEAD_DIM,

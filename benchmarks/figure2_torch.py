@@ -272,8 +272,9 @@ def ncu_driver():
         torch.cuda.empty_cache()
 
 
-def parse_raw_csv(text):
-    """ncu --csv --page raw --print-units base: header row, units row, one row per kernel."""
+def parse_raw_csv(text, metrics=METRICS):
+    """ncu --csv --page raw --print-units base: header row, units row, one row per kernel; each
+    kernel's `metrics` as floats (None where ncu has no value)."""
     import csv
     import io
 
@@ -286,7 +287,7 @@ def parse_raw_csv(text):
     for r in data:
         rec = dict(zip(header, r))
         entry = {"id": int(rec["ID"]), "kernel": rec.get("Kernel Name", "")}
-        for m in METRICS:
+        for m in metrics:
             value = (rec.get(m) or "").replace(",", "")
             entry[m] = float(value) if value not in ("", "n/a") else None
         kernels.append(entry)

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 ENERGY_DIR = DATA_DIR / "energy"
 MEASUREMENTS = DATA_DIR / "measurements" / "current"
 LEVELS = ("HBM", "L2", "SRAM")
-UNITS = ("tensor_core", "tensor_core_gemm", "fp32_fma")
+UNITS = ("tensor_core", "tensor_core_gemm", "fp32_fma", "fp32_gemm")
 #: The unit that runs a dtype's matmul FLOPs unless the caller names another.
 DTYPE_UNIT = {"fp16": "tensor_core", "bf16": "tensor_core", "fp32": "fp32_fma"}
 PJ = 1e-12
@@ -62,6 +62,7 @@ BENCH_ENTRY = {
     "fp32_fma": ("fp32_fma", "flop"),
     "tc_mma": ("tensor_core", "flop"),
     "tc_matmul": ("tensor_core_gemm", "flop"),
+    "fp32_matmul": ("fp32_gemm", "flop"),
 }
 #: The L2 and shared-memory benchmarks add one FP32 instruction (FADD) per 4 bytes loaded; an
 #: FP32 instruction is charged as one FFMA, i.e. 2 FLOPs of the fp32_fma figure.

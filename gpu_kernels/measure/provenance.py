@@ -105,7 +105,7 @@ def gpu_info() -> dict:
     smi = _run(
         [
             "nvidia-smi",
-            "--query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem",
+            "--query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,uuid,serial",
             "--format=csv,noheader",
         ]
     )

@@ -43,6 +43,8 @@ from .warp_ops import warp_ops
 
 #: Most scores a softmax thread keeps in registers (more threads per row above that).
 MAX_PER_THREAD = 16
+#: The three launches of one call, in order (their counters come back under these names).
+LAUNCHES = ("scores", "softmax", "pv")
 MAX_THREADS = 1024
 
 
@@ -319,22 +321,26 @@ class NaiveTcPlan(TcPlan):
         t = self.config.softmax_threads
         return softmax_threads_for(self.shape[4]) if t is None else t
 
-    def launch(self, q, k, v, s, p, o, counters):
+    def launch(self, q, k, v, s, p, o, counters, parts=LAUNCHES):
         """Flat device arrays (uint16 bits; s and p of B·H·N_q·row_stride(N_k)); three launches, no
-        sync. ``counters``: one int64[4] array per launch (scores, softmax, pv)."""
+        sync. ``counters``: one int64[4] array per launch (scores, softmax, pv). ``parts``: which of
+        the three to launch (the energy run measures each alone, on the S and P the others left)."""
         b, h, hkv, nq, nk, d = self.shape
         cfg, sim = self.config, simulator_enabled()
         ld, group = row_stride(nk), h // hkv
         t = self.softmax_threads
-        scores_kernel(cfg, self.dtype, self.counting, sim)[
-            (-(-nk // cfg.block_cols), -(-nq // cfg.block_rows), b * h), cfg.threads
-        ](q, k, s, counters[0], nq, nk, ld, group)
-        softmax_kernel(t, -(-nk // t), self.dtype, self.counting, self.causal, sim)[(nq, b * h), t](
-            s, p, counters[1], nq, nk, ld
-        )
-        pv_kernel(cfg, self.dtype, self.counting, sim)[(-(-nq // cfg.block_rows), b * h), cfg.threads](
-            p, v, o, counters[2], nq, nk, ld, group
-        )
+        if "scores" in parts:
+            scores_kernel(cfg, self.dtype, self.counting, sim)[
+                (-(-nk // cfg.block_cols), -(-nq // cfg.block_rows), b * h), cfg.threads
+            ](q, k, s, counters[0], nq, nk, ld, group)
+        if "softmax" in parts:
+            softmax_kernel(t, -(-nk // t), self.dtype, self.counting, self.causal, sim)[(nq, b * h), t](
+                s, p, counters[1], nq, nk, ld
+            )
+        if "pv" in parts:
+            pv_kernel(cfg, self.dtype, self.counting, sim)[(-(-nq // cfg.block_rows), b * h), cfg.threads](
+                p, v, o, counters[2], nq, nk, ld, group
+            )
 
 
 def plan_naive_tc(
@@ -384,7 +390,7 @@ def run_naive_tc(
         softmax_threads=plan.softmax_threads,
     )
     if count:
-        by = {name: counts_from_bytes(c) for name, c in zip(("scores", "softmax", "pv"), counters)}
+        by = {name: counts_from_bytes(c) for name, c in zip(LAUNCHES, counters)}
         result.counts_by_launch = by
         result.counts = {key: sum(c[key] for c in by.values()) for key in by["scores"]}
     return result
