@@ -18,10 +18,12 @@ Configurations are N × B·H (H = 16, d = 64): by default the energy run's own s
 configuration is one ncu process with its own time limit, so a slow one loses only itself.
 naive_tc's one-launch variants are not profiled: their kernels are naive_tc's.
 
-Writes under --out: energy_counters_h200.csv (one row per call) and energy_counters_h200_kernels.csv
-(one row per kernel), each with a provenance sidecar, and energy_counters_h200.log.
+Writes under --out: energy_counters_<tag>.csv (one row per call) and energy_counters_<tag>_kernels.csv
+(one row per kernel), each with a provenance sidecar, and energy_counters_<tag>.log (tag: h200).
+``--variants`` profiles a subset, so a long configuration can be split over processes.
 
 Usage on the device: python3 benchmarks/energy_counters_h200.py --out $OUT [--configs 4096x32,...]
+[--variants torch_math,...] [--tag h200]
 """
 
 from __future__ import annotations
@@ -82,14 +84,19 @@ def configs_of(text):
     return out
 
 
-def plan_for(n):
-    """The energy run's (variant, dtype, pass) at N, without naive_tc's one-launch variants."""
+def plan_for(n, variants=()):
+    """The energy run's (variant, dtype, pass) at N (only `variants` if given), without naive_tc's
+    one-launch variants."""
+    return [x for x in _plan(n) if not variants or x[0] in variants]
+
+
+def _plan(n):
     return [
         (v, dt, p) for v, dt, p, m in run.attention_plan([n], True) if m == n and v not in run.NAIVE_TC_PARTS
     ]
 
 
-def driver(n, bh):
+def driver(n, bh, variants=()):
     """Under ncu --profile-from-start off: every variant built and checked, warmed up, then one call
     profiled after a marker kernel; one status line per variant on stdout."""
     import numpy as np
@@ -100,7 +107,7 @@ def driver(n, bh):
 
     silence_performance_warning()
     rng = np.random.default_rng(2026)
-    for variant, dtype, pas in plan_for(n):
+    for variant, dtype, pas in plan_for(n, variants):
         tag = f"{variant} {dtype} {pas}"
         try:
             call, sync, err, params, keep = run.prepare(variant, dtype, pas, run.shape_of(n, bh), rng)
@@ -144,11 +151,18 @@ def available(ncu, log):
     return keep
 
 
-def profile(ncu, n, bh, metrics, timeout_s, log):
+def profile(ncu, n, bh, variants, metrics, timeout_s, log):
     """One ncu process over driver(n, bh): (kernels per profiled call, status lines)."""
     cmd = [ncu, "--profile-from-start", "off", "--cache-control", "all", "--clock-control", "none"]
     cmd += ["--metrics", ",".join(metrics), "--csv", "--page", "raw", "--print-units", "base"]
-    cmd += [sys.executable, os.path.abspath(__file__), "--driver", f"{n}x{bh}"]
+    cmd += [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--driver",
+        f"{n}x{bh}",
+        "--variants",
+        ",".join(variants),
+    ]
     t0 = time.time()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
@@ -174,14 +188,17 @@ def main(argv=None):
     ap.add_argument("--out", help="folder for the CSV files and their provenance")
     ap.add_argument("--configs", default=DEFAULT_CONFIGS, help="N x B·H, comma separated")
     ap.add_argument("--timeout-s", type=float, default=200.0, help="time limit of one configuration's ncu")
+    ap.add_argument("--variants", default="", help="only these variants (default: every one of the plan)")
+    ap.add_argument("--tag", default="h200", help="files energy_counters_<tag>.csv, _kernels.csv, .log")
     ap.add_argument("--driver", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     try:
         configs = configs_of(args.driver or args.configs)
     except ValueError as e:
         ap.error(str(e))
+    variants = tuple(v for v in args.variants.split(",") if v)
     if args.driver:
-        return driver(*configs[0])
+        return driver(*configs[0], variants)
     if not args.out:
         ap.error("--out: required")
     log = []
@@ -201,7 +218,7 @@ def main(argv=None):
     )
     calls, kernels = [], []
     for n, bh in configs:
-        steps, status = profile(ncu, n, bh, metrics, args.timeout_s, log)
+        steps, status = profile(ncu, n, bh, variants, metrics, args.timeout_s, log)
         marked = [s for s in status if s.startswith("counters-driver: ok ") or " while profiled: " in s]
         if len(steps) != len(marked):
             log.append(
@@ -235,9 +252,9 @@ def main(argv=None):
                 }
             )
         print(f"N={n} B·H={bh}: {len(done)} calls profiled, {len(status) - len(done)} failed", flush=True)
-        write(os.path.join(args.out, "energy_counters_h200.csv"), calls, CALL_FIELDS, rec)
-        write(os.path.join(args.out, "energy_counters_h200_kernels.csv"), kernels, KERNEL_FIELDS, rec)
-    with open(os.path.join(args.out, "energy_counters_h200.log"), "w") as f:
+        write(os.path.join(args.out, f"energy_counters_{args.tag}.csv"), calls, CALL_FIELDS, rec)
+        write(os.path.join(args.out, f"energy_counters_{args.tag}_kernels.csv"), kernels, KERNEL_FIELDS, rec)
+    with open(os.path.join(args.out, f"energy_counters_{args.tag}.log"), "w") as f:
         f.write("\n".join(log) + "\n")
     print(
         f"{'variant':16s} {'dtype':5s} {'pass':7s} {'N':>6s} {'B·H':>4s} {'kern':>4s} {'DRAM GB':>8s} {'L2 GB':>8s} {'smem wf':>10s}"
