@@ -8,23 +8,25 @@ the NVML joules per call. Two predictions where the project has them:
 
 * ``logical``: simlib's own counts of the schedule that models the kernel (KERNEL_COUNTS below):
   every HBM-level byte reaches DRAM, SRAM bytes by docs/COUNTING.md's per-thread convention;
-* ``physical`` (numba naive and tiled, naive_tc, fa2_tc): simlib.physical's prediction of what Nsight Compute
-  counts: DRAM bytes at the HBM figure, the other L1→L2 sectors at the L2 figure, shared-memory
-  wavefronts × 128 B at the SRAM figure (the calibration kernel's LDS.32 is one wavefront of 128 B).
+* ``physical`` (numba naive and tiled, naive_tc and its launches, fa2_tc): simlib.physical's prediction
+  of what Nsight Compute counts: DRAM bytes at the HBM figure, the other L1→L2 sectors at the L2
+  figure, shared-memory wavefronts × 128 B at the SRAM figure (the calibration kernel's LDS.32 is one
+  wavefront of 128 B);
+* ``counters`` and ``counters + issue`` (every kernel): what Nsight Compute counted in one call of
+  it, priced by `simlib.energy_counters`; the second adds the warp instructions no figure prices.
 
-Library kernels (cuBLAS GEMMs, torch's fused kernels) have no shared-memory counts of their own: a
-bf16 GEMM's FLOPs are charged at ``tensor_core_gemm`` (the 8192³ matmul's joules per FLOP, its
-operand traffic included), an fp32 one at ``fp32_fma``, and the note says what is not counted.
+In the logical model library kernels (cuBLAS GEMMs, torch's fused kernels) have no shared-memory
+counts of their own: a bf16 GEMM's FLOPs are charged at ``tensor_core_gemm``, an fp32 one at
+``fp32_gemm`` (the 8192³ matmuls' joules per FLOP, their operand traffic included).
 
 Worked number (the first line of the table): numba_naive, N = 4096, B·H = 32, physical: DRAM
-8.76 GB at 120.4 pJ/B, 32.1 GB of L2 hits at 92.2 pJ/B, 4.7e9 wavefronts × 128 B at 16.3 pJ/B,
-1.37e11 FLOPs at 4.42 pJ and 146.7 W × 78.6 ms: 25.9 J predicted against 28.1 J measured.
+8.76 GB at 119.5 pJ/B, 32.1 GB of L2 hits at 90.9 pJ/B, 4.70e9 wavefronts × 128 B at 15.9 pJ/B,
+1.37e11 FLOPs at 4.34 pJ and 141.2 W × 76.4 ms: 24.9 J predicted against 27.1 J measured.
 """
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,19 +35,26 @@ import pandas as pd
 
 from .counts import Result, count
 from .energy import MEASUREMENTS, PJ, EnergyTable, energy, load_energy_table
+from .energy_counters import NAIVE_TC_LAUNCHES, counted, counter_terms, shared_split, tensor_flops
 from .hardware import load_preset
 from .workload import Workload
 
 ATTENTION_CSV = MEASUREMENTS / "energy_attention_h200.csv"
-#: The second energy run (g-tc-leftovers-20261201): naive_tc and fa2_tc again, and its calibration
-#: of 4-byte (LDS.32) against 16-byte (ld.shared.v4, LDS.128) shared loads.
-TC_ATTENTION_CSV = MEASUREMENTS / "energy_attention_tc_h200.csv"
-TC_CALIBRATION_CSV = MEASUREMENTS / "energy_calibration_tc_h200.csv"
+#: The calibration of the same run (the H200 table's file), with 4-byte (LDS.32) and 16-byte
+#: (ld.shared.v4, LDS.128) shared loads.
+CALIBRATION_CSV = MEASUREMENTS / "energy_calibration_h200.csv"
 #: Kernels whose shared-memory reads are 16 bytes per lane: ldmatrix (fa2_tc, naive_tc, FlashAttention-2
 #: in torch flash and cuDNN), LDS.128 (numba tiled: 48 of its 56 LDS at d = 64), float4 (numba fast).
-#: Both energy runs' attention files, for model_vs_measured(ENERGY_RUNS) (the note's table reads both).
-ENERGY_RUNS = (ATTENTION_CSV, TC_ATTENTION_CSV)
-SIXTEEN_BYTE_LOADS = ("fa2_tc", "naive_tc", "numba_tiled", "numba_fast", "torch_flash", "torch_cudnn")
+SIXTEEN_BYTE_LOADS = (
+    "fa2_tc",
+    "naive_tc",
+    "naive_tc_scores",
+    "naive_tc_pv",
+    "numba_tiled",
+    "numba_fast",
+    "torch_flash",
+    "torch_cudnn",
+)
 H200_SRAM = 232448
 #: FlashAttention-2's forward tiles at d = 64 (data/fa2_tiles.json: run_mha_fwd_hdim64, 128 x 128).
 FA2_BLOCK = 128
@@ -68,7 +77,7 @@ def kernel_parts(
     variant: str, dtype: str, pas: str, w: Workload, params: dict[str, str]
 ) -> tuple[list[Part], str]:
     """The counted pieces of one measured call, and a note on what models it."""
-    gemm = "tensor_core_gemm" if dtype == "bf16" else "fp32_fma"
+    gemm = "tensor_core_gemm" if dtype == "bf16" else "fp32_gemm"
     if variant == "numba_naive":
         r = count(
             "naive", w, matmul_tile=int(params["matmul_tile"]), softmax_threads=int(params["softmax_threads"])
@@ -108,14 +117,14 @@ def kernel_parts(
         # accuracy notes: allow_fp16_bf16_reduction_math_sdp is off), and TF32 is off in the run: its
         # S and P are fp32 and its GEMMs SGEMMs, so a bf16 call is counted as the fp32 one
         w32 = Workload(w.seq_len, w.head_dim, batch=w.batch, heads=w.heads, dtype="fp32")
-        parts = [Part(count("unfused", w32, dropout=False), "fp32_fma", False)]
+        parts = [Part(count("unfused", w32, dropout=False), "fp32_gemm", False)]
         if pas == "fwd_bwd":
-            parts.append(Part(count("unfused_bwd", w32, dropout=False), "fp32_fma", False))
+            parts.append(Part(count("unfused_bwd", w32, dropout=False), "fp32_gemm", False))
         return (
             parts,
             f"simlib unfused{' + unfused_bwd' if pas == 'fwd_bwd' else ''} in fp32 (S, P through HBM; "
-            "torch's math backend upcasts bf16); SGEMM FLOPs at fp32_fma; the GEMMs' own shared-memory "
-            "and L2 traffic not counted",
+            "torch's math backend upcasts bf16); SGEMM FLOPs at fp32_gemm (a whole SGEMM's joules per "
+            "FLOP, its operand traffic included)",
         )
     if variant in ("torch_flash", "torch_cudnn", "torch_efficient"):
         if dtype == "bf16" and variant != "torch_efficient":
@@ -131,7 +140,10 @@ def kernel_parts(
             )
         else:
             fwd = Part(count("fa2", w, block_rows=64, block_cols=64), "fp32_fma", False)
-            note = "simlib fa2 with 64 x 64 tiles, fp32 FFMA; SRAM not counted (the kernel's layout is not modelled)"
+            note = (
+                "simlib fa2 with 64 x 64 tiles at fp32_fma; SRAM not counted (the kernel's layout is not "
+                "modelled; ncu counts no FFMA in it: its products are TF32 mma, see the counters model)"
+            )
         parts = [fwd]
         if pas == "fwd_bwd":
             parts.append(Part(count("flash_bwd", w, sram_bytes=H200_SRAM), gemm, False))
@@ -156,9 +168,10 @@ def physical_parts(variant: str, w: Workload, params: dict[str, str]) -> dict[st
     elif variant == "numba_tiled":
         mapping = {"block_rows": int(params["block_rows"]), "block_cols": int(params["block_cols"])}
         launches = [("tiled", "fa2")]
-    elif variant == "naive_tc":
+    elif variant == "naive_tc" or variant in NAIVE_TC_LAUNCHES:
         mapping = {k: int(params[k]) for k in ("warps", "block_cols", "softmax_threads")}
-        launches = [("naive_tc", name) for name in ("scores", "softmax", "pv")]
+        names = [NAIVE_TC_LAUNCHES[variant]] if variant in NAIVE_TC_LAUNCHES else ["scores", "softmax", "pv"]
+        launches = [("naive_tc", name) for name in names]
     elif variant == "fa2_tc":
         mapping = {"warps": int(params["block_rows"]) // 16, "block_cols": int(params["block_cols"])}
         launches = [("fa2_tc", "fa2_tc")]
@@ -173,7 +186,7 @@ def physical_parts(variant: str, w: Workload, params: dict[str, str]) -> dict[st
     return {"HBM": dram, "L2": max(l1 - dram, 0.0), "SRAM": shared}
 
 
-def sixteen_byte_sram(path: Path = TC_CALIBRATION_CSV) -> float | None:
+def sixteen_byte_sram(path: Path = CALIBRATION_CSV) -> float | None:
     """pJ per byte of conflict-free 16-byte shared loads (the calibration's smem_read_v4, less one FP32
     instruction per 4 B, as the 4-byte SRAM figure), or None without that calibration file."""
     from .energy import calibrate, read_calibration
@@ -185,18 +198,19 @@ def sixteen_byte_sram(path: Path = TC_CALIBRATION_CSV) -> float | None:
 
 
 def predict_row(row: dict[str, str], table: EnergyTable, sram16: float | None = None) -> list[dict[str, Any]]:
-    """The logical (and, where there is one, physical) prediction of one measured row; for a kernel
-    of SIXTEEN_BYTE_LOADS and a 16-byte SRAM figure `sram16` (pJ/B), each again with its shared-memory
-    bytes priced at that figure (model "<model>, 16-byte SRAM")."""
+    """The logical, physical and counters predictions of one measured row (each where it exists; a
+    one-launch naive_tc row has no logical one); for a kernel of SIXTEEN_BYTE_LOADS and a 16-byte SRAM
+    figure `sram16` (pJ/B), the logical and physical again with their shared-memory bytes priced at
+    that figure (model "<model>, 16-byte SRAM")."""
     n, bh = int(row["seq_len"]), int(row["batch"]) * int(row["heads"])
-    dtype, pas = row["dtype"], row["pass"]
+    variant, dtype, pas = row["variant"], row["dtype"], row["pass"]
     w = Workload(n, int(row["head_dim"]), batch=int(row["batch"]), heads=int(row["heads"]), dtype=dtype)
     params = _params(row.get("params", ""))
     t = float(row["ms_per_call"]) / 1e3
     measured = float(row["joules_per_call"])
     base = {
         "run_file": row.get("run_file", ATTENTION_CSV.name),
-        "variant": row["variant"],
+        "variant": variant,
         "dtype": dtype,
         "pass": pas,
         "seq_len": n,
@@ -205,25 +219,32 @@ def predict_row(row: dict[str, str], table: EnergyTable, sram16: float | None = 
         "measured_j": measured,
         "measured_dynamic_j": measured - table.static_power() * t,
     }
-    parts, note = kernel_parts(row["variant"], dtype, pas, w, params)
-    terms = {"HBM": 0.0, "L2": 0.0, "SRAM": 0.0, "compute": 0.0}
-    for p in parts:
-        e = energy(p.result, table, time_s=0.0, flop_unit=p.flop_unit)
-        terms["HBM"] += e.level_j.get("HBM", 0.0)
-        terms["SRAM"] += e.level_j.get("SRAM", 0.0) if p.sram else 0.0
-        terms["compute"] += e.compute_j
-    models = [("logical", note, terms)]
-    phys = physical_parts(row["variant"], w, params)
+    models = []
+    matmul_flops = float(2 * n * n * w.head_dim * bh)  # one launch of naive_tc: one product
+    if variant not in NAIVE_TC_LAUNCHES:
+        parts, note = kernel_parts(variant, dtype, pas, w, params)
+        terms = {"HBM": 0.0, "L2": 0.0, "SRAM": 0.0, "compute": 0.0}
+        for p in parts:
+            e = energy(p.result, table, time_s=0.0, flop_unit=p.flop_unit)
+            terms["HBM"] += e.level_j.get("HBM", 0.0)
+            terms["SRAM"] += e.level_j.get("SRAM", 0.0) if p.sram else 0.0
+            terms["compute"] += e.compute_j
+        models.append(("logical", note, terms))
+        matmul_flops = float(sum(p.result.flops for p in parts))
+    elif variant == "naive_tc_softmax":
+        matmul_flops = 0.0
+    phys = physical_parts(variant, w, params)
     if phys is not None:
         moved = {lv: b * table.byte_cost(lv) * PJ for lv, b in phys.items()}
+        fma = table.flop_cost("tensor_core" if dtype == "bf16" else "fp32_fma")
         models.append(
             (
                 "physical",
                 "simlib.physical: DRAM, L1->L2 sectors, shared wavefronts x 128 B",
-                {**moved, "compute": terms["compute"]},
+                {**moved, "compute": matmul_flops * fma * PJ},
             )
         )
-    if sram16 is not None and row["variant"] in SIXTEEN_BYTE_LOADS:
+    if sram16 is not None and variant in SIXTEEN_BYTE_LOADS:
         scale = sram16 / table.byte_cost("SRAM")
         models += [
             (
@@ -233,6 +254,22 @@ def predict_row(row: dict[str, str], table: EnergyTable, sram16: float | None = 
             )
             for m, n, x in list(models)
         ]
+    c = counted(variant, dtype, pas, n, bh)
+    if c is not None:
+        split = shared_split(
+            table.byte_cost("SRAM"), sram16 if sram16 is not None else table.byte_cost("SRAM")
+        )
+        terms = counter_terms(c, table, split, tensor_flops(variant, dtype, matmul_flops))
+        issue = terms.pop("issue")
+        note = f"Nsight Compute's counts of one call ({c['file']}), priced by simlib.energy_counters"
+        models.append(("counters", note, dict(terms)))
+        models.append(
+            (
+                "counters + issue",
+                note + "; other warp instructions at one FFMA's energy",
+                {**terms, "issue": issue},
+            )
+        )
     return [_finish({**base, "model": m, "note": n}, x, table.static_power() * t) for m, n, x in models]
 
 
@@ -255,94 +292,75 @@ def read_attention(path: Path = ATTENTION_CSV) -> list[dict[str, str]]:
         return [{**r, "run_file": Path(path).name} for r in csv.DictReader(f) if r["status"] == "ok"]
 
 
-def model_vs_measured(
-    path: Path | Sequence[Path] = ATTENTION_CSV, table: EnergyTable | None = None
-) -> pd.DataFrame:
-    """One row per measured kernel call and model: predicted and measured joules, their ratios. `path`:
-    one energy_attention CSV (default: the first run's) or several (ENERGY_RUNS: both runs; `run_file`
-    says which row is whose)."""
+def model_vs_measured(path: Path = ATTENTION_CSV, table: EnergyTable | None = None) -> pd.DataFrame:
+    """One row per measured kernel call and model: predicted and measured joules, their ratios."""
     table = table or load_energy_table("h200")
-    paths = [path] if isinstance(path, (str, Path)) else list(path)
     sram16 = sixteen_byte_sram()
-    rows = [p for one in paths for r in read_attention(one) for p in predict_row(r, table, sram16)]
-    return pd.DataFrame(rows)
+    return pd.DataFrame([p for r in read_attention(path) for p in predict_row(r, table, sram16)])
 
 
-NAIVE_TC_DIAG_CSV = MEASUREMENTS / "naive_tc_diag_h200.csv"
-
-
-def naive_tc_measured_dram(path: Path = NAIVE_TC_DIAG_CSV, table: EnergyTable | None = None) -> pd.DataFrame:
-    """naive_tc's physical energy prediction with its DRAM bytes replaced by Nsight Compute's.
-
-    For each naive_tc row of the second energy run (d = 64) whose N the diagnostics run also measured
-    at B·H >= 4 (N = 4096 and 16384, B·H = 4 there; N = 1024 ran at B·H = 1, whose 2 MB of S stays in
-    L2 so ncu saw no DRAM writes: left out), the three launches' ncu DRAM bytes less simlib.physical's
-    at ncu's shape, scaled by the energy row's B·H over ncu's, priced at the HBM figure and added to
-    the physical prediction. ``ratio_reads``: ncu's reads, the model's writes (ncu counts write-backs
-    during a kernel only, so its writes fall short of what a back-to-back loop pays for);
-    ``ratio_reads_writes``: both from ncu. ``gap_closed``: the share of measured − predicted joules
-    that ncu's extra reads account for."""
-    from .physical import predict
-    from .physical.metrics import DRAM_READ, DRAM_WRITE
-
-    table = table or load_energy_table("h200")
-    hw = load_preset("h200")
-    with Path(path).open(newline="") as f:
-        diag = [r for r in csv.DictReader(f) if r["kernel"] == "naive_tc" and r["head_dim"] == "64"]
-    frame = model_vs_measured(TC_ATTENTION_CSV, table=table)
+def within(mvm: pd.DataFrame, goal: float = 0.15) -> pd.DataFrame:
+    """Per model: how many (kernel, dtype, pass) it predicts, and how many of them within ±`goal` at
+    every N (the issue's goal), with their names."""
     rows = []
-    for r in frame[(frame.variant == "naive_tc") & (frame.model == "physical")].itertuples():
-        at = [d for d in diag if int(d["seq_len"]) == r.seq_len and int(d["batch"]) * int(d["heads"]) >= 4]
-        if not at:
-            continue
-        ncu_bh = int(at[0]["batch"]) * int(at[0]["heads"])
-        mapping = {k: int(v) for k, v in _params(at[0]["params"]).items() if k != "dtype"}
-        w = Workload(r.seq_len, 64, batch=int(at[0]["batch"]), heads=int(at[0]["heads"]), dtype="bf16")
-        value = {(d["launch"], d["metric"]): float(d["value"]) for d in at}
-        extra_read = extra_write = 0.0
-        for launch in ("scores", "softmax", "pv"):
-            m = predict("naive_tc", launch, w, mapping, hw)
-            extra_read += value[(launch, "dram__bytes_read.sum")] - m[DRAM_READ]
-            extra_write += value[(launch, "dram__bytes_write.sum")] - m[DRAM_WRITE]
-        scale = r.batch_heads / ncu_bh
-        j_read = extra_read * scale * table.byte_cost("HBM") * PJ
-        j_write = extra_write * scale * table.byte_cost("HBM") * PJ
-        gap = r.measured_j - r.pred_total_j
+    for model, group in mvm.groupby("model"):
+        ok = (
+            group.assign(ok=(group.ratio_total - 1).abs() <= goal)
+            .groupby(["variant", "dtype", "pass"])
+            .ok.all()
+        )
         rows.append(
             {
-                "seq_len": r.seq_len,
-                "batch_heads": r.batch_heads,
-                "ncu_batch_heads": ncu_bh,
-                "extra_read_bytes": extra_read * scale,
-                "extra_write_bytes": extra_write * scale,
-                "measured_j": r.measured_j,
-                "pred_total_j": r.pred_total_j,
-                "gap_j": gap,
-                "extra_read_j": j_read,
-                "ratio": r.ratio_total,
-                "ratio_reads": (r.pred_total_j + j_read) / r.measured_j,
-                "ratio_reads_writes": (r.pred_total_j + j_read + j_write) / r.measured_j,
-                "gap_closed": j_read / gap,
+                "model": model,
+                "kernels": len(ok),
+                "within": int(ok.sum()),
+                "within_names": ", ".join(" ".join(k) for k, v in ok.items() if v),
+                "outside_names": ", ".join(" ".join(k) for k, v in ok.items() if not v),
             }
         )
     return pd.DataFrame(rows)
 
 
-def naive_tc_energy_cause() -> str:
-    """Why naive_tc's physical prediction is low, with the numbers of naive_tc_measured_dram()."""
-    t = naive_tc_measured_dram()
-    parts = [
-        f"N = {r.seq_len}: {r.ratio:.3f} -> {r.ratio_reads:.3f} "
-        f"(+{r.extra_read_bytes / 1e6:.0f} MB, +{r.extra_read_j:.4f} J of a {r.gap_j:.3f} J gap, "
-        f"{r.gap_closed:.1%})"
-        for r in t.itertuples()
-    ]
-    return (
-        "not the DRAM bytes: pricing Nsight Compute's DRAM reads (naive_tc_diag_h200.csv, B·H = 4, scaled "
-        "to the energy run's B·H) instead of simlib.physical's at the HBM figure moves the physical ratio "
-        + "; ".join(parts)
-        + "; ncu's DRAM writes as well make it lower, not higher (ncu misses write-backs after a kernel ends)"
-    )
+def implied_instruction_cost(mvm: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (kernel, dtype, pass): what the counters model's residual (measured − predicted joules)
+    comes to per warp instruction that no figure prices, min and max over N, in pJ; one FFMA warp
+    instruction costs 64 FLOPs at fp32_fma (the "counters + issue" assumption)."""
+    mvm = model_vs_measured() if mvm is None else mvm
+    ffma_warp_pj = 64 * load_energy_table("h200").flop_cost("fp32_fma")
+    c = mvm[mvm.model == "counters + issue"]
+    unpriced = c.pred_issue_j / (ffma_warp_pj * PJ)
+    implied = (c.measured_j - (c.pred_total_j - c.pred_issue_j)) / unpriced / PJ
+    out = c.assign(pj=implied).groupby(["variant", "dtype", "pass"]).pj.agg(["min", "max"]).reset_index()
+    return out.assign(ffma_warp_instruction_pj=ffma_warp_pj)
+
+
+def naive_tc_by_launch(mvm: pd.DataFrame | None = None) -> pd.DataFrame:
+    """naive_tc's three launches, each measured alone: NVML joules against the counters model, and
+    what the residual comes to per warp instruction that no figure prices (the "issue" term's
+    instructions), next to one FFMA warp instruction's energy (64 FLOPs at fp32_fma)."""
+    mvm = model_vs_measured() if mvm is None else mvm
+    table = load_energy_table("h200")
+    picked = mvm[mvm.variant.isin(list(NAIVE_TC_LAUNCHES)) & (mvm.model == "counters + issue")]
+    ffma_warp_pj = 64 * table.flop_cost("fp32_fma")
+    rows = []
+    for r in picked.itertuples():
+        unpriced = r.pred_issue_j / (ffma_warp_pj * PJ)  # the instructions the issue term priced
+        residual = r.measured_j - (r.pred_total_j - r.pred_issue_j)
+        rows.append(
+            {
+                "launch": NAIVE_TC_LAUNCHES[r.variant],
+                "seq_len": r.seq_len,
+                "batch_heads": r.batch_heads,
+                "measured_j": r.measured_j,
+                "counters_j": r.pred_total_j - r.pred_issue_j,
+                "ratio_counters": (r.pred_total_j - r.pred_issue_j) / r.measured_j,
+                "residual_j": residual,
+                "unpriced_warp_instructions": unpriced,
+                "residual_pj_per_instruction": residual / unpriced / PJ if unpriced else float("nan"),
+                "ffma_warp_instruction_pj": ffma_warp_pj,
+            }
+        )
+    return pd.DataFrame(rows).sort_values(["seq_len", "launch"]).reset_index(drop=True)
 
 
 def report_markdown() -> str:
@@ -360,11 +378,12 @@ def report_markdown() -> str:
     if sram16 is not None:
         from .energy import calibrate, read_calibration
 
-        cal = calibrate(read_calibration(TC_CALIBRATION_CSV))
+        cal = calibrate(read_calibration(CALIBRATION_CSV))
+        per_inst, per_byte = shared_split(cal["SRAM"]["mean"], cal["SRAM_16B"]["mean"])
         lines += [
             "",
-            f"Shared-memory loads, 4 against 16 bytes per lane (`{TC_CALIBRATION_CSV.name}`, same run, same "
-            "bytes per thread and trip, one FADD per 4 B subtracted):",
+            "Shared-memory loads, 4 against 16 bytes per lane (same run, same bytes per thread and trip, one "
+            "FADD per 4 B subtracted):",
             "",
             "| load | pJ/byte | min | max |",
             "|---|---|---|---|",
@@ -373,10 +392,13 @@ def report_markdown() -> str:
             f"| {name} | {cal[e]['mean']:.4g} | {cal[e]['min']:.4g} | {cal[e]['max']:.4g} |"
             for name, e in (("LDS.32 (smem_read)", "SRAM"), ("LDS.128 (smem_read_v4)", "SRAM_16B"))
         ]
-    mvm = model_vs_measured(ENERGY_RUNS, table=table)
+        lines += [
+            "",
+            f"Solved as a cost per warp instruction plus one per byte (`simlib.energy_counters.shared_split`): "
+            f"{per_inst:.0f} pJ per shared-memory instruction and {per_byte:.3g} pJ per byte.",
+        ]
+    mvm = model_vs_measured(table=table)
     mvm["kernel"] = mvm["variant"] + " " + mvm["dtype"] + " " + mvm["pass"] + " (" + mvm["model"] + ")"
-    second = mvm["run_file"] != ATTENTION_CSV.name
-    mvm.loc[second, "kernel"] = mvm.loc[second, "kernel"] + " [" + mvm.loc[second, "run_file"] + "]"
     ratios = mvm.pivot_table(index="kernel", columns="seq_len", values="ratio_total")
     dyn = mvm.pivot_table(index="kernel", columns="seq_len", values="ratio_dynamic")
     ns = list(ratios.columns)
@@ -390,7 +412,45 @@ def report_markdown() -> str:
             f"{ratios.loc[k, n]:.2f} ({dyn.loc[k, n]:.2f})" if pd.notna(ratios.loc[k, n]) else "-" for n in ns
         ]
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
-    lines += ["", f"naive_tc (physical), priced with ncu's DRAM bytes: {naive_tc_energy_cause()}."]
+    lines += [
+        "",
+        "| model | (kernel, dtype, pass) predicted | within ±15 % at every N | outside |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.model} | {r.kernels} | {r.within} | {r.outside_names or '—'} |"
+        for r in within(mvm).itertuples()
+    ]
+    implied = implied_instruction_cost(mvm)
+    lines += [
+        "",
+        "What the counters model's residual comes to per warp instruction that no figure prices (min–max "
+        "over N; one FFMA warp instruction costs "
+        f"{implied.ffma_warp_instruction_pj.iloc[0]:.0f} pJ):",
+        "",
+        "| kernel | pJ per unpriced warp instruction |",
+        "|---|---|",
+    ]
+    lines += [f"| {r.variant} {r.dtype} {r._3} | {r.min:.0f} – {r.max:.0f} |" for r in implied.itertuples()]
+    launches = naive_tc_by_launch(mvm)
+    lines += [
+        "",
+        "naive_tc one launch at a time (counters model; residual = measured − counters, per warp instruction "
+        "that no figure prices):",
+        "",
+        "| N | launch | measured J | counters J | ratio | residual J | unpriced warp instructions | "
+        "residual per instruction (pJ) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.seq_len} | {r.launch} | {r.measured_j:.3f} | {r.counters_j:.3f} | {r.ratio_counters:.2f} | "
+        f"{r.residual_j:.3f} | {r.unpriced_warp_instructions:.3g} | {r.residual_pj_per_instruction:.0f} |"
+        for r in launches.itertuples()
+    ]
+    lines += [
+        "",
+        f"One FFMA warp instruction (64 FLOPs at fp32_fma) costs {launches.ffma_warp_instruction_pj.iloc[0]:.0f} pJ.",
+    ]
     from .energy_claim import attention_calls
 
     calls = attention_calls()

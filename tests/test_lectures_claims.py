@@ -499,17 +499,6 @@ def test_joule_bars_stack_the_model_terms_and_split_the_measurement():
     assert tops == [1.0, 2.0, 3.0, 5.0, 6.0, 10.0, 15.0]
 
 
-def test_miss_reasons_follow_the_energy_notes():
-    from simlib.lectures import joules
-
-    assert joules.miss_reason("cupy_naive", "fp32", "fwd", 0.53) == joules.LIBRARY_GEMM
-    assert joules.miss_reason("torch_efficient", "bf16", "fwd", 0.96) == "within ±15 %"
-    assert joules.miss_reason("torch_efficient", "fp32", "fwd_bwd", 0.57) == joules.LIBRARY_GEMM
-    assert joules.miss_reason("fa2_tc", "bf16", "fwd", 1.45) == joules.WIDE_SHARED
-    assert joules.miss_reason("torch_cudnn", "bf16", "fwd_bwd", 1.07) == joules.BACKWARD
-    assert joules.miss_reason("naive_tc", "bf16", "fwd", 0.7) == "not explained yet"
-
-
 def test_ratio_table_is_predicted_over_measured_per_kernel():
     import pandas as pd
 

@@ -5,10 +5,10 @@
 for the FLOPs (`pred_compute_j`) and for the static power over the measured time (`pred_static_j`),
 next to the measured joules (`measured_j`, and `measured_dynamic_j` above static power). This module
 picks the standard-vs-FlashAttention pairs that the run has, draws them on one axes per pair, and
-names the reason for each kernel's miss (docs/ENERGY.md).
+tabulates every model's predicted/measured ratio per kernel (docs/ENERGY.md says why they miss).
 
-Worked number: torch math bf16 forward at N = 4096, B·H = 32 measured 6.04 J per call in 9.09 ms; at
-the static 146.7 W, 1.33 J of it is the chip being on, the other 4.70 J is the call's work.
+Worked number: torch math bf16 forward at N = 4096, B·H = 32 measured 5.95 J per call in 9.24 ms; at
+the static 141.2 W, 1.31 J of it is the chip being on, the other 4.64 J is the call's work.
 """
 
 import numpy as np
@@ -72,62 +72,36 @@ def draw_joules(ax, rows, title):
     ax.set_title(title, fontsize=10)
 
 
-#: why a kernel's prediction misses (docs/ENERGY.md, "Misses, explained"), by (variant, dtype, pass)
-LIBRARY_GEMM = "too low: a library GEMM's FLOPs priced at the register-only FFMA figure"
-WIDE_SHARED = "too high: 16-byte shared loads priced at the 4-byte-load SRAM figure"
-BACKWARD = "nearer 1 by cancellation: the backward counted with HBM traffic only"
-CUDNN_GUESS = "too high: cuDNN's kernel is not FA2's, so its SRAM bytes (FA2's tiles) are a guess"
-#: the mark of a prediction whose shared-memory bytes are priced at the 16-byte-load figure
-SIXTEEN_BYTE = "16-byte SRAM"
-_REASONS = {
-    ("torch_math", "*", "*"): LIBRARY_GEMM,
-    ("cupy_naive", "fp32", "fwd"): LIBRARY_GEMM,
-    ("torch_efficient", "fp32", "*"): LIBRARY_GEMM,
-    ("numba_tiled", "fp32", "fwd"): WIDE_SHARED,
-    ("numba_fast", "fp32", "fwd"): WIDE_SHARED,
-    ("fa2_tc", "bf16", "fwd"): WIDE_SHARED,
-    ("torch_flash", "bf16", "fwd"): WIDE_SHARED,
-    ("torch_cudnn", "bf16", "fwd"): WIDE_SHARED,
-    ("torch_flash", "bf16", "fwd_bwd"): BACKWARD,
-    ("torch_cudnn", "bf16", "fwd_bwd"): BACKWARD,
-}
+#: the predictions in the order the lecture's table shows them (simlib.energy_check's model names)
+MODELS = (
+    "logical",
+    "logical, 16-byte SRAM",
+    "physical",
+    "physical, 16-byte SRAM",
+    "counters",
+    "counters + issue",
+)
+WITHIN = "within ±15 % at every N"
 
 
-def miss_reason(variant, dtype, pass_, ratio, goal=0.15, model="logical"):
-    """The documented reason for a ratio (predicted / measured) outside 1 ± `goal`; "within ±15 %"
-    inside; "not explained yet" for a kernel docs/ENERGY.md does not discuss. A forward prediction
-    already priced at the 16-byte-load figure (`model` "…, 16-byte SRAM") cannot miss for the 4-byte
-    one: cuDNN's is CUDNN_GUESS, any other is not explained yet.
+def ratio_table(mvm, goal=0.15):
+    """Predicted / measured joules per call, the mean over N: one row per kernel (variant, dtype,
+    pass), one column per model of MODELS that `mvm` has (NaN where that model does not predict the
+    kernel), and WITHIN: the models inside 1 ± `goal` at every N ("none" if no model is).
 
-    >>> miss_reason("torch_math", "bf16", "fwd", 0.58)[:8], miss_reason("numba_naive", "fp32", "fwd", 0.95)
-    ('too low:', 'within ±15 %')
-    >>> miss_reason("fa2_tc", "bf16", "fwd", 1.4) == WIDE_SHARED
-    True
-    >>> miss_reason("fa2_tc", "bf16", "fwd", 1.18, model="logical, 16-byte SRAM")
-    'not explained yet'
-    >>> miss_reason("torch_cudnn", "bf16", "fwd", 1.46, model="logical, 16-byte SRAM") == CUDNN_GUESS
-    True
+    >>> import pandas as pd
+    >>> mvm = pd.DataFrame([("fa2_tc", "bf16", "fwd", "counters", n, r) for n, r in ((1024, 0.84), (4096, 0.9))],
+    ...                    columns=["variant", "dtype", "pass", "model", "seq_len", "ratio_total"])
+    >>> t = ratio_table(mvm)
+    >>> float(round(t.loc["fa2_tc bf16 fwd", "counters"], 2)), t.loc["fa2_tc bf16 fwd", WITHIN]
+    (0.87, 'none')
     """
-    if SIXTEEN_BYTE in model and pass_ == "fwd" and abs(ratio - 1) > goal:
-        return CUDNN_GUESS if variant == "torch_cudnn" else "not explained yet"
-    for key in ((variant, dtype, pass_), (variant, dtype, "*"), (variant, "*", "*")):
-        if key in _REASONS and (abs(ratio - 1) > goal or _REASONS[key] == BACKWARD):
-            return _REASONS[key]
-    return f"within ±{goal:.0%}".replace("%", " %") if abs(ratio - 1) <= goal else "not explained yet"
-
-
-def ratio_table(mvm):
-    """Predicted / measured joules per call: one row per kernel (variant, dtype, pass, prediction), one
-    column per N, their mean, and the reason for the miss (`miss_reason` of the mean)."""
-    named = mvm.assign(kernel=mvm.variant + " " + mvm.dtype + " " + mvm["pass"] + " (" + mvm.model + ")")
-    ratios = named.pivot_table(index="kernel", columns="seq_len", values="ratio_total")
-    ratios.columns = [f"N = {n}" for n in ratios.columns]
-    ratios["mean"] = ratios.mean(axis=1)
-    first = named.groupby("kernel")[["variant", "dtype", "pass", "model"]].first()
-    ratios["why"] = [
-        miss_reason(
-            *first.loc[k, ["variant", "dtype", "pass"]], ratios.loc[k, "mean"], model=first.loc[k, "model"]
-        )
-        for k in ratios.index
-    ]
-    return ratios.sort_values("mean")
+    named = mvm.assign(
+        kernel=mvm.variant + " " + mvm.dtype + " " + mvm["pass"], ok=(mvm.ratio_total - 1).abs() <= goal
+    )
+    mean = named.pivot_table(index="kernel", columns="model", values="ratio_total", aggfunc="mean")
+    every = named.groupby(["kernel", "model"]).ok.all()
+    cols = [m for m in MODELS if m in mean.columns]
+    table = mean[cols].copy()
+    table[WITHIN] = [", ".join(m for m in cols if every.get((k, m), False)) or "none" for k in table.index]
+    return table
