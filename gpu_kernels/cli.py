@@ -26,11 +26,13 @@ import argparse
 import os
 import sys
 
+from simlib.cli_values import NoLoneDashValue
+
 from .commands import COMMANDS, UsageError
 from .device import NoGPU
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(NoLoneDashValue, argparse.ArgumentParser):
     def error(self, message):  # one line, no usage block
         raise UsageError(message)
 

@@ -21,6 +21,17 @@ from .units import parse_size
 _INT_RE = re.compile(r"[0-9]{1,20}", re.ASCII)
 
 
+class NoLoneDashValue(argparse.ArgumentParser):
+    """A parser base that refuses "--" as an option's value: argparse drops a lone "--" there
+    ("--reserve=--") and would hand the command an empty list, neither converted nor checked
+    against the choices. It becomes the usual one-line error naming the flag."""
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            raise argparse.ArgumentError(action, "expected a value, got '--'")
+        return super()._get_values(action, arg_strings)  # type: ignore[misc]
+
+
 def positive_int(text: str, name: str = "value", maximum: int | None = None) -> int:
     """An integer ≥ 1 written in ASCII digits (at most 20), at most `maximum`."""
     if not _INT_RE.fullmatch(text.strip()):

@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from .bounds import compulsory_bytes, saha_ye_bytes
-from .cli_values import int_type, key_type, pair_type, size_type
+from .cli_values import NoLoneDashValue, int_type, key_type, pair_type, size_type
 from .counts import ALGORITHMS, Result, all_parameters, count, schedule_of
 from .decode_time import split_k_time
 from .energy_cli import add_energy_command, run_energy_command
@@ -48,7 +48,7 @@ class UsageError(Exception):
     pass
 
 
-class Parser(argparse.ArgumentParser):
+class Parser(NoLoneDashValue, argparse.ArgumentParser):
     """argparse that reports a usage error in one line instead of usage text plus a line."""
 
     def error(self, message: str) -> Any:

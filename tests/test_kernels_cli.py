@@ -157,6 +157,22 @@ def test_fuzz_flags_one_line_exit_2(monkeypatch, capsys, case, text):
     one_line(out.err)
 
 
+@pytest.mark.parametrize("case", FLAGS, ids=lambda c: f"{c[0][0]} {c[1]}")
+def test_a_lone_double_dash_as_a_value_is_refused_by_name(monkeypatch, capsys, case):
+    """`--kernel=--`: argparse drops the "--" and would pass an empty list, neither converted nor
+    checked against the choices; the no-GPU line would hide it, so it must be refused by name."""
+
+    def no_gpu(*args, **kwargs):
+        raise cli.NoGPU("no CUDA GPU found")
+
+    monkeypatch.setattr(commands, "require_gpu", no_gpu)
+    monkeypatch.setattr(commands, "select_backend", no_gpu)
+    base, flag = case
+    assert cli.main([*base, f"{flag}=--"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and f"argument {flag}: expected a value, got '--'" in one_line(out.err)
+
+
 # --- GPU test runs and device runs that must not look green -----------------------------------------
 
 GPU_ONLY_TEST = """

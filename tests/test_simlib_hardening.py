@@ -383,6 +383,17 @@ FUZZ_EXAMPLES = int(os.environ.get("SIMLIB_FUZZ_EXAMPLES", 1500))
 NUMBERISH = st.from_regex(r"\A[-+ 0-9.,:xkKmMgGiIbBeE_]{0,24}\Z")
 
 
+@pytest.mark.parametrize("flag_of", FLAGS, ids=lambda f: " ".join(f))
+def test_a_lone_double_dash_as_a_value_is_refused_by_name(flag_of):
+    """`--reserve=--`: argparse drops the "--" and would pass the command an empty list, unconverted
+    (the fuzz found kvcache crashing on it); every flag refuses it in one line naming the flag."""
+    cmd, flag = flag_of
+    argv = [a.format(algo=ALGO_FOR.get(flag, "naive")) for a in BASE[cmd]]
+    if cmd == "kvcache" and flag != "--gpu-memory":
+        argv += ["--gpu-memory", "16GiB"]
+    assert refused(*run(*argv, f"{flag}=--"), f"argument {flag}: expected a value, got '--'")
+
+
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(FLAGS), st.one_of(st.text(max_size=40), NUMBERISH))
 def test_fuzzed_flags_exit_0_or_2_with_one_line(tmp_path_factory, flag_of, text):
