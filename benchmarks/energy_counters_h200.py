@@ -87,12 +87,10 @@ def configs_of(text):
 def plan_for(n, variants=()):
     """The energy run's (variant, dtype, pass) at N (only `variants` if given), without naive_tc's
     one-launch variants."""
-    return [x for x in _plan(n) if not variants or x[0] in variants]
-
-
-def _plan(n):
     return [
-        (v, dt, p) for v, dt, p, m in run.attention_plan([n], True) if m == n and v not in run.NAIVE_TC_PARTS
+        (v, dt, p)
+        for v, dt, p, m in run.attention_plan([n], True)
+        if m == n and v not in run.NAIVE_TC_PARTS and (not variants or v in variants)
     ]
 
 

@@ -170,7 +170,7 @@ def physical_parts(variant: str, w: Workload, params: dict[str, str]) -> dict[st
         launches = [("tiled", "fa2")]
     elif variant == "naive_tc" or variant in NAIVE_TC_LAUNCHES:
         mapping = {k: int(params[k]) for k in ("warps", "block_cols", "softmax_threads")}
-        names = [NAIVE_TC_LAUNCHES[variant]] if variant in NAIVE_TC_LAUNCHES else ["scores", "softmax", "pv"]
+        names = [NAIVE_TC_LAUNCHES[variant]] if variant in NAIVE_TC_LAUNCHES else NAIVE_TC_LAUNCHES.values()
         launches = [("naive_tc", name) for name in names]
     elif variant == "fa2_tc":
         mapping = {"warps": int(params["block_rows"]) // 16, "block_cols": int(params["block_cols"])}
@@ -220,8 +220,9 @@ def predict_row(row: dict[str, str], table: EnergyTable, sram16: float | None = 
         "measured_dynamic_j": measured - table.static_power() * t,
     }
     models = []
-    matmul_flops = float(2 * n * n * w.head_dim * bh)  # one launch of naive_tc: one product
-    if variant not in NAIVE_TC_LAUNCHES:
+    if variant in NAIVE_TC_LAUNCHES:  # one launch of naive_tc: one product, or none (softmax)
+        matmul_flops = 0.0 if variant == "naive_tc_softmax" else float(2 * n * n * w.head_dim * bh)
+    else:
         parts, note = kernel_parts(variant, dtype, pas, w, params)
         terms = {"HBM": 0.0, "L2": 0.0, "SRAM": 0.0, "compute": 0.0}
         for p in parts:
@@ -231,8 +232,6 @@ def predict_row(row: dict[str, str], table: EnergyTable, sram16: float | None = 
             terms["compute"] += e.compute_j
         models.append(("logical", note, terms))
         matmul_flops = float(sum(p.result.flops for p in parts))
-    elif variant == "naive_tc_softmax":
-        matmul_flops = 0.0
     phys = physical_parts(variant, w, params)
     if phys is not None:
         moved = {lv: b * table.byte_cost(lv) * PJ for lv, b in phys.items()}
@@ -321,46 +320,45 @@ def within(mvm: pd.DataFrame, goal: float = 0.15) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def implied_instruction_cost(mvm: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per (kernel, dtype, pass): what the counters model's residual (measured − predicted joules)
-    comes to per warp instruction that no figure prices, min and max over N, in pJ; one FFMA warp
-    instruction costs 64 FLOPs at fp32_fma (the "counters + issue" assumption)."""
-    mvm = model_vs_measured() if mvm is None else mvm
+def residuals(mvm: pd.DataFrame) -> pd.DataFrame:
+    """The "counters + issue" rows of `mvm` with what the counters model leaves: ``counters_j`` (the
+    prediction without the issue term), ``residual_j`` (measured − that), ``unpriced_warp_instructions``
+    (the instructions the issue term priced, at 64 FLOPs of fp32_fma each) and
+    ``residual_pj_per_instruction``, the residual per such instruction, in pJ."""
     ffma_warp_pj = 64 * load_energy_table("h200").flop_cost("fp32_fma")
     c = mvm[mvm.model == "counters + issue"]
+    counters = c.pred_total_j - c.pred_issue_j
     unpriced = c.pred_issue_j / (ffma_warp_pj * PJ)
-    implied = (c.measured_j - (c.pred_total_j - c.pred_issue_j)) / unpriced / PJ
-    out = c.assign(pj=implied).groupby(["variant", "dtype", "pass"]).pj.agg(["min", "max"]).reset_index()
-    return out.assign(ffma_warp_instruction_pj=ffma_warp_pj)
+    return c.assign(
+        counters_j=counters,
+        ratio_counters=counters / c.measured_j,
+        residual_j=c.measured_j - counters,
+        unpriced_warp_instructions=unpriced,
+        residual_pj_per_instruction=(c.measured_j - counters) / unpriced / PJ,
+        ffma_warp_instruction_pj=ffma_warp_pj,
+    )
+
+
+def implied_instruction_cost(mvm: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (kernel, dtype, pass): the counters model's residual per warp instruction that no figure
+    prices (`residuals`), min and max over N, in pJ, beside one FFMA warp instruction's energy (the
+    "counters + issue" assumption)."""
+    r = residuals(model_vs_measured() if mvm is None else mvm)
+    out = (
+        r.groupby(["variant", "dtype", "pass"]).residual_pj_per_instruction.agg(["min", "max"]).reset_index()
+    )
+    return out.assign(ffma_warp_instruction_pj=r.ffma_warp_instruction_pj.iloc[0])
 
 
 def naive_tc_by_launch(mvm: pd.DataFrame | None = None) -> pd.DataFrame:
     """naive_tc's three launches, each measured alone: NVML joules against the counters model, and
-    what the residual comes to per warp instruction that no figure prices (the "issue" term's
-    instructions), next to one FFMA warp instruction's energy (64 FLOPs at fp32_fma)."""
-    mvm = model_vs_measured() if mvm is None else mvm
-    table = load_energy_table("h200")
-    picked = mvm[mvm.variant.isin(list(NAIVE_TC_LAUNCHES)) & (mvm.model == "counters + issue")]
-    ffma_warp_pj = 64 * table.flop_cost("fp32_fma")
-    rows = []
-    for r in picked.itertuples():
-        unpriced = r.pred_issue_j / (ffma_warp_pj * PJ)  # the instructions the issue term priced
-        residual = r.measured_j - (r.pred_total_j - r.pred_issue_j)
-        rows.append(
-            {
-                "launch": NAIVE_TC_LAUNCHES[r.variant],
-                "seq_len": r.seq_len,
-                "batch_heads": r.batch_heads,
-                "measured_j": r.measured_j,
-                "counters_j": r.pred_total_j - r.pred_issue_j,
-                "ratio_counters": (r.pred_total_j - r.pred_issue_j) / r.measured_j,
-                "residual_j": residual,
-                "unpriced_warp_instructions": unpriced,
-                "residual_pj_per_instruction": residual / unpriced / PJ if unpriced else float("nan"),
-                "ffma_warp_instruction_pj": ffma_warp_pj,
-            }
-        )
-    return pd.DataFrame(rows).sort_values(["seq_len", "launch"]).reset_index(drop=True)
+    what the residual comes to per warp instruction that no figure prices (`residuals`), next to one
+    FFMA warp instruction's energy (64 FLOPs at fp32_fma)."""
+    r = residuals(model_vs_measured() if mvm is None else mvm)
+    r = r[r.variant.isin(list(NAIVE_TC_LAUNCHES))].assign(launch=lambda f: f.variant.map(NAIVE_TC_LAUNCHES))
+    columns = ["launch", "seq_len", "batch_heads", "measured_j", "counters_j", "ratio_counters", "residual_j"]
+    columns += ["unpriced_warp_instructions", "residual_pj_per_instruction", "ffma_warp_instruction_pj"]
+    return r[columns].sort_values(["seq_len", "launch"]).reset_index(drop=True)
 
 
 def report_markdown() -> str:

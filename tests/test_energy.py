@@ -25,6 +25,16 @@ COUNTERS = ROOT / "data" / "measurements" / "current" / "energy_counters_h200.cs
 COUNTER_KERNELS = ROOT / "data" / "measurements" / "current" / "energy_counters_h200_kernels.csv"
 
 
+def bench_figures(rows, bench):
+    """pJ per unit of each repeat of `bench`: (its power − the same repeat's static power) / its rate."""
+    static = {r["repeat"]: float(r["watts"]) for r in rows if r["bench"] == "static"}
+    return [
+        (float(r["watts"]) - static[r["repeat"]]) / float(r["rate_per_s"]) * 1e12
+        for r in rows
+        if r["bench"] == bench
+    ]
+
+
 def rows_of(path):
     with path.open(newline="") as f:
         return list(csv.DictReader(f))
@@ -100,11 +110,7 @@ def test_calibration_by_hand():
 def test_the_h200_table_is_the_committed_calibration():
     rows = rows_of(CALIBRATION)
     static = {r["repeat"]: float(r["watts"]) for r in rows if r["bench"] == "static"}
-    copies = [
-        (float(r["watts"]) - static[r["repeat"]]) / float(r["rate_per_s"]) * 1e12
-        for r in rows
-        if r["bench"] == "hbm_copy"
-    ]
+    copies = bench_figures(rows, "hbm_copy")
     t = load_energy_table("h200")
     assert t.measured
     assert t.pj_per_byte["HBM"] == pytest.approx(statistics.fmean(copies))
@@ -253,16 +259,6 @@ def test_sixteen_byte_shared_loads_reprice_only_the_sram_term():
         a, b = by["logical"], by["logical, 16-byte SRAM"]
         assert b.pred_sram_j == pytest.approx(a.pred_sram_j * v4 / sram)
         assert b.pred_hbm_j == a.pred_hbm_j and b.pred_compute_j == a.pred_compute_j
-
-
-def bench_figures(rows, bench):
-    """pJ per unit of each repeat of `bench`: (its power − the same repeat's static power) / its rate."""
-    static = {r["repeat"]: float(r["watts"]) for r in rows if r["bench"] == "static"}
-    return [
-        (float(r["watts"]) - static[r["repeat"]]) / float(r["rate_per_s"]) * 1e12
-        for r in rows
-        if r["bench"] == bench
-    ]
 
 
 def test_fp32_gemm_figure_and_sgemm_pricing_by_hand():

@@ -139,17 +139,22 @@ FLAGS = [
 ]
 
 
+def without_gpu(monkeypatch):
+    """Every command that would need a GPU stops with the no-GPU line (as on a machine without one)."""
+
+    def no_gpu(*args, **kwargs):
+        raise cli.NoGPU("no CUDA GPU found")
+
+    monkeypatch.setattr(commands, "require_gpu", no_gpu)
+    monkeypatch.setattr(commands, "select_backend", no_gpu)
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=st.sampled_from(FLAGS), text=st.text(max_size=30))
 def test_fuzz_flags_one_line_exit_2(monkeypatch, capsys, case, text):
     """Whatever the text: exit 2 with one stderr line and nothing on stdout (a refusal, or the
     no-GPU line for input that is valid), never a traceback."""
-
-    def no_gpu(*args, **kwargs):
-        raise cli.NoGPU("no CUDA GPU found (fuzz)")
-
-    monkeypatch.setattr(commands, "require_gpu", no_gpu)
-    monkeypatch.setattr(commands, "select_backend", no_gpu)
+    without_gpu(monkeypatch)
     base, flag = case
     assert cli.main([*base, f"{flag}={text}"]) == 2
     out = capsys.readouterr()
@@ -161,12 +166,7 @@ def test_fuzz_flags_one_line_exit_2(monkeypatch, capsys, case, text):
 def test_a_lone_double_dash_as_a_value_is_refused_by_name(monkeypatch, capsys, case):
     """`--kernel=--`: argparse drops the "--" and would pass an empty list, neither converted nor
     checked against the choices; the no-GPU line would hide it, so it must be refused by name."""
-
-    def no_gpu(*args, **kwargs):
-        raise cli.NoGPU("no CUDA GPU found")
-
-    monkeypatch.setattr(commands, "require_gpu", no_gpu)
-    monkeypatch.setattr(commands, "select_backend", no_gpu)
+    without_gpu(monkeypatch)
     base, flag = case
     assert cli.main([*base, f"{flag}=--"]) == 2
     out = capsys.readouterr()
