@@ -8,8 +8,8 @@ time, so no two timings overlap. Per build, before any timing: a ragged, GQA, N_
 causal when the build is) against the float64 reference on fresh inputs with the outputs poisoned
 (``run_fa2_tc``), then at every timed shape the first and last batch·head against torch's fp32 math
 on the same inputs (``bench.Shape``). Timing, workload (B·H·N = 2¹⁸, H = 16) and CSV columns are
-the side by side's (``gpu_kernels/tensor_core/bench.py``); torch flash is timed in its own process
-under the same lock. Writes fa2_tc_speed.csv (+ provenance sidecar) and prints a table last.
+the side by side's (``gpu_kernels/tensor_core/bench.py``); torch flash and cuDNN are timed in their own
+processes under the same lock. Writes fa2_tc_speed.csv (+ provenance sidecar) and prints a table last.
 """
 
 from __future__ import annotations
@@ -25,16 +25,18 @@ import time
 
 #: (name, TcConfig keyword arguments) per head dim: the default first. "v3-layout" is the old mapping
 #: (4 warps of 16 rows) with the new instruction diet, to separate the two steps.
+#: Run k22-fa2v4-run1 timed at d = 64 also "q-smem" (Q re-read, 1.02-1.05x the default's time) and
+#: "q-smem-r168" (capped at 168 registers for 3 blocks/SM, 124 B spilled: 1.05-1.08x).
 VARIANTS = {
     64: [
         ("default", {}),
         ("v3-layout", dict(block_cols=64, warp_rows=16, q_in_regs=True)),
-        ("q-smem", dict(block_cols=64, warp_rows=32, q_in_regs=False)),
-        ("q-smem-r168", dict(block_cols=64, warp_rows=32, q_in_regs=False, max_registers=168)),
     ],
     128: [
         ("default", {}),
         ("v3-layout", dict(block_cols=64, warp_rows=16, q_in_regs=True)),
+        ("bc48-dyn", dict(block_cols=48, warp_rows=32, q_in_regs=False)),
+        ("bc64-dyn", dict(block_cols=64, warp_rows=32, q_in_regs=False)),
     ],
 }
 
@@ -98,7 +100,7 @@ def worker(job, seq_lens, lock, queue):
 
         kind = job[0]
         rows = []
-        if kind == "flash":
+        if kind in ("flash", "cudnn"):
             _, dtype, causal = job
             shapes = [(n, d) for d in VARIANTS for n in seq_lens]
         else:
@@ -113,15 +115,17 @@ def worker(job, seq_lens, lock, queue):
             for n, d in shapes:
                 sh = bench.Shape(dtype, causal, n, d, torch)
                 b, h = sh.batch, sh.heads
-                if kind == "flash":
+                if kind in ("flash", "cudnn"):
                     import torch.nn.functional as F
                     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-                    def launch(i, sh=sh):
-                        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                    backend = SDPBackend.FLASH_ATTENTION if kind == "flash" else SDPBackend.CUDNN_ATTENTION
+
+                    def launch(i, sh=sh, backend=backend):
+                        with sdpa_kernel([backend]):
                             return F.scaled_dot_product_attention(*sh.qkv[i], is_causal=sh.causal)
 
-                    row = {"kernel": "torch_flash", "config": "", "note": ""}
+                    row = {"kernel": f"torch_{kind}", "config": "", "note": ""}
                 else:
                     plan = Fa2TcPlan((b, h, h, n, n, d), cfg, dtype, causal=causal)
                     counters = new_counters()
@@ -194,14 +198,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--jobs", type=int, default=12)
-    p.add_argument("--seq-lens", default="4096,16384")
+    p.add_argument("--seq-lens", default="4096,8192,16384")
     p.add_argument("--dtypes", default="bf16,fp16")
     p.add_argument("--causal", default="no,yes")
     a = p.parse_args(argv)
     seq_lens = [int(x) for x in a.seq_lens.split(",")]
     causals = [c == "yes" for c in a.causal.split(",")]
     dtypes = a.dtypes.split(",")
-    jobs = [("flash", dt, c) for c in causals for dt in dtypes]
+    jobs = [(kind, dt, c) for kind in ("flash", "cudnn") for c in causals for dt in dtypes]
     jobs += [("fa2",) + b for b in builds(dtypes, causals)]
     ctx = mp.get_context("spawn")
     lock, queue = ctx.Lock(), ctx.Queue()
@@ -217,7 +221,10 @@ def main(argv=None):
         kind, payload = queue.get()
         running -= 1
         (rows.extend if kind == "rows" else errors.append)(payload)
-        print(f"[{time.monotonic() - t0:6.1f} s] {kind}: {len(payload) if kind == 'rows' else payload}", flush=True)
+        print(
+            f"[{time.monotonic() - t0:6.1f} s] {kind}: {len(payload) if kind == 'rows' else payload}",
+            flush=True,
+        )
     for pr in procs:
         pr.join()
     flash = {
@@ -251,8 +258,10 @@ def main(argv=None):
         open(f"{a.out}/fa2_tc_speed.csv", "w").write(buf.getvalue())
     for e in errors:
         print("ERROR", e)
-    print(f"{'causal':6} {'dtype':5} {'d':>3} {'N':>6} {'kernel':12} {'config':34} {'ms':>8} {'TF/s':>6} "
-          f"{'/flash':>6} {'err':>9}")
+    print(
+        f"{'causal':6} {'dtype':5} {'d':>3} {'N':>6} {'kernel':12} {'config':34} {'ms':>8} {'TF/s':>6} "
+        f"{'/flash':>6} {'err':>9}"
+    )
     for r in rows:
         print(
             f"{r['causal']!s:6} {r['dtype']:5} {r['head_dim']:3} {r['seq_len']:6} {r['kernel']:12} "

@@ -133,7 +133,7 @@ def test_fa2_tc_refusals():
     with pytest.raises(ValueError, match="block_cols"):
         TcConfig(64, 4, 24).check()
     with pytest.raises(ValueError, match="shared memory"):
-        TcConfig(128, 4, 128).check()
+        TcConfig(128, 8, 512, 32).check()  # (256 + 2·512) rows of 256 B = 320 KiB > 227 KiB
     wl = Workload(64, 64, dtype="fp32")
     with pytest.raises(ValueError, match="dtype"):
         SCHEDULE.build(wl, None)
@@ -205,6 +205,16 @@ def test_fa2_tc_gpu(b, h, hkv, nk, nq, d, causal, dtype):
 @pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
 def test_fa2_tc_gpu_large_logits_masked_first_tiles():
     check_case(1, 2, None, 1111, None, 64, True, TcConfig(64, 4, 16), "bf16", seed=5, logit_scale=100.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+@pytest.mark.parametrize("bc", [48, 64])
+def test_fa2_tc_gpu_dynamic_shared_memory(bc):
+    """d = 128 with Bc = 48 / 64 and Q re-read: 56 / 64 KiB, beyond the 48 KiB of static shared memory."""
+    cfg = TcConfig(128, 4, bc, 32, False).check()
+    assert cfg.dynamic_smem
+    check_case(1, 4, 2, 1500, 1100, 128, True, cfg, "bf16", seed=bc)
 
 
 @pytest.mark.gpu

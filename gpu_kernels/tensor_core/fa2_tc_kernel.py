@@ -62,8 +62,11 @@ from .tiles import block_copiers
 from .warp_ops import warp_ops
 
 HEAD_DIMS = (64, 128)
-#: numba has no opt-in above 48 KiB for static shared memory.
+#: numba has no opt-in above 48 KiB for static shared memory; a larger config uses dynamic shared
+#: memory, with the kernel's limit raised through the driver (``Fa2TcPlan.launch``), up to the H200's
+#: 227 KiB per block.
 STATIC_SHARED_LIMIT = 48 * 1024
+DYNAMIC_SHARED_LIMIT = 227 * 1024
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 
@@ -122,12 +125,17 @@ class TcConfig:
                 f"block_cols={bc}: the tiles {self.tiles()} must split into 16-byte copies evenly "
                 f"over {self.threads} threads"
             )
-        if self.smem_bytes > STATIC_SHARED_LIMIT:
+        if self.smem_bytes > DYNAMIC_SHARED_LIMIT:
             raise ValueError(
                 f"block_cols={bc}, warps={w}, head_dim={d} need {self.smem_bytes} bytes of shared "
-                f"memory; at most {STATIC_SHARED_LIMIT}"
+                f"memory; at most {DYNAMIC_SHARED_LIMIT}"
             )
         return self
+
+    @property
+    def dynamic_smem(self) -> bool:
+        """True when the tiles need more than the 48 KiB of static shared memory."""
+        return self.smem_bytes > STATIC_SHARED_LIMIT
 
     @property
     def name(self) -> str:
@@ -161,7 +169,7 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
     QA = MT * KQ if QREGS else 1
     S_T, P_T, O_T, ROWS2 = MT * NS, MT * KP, MT * NO, 2 * MT  # local array shapes: plain constants
     K_OFF, V_OFF = BR * D, (BR + BC) * D  # element offsets of Ks and Vs in the one shared array
-    SM_ELEMS = (BR + 2 * BC) * D
+    SM_ELEMS = 0 if cfg.dynamic_smem else (BR + 2 * BC) * D  # 0: dynamic, sized at launch
     COUNTING, CAUSAL = counting, causal
     # numba resolves a closure variable that is a function, not an attribute of a tuple: unpack
     mma, _, _, _, _, _, pack2, _, quad_max, quad_sum, _, _ = warp_ops(dtype, simulator)
@@ -426,6 +434,20 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
     return cuda.jit(max_registers=cfg.max_registers)(fa2_tc)
 
 
+def allow_dynamic_smem(dispatcher, nbytes):
+    """Raise the compiled kernel's dynamic shared-memory limit to `nbytes` (the driver's default is
+    48 KiB), once per dispatcher; compiles it for ``kernel_signature()`` first."""
+    if getattr(dispatcher, "_flashio_dyn_smem", 0) >= nbytes:
+        return
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    kernel = dispatcher.compile(kernel_signature())
+    cufunc = kernel._codelibrary.get_cufunc()
+    attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)
+    dispatcher._flashio_dyn_smem = nbytes
+
+
 def kernel_signature():
     from numba.cuda import types
 
@@ -463,7 +485,13 @@ class Fa2TcPlan(TcPlan):
     def launch(self, q, k, v, o, lse, counters):
         """Flat device arrays (uint16 bits for q, k, v, o; fp32 lse); no checks, no sync."""
         b, h, hkv, nq, nk, _ = self.shape
-        self.kernel()[self.grid, self.config.threads](q, k, v, o, lse, counters, nq, nk, h // hkv)
+        kern, cfg = self.kernel(), self.config
+        if not cfg.dynamic_smem:
+            kern[self.grid, cfg.threads](q, k, v, o, lse, counters, nq, nk, h // hkv)
+            return
+        if not simulator_enabled():
+            allow_dynamic_smem(kern, cfg.smem_bytes)
+        kern[self.grid, cfg.threads, 0, cfg.smem_bytes](q, k, v, o, lse, counters, nq, nk, h // hkv)
 
 
 def plan_fa2_tc(
