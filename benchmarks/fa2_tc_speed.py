@@ -26,18 +26,12 @@ import time
 #: (name, TcConfig keyword arguments) per head dim: the default first. "v3-layout" is the old mapping
 #: (4 warps of 16 rows) with the new instruction diet, to separate the two steps.
 #: Run k22-fa2v4-run1 timed at d = 64 also "q-smem" (Q re-read, 1.02-1.05x the default's time) and
-#: "q-smem-r168" (capped at 168 registers for 3 blocks/SM, 124 B spilled: 1.05-1.08x).
+#: "q-smem-r168" (capped at 168 registers for 3 blocks/SM, 124 B spilled: 1.05-1.08x); run
+#: k22-fa2v4-run2 the 16-row layout at both d (1.04-1.16x the default's time at d = 64) and, at
+#: d = 128, Bc = 32 / 48 / 64 (48, now the default, fastest at N >= 8K; PERFORMANCE.md).
 VARIANTS = {
-    64: [
-        ("default", {}),
-        ("v3-layout", dict(block_cols=64, warp_rows=16, q_in_regs=True)),
-    ],
-    128: [
-        ("default", {}),
-        ("v3-layout", dict(block_cols=64, warp_rows=16, q_in_regs=True)),
-        ("bc48-dyn", dict(block_cols=48, warp_rows=32, q_in_regs=False)),
-        ("bc64-dyn", dict(block_cols=64, warp_rows=32, q_in_regs=False)),
-    ],
+    64: [("default", {})],
+    128: [("default", {}), ("bc32-static", dict(block_cols=32, warp_rows=32, q_in_regs=False))],
 }
 
 

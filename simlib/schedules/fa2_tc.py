@@ -16,7 +16,7 @@ reads are the ldmatrix fragment loads:
 Per score that is 2·W·d/Br = 2d/R reads (+ d/Bc with q_reload), against 3d + 2 for the
 one-thread-per-row fa2 kernel.
 Defaults (the kernel's, gpu_kernels/tensor_core/fa2_tc_kernel.py): W = 4, R = 32 (Br = 128);
-Bc = 64 with Q in registers at d = 64, Bc = 32 with Q re-read at d = 128.
+Bc = 64 with Q in registers at d = 64, Bc = 48 with Q re-read at d = 128.
 Worked number (N = 4096, d = 64, R = 16, W = 4, Br = Bc = 64, Tr = Tc = 64): HBM reads N·d + Tr·2N·d =
 262,144 + 64·524,288 = 33,816,576 elements (67.6 MB in bf16); SRAM reads Tr·Br·d + Tr·Tc·2·W·Bc·d
 = 262,144 + 4096·32,768 = 134,479,872 elements = N²·d/8 + N·d. With the default R = 32 (Br = 128,
@@ -38,7 +38,7 @@ from .visits import floor_sum, key_blocks_seen
 HEAD_DIMS = (64, 128)
 DEFAULT_WARPS = 4
 DEFAULT_WARP_ROWS = 32
-DEFAULT_BLOCK_COLS = {64: 64, 128: 32}  # Bc per head dim
+DEFAULT_BLOCK_COLS = {64: 64, 128: 48}  # Bc per head dim (d = 128: 56 KiB, dynamic shared memory)
 DEFAULT_Q_RELOAD = {64: False, 128: True}  # Q fragments re-read from SRAM per tile (registers: d = 128)
 WARP_ROW_CHOICES = (16, 32)
 WARPS = Parameter(
