@@ -8,7 +8,7 @@ time, so no two timings overlap. Per build, before any timing: a ragged, GQA, N_
 causal when the build is) against the float64 reference on fresh inputs with the outputs poisoned
 (``run_fa2_tc``), then at every timed shape the first and last batch·head against torch's fp32 math
 on the same inputs (``bench.Shape``). Timing, workload (B·H·N = 2¹⁸, H = 16) and CSV columns are
-the side by side's (``gpu_kernels/tensor_core/bench.py``); torch flash and cuDNN are timed in their own
+the side by side's (``gpu_kernels/measure/side_by_side.py``); torch flash and cuDNN are timed in their own
 processes under the same lock. Writes fa2_tc_speed.csv (+ provenance sidecar) and prints a table last.
 """
 
@@ -51,9 +51,9 @@ def small_check(cfg, dtype, causal):
     """Relative errors of O and L on a ragged GQA case with N_q < N_k, against float64."""
     import numpy as np
 
+    from gpu_kernels.kernels.fa2_tc import run_fa2_tc
     from gpu_kernels.reference import attention_reference, random_qkv, rel_error
     from gpu_kernels.tensor_core.dtypes import round_to
-    from gpu_kernels.tensor_core.fa2_tc_kernel import run_fa2_tc
 
     q, k, v = random_qkv(1, 4, 1000, cfg.head_dim, seed=11, kv_heads=2, query_len=777)
     ref_o, ref_l = attention_reference(*(round_to(x, dtype) for x in (q, k, v)), causal=causal)
@@ -89,8 +89,8 @@ def worker(job, seq_lens, lock, queue):
 
         select_backend(False)
         from gpu_kernels.counting import new_counters
-        from gpu_kernels.tensor_core import bench
-        from gpu_kernels.tensor_core.fa2_tc_kernel import Fa2TcPlan, TcConfig, default_config
+        from gpu_kernels.kernels.fa2_tc import Fa2TcPlan, TcConfig, default_config
+        from gpu_kernels.measure import side_by_side as bench
 
         kind = job[0]
         rows = []
@@ -212,14 +212,14 @@ def main(argv=None):
         r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / f:.3f}" if f else ""
     rows.sort(key=lambda r: (r["causal"], r["dtype"], r["head_dim"], r["seq_len"], r["kernel"], r["config"]))
     buf = io.StringIO()
-    from gpu_kernels.tensor_core.bench import FIELDS as bench_fields
+    from gpu_kernels.measure.side_by_side import FIELDS as bench_fields
 
     w = csv.DictWriter(buf, fieldnames=FIELDS or bench_fields)
     w.writeheader()
     w.writerows(rows)
     os.makedirs(a.out, exist_ok=True)
     try:
-        from gpu_kernels.measure.provenance import provenance, write_measurement
+        from measurements.provenance import provenance, write_measurement
 
         write_measurement(
             f"{a.out}/fa2_tc_speed.csv",

@@ -1,4 +1,4 @@
-"""FlashAttention-2 forward on tensor cores, as the kernel `fa2_tc` runs it (gpu_kernels/tensor_core/fa2_tc_kernel.py).
+"""FlashAttention-2 forward on tensor cores, as the kernel `fa2_tc` runs it (gpu_kernels/kernels/fa2_tc.py).
 
 HBM: the fa2 loop nest. Q_i is read once, K_j and V_j once per visited (Q block, K/V block) tile, O_i
 (in the dtype) and L_i (fp32) written once; a ragged block moves only its valid rows. Under causal
@@ -15,7 +15,7 @@ reads are the ldmatrix fragment loads:
 
 Per score that is 2·W·d/Br = 2d/R reads (+ d/Bc with q_reload), against 3d + 2 for the
 one-thread-per-row fa2 kernel.
-Defaults (the kernel's, gpu_kernels/tensor_core/fa2_tc_kernel.py): W = 4, R = 32 (Br = 128);
+Defaults (the kernel's, gpu_kernels/kernels/fa2_tc.py): W = 4, R = 32 (Br = 128);
 Bc = 64 with Q in registers at d = 64, Bc = 48 with Q re-read at d = 128.
 Worked number (N = 4096, d = 64, R = 16, W = 4, Br = Bc = 64, Tr = Tc = 64): HBM reads N·d + Tr·2N·d =
 262,144 + 64·524,288 = 33,816,576 elements (67.6 MB in bf16); SRAM reads Tr·Br·d + Tr·Tc·2·W·Bc·d
@@ -34,7 +34,7 @@ from ..traffic import Count, Event, Traffic, TrafficKey
 from ..workload import Workload
 from .visits import floor_sum, key_blocks_seen
 
-#: The kernel's head dims, warps and default tiles (gpu_kernels/tensor_core/fa2_tc_kernel.py: TcConfig).
+#: The kernel's head dims, warps and default tiles (gpu_kernels/kernels/fa2_tc.py: TcConfig).
 HEAD_DIMS = (64, 128)
 DEFAULT_WARPS = 4
 DEFAULT_WARP_ROWS = 32
