@@ -10,6 +10,7 @@ import pytest
 
 from evidence import claims, intensity, readers, verdicts
 from evidence.verdicts import CONDITIONS, FAILS, HOLDS, NOT_CHECKED
+from measurements import schemas
 from simlib import load_preset
 
 N, D = 4096, 64
@@ -137,12 +138,12 @@ def write_csv(path, columns, rows):
     return path
 
 
-def figure2(tmp_path, rows, columns=readers.FIGURE2_COLUMNS):
+def figure2(tmp_path, rows, columns=schemas.FIGURE2.required):
     return write_csv(tmp_path / "figure2_h200.csv", columns, rows)
 
 
 def tc_bench(tmp_path, rows):
-    return write_csv(tmp_path / "tc_bench_h200.csv", readers.TC_BENCH_COLUMNS, rows)
+    return write_csv(tmp_path / "tc_bench_h200.csv", schemas.SIDE_BY_SIDE.required, rows)
 
 
 def test_figure2_run_is_shown_but_n_1k_is_not_long(tmp_path):
@@ -389,7 +390,7 @@ def test_e_side_by_side_rows_decide_over_the_other_runs(tmp_path):
         ("torch_math", "", "bf16", 4, 16, 1024, 64, False, 30.0),
         ("torch_flash", "", "bf16", 4, 16, 1024, 64, False, 1.0),  # N = 1K: not long
     ]
-    path = write_csv(tmp_path / "tc_side_by_side_h200.csv", readers.TC_BENCH_COLUMNS, rows)
+    path = write_csv(tmp_path / "tc_side_by_side_h200.csv", schemas.SIDE_BY_SIDE.required, rows)
     v = verdicts.verdict_e(
         tensor_core=readers.tensor_core_speedups(None, None, None, None), side_by_side=path
     )
