@@ -247,11 +247,15 @@ def verdict_e(optimised=None, tensor_core=None, gpu=c.DEFAULT_GPU, side_by_side=
     context = [
         f"{b} / {k} {_span(g['speed-up'])} ({'/'.join(sorted(g.dtype.unique()))}, {_n_span(g.seq_len)}"
         + (", ours)" if b == "naive_tc" else f", {readers.UPCAST_LABEL})" if b == readers.UPCAST else ")")
-        for (b, k), g in tensor_core[
-            ~tensor_core.baseline.isin(readers.EAGER16_STANDARD) & (tensor_core.seq_len >= c.LONG_SEQ)
-        ].groupby(["baseline", "kernel"], sort=False)
+        for (b, k), g in tensor_core[~tensor_core.run.str.startswith("16-bit baseline")].groupby(
+            ["baseline", "kernel"], sort=False
+        )
     ]
-    tc_text = "H200 tensor cores, context: " + "; ".join(context) if context else ""
+    tc_text = (
+        "H200 tensor cores, other runs: " + "; ".join(context)
+        if context
+        else f"H200 {POSTS_DTYPE}/bf16 tensor cores: {NOT_MEASURED}"
+    )
     measured = "; ".join(
         x for x in (tc_text, f"fp32 CUDA cores (not the posts' regime): {fp32 or NOT_MEASURED}") if x
     )
@@ -259,7 +263,11 @@ def verdict_e(optimised=None, tensor_core=None, gpu=c.DEFAULT_GPU, side_by_side=
         values = list(eager["speed-up"])
         dtypes = "/".join(sorted(eager.dtype.unique()))
         heads = "/".join(str(d) for d in sorted(eager.head_dim.unique()))
-        source = f"H200 {dtypes}: {_eager_spans(eager)}"
+        source = f"H200 {dtypes}: " + ", ".join(
+            f"{std} {_span(eager[eager.baseline == std]['speed-up'])}"
+            for std in readers.EAGER16_STANDARD
+            if (eager.baseline == std).any()
+        )
         measured = (
             f"16-bit baseline run (every N×N tensor in the dtype, tensor cores), {dtypes}, "
             f"{_n_span(eager.seq_len)}, d = {heads}: {_eager_spans(eager)}; " + measured
@@ -937,7 +945,9 @@ def verdict_z(eager16="current"):
         measured = "largest ‖O − O₆₄‖/‖O₆₄‖ against float64 on the H200 (16-bit baseline run): " + "; ".join(
             parts
         )
-        number = "exact (Theorem 1); measured: rounding only, " + "; ".join(parts)
+        number = "exact (Theorem 1); H200 error ≤ " + ", ".join(
+            f"{err[(dt, readers.FLASH16)]:.1e} ({dt})" for dt in sorted(raw.dtype.unique())
+        )
     return _claim(
         "z",
         quantity="whether FlashAttention computes softmax(QKᵀ)V exactly, and how far its 16-bit result is from float64",
