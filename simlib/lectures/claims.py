@@ -326,6 +326,15 @@ def side_by_side_ms(dtype="bf16", head_dim=DEFAULT_HEAD_DIM, path=None):
     return t.pivot_table(index="seq_len", columns="kernel", values="time_ms", aggfunc="min")
 
 
+def eager16_ms(dtype="bf16", pas="fwd", head_dim=DEFAULT_HEAD_DIM, path=None):
+    """Median time (ms) per N (rows) and variant (columns) of the H200 16-bit baseline run
+    (`readers.eager16_times` of eager16_h200.csv: eager, eager_hf, attention_ref and SDPA flash on the
+    same inputs), non-causal, one dtype, pass ("fwd" or "fwd_bwd") and head dim."""
+    t = readers.eager16_times(path)
+    t = t[~t.causal & (t.dtype == dtype) & (t["pass"] == pas) & (t.head_dim == head_dim)]
+    return t.pivot_table(index="seq_len", columns="kernel", values="time_ms", aggfunc="min")
+
+
 def claim_e(seq_lens=(2048, 4096, 8192, 16384), head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU):
     return model_speedups(seq_lens, head_dim, gpu)
 
