@@ -540,7 +540,7 @@ def test_energy_pairs_are_the_measured_rows():
     pairs = joules.pairs_measured(model_vs_measured(), 4096)
     titles = [t for t, _, _ in pairs]
     assert titles[0] == "numba, fp32 on CUDA cores: numba_naive vs numba_tiled"
-    assert titles[-1] == "torch SDPA, bf16: torch_math vs torch_flash"
+    assert titles[-1] == "torch SDPA, bf16 (math: fp32 inside (upcast)): torch_math vs torch_flash"
     # naive_tc appears once the energy run has measured it (and fa2_tc) at N = 4096
     assert any("naive_tc" in t for t in titles) == (("naive_tc", "bf16") in by_hand)
     for _, std, flash in pairs:
