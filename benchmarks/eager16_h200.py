@@ -19,7 +19,7 @@ run on the tensor cores through cuBLAS (fp32 accumulation inside the GEMM, 16-bi
 ``torch_flash``    SDPA's FLASH_ATTENTION backend (FlashAttention-2), the partner of every pair,
                    measured in the same run on the same inputs.
 
-Shapes: the 16-bit side by side's (gpu_kernels.tensor_core.bench: B·H·N = 2¹⁸, H = 16, N = 512–16384,
+Shapes: the 16-bit side by side's (gpu_kernels.measure.side_by_side: B·H·N = 2¹⁸, H = 16, N = 512–16384,
 d = 64 and 128, non-causal and causal, bf16 and fp16). Passes: ``fwd`` (under ``torch.no_grad``) and
 ``fwd_bwd`` (the forward, then ``torch.autograd.grad`` of O against a fixed random dO).
 
@@ -28,7 +28,7 @@ Part 1, time (``eager16_h200.csv``): per case, first the check: one call, then �
 computed on the GPU from the same 16-bit inputs (tolerance 4u for O, 8u for the gradients: S, the
 scaled S, P and O are each rounded once to the dtype, u = 2⁻⁸ bf16, 2⁻¹¹ fp16); the bytes the call
 allocates beyond its inputs (``torch.cuda.max_memory_allocated``); then CUDA events after a warm-up
-group, median of reps groups (gpu_kernels.tensor_core.bench._events_time), inputs alternating between
+group, median of reps groups (gpu_kernels.measure.side_by_side._events_time), inputs alternating between
 two sets of ≥ 100 MB each (beyond the 60 MB L2; S alone is ≥ 268 MB). Order: bf16 then fp16,
 non-causal then causal, d = 64 then 128; a case that would start after the time budget gets a row
 saying so.
@@ -42,7 +42,7 @@ power measured before and after (rows ``idle``) and subtracted in ``joules_per_c
     python3 benchmarks/eager16_h200.py --out /tmp/x --dry-run     # the plan, no GPU
 
 Both CSVs and the log ``eager16_h200.log`` are rewritten, with their provenance sidecars, after every
-row (gpu_kernels.measure.provenance). Columns: data/measurements/README.md.
+row (measurements.provenance). Columns: data/measurements/README.md.
 """
 
 from __future__ import annotations
@@ -144,12 +144,12 @@ ENERGY_FIELDS = [
 
 
 def batch_heads(n):
-    """(B, H) of the side by side at N: B·H·N = 2¹⁸, H = 16 (the one rule, gpu_kernels.tensor_core.bench).
+    """(B, H) of the side by side at N: B·H·N = 2¹⁸, H = 16 (the one rule, gpu_kernels.measure.side_by_side).
 
     >>> batch_heads(4096)
     (4, 16)
     """
-    from gpu_kernels.tensor_core.bench import batch_heads as rule
+    from gpu_kernels.measure.side_by_side import batch_heads as rule
 
     return rule(n)
 
@@ -358,7 +358,7 @@ def time_case(inp, variant, pas, min_reps, max_reps):
     """One row of part 1: checked, then timed with CUDA events."""
     import torch
 
-    from gpu_kernels.tensor_core.bench import _events_time
+    from gpu_kernels.measure.side_by_side import _events_time
 
     tol_o, tol_g = tolerances(inp.dtype)
     flops = matmul_flops(variant, pas, inp.n, inp.d, inp.batch * inp.heads, inp.causal)
@@ -491,7 +491,7 @@ def summary(time_rows, energy_rows):
 
 
 def parse_args(argv=None):
-    from gpu_kernels.tensor_core.bench import file_tag, names_of, positive_ints
+    from gpu_kernels.measure.side_by_side import file_tag, names_of, positive_ints
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
@@ -523,7 +523,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     a = parse_args(argv)
-    from gpu_kernels.measure.provenance import check_output_dir, csv_text, provenance, write_measurement
+    from measurements.provenance import check_output_dir, csv_text, provenance, write_measurement
 
     try:
         check_output_dir(a.out)

@@ -71,13 +71,14 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
+from course import charts
+from evidence import readers
+from evidence.model_vs_ncu import TARGET_MIN_N, TOLERANCE
 from gpu_kernels import random_qkv, run_tiled
-from gpu_kernels.measure.manifest import lookup, run_of
-from gpu_kernels.tensor_core.fa2_tc_kernel import run_fa2_tc
+from gpu_kernels.kernels.fa2_tc import run_fa2_tc
+from measurements.manifest import lookup, run_of
 from simlib import Workload, count, load_preset, roofline
-from simlib.lectures import charts, readers
 from simlib.physical import metrics as M
-from simlib.physical.model_vs_ncu import TARGET_MIN_N, TOLERANCE
 
 charts.use_style()
 pd.set_option("display.width", 160)

@@ -1,4 +1,4 @@
-"""fa2_tc (gpu_kernels.tensor_core.fa2_tc_kernel) and its schedule (simlib fa2_tc).
+"""fa2_tc (gpu_kernels.kernels.fa2_tc) and its schedule (simlib fa2_tc).
 
 Outputs: against the float64 reference computed from the *rounded* inputs (the values the kernel
 really receives), so the error left is the kernel's own: P rounded to the dtype before the PV mma
@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernel_helpers import ON_GPU, ceil_div, lse_error, sim_only
 
+from gpu_kernels.kernels.fa2_tc import TcConfig, default_config, run_fa2_tc
 from gpu_kernels.reference import attention_reference, random_qkv, rel_error
 from gpu_kernels.tensor_core.dtypes import UNIT_ROUNDOFF, round_to
-from gpu_kernels.tensor_core.fa2_tc_kernel import TcConfig, default_config, run_fa2_tc
 from simlib import Workload, count
 from simlib.schedules.fa2_tc import SCHEDULE
 from simlib.traffic import Traffic
@@ -199,8 +199,8 @@ def test_fa2_tc_gpu_large_logits_masked_first_tiles():
 @pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
 def test_fa2_tc_gpu_ptx():
     """Timing builds: mma, ldmatrix and cp.async present, no float64, no local memory, no atomics."""
-    from gpu_kernels.asm import summarize_ptx
-    from gpu_kernels.tensor_core.fa2_tc_kernel import ptx_of
+    from gpu_kernels.kernels.fa2_tc import ptx_of
+    from gpu_kernels.ptx_check import summarize_ptx
 
     for d in (64, 128):
         for counting in (False, True):

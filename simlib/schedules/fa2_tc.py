@@ -1,4 +1,4 @@
-"""FlashAttention-2 forward on tensor cores, as the kernel `fa2_tc` runs it (gpu_kernels/tensor_core/fa2_tc_kernel.py).
+"""FlashAttention-2 forward on tensor cores, as the kernel `fa2_tc` runs it (gpu_kernels/kernels/fa2_tc.py).
 
 HBM: the fa2 loop nest. Q_i is read once, K_j and V_j once per visited (Q block, K/V block) tile, O_i
 (in the dtype) and L_i (fp32) written once; a ragged block moves only its valid rows. Under causal
@@ -29,7 +29,7 @@ from ..traffic import Count, Event, Traffic, TrafficKey
 from ..workload import Workload
 from .visits import floor_sum, key_blocks_seen
 
-#: The kernel's head dims, warps and default tiles (gpu_kernels/tensor_core/fa2_tc_kernel.py: TcConfig).
+#: The kernel's head dims, warps and default tiles (gpu_kernels/kernels/fa2_tc.py: TcConfig).
 HEAD_DIMS = (64, 128)
 DEFAULT_WARPS = 4
 DEFAULT_BLOCK_COLS = {64: 64, 128: 64}  # Bc per head dim
