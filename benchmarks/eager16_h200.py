@@ -58,6 +58,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from gpu_kernels.tensor_core.dtypes import DTYPES, UNIT_ROUNDOFF  # noqa: E402
+from measurements.eager16 import ENERGY_FIELDS, TIME_FIELDS  # noqa: E402  (the files' columns, defined once)
 
 VARIANTS = ("eager", "eager_hf", "attention_ref", "torch_flash")
 PASSES = ("fwd", "fwd_bwd")
@@ -86,61 +87,6 @@ ENERGY_ORDER = (
 #: Where the tensors live (a CPU test of this script's logic sets "cpu").
 DEVICE = "cuda"
 TARGET_S = 0.04  # timed seconds per case (reps within [--min-reps, --max-reps])
-
-TIME_FIELDS = [
-    "variant",
-    "implementation",
-    "dtype",
-    "softmax_dtype",
-    "pass",
-    "causal",
-    "batch",
-    "heads",
-    "seq_len",
-    "head_dim",
-    "median_ms",
-    "min_ms",
-    "max_ms",
-    "reps",
-    "per_event",
-    "matmul_flops",
-    "tflops",
-    "rel_err_o",
-    "rel_err_grad",
-    "tol_o",
-    "tol_grad",
-    "ok",
-    "extra_alloc_bytes",
-    "ratio_to_torch_flash",
-    "note",
-]
-ENERGY_FIELDS = [
-    "variant",
-    "dtype",
-    "pass",
-    "causal",
-    "batch",
-    "heads",
-    "seq_len",
-    "head_dim",
-    "status",
-    "rel_err_o",
-    "rel_err_grad",
-    "calls",
-    "seconds",
-    "ms_per_call",
-    "joules",
-    "watts",
-    "joules_per_call",
-    "idle_watts",
-    "joules_per_call_above_idle",
-    "steps_seen",
-    "sm_mhz",
-    "sm_mhz_min",
-    "mem_mhz",
-    "temp_c",
-    "note",
-]
 
 
 def batch_heads(n):

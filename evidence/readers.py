@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from measurements import eager16 as eager16_schema
 from measurements.manifest import lookup, sidecar_of
 from simlib import Workload, count, roofline
 from simlib.physical import metrics
@@ -152,18 +153,7 @@ TC_COLUMNS = ["run", "baseline", "kernel", "dtype", "seq_len", "head_dim", "drop
 #: the tensor cores, next to SDPA flash on the same inputs (columns: data/measurements/README.md).
 EAGER16 = "eager16_h200.csv"
 EAGER16_ENERGY = "eager16_energy_h200.csv"
-EAGER16_COLUMNS = (
-    "variant",
-    "dtype",
-    "pass",
-    "causal",
-    "batch",
-    "heads",
-    "seq_len",
-    "head_dim",
-    "median_ms",
-    "ok",
-)
+EAGER16_COLUMNS = tuple(eager16_schema.TIME_FIELDS)  # its writer's columns, defined once
 #: The 16-bit standard attention practitioners run (eager16_h200.csv): plain eager (softmax in the
 #: dtype), Hugging Face's eager (softmax in fp32, cast back), the paper's attention_ref; each is
 #: paired with FLASH16. naive_tc / fa2_tc are our kernels (context).

@@ -835,7 +835,7 @@ def verdict_v(eager16="current"):
     path = readers._current(readers.EAGER16) if eager16 == "current" else eager16
     measured = NOT_MEASURED
     if path is not None:
-        raw = readers.read_csv(path, (*readers.EAGER16_COLUMNS, "extra_alloc_bytes"))
+        raw = readers.read_csv(path, readers.EAGER16_COLUMNS)
         raw = raw[(raw["pass"] == "fwd_bwd") & (raw.causal.astype(str) == "False") & (raw.seq_len == 16384)]
         raw = raw[raw.dtype == "bf16"]
         if len(raw):
@@ -935,7 +935,7 @@ def verdict_z(eager16="current"):
     path = readers._current(readers.EAGER16) if eager16 == "current" else eager16
     measured, number = NOT_MEASURED, "exact (Theorem 1)"
     if path is not None:
-        raw = readers.read_csv(path, (*readers.EAGER16_COLUMNS, "rel_err_o"))
+        raw = readers.read_csv(path, readers.EAGER16_COLUMNS)
         raw = raw[pd.to_numeric(raw.rel_err_o, errors="coerce").notna()]
         err = raw.assign(e=pd.to_numeric(raw.rel_err_o)).groupby(["dtype", "variant"])["e"].max()
         parts = []

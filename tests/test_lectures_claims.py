@@ -210,7 +210,11 @@ def test_figure2_run_is_shown_but_n_1k_is_not_long(tmp_path):
 def eager16(tmp_path, rows):
     """An eager16_h200.csv with its reader's columns: (variant, dtype, pass, N, median_ms), d = 64,
     non-causal, B·H·N = 2¹⁸, every row checked ok."""
-    full = [(v, dt, p, False, 2**18 // n // 16, 16, n, 64, ms, True) for v, dt, p, n, ms in rows]
+    given = ("variant", "dtype", "pass", "causal", "batch", "heads", "seq_len", "head_dim", "median_ms", "ok")
+    full = []
+    for v, dt, p, n, ms in rows:
+        values = dict(zip(given, (v, dt, p, False, 2**18 // n // 16, 16, n, 64, ms, True)))
+        full.append([values.get(c, "") for c in readers.EAGER16_COLUMNS])
     return write_csv(tmp_path / "eager16_h200.csv", readers.EAGER16_COLUMNS, full)
 
 
