@@ -153,7 +153,8 @@ TC_COLUMNS = ["run", "baseline", "kernel", "dtype", "seq_len", "head_dim", "drop
 #: the tensor cores, next to SDPA flash on the same inputs (columns: data/measurements/README.md).
 EAGER16 = "eager16_h200.csv"
 EAGER16_ENERGY = "eager16_energy_h200.csv"
-EAGER16_COLUMNS = tuple(eager16_schema.TIME_FIELDS)  # its writer's columns, defined once
+#: the columns these readers use, named by the writer's schema (measurements.eager16)
+EAGER16_COLUMNS = (*eager16_schema.KEY, "median_ms", "ok", "rel_err_o", "extra_alloc_bytes")
 #: The 16-bit standard attention practitioners run (eager16_h200.csv): plain eager (softmax in the
 #: dtype), Hugging Face's eager (softmax in fp32, cast back), the paper's attention_ref; each is
 #: paired with FLASH16. naive_tc / fa2_tc are our kernels (context).
@@ -273,8 +274,8 @@ def eager16_speedups(path=None, standards=EAGER16_STANDARD):
     variant of `standards` against FLASH16 at the shapes where both were timed.
 
     >>> import io
-    >>> text = ("variant,dtype,pass,causal,batch,heads,seq_len,head_dim,median_ms,ok\\n"
-    ...         "eager,bf16,fwd,False,4,16,4096,64,6.0,True\\ntorch_flash,bf16,fwd,False,4,16,4096,64,1.5,True\\n")
+    >>> text = ("variant,dtype,pass,causal,batch,heads,seq_len,head_dim,median_ms,ok,rel_err_o,extra_alloc_bytes\\n"
+    ...         "eager,bf16,fwd,False,4,16,4096,64,6.0,True,,\\ntorch_flash,bf16,fwd,False,4,16,4096,64,1.5,True,,\\n")
     >>> eager16_speedups(io.StringIO(text))["speed-up"].item()
     4.0
     """
