@@ -655,3 +655,34 @@ def read_cuda_context(path=None):
             (fw, st): v["median_bytes"] for fw, stages in raw["summary"].items() for st, v in stages.items()
         },
     }
+
+
+#: fa2_tc version 4 against torch flash and cuDNN (benchmarks/fa2_tc_speed.py, issue 22).
+FA2_TC_SPEED = "fa2_tc_speed.csv"
+FA2_TC_SPEED_COLUMNS = (
+    "kernel",
+    "config",
+    "dtype",
+    "seq_len",
+    "head_dim",
+    "causal",
+    "median_ms",
+    "tflops",
+    "ok",
+)
+
+
+def fa2_tc_speed(path=None):
+    """fa2_tc's default build next to torch flash and cuDNN, one row per (dtype, causal, d, N): ms of
+    each and fa2_tc / flash, as `benchmarks/fa2_tc_speed.py` measured them (checked rows only)."""
+    frame = read_csv(path if path is not None else lookup(FA2_TC_SPEED), FA2_TC_SPEED_COLUMNS)
+    frame = frame[frame["ok"].astype(str) == "True"]
+    frame = frame[(frame.kernel != "fa2_tc") | frame.config.astype(str).str.startswith("default")]
+    wide = frame.pivot_table(
+        index=["dtype", "causal", "head_dim", "seq_len"],
+        columns="kernel",
+        values="median_ms",
+        aggfunc="first",
+    )
+    wide["fa2_tc / flash"] = wide["fa2_tc"] / wide["torch_flash"]
+    return wide.reset_index()

@@ -100,7 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="fa2_tc, naive_tc: the 16-bit input type (default bf16; naive and tiled are fp32)",
     )
     r.add_argument(
-        "--warps", type=_positive_int, help="fa2_tc, naive_tc: W warps per block (Br = 16·W; default 4)"
+        "--warps",
+        type=_positive_int,
+        help="fa2_tc, naive_tc: W warps per block (Br = 32·W for fa2_tc, 16·W for naive_tc; default 4)",
     )
     r.add_argument(
         "--seq-len", type=_positive_int, required=True, help="N (keys; queries too unless --query-len)"

@@ -96,6 +96,12 @@ def _validate_tc_run(args):
     _check_logit_scale(args.logit_scale, shape.head_dim)
     _check_host_memory(shape, "naive" if args.kernel == "naive_tc" else "tiled")
     params = {"dtype": args.dtype or "bf16", "warps": args.warps or 4, "block_cols": args.block_cols or 64}
+    if args.kernel == "fa2_tc":  # the kernel's defaults, from simlib's table (no numba import here)
+        from simlib.schedules.fa2_tc import DEFAULT_BLOCK_COLS, DEFAULT_Q_RELOAD, DEFAULT_WARP_ROWS
+
+        d = shape.head_dim
+        params["block_cols"] = args.block_cols or DEFAULT_BLOCK_COLS[d]
+        params.update(warp_rows=DEFAULT_WARP_ROWS, q_reload=DEFAULT_Q_RELOAD[d])
     return shape, params
 
 
@@ -122,7 +128,10 @@ def _run_tc(args, shape, params):
     else:
         from .kernels.naive_tc import NaiveTcConfig as config_class
     try:
-        cfg = config_class(shape.head_dim, params["warps"], params["block_cols"]).check()
+        extra_cfg = {}
+        if args.kernel == "fa2_tc":
+            extra_cfg = {"warp_rows": params["warp_rows"], "q_in_regs": not params["q_reload"]}
+        cfg = config_class(shape.head_dim, params["warps"], params["block_cols"], **extra_cfg).check()
     except ValueError as e:
         raise UsageError(str(e)) from None
     q, k, v = random_qkv(*_dims(shape), seed=args.seed, logit_scale=args.logit_scale, **_variant(shape))

@@ -41,7 +41,7 @@ def test_run_tc_counts_equal_simlib_and_hand_counts(kernel, dtype, capsys):
     assert rc == 0 and out["ok"]
     assert set(out["diff"].values()) == {0}
     if kernel == "fa2_tc":
-        hand = fa2_hand_counts(1, 1, 40, 40, 64, TcConfig(64, 1, 64), True)
+        hand = fa2_hand_counts(1, 1, 40, 40, 64, TcConfig(64, 1, 64, warp_rows=32), True)  # the CLI default
     else:
         hand = naive_hand_counts(1, 1, 40, 40, 64, NaiveTcConfig(64, 1, 64), softmax_threads_for(40))
     assert out["counts"] == hand

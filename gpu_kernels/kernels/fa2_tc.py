@@ -51,37 +51,46 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import cuda, float32, uint16, uint32  # module globals: the simulator swaps `cuda`
+from numba import cuda, float32, int32, uint16, uint32  # module globals: the simulator swaps `cuda`
 
 from ..counting import new_counters, simulator_enabled
 from ..flush import flush_counters
+from ..tensor_core.addressed_ops import addressed_ops
 from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
-from ..tensor_core.fragments import tile_products
 from ..tensor_core.plan import TcPlan, checked_plan, counts_from_bytes, upload
-from ..tensor_core.tiles import tile_copier
+from ..tensor_core.tiles import block_copiers
 from ..tensor_core.warp_ops import warp_ops
 
 HEAD_DIMS = (64, 128)
-#: numba has no opt-in above 48 KiB for static shared memory.
+#: numba has no opt-in above 48 KiB for static shared memory; a larger config uses dynamic shared
+#: memory, with the kernel's limit raised through the driver (``Fa2TcPlan.launch``), up to the H200's
+#: 227 KiB per block.
 STATIC_SHARED_LIMIT = 48 * 1024
+DYNAMIC_SHARED_LIMIT = 227 * 1024
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 
 
 @dataclass(frozen=True)
 class TcConfig:
-    """Compile-time shape: head dim d, W warps (Br = 16·W query rows), Bc keys per K/V block."""
+    """Compile-time shape: head dim d, W warps of `warp_rows` query rows each (Br = warp_rows·W), Bc
+    keys per K/V block; Q's fragments kept in registers or re-read from shared memory per tile; an
+    optional register cap per thread (ptxas -maxrregcount) for occupancy."""
 
     head_dim: int
     warps: int = 4
     block_cols: int = 64
+    warp_rows: int = 16
+    q_in_regs: bool = True
+    max_registers: int | None = None
 
     #: Bc must be a multiple of this, and why (naive_tc's P tile needs whole swizzle rows: 64)
     BLOCK_MULTIPLE = (16, "one mma k-step")
+    WARP_ROWS = (16, 32)
 
     @property
     def block_rows(self) -> int:
-        return 16 * self.warps
+        return self.warp_rows * self.warps
 
     @property
     def threads(self) -> int:
@@ -104,49 +113,74 @@ class TcConfig:
             raise ValueError(f"warps must be an int in 1..8; got {w!r}")
         if not isinstance(bc, int) or isinstance(bc, bool) or bc < multiple or bc % multiple:
             raise ValueError(f"block_cols must be a positive multiple of {multiple} ({why}); got {bc!r}")
+        if self.warp_rows not in self.WARP_ROWS:
+            raise ValueError(f"warp_rows must be one of {self.WARP_ROWS}; got {self.warp_rows!r}")
+        if not isinstance(self.q_in_regs, bool):
+            raise ValueError(f"q_in_regs must be True or False; got {self.q_in_regs!r}")
+        mr = self.max_registers
+        if mr is not None and (not isinstance(mr, int) or isinstance(mr, bool) or not 64 <= mr <= 255):
+            raise ValueError(f"max_registers must be None or an int in 64..255; got {mr!r}")
         if any((rows * cols // 8) % self.threads for rows, cols in self.tiles()):
             raise ValueError(
                 f"block_cols={bc}: the tiles {self.tiles()} must split into 16-byte copies evenly "
                 f"over {self.threads} threads"
             )
-        if self.smem_bytes > STATIC_SHARED_LIMIT:
+        if self.smem_bytes > DYNAMIC_SHARED_LIMIT:
             raise ValueError(
                 f"block_cols={bc}, warps={w}, head_dim={d} need {self.smem_bytes} bytes of shared "
-                f"memory; at most {STATIC_SHARED_LIMIT}"
+                f"memory; at most {DYNAMIC_SHARED_LIMIT}"
             )
         return self
 
+    @property
+    def dynamic_smem(self) -> bool:
+        """True when the tiles need more than the 48 KiB of static shared memory."""
+        return self.smem_bytes > STATIC_SHARED_LIMIT
 
-#: Bc per head dim: 64 at d = 64 (run tc_run3: 1.48 ms against 1.67 ms with Bc = 128 at N = 4096, 21.1
-#: against 25.0 ms at 16384; run tc_run2, before a copier change, had measured the opposite:
-#: PERFORMANCE.md); 64 at d = 128, the most that fits 48 KiB with Br = 64. simlib's fa2_tc schedule
-#: has the same table.
-DEFAULT_BLOCK_COLS = {64: 64, 128: 64}
+    @property
+    def name(self) -> str:
+        q = "" if self.q_in_regs else "_qs"
+        r = f"_r{self.max_registers}" if self.max_registers else ""
+        return f"w{self.warps}x{self.warp_rows}_bc{self.block_cols}{q}{r}"
+
+
+#: Bc and where Q's fragments live, per head dim (issue 22, PERFORMANCE.md version 4): FA2's layout of
+#: 4 warps of 32 query rows (Br = 128); d = 64: Bc = 64, Q in registers (241 registers, no spill, 32 KiB);
+#: d = 128: Bc = 48, Q re-read from shared memory per tile (255 registers, no spill, 56 KiB of dynamic
+#: shared memory; run k22-fa2v4-run2, bf16 non-causal: 1.812 / 3.405 / 6.813 ms at N = 4K / 8K / 16K
+#: against 2.002 / 3.745 / 7.304 with Bc = 32 and 1.799 / 3.535 / 6.848 with Bc = 64, which spills).
+#: simlib's fa2_tc schedule has the same table.
+DEFAULT_BLOCK_COLS = {64: 64, 128: 48}
+DEFAULT_WARP_ROWS = 32
 
 
 def default_config(head_dim: int) -> TcConfig:
-    """4 warps (Br = 64), Bc = 64: Qs, Ks, Vs need 24 KiB (d = 64) and 48 KiB (d = 128)."""
+    """4 warps of 32 rows (Br = 128); Bc and Q's place from the tables above."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim={head_dim}: the tensor-core kernels support head_dim 64 and 128 only")
-    return TcConfig(head_dim, 4, DEFAULT_BLOCK_COLS[head_dim]).check()
+    return TcConfig(head_dim, 4, DEFAULT_BLOCK_COLS[head_dim], DEFAULT_WARP_ROWS, head_dim == 64).check()
 
 
 @functools.cache
 def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simulator: bool):
     """The kernel for one (config, dtype, build); compiled on first launch."""
-    D, BC, BR, NT = cfg.head_dim, cfg.block_cols, cfg.block_rows, cfg.threads
+    D, BC, BR, NT, WR = cfg.head_dim, cfg.block_cols, cfg.block_rows, cfg.threads, cfg.warp_rows
+    MT = WR // 16  # m16 tiles of query rows per warp: each K or V fragment feeds 2·MT mma
     KQ, NS, NO, KP = D // 16, BC // 8, D // 8, BC // 16  # Q k-steps, S n-tiles, O n-tiles, P k-steps
-    Q_ELEMS, KV_ELEMS = BR * D, BC * D  # array shapes must be plain constants for numba
+    QREGS = cfg.q_in_regs
+    QA = MT * KQ if QREGS else 1
+    S_T, P_T, O_T, ROWS2 = MT * NS, MT * KP, MT * NO, 2 * MT  # local array shapes: plain constants
+    K_OFF, V_OFF = BR * D, (BR + BC) * D  # element offsets of Ks and Vs in the one shared array
+    SM_ELEMS = 0 if cfg.dynamic_smem else (BR + 2 * BC) * D  # 0: dynamic, sized at launch
     COUNTING, CAUSAL = counting, causal
     # numba resolves a closure variable that is a function, not an attribute of a tuple: unpack
-    mma, ldsm_x4, ldsm_x4_t, cp_async16, cp_commit, cp_wait_all, pack2, _, quad_max, quad_sum, _, _ = (
-        warp_ops(dtype, simulator)
-    )
-    # B = K_jᵀ: 16 keys per pair of n-tiles; B = V_j (transposed on the way): 16 head-dim columns per pair
-    times_k = tile_products(mma, ldsm_x4, NS // 2, D, 16, 0, simulator)
-    times_v = tile_products(mma, ldsm_x4_t, NO // 2, D, 0, 2, simulator)
-    copy_q = tile_copier(cp_async16, BR, D, NT, simulator)
-    copy_kv = tile_copier(cp_async16, BC, D, NT, simulator)
+    mma, _, _, _, _, _, pack2, _, quad_max, quad_sum, _, _ = warp_ops(dtype, simulator)
+    smem_base, ldsm_x4, ldsm_x4_t, cp16, cp16z, _, ex2, fmax = addressed_ops(dtype, simulator)
+    copy_q, copy_q_ragged = block_copiers(cp16, cp16z, BR, D, NT, simulator)
+    copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator)
+    cp_commit = warp_ops(dtype, simulator).cp_commit
+    cp_wait_all = warp_ops(dtype, simulator).cp_wait_all
+    ALIGN = None if simulator else 128
     C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
     F_LN2 = np.float32(LN2)
     NEG_INF = np.float32(-np.inf)
@@ -157,17 +191,21 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
 
     def fa2_tc(q, k, v, o, lse, counters, n_q, n_k, group):
         # q, o: flat (B·H·N_q·d,) uint16 bits; k, v: flat (B·H_kv·N_k·d,); lse: (B·H·N_q,) fp32
-        Qs = cuda.shared.array(Q_ELEMS, uint16)
-        Ks = cuda.shared.array(KV_ELEMS, uint16)
-        Vs = cuda.shared.array(KV_ELEMS, uint16)
-        qa = cuda.local.array((KQ, 4), uint32)  # Q fragments (A operand), all of d
-        s = cuda.local.array((NS, 4), float32)  # S, then P, of my warp's 16 rows × Bc
-        acc = cuda.local.array((NO, 4), float32)  # O of my warp's 16 rows × d
+        sm = cuda.shared.array(SM_ELEMS, uint16, alignment=ALIGN)  # Qs | Ks | Vs, each swizzled
+        base = smem_base(sm)
+        qa = cuda.local.array((QA, 4), uint32)  # Q fragments (A operand) of my MT m-tiles, all of d
+        s = cuda.local.array((S_T, 4), float32)  # S, then P, of my warp's WR rows × Bc
+        pa = cuda.local.array((P_T, 4), uint32)  # P rounded to the dtype: the A fragments of PV
+        acc = cuda.local.array((O_T, 4), float32)  # O of my warp's WR rows × d
+        m = cuda.local.array(ROWS2, float32)  # running max of my rows (base-2 units: scores · c)
+        lsum = cuda.local.array(ROWS2, float32)  # my partial running sums (my columns only)
+        xa = cuda.local.array(4, int32)  # swizzled chunk offsets of my ldmatrix rows (Q and V)
+        xk = cuda.local.array(4, int32)  # the same for K
 
         tid = cuda.threadIdx.x
         lane = tid & 31
         w = tid >> 5
-        g = lane >> 2  # my rows are 16w + g and 16w + g + 8
+        g = lane >> 2  # my rows in m-tile mt are WR·w + 16·mt + g and + 8
         tq = lane & 3  # my columns inside each 8-wide n-tile: 2tq, 2tq + 1
         i = cuda.blockIdx.x
         bh = cuda.blockIdx.y
@@ -178,46 +216,59 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
         off = n_k - n_q  # causal: query q sees keys <= q + off
         if CAUSAL:
             tc = min(tc, (q_start + r - 1 + off) // BC + 1)  # blocks past the last row's reach: skipped
-        row_lo = q_start + 16 * w + g
-        row_hi = row_lo + 8
+        row0 = q_start + WR * w + g
 
         n_gr = 0
         n_gw = 0
         n_sr = 0
         n_sw = 0
 
-        # --- Q_i and the last visited K block in flight; Q to registers once it has landed.
-        got, put = copy_q(Qs, q, bh * n_q + q_start, D, 0, r, D, tid)
+        # --- Q_i and the last visited K block in flight (the ragged path only for a short block)
+        qg = (bh * n_q + q_start) * D
+        if r == BR:
+            got, put = copy_q(base, 0, q, qg, tid)
+        else:
+            got, put = copy_q_ragged(base, 0, q, qg, r, tid)
         j = tc - 1
-        got2, put2 = copy_kv(Ks, k, kv_bh * n_k + j * BC, D, 0, min(BC, n_k - j * BC), D, tid)
+        kvg = kv_bh * n_k * D
+        c = min(BC, n_k - j * BC)
+        if c == BC:
+            got2, put2 = copy_kv(base, K_OFF, k, kvg + j * BC * D, tid)
+        else:
+            got2, put2 = copy_kv_ragged(base, K_OFF, k, kvg + j * BC * D, c, tid)
         cp_commit()
         if COUNTING:
             n_gr += got + got2
             n_sw += put + put2
-        cp_wait_all()
-        cuda.syncthreads()
+
         # ldmatrix lane roles: A (Q) matrices are (rows 0-7 | 8-15) × (k 0-7 | 8-15), lane 8m + x gives
         # row x of matrix m; B (K) matrices are (keys 0-7 | 8-15) × (k 0-7 | 8-15) in the order b0, b1
-        # of n-tile 2p, then of 2p + 1. Every row index used is ≡ lane (mod 8), so the swizzle is lane & 7.
+        # of n-tile 2p, then of 2p + 1. Every row index used is ≡ lane (mod 8), so the swizzle is lane & 7
+        # and a 16-byte chunk c ≥ 8 lies 8 chunks after chunk c − 8: four swizzled offsets per operand
+        # (xa, xk) plus compile-time offsets address every fragment.
         swz = lane & 7
-        a_row = 16 * w + (lane & 7) + ((lane >> 3) & 1) * 8
-        a_ch = lane >> 4
-        for kk in range(KQ):
-            qa[kk, 0], qa[kk, 1], qa[kk, 2], qa[kk, 3] = ldsm_x4(
-                Qs, a_row * D + (((2 * kk + a_ch) ^ swz) << 3)
-            )
-        if COUNTING:
-            n_sr += 16 * KQ
-        k_row = (lane & 7) + (lane >> 4) * 8
-        k_ch = (lane >> 3) & 1
-        v_row = (lane & 7) + ((lane >> 3) & 1) * 8
-        v_ch = lane >> 4
+        for cc in range(4):
+            xa[cc] = ((2 * cc + (lane >> 4)) ^ swz) << 3
+            xk[cc] = ((2 * cc + ((lane >> 3) & 1)) ^ swz) << 3
+        q_lane = (WR * w + (lane & 7) + ((lane >> 3) & 1) * 8) * D
+        k_lane = K_OFF + ((lane & 7) + (lane >> 4) * 8) * D
+        v_lane = V_OFF + ((lane & 7) + ((lane >> 3) & 1) * 8) * D
 
-        m_lo = NEG_INF  # running max of my two rows, in base-2 units (scores · c)
-        m_hi = NEG_INF
-        l_lo = ZERO  # my partial running sums (my columns only; reduced over the quad at the end)
-        l_hi = ZERO
-        for t in range(NO):
+        cp_wait_all()
+        cuda.syncthreads()
+        if QREGS:
+            for mt in range(MT):
+                for kk in range(KQ):
+                    qa[mt * KQ + kk, 0], qa[mt * KQ + kk, 1], qa[mt * KQ + kk, 2], qa[mt * KQ + kk, 3] = (
+                        ldsm_x4(base, q_lane + 16 * mt * D + xa[kk & 3] + (kk >> 2) * 64)
+                    )
+            if COUNTING:
+                n_sr += 16 * MT * KQ
+
+        for e in range(2 * MT):
+            m[e] = NEG_INF
+            lsum[e] = ZERO
+        for t in range(MT * NO):
             for e in range(4):
                 acc[t, e] = ZERO
 
@@ -228,119 +279,175 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
             if jj > 0:
                 cp_wait_all()  # my copies of K_j have landed
                 cuda.syncthreads()  # everyone's; and everyone is done reading V_j+1
-            got, put = copy_kv(Vs, v, kv_bh * n_k + k_start, D, 0, c, D, tid)
+            if c == BC:
+                got, put = copy_kv(base, V_OFF, v, kvg + k_start * D, tid)
+            else:
+                got, put = copy_kv_ragged(base, V_OFF, v, kvg + k_start * D, c, tid)
             cp_commit()
             if COUNTING:
                 n_gr += got
                 n_sw += put
 
-            # --- S = Q K_jᵀ
-            for t in range(NS):
+            # --- S = Q K_jᵀ: one ldmatrix of K feeds 2·MT mma
+            for t in range(MT * NS):
                 for e in range(4):
                     s[t, e] = ZERO
             for kk in range(KQ):
-                times_k(s, qa[kk, 0], qa[kk, 1], qa[kk, 2], qa[kk, 3], Ks, k_row, 2 * kk + k_ch, swz)
+                if not QREGS:
+                    for mt in range(MT):
+                        qa[0, 0], qa[0, 1], qa[0, 2], qa[0, 3] = ldsm_x4(
+                            base, q_lane + 16 * mt * D + xa[kk & 3] + (kk >> 2) * 64
+                        )
+                        pa[mt, 0] = qa[0, 0]
+                        pa[mt, 1] = qa[0, 1]
+                        pa[mt, 2] = qa[0, 2]
+                        pa[mt, 3] = qa[0, 3]
+                for p in range(NS // 2):
+                    b0, b1, b2, b3 = ldsm_x4(base, k_lane + 16 * p * D + xk[kk & 3] + (kk >> 2) * 64)
+                    for mt in range(MT):
+                        if QREGS:
+                            a0, a1, a2, a3 = (
+                                qa[mt * KQ + kk, 0],
+                                qa[mt * KQ + kk, 1],
+                                qa[mt * KQ + kk, 2],
+                                qa[mt * KQ + kk, 3],
+                            )
+                        else:
+                            a0, a1, a2, a3 = pa[mt, 0], pa[mt, 1], pa[mt, 2], pa[mt, 3]
+                        t0 = mt * NS + 2 * p
+                        s[t0, 0], s[t0, 1], s[t0, 2], s[t0, 3] = mma(
+                            a0, a1, a2, a3, b0, b1, s[t0, 0], s[t0, 1], s[t0, 2], s[t0, 3]
+                        )
+                        s[t0 + 1, 0], s[t0 + 1, 1], s[t0 + 1, 2], s[t0 + 1, 3] = mma(
+                            a0, a1, a2, a3, b2, b3, s[t0 + 1, 0], s[t0 + 1, 1], s[t0 + 1, 2], s[t0 + 1, 3]
+                        )
             if COUNTING:
                 n_sr += 16 * KQ * (NS // 2)
+                if not QREGS:
+                    n_sr += 16 * KQ * MT
 
             # --- mask: keys past N_k, and (causal) keys beyond my row's reach, get −∞
-            if c < BC or (CAUSAL and k_start + BC - 1 > q_start + 16 * w + off):
-                for t in range(NS):
-                    for e in range(2):
-                        col = k_start + 8 * t + 2 * tq + e
-                        if col >= n_k or (CAUSAL and col > row_lo + off):
-                            s[t, e] = NEG_INF
-                        if col >= n_k or (CAUSAL and col > row_hi + off):
-                            s[t, 2 + e] = NEG_INF
+            if c < BC or (CAUSAL and k_start + BC - 1 > q_start + WR * w + off):
+                for mt in range(MT):
+                    for t in range(NS):
+                        for e in range(2):
+                            col = k_start + 8 * t + 2 * tq + e
+                            if col >= n_k or (CAUSAL and col > row0 + 16 * mt + off):
+                                s[mt * NS + t, e] = NEG_INF
+                            if col >= n_k or (CAUSAL and col > row0 + 16 * mt + 8 + off):
+                                s[mt * NS + t, 2 + e] = NEG_INF
 
-            # --- online softmax of my two rows; the 4 lanes of a quad share a row
-            mx_lo = s[0, 0]
-            mx_hi = s[0, 2]
-            for t in range(NS):
-                mx_lo = max(mx_lo, max(s[t, 0], s[t, 1]))
-                mx_hi = max(mx_hi, max(s[t, 2], s[t, 3]))
-            m_new_lo = max(m_lo, quad_max(mx_lo) * C)
-            m_new_hi = max(m_hi, quad_max(mx_hi) * C)
-            # a row that has seen only masked keys keeps m = −∞: subtract 0 instead (p = exp2(−∞) = 0)
-            # and leave l and O as they are (rescale 1), so no −∞ − (−∞) = NaN appears
-            mu_lo = ZERO if m_new_lo == NEG_INF else m_new_lo
-            mu_hi = ZERO if m_new_hi == NEG_INF else m_new_hi
-            alpha_lo = ONE if m_lo == NEG_INF else float32(math.exp2(m_lo - mu_lo))
-            alpha_hi = ONE if m_hi == NEG_INF else float32(math.exp2(m_hi - mu_hi))
-            m_lo = m_new_lo
-            m_hi = m_new_hi
-            sum_lo = ZERO
-            sum_hi = ZERO
-            for t in range(NS):
-                for e in range(2):
-                    p_lo = float32(math.exp2(s[t, e] * C - mu_lo))
-                    p_hi = float32(math.exp2(s[t, 2 + e] * C - mu_hi))
-                    s[t, e] = p_lo
-                    s[t, 2 + e] = p_hi
-                    sum_lo += p_lo
-                    sum_hi += p_hi
-            l_lo = l_lo * alpha_lo + sum_lo  # the fp32 p, before they are rounded for the mma (as FA2)
-            l_hi = l_hi * alpha_hi + sum_hi
-            for t in range(NO):
-                acc[t, 0] *= alpha_lo
-                acc[t, 1] *= alpha_lo
-                acc[t, 2] *= alpha_hi
-                acc[t, 3] *= alpha_hi
+            # --- online softmax of my 2·MT rows; the 4 lanes of a quad share a row
+            for mt in range(MT):
+                for h in range(2):
+                    mx = NEG_INF
+                    for t in range(NS):
+                        mx = fmax(mx, fmax(s[mt * NS + t, 2 * h], s[mt * NS + t, 2 * h + 1]))
+                    m_new = fmax(m[2 * mt + h], quad_max(mx) * C)
+                    # a row that has seen only masked keys keeps m = −∞: subtract 0 instead, so p =
+                    # exp2(−∞) = 0 and alpha = exp2(−∞) = 0 (l and O are still 0): no −∞ − (−∞) = NaN
+                    mu = ZERO if m_new == NEG_INF else m_new
+                    alpha = ex2(m[2 * mt + h] - mu)
+                    m[2 * mt + h] = m_new
+                    total = ZERO
+                    for t in range(NS):
+                        for e in range(2):
+                            pv = ex2(cuda.fma(s[mt * NS + t, 2 * h + e], C, -mu))
+                            s[mt * NS + t, 2 * h + e] = pv
+                            total += pv
+                    lsum[2 * mt + h] = lsum[2 * mt + h] * alpha + total  # fp32 p, before rounding (FA2)
+                    for t in range(NO):
+                        acc[mt * NO + t, 2 * h] *= alpha
+                        acc[mt * NO + t, 2 * h + 1] *= alpha
+            # P in the dtype: n-tiles 2kk, 2kk + 1 of P are the A fragment of k-step kk
+            for mt in range(MT):
+                for kk in range(KP):
+                    t0 = mt * NS + 2 * kk
+                    pa[mt * KP + kk, 0] = pack2(s[t0, 0], s[t0, 1])
+                    pa[mt * KP + kk, 1] = pack2(s[t0, 2], s[t0, 3])
+                    pa[mt * KP + kk, 2] = pack2(s[t0 + 1, 0], s[t0 + 1, 1])
+                    pa[mt * KP + kk, 3] = pack2(s[t0 + 1, 2], s[t0 + 1, 3])
 
             cp_wait_all()  # my copies of V_j have landed
             cuda.syncthreads()  # everyone's; and everyone is done reading K_j
             if j > 0:
-                got, put = copy_kv(Ks, k, kv_bh * n_k + k_start - BC, D, 0, BC, D, tid)
+                got, put = copy_kv(base, K_OFF, k, kvg + (k_start - BC) * D, tid)
                 cp_commit()
                 if COUNTING:
                     n_gr += got
                     n_sw += put
 
-            # --- O += P V_j: n-tiles 2kk, 2kk + 1 of P are the A fragment of k-step kk
+            # --- O += P V_j: one ldmatrix.trans of V feeds 2·MT mma
             for kk in range(KP):
-                a0 = pack2(s[2 * kk, 0], s[2 * kk, 1])
-                a1 = pack2(s[2 * kk, 2], s[2 * kk, 3])
-                a2 = pack2(s[2 * kk + 1, 0], s[2 * kk + 1, 1])
-                a3 = pack2(s[2 * kk + 1, 2], s[2 * kk + 1, 3])
-                times_v(acc, a0, a1, a2, a3, Vs, 16 * kk + v_row, v_ch, swz)
+                for p in range(NO // 2):
+                    b0, b1, b2, b3 = ldsm_x4_t(base, v_lane + 16 * kk * D + xa[p & 3] + (p >> 2) * 64)
+                    for mt in range(MT):
+                        t0 = mt * NO + 2 * p
+                        a0, a1, a2, a3 = (
+                            pa[mt * KP + kk, 0],
+                            pa[mt * KP + kk, 1],
+                            pa[mt * KP + kk, 2],
+                            pa[mt * KP + kk, 3],
+                        )
+                        acc[t0, 0], acc[t0, 1], acc[t0, 2], acc[t0, 3] = mma(
+                            a0, a1, a2, a3, b0, b1, acc[t0, 0], acc[t0, 1], acc[t0, 2], acc[t0, 3]
+                        )
+                        acc[t0 + 1, 0], acc[t0 + 1, 1], acc[t0 + 1, 2], acc[t0 + 1, 3] = mma(
+                            a0,
+                            a1,
+                            a2,
+                            a3,
+                            b2,
+                            b3,
+                            acc[t0 + 1, 0],
+                            acc[t0 + 1, 1],
+                            acc[t0 + 1, 2],
+                            acc[t0 + 1, 3],
+                        )
             if COUNTING:
                 n_sr += 16 * KP * (NO // 2)
 
         # --- O = O / l in the dtype, L = (m + log2 l)·ln 2 in fp32
-        l_lo = quad_sum(l_lo)
-        l_hi = quad_sum(l_hi)
-        inv_lo = ONE / l_lo
-        inv_hi = ONE / l_hi
-        for t in range(NO):
-            col = 8 * t + 2 * tq
-            lo = pack2(acc[t, 0] * inv_lo, acc[t, 1] * inv_lo)
-            hi = pack2(acc[t, 2] * inv_hi, acc[t, 3] * inv_hi)
-            if row_lo < n_q:
-                o[(bh * n_q + row_lo) * D + col] = lo & LOW
-                o[(bh * n_q + row_lo) * D + col + 1] = lo >> SIXTEEN
-                if COUNTING:
-                    n_gw += 4
-            if row_hi < n_q:
-                o[(bh * n_q + row_hi) * D + col] = hi & LOW
-                o[(bh * n_q + row_hi) * D + col + 1] = hi >> SIXTEEN
-                if COUNTING:
-                    n_gw += 4
-        if tq == 0:
-            if row_lo < n_q:
-                lse[bh * n_q + row_lo] = (m_lo + float32(math.log2(l_lo))) * F_LN2
-                if COUNTING:
-                    n_gw += 4
-            if row_hi < n_q:
-                lse[bh * n_q + row_hi] = (m_hi + float32(math.log2(l_hi))) * F_LN2
-                if COUNTING:
-                    n_gw += 4
+        for mt in range(MT):
+            for h in range(2):
+                row = row0 + 16 * mt + 8 * h
+                lt = quad_sum(lsum[2 * mt + h])
+                inv = ONE / lt
+                if row < n_q:
+                    for t in range(NO):
+                        col = 8 * t + 2 * tq
+                        pair = pack2(acc[mt * NO + t, 2 * h] * inv, acc[mt * NO + t, 2 * h + 1] * inv)
+                        o[(bh * n_q + row) * D + col] = pair & LOW
+                        o[(bh * n_q + row) * D + col + 1] = pair >> SIXTEEN
+                    if COUNTING:
+                        n_gw += 4 * NO
+                    if tq == 0:
+                        lse[bh * n_q + row] = (m[2 * mt + h] + float32(math.log2(lt))) * F_LN2
+                        if COUNTING:
+                            n_gw += 4
         if COUNTING:
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
     fa2_tc.__name__ = fa2_tc.__qualname__ = (
-        f"fa2_tc_{dtype}_d{D}_w{cfg.warps}_bc{BC}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
+        f"fa2_tc_{dtype}_d{D}_{cfg.name}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
     )
-    return cuda.jit(fa2_tc)
+    if simulator or cfg.max_registers is None:
+        return cuda.jit(fa2_tc)
+    return cuda.jit(max_registers=cfg.max_registers)(fa2_tc)
+
+
+def allow_dynamic_smem(dispatcher, nbytes):
+    """Raise the compiled kernel's dynamic shared-memory limit to `nbytes` (the driver's default is
+    48 KiB), once per dispatcher; compiles it for ``kernel_signature()`` first."""
+    if getattr(dispatcher, "_flashio_dyn_smem", 0) >= nbytes:
+        return
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    kernel = dispatcher.compile(kernel_signature())
+    cufunc = kernel._codelibrary.get_cufunc()
+    attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)
+    dispatcher._flashio_dyn_smem = nbytes
 
 
 def kernel_signature():
@@ -380,7 +487,13 @@ class Fa2TcPlan(TcPlan):
     def launch(self, q, k, v, o, lse, counters):
         """Flat device arrays (uint16 bits for q, k, v, o; fp32 lse); no checks, no sync."""
         b, h, hkv, nq, nk, _ = self.shape
-        self.kernel()[self.grid, self.config.threads](q, k, v, o, lse, counters, nq, nk, h // hkv)
+        kern, cfg = self.kernel(), self.config
+        if not cfg.dynamic_smem:
+            kern[self.grid, cfg.threads](q, k, v, o, lse, counters, nq, nk, h // hkv)
+            return
+        if not simulator_enabled():
+            allow_dynamic_smem(kern, cfg.smem_bytes)
+        kern[self.grid, cfg.threads, 0, cfg.smem_bytes](q, k, v, o, lse, counters, nq, nk, h // hkv)
 
 
 def plan_fa2_tc(

@@ -75,6 +75,8 @@ class NaiveTcConfig(TcConfig):
 
     def check(self):
         super().check()
+        if self.warp_rows != 16 or not self.q_in_regs:
+            raise ValueError("naive_tc: each warp owns one m16 tile of rows (warp_rows=16, Q in registers)")
         t = self.softmax_threads
         if t is not None and (
             not isinstance(t, int) or isinstance(t, bool) or t < 32 or t % 32 or t > MAX_THREADS

@@ -5,7 +5,8 @@ backends, in bf16 and fp16, non-causal and causal (``python -m gpu_kernels side-
 ``python -m gpu_kernels.measure.side_by_side``).
 
     python -m gpu_kernels side-by-side --out DIR [--dtypes bf16,fp16] [--causal no,yes]
-        [--seq-lens 512,...,16384] [--head-dims 64,128] [--budget-s 170]
+        [--seq-lens 512,...,16384] [--head-dims 64,128] [--batch B --heads H] [--kv-heads H_kv]
+        [--budget-s 170]
 
 Workload per (N, d): B·H·N = TOKENS = 2¹⁸ tokens (N = 512: B·H = 512; N = 4096: 64; N = 16384: 16),
 H = 16, B = B·H/16. Every kernel then has the same 2¹⁸/64 = 4096 query blocks of 64 rows, 31 per SM
@@ -60,6 +61,7 @@ FIELDS = [
     "tol",
     "ok",
     "checked_heads",
+    "kv_heads",
     "ratio_to_torch_flash",
     "note",
 ]
@@ -67,9 +69,12 @@ VARIANTS = ("fa2_tc", "naive_tc", "cupy_naive", "torch_math", "torch_flash", "to
 TOKENS = 2**18
 HEADS = 16
 TARGET_S = 0.15
-#: fa2_tc tile shapes (W, Bc) timed beside the default, per d (tc_run3 measured Bc = 64 faster than
-#: Bc = 128 at d = 64; the default is now 64 and 128 is timed beside it to keep checking that).
-ALTERNATIVES = {64: [(4, 128)], 128: []}
+#: fa2_tc configs (TcConfig keywords) timed beside the default, per d: version 3's layout (4 warps of
+#: 16 rows, Q in registers, Bc = 64) with version 4's instructions (PERFORMANCE.md).
+ALTERNATIVES = {
+    64: [dict(warps=4, block_cols=64, warp_rows=16)],
+    128: [dict(warps=4, block_cols=64, warp_rows=16)],
+}
 
 
 def tolerance(dtype):
@@ -194,26 +199,32 @@ def cupy_naive(q, k, v, o, s, mask, scale, dtype):
 
 
 class Shape:
-    """Input sets, outputs and the fp32 reference of one (dtype, causal, N, d)."""
+    """Input sets, outputs and the fp32 reference of one (dtype, causal, N, d); B and H from
+    `batch_heads(N)` unless given, H_kv = H unless given (GQA: query head h reads K/V head h // (H/H_kv))."""
 
-    def __init__(self, dtype, causal, n, d, torch):
+    def __init__(self, dtype, causal, n, d, torch, batch=None, heads=None, kv_heads=None):
         import torch.nn.functional as F
 
         self.dtype, self.causal, self.n, self.d = dtype, causal, n, d
-        self.batch, self.heads = batch_heads(n)
-        b, h = self.batch, self.heads
+        self.batch, self.heads = batch_heads(n) if batch is None else (batch, heads)
+        self.kv_heads = kv_heads or self.heads
+        b, h, hkv = self.batch, self.heads, self.kv_heads
         tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
         self.tdt = tdt
-        self.qkv = [[torch.randn(b, h, n, d, device="cuda").to(tdt) for _ in range(3)] for _ in range(2)]
+        self.qkv = [
+            [torch.randn(b, hh, n, d, device="cuda").to(tdt) for hh in (h, hkv, hkv)] for _ in range(2)
+        ]
         self.views = [[bits_view(x) for x in s] for s in self.qkv]
         self.out = torch.empty(b, h, n, d, device="cuda", dtype=tdt)
         self.lse = torch.empty(b, h, n, device="cuda", dtype=torch.float32)
         self.o_view, self.l_view = bits_view(self.out), bits_view(self.lse)
-        q, k, v = (x.reshape(b * h, n, d) for x in self.qkv[0])
+        q = self.qkv[0][0].reshape(b * h, n, d)
+        k, v = (x.reshape(b * hkv, n, d) for x in self.qkv[0][1:])
+        group = h // hkv
         self.checked = [0, b * h - 1]
         self.ref = [
             F.scaled_dot_product_attention(
-                q[i].float()[None], k[i].float()[None], v[i].float()[None], is_causal=causal
+                q[i].float()[None], k[i // group].float()[None], v[i // group].float()[None], is_causal=causal
             )[0]
             for i in self.checked
         ]
@@ -234,7 +245,8 @@ def launchers(sh, names, torch):
     from ..kernels.naive_tc import NaiveTcConfig, NaiveTcPlan, row_stride
 
     b, h, n, d = sh.batch, sh.heads, sh.n, sh.d
-    shape = (b, h, h, n, n, d)
+    shape = (b, h, sh.kv_heads, n, n, d)
+    gqa = {"enable_gqa": True} if sh.kv_heads != h else {}
     counters = new_counters()
     keep = {}
 
@@ -284,15 +296,15 @@ def launchers(sh, names, torch):
         def make():
             def launch(i):
                 with sdpa_kernel([backend]):
-                    return F.scaled_dot_product_attention(*sh.qkv[i], is_causal=sh.causal)
+                    return F.scaled_dot_product_attention(*sh.qkv[i], is_causal=sh.causal, **gqa)
 
             return launch
 
         return make
 
     table = {
-        "fa2_tc": [("fa2_tc", f"w4_bc{default_config(d).block_cols} (default)", fa2(default_config(d)))]
-        + [("fa2_tc", f"w{w}_bc{bc}", fa2(TcConfig(d, w, bc).check())) for w, bc in ALTERNATIVES[d]],
+        "fa2_tc": [("fa2_tc", f"{default_config(d).name} (default)", fa2(default_config(d)))]
+        + [("fa2_tc", cfg.name, fa2(cfg)) for cfg in (TcConfig(d, **kw).check() for kw in ALTERNATIVES[d])],
         "naive_tc": [("naive_tc", "w4_bc64", naive)],
         "cupy_naive": [("cupy_naive", f"cublasGemmStridedBatchedEx {sh.dtype}, fp32 acc.", cupy)],
         "torch_math": [("torch_math", "fp32 inside (upcast)", sdpa(SDPBackend.MATH))],
@@ -313,10 +325,13 @@ def bench_shape(sh, names, min_reps, max_reps, torch, log):
         "seq_len": sh.n,
         "head_dim": sh.d,
         "causal": sh.causal,
+        "kv_heads": sh.kv_heads,
         "tol": f"{tolerance(sh.dtype):.2e}",
         "checked_heads": "first,last",
     }
     flops = useful_flops(sh.n, sh.d, sh.batch * sh.heads, sh.causal)
+    if sh.kv_heads != sh.heads:
+        names = [x for x in names if x not in ("naive_tc", "cupy_naive")]  # no GQA in these two
     items, keep = launchers(sh, names, torch)
     for name, config, make in items:
         row = {**base, "kernel": name, "config": config, "flops": flops, "reps": 0}
@@ -429,6 +444,9 @@ def main(argv=None):
     p.add_argument("--seq-lens", type=positive_ints, default=[512, 1024, 2048, 4096, 8192, 16384])
     p.add_argument("--head-dims", type=head_dims, default=[64, 128])
     p.add_argument("--variants", type=names_of(VARIANTS), default=list(VARIANTS))
+    p.add_argument("--batch", type=lambda x: positive_ints(x)[0], help="B (default: B·H·N = 2^18, H = 16)")
+    p.add_argument("--heads", type=lambda x: positive_ints(x)[0], help="H (needs --batch)")
+    p.add_argument("--kv-heads", type=lambda x: positive_ints(x)[0], help="H_kv (GQA; divides H)")
     p.add_argument(
         "--reps", type=lambda x: positive_ints(x)[0], default=30, help="most timed groups per variant"
     )
@@ -441,6 +459,11 @@ def main(argv=None):
         help="file name tc_side_by_side_<tag>.csv (h200_causal for a causal run)",
     )
     a = p.parse_args(argv)
+    if (a.batch is None) != (a.heads is None):
+        p.error("argument --batch/--heads: give both or neither")
+    h_ = a.heads or HEADS
+    if a.kv_heads is not None and (a.kv_heads > h_ or h_ % a.kv_heads):
+        p.error(f"argument --kv-heads: {a.kv_heads} must divide the {h_} query heads")
     enable_cupy_bfloat16()
     from ..device import NoGPU, require_gpu
 
@@ -490,7 +513,7 @@ def main(argv=None):
             for d in a.head_dims:
                 for n in a.seq_lens:
                     if time.monotonic() - t_start > a.budget_s:
-                        b, h = batch_heads(n)
+                        b, h = batch_heads(n) if a.batch is None else (a.batch, a.heads)
                         rows.append(
                             {
                                 "kernel": "*",
@@ -506,7 +529,7 @@ def main(argv=None):
                             }
                         )
                         continue
-                    sh = Shape(dtype, causal, n, d, torch)
+                    sh = Shape(dtype, causal, n, d, torch, a.batch, a.heads, a.kv_heads)
                     rows += bench_shape(sh, a.variants, a.min_reps, a.reps, torch, log)
                     del sh
                     torch.cuda.empty_cache()
