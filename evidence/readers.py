@@ -522,10 +522,11 @@ def speedup_table(times, pairs, dtype, labels):
     return table
 
 
-def roofline_speedups(times, naive, flash, hardware):
+def roofline_speedups(times, naive, flash, hardware, flash_params=None):
     """Per shape of `times` (one dtype) with both `naive` and `flash` timed (their names are also
     simlib schedules): the roofline's predicted time ratio naive / flash from simlib's counts on
-    `hardware`, next to the measured one."""
+    `hardware`, next to the measured one. `flash_params` are the flash schedule's parameters of the
+    version that was timed (e.g. fa2_tc version 3's layout for the committed side by side)."""
     rows = []
     dtype = times["dtype"].iloc[0]
     for (n, d, b, h), grp in times.groupby(["seq_len", "head_dim", "batch", "heads"]):
@@ -533,7 +534,10 @@ def roofline_speedups(times, naive, flash, hardware):
         if naive not in t or flash not in t:
             continue
         w = Workload(seq_len=int(n), head_dim=int(d), batch=int(b), heads=int(h), dtype=dtype)
-        model = roofline(count(naive, w), hardware).time_s / roofline(count(flash, w), hardware).time_s
+        model = (
+            roofline(count(naive, w), hardware).time_s
+            / roofline(count(flash, w, **(flash_params or {})), hardware).time_s
+        )
         rows.append(
             {"N": int(n), "d": int(d), "B·H": int(b * h), f"{naive} ms": t[naive], f"{flash} ms": t[flash]}
             | {"model speed-up": model, "measured speed-up": t[naive] / t[flash]}
