@@ -54,6 +54,9 @@ def read_provenance(path) -> dict:
 
 def _checked_bytes(path) -> tuple[bytes, dict]:
     """The file's bytes, checked against its own sidecar's sha256 and size (if it records them)."""
+    if hasattr(path, "read"):  # an open file or io.StringIO (a doctest's table): no sidecar to check
+        text = path.read()
+        return (text.encode() if isinstance(text, str) else text), {}
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -126,6 +129,11 @@ def read_rows(path, schema: Schema) -> list[dict[str, str]]:
 
 def read_frame(path, schema: Schema) -> pd.DataFrame:
     """`read_rows`'s checks, then the file as pandas reads it (its own type inference)."""
+    if hasattr(path, "read"):
+        path = io.BytesIO(_checked_bytes(path)[0])
+        read_rows(path, schema)
+        path.seek(0)
+        return pd.read_csv(path)
     read_rows(path, schema)
     return pd.read_csv(path)
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from simlib.energy import CALIBRATION_COLUMNS
 
+from . import eager16
+
 
 @dataclass(frozen=True)
 class Schema:
@@ -173,3 +175,14 @@ ENERGY_ATTENTION = Schema(
 )
 #: NVML energy of the calibration kernels (benchmarks/energy_h200.py; read by simlib.energy).
 ENERGY_CALIBRATION = Schema("the energy calibration", CALIBRATION_COLUMNS, positive=("seconds",))
+#: the 16-bit standard attention practitioners run (benchmarks/eager16_h200.py; the columns are
+#: measurements.eager16's, where the writer takes them): CUDA-event times, and NVML energy.
+EAGER16 = Schema(
+    "the 16-bit baseline",
+    tuple(eager16.TIME_FIELDS),
+    required=(*eager16.KEY, "median_ms", "ok", "rel_err_o", "extra_alloc_bytes"),
+    positive=("median_ms", "min_ms", "max_ms", "tflops"),
+)
+EAGER16_ENERGY = Schema(
+    "the 16-bit baseline's energy", tuple(eager16.ENERGY_FIELDS), positive=("seconds", "ms_per_call")
+)

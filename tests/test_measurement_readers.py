@@ -154,6 +154,8 @@ def test_a_cuda_context_without_its_summary_names_the_file(tmp_path):
         ("figure2_h200_kernels.csv", schemas.FIGURE2_KERNELS),
         ("energy_attention_h200.csv", schemas.ENERGY_ATTENTION),
         ("energy_calibration_h200.csv", schemas.ENERGY_CALIBRATION),
+        ("eager16_h200.csv", schemas.EAGER16),
+        ("eager16_energy_h200.csv", schemas.EAGER16_ENERGY),
     ],
 )
 def test_every_committed_file_passes_its_schema(name, schema):
