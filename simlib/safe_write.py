@@ -18,7 +18,7 @@ the target; on any failure (or Ctrl-C) the temporary file is removed and the tar
 >>> write_atomic(os.path.join(folder, "link.csv"), "a,b\\n3,4\\n")
 >>> os.path.islink(os.path.join(folder, "link.csv")), open(path).read()
 (True, 'a,b\\n3,4\\n')
->>> check_destination(path, "--out", inputs={"--profile": path})
+>>> check_destination(path, "--out", inputs={"--profile": path})  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ValueError: --out: ... is the file that --profile reads; write the output elsewhere
 """
