@@ -425,7 +425,7 @@ def fa2_tc_variant(shape):
     batch, heads, n = shape
     sets = torch_sets(shape, torch.bfloat16, 3)
     cfg = TcConfig(HEAD_DIM).check()
-    plan = Fa2TcPlan((batch, heads, heads, n, n, HEAD_DIM), cfg, "bf16")
+    plan = Fa2TcPlan.of((batch, heads, heads, n, n, HEAD_DIM), cfg, "bf16")
     o = torch.full((*shape, HEAD_DIM), float("nan"), device="cuda", dtype=torch.bfloat16)
     lse = torch.empty(*shape, device="cuda", dtype=torch.float32)
     counters = new_counters()
@@ -457,7 +457,7 @@ def naive_tc_variant(shape, parts=None):
     bh = batch * heads
     sets = torch_sets(shape, torch.bfloat16, 3)
     cfg = NaiveTcConfig(HEAD_DIM).check()
-    plan = NaiveTcPlan((batch, heads, heads, n, n, HEAD_DIM), cfg, "bf16")
+    plan = NaiveTcPlan.of((batch, heads, heads, n, n, HEAD_DIM), cfg, "bf16")
     o = torch.full((*shape, HEAD_DIM), float("nan"), device="cuda", dtype=torch.bfloat16)
     sp = [torch.empty(bh * n * row_stride(n), device="cuda", dtype=torch.bfloat16) for _ in range(2)]
     counters = new_counters()

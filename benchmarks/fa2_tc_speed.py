@@ -121,7 +121,7 @@ def worker(job, seq_lens, lock, queue):
 
                     row = {"kernel": f"torch_{kind}", "config": "", "note": ""}
                 else:
-                    plan = Fa2TcPlan((b, h, h, n, n, d), cfg, dtype, causal=causal)
+                    plan = Fa2TcPlan.of((b, h, h, n, n, d), cfg, dtype, causal=causal)
                     counters = new_counters()
 
                     def launch(i, sh=sh, plan=plan, counters=counters):

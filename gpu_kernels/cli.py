@@ -31,6 +31,7 @@ from simlib.moved_commands import forward
 
 from .commands import COMMANDS, UsageError
 from .device import NoGPU
+from .kernels import KERNELS
 
 
 class _Parser(NoLoneDashValue, argparse.ArgumentParser):
@@ -92,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     r = sub.add_parser("run", help="run one kernel on fresh random inputs and check it")
-    r.add_argument("--kernel", choices=("naive", "tiled", "fa2_tc", "naive_tc"), required=True)
+    r.add_argument("--kernel", choices=[k.name for k in KERNELS.values() if k.in_run_command], required=True)
     r.add_argument(
         "--dtype",
         choices=("bf16", "fp16"),

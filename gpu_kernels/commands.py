@@ -13,6 +13,7 @@ import sys
 
 from . import checks
 from .device import NO_GPU, NoGPU, require_gpu, select_backend
+from .kernels import KERNELS
 
 TOLERANCE = 1e-5  # relative error allowed against the float64 reference (fp32 arithmetic)
 
@@ -31,12 +32,9 @@ def _name_list(text, allowed, option):
     return names
 
 
-TC_KERNELS = ("fa2_tc", "naive_tc")
-
-
 def _validate_run(args):
     """All checks that need no numba: shape, tiles, and which options belong to which kernel."""
-    tc = args.kernel in TC_KERNELS
+    tc = KERNELS[args.kernel].sixteen_bit
     if not tc and (args.dtype is not None or args.warps is not None):
         raise UsageError("argument --dtype/--warps: only for --kernel fa2_tc or naive_tc")
     if tc and (
@@ -52,16 +50,25 @@ def _validate_run(args):
         raise UsageError("argument --block-rows/--block-cols: only for --kernel tiled")
     if args.kernel == "tiled" and (args.matmul_tile is not None or args.softmax_threads is not None):
         raise UsageError("argument --matmul-tile/--softmax-threads: only for --kernel naive")
+    if args.kernel not in ("naive", "tiled") and any(
+        getattr(args, name) is not None
+        for name in ("block_rows", "block_cols", "matmul_tile", "softmax_threads")
+    ):
+        raise UsageError(
+            f"argument --block-rows/--block-cols/--matmul-tile/--softmax-threads: not for --kernel {args.kernel}"
+        )
     shape = _checked_shape(args)
     try:
         if args.kernel == "tiled":
             br, bc = checks.resolve_tiled_blocks(shape, args.block_rows, args.block_cols)
             params = {"block_rows": br, "block_cols": bc}
-        else:
+        elif args.kernel == "naive":
             t, ts = checks.resolve_naive_params(
                 shape, args.matmul_tile, args.softmax_threads, simulator=args.simulate
             )
             params = {"matmul_tile": t, "softmax_threads": ts}
+        else:  # a kernel without mapping flags runs its own defaults
+            params = {}
     except ValueError as e:
         raise UsageError(str(e)) from None
     _check_logit_scale(args.logit_scale, shape.head_dim)
@@ -115,46 +122,50 @@ def _variant(shape):
     return {"kv_heads": shape.kv_heads, "query_len": shape.query_len}
 
 
-def _run_tc(args, shape, params):
-    """fa2_tc or naive_tc on random inputs: (errors vs the float64 reference of the dtype-rounded inputs,
-    their tolerances, counts or None, the simlib prediction or None)."""
+def _run_kernel(args, shape, params):
+    """The registered kernel on fresh random inputs (a 16-bit one's rounded to its dtype first): its
+    errors against the float64 reference, their limits, its counts (or None) and simlib's prediction
+    for the same configuration (or None)."""
+    from .prediction import prediction
     from .reference import attention_reference, random_qkv, rel_error
-    from .tensor_core.dtypes import UNIT_ROUNDOFF, round_to
-    from .tensor_core.plan import tc_prediction
 
-    dtype = params["dtype"]
-    if args.kernel == "fa2_tc":
-        from .kernels.fa2_tc import TcConfig as config_class
-    else:
-        from .kernels.naive_tc import NaiveTcConfig as config_class
-    try:
-        extra_cfg = {}
-        if args.kernel == "fa2_tc":
-            extra_cfg = {"warp_rows": params["warp_rows"], "q_in_regs": not params["q_reload"]}
-        cfg = config_class(shape.head_dim, params["warps"], params["block_cols"], **extra_cfg).check()
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    kernel = KERNELS[args.kernel]
+    mapping = dict(params)
+    dtype = mapping.pop("dtype", None)
+    config = None
+    if kernel.sixteen_bit:
+        try:
+            config = kernel.config_for(shape.head_dim, **mapping)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     q, k, v = random_qkv(*_dims(shape), seed=args.seed, logit_scale=args.logit_scale, **_variant(shape))
-    q, k, v = (round_to(x, dtype) for x in (q, k, v))
-    ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)
-    u = UNIT_ROUNDOFF[dtype]
-    if args.kernel == "fa2_tc":
-        from .kernels.fa2_tc import run_fa2_tc
+    if kernel.sixteen_bit:
+        from .tensor_core.dtypes import UNIT_ROUNDOFF, round_to
 
-        res = run_fa2_tc(q, k, v, dtype=dtype, config=cfg, count=args.count, causal=args.causal)
-        errors = {"o": rel_error(res.o, ref_o), "lse": rel_error(res.lse, ref_lse)}
-        tols = {"o": 2 * u, "lse": 1e-5}  # O rounded once to the dtype (P too, ~0.6u seen); L in fp32
-        extra = {}
+        q, k, v = (round_to(x, dtype) for x in (q, k, v))
+        res = kernel.run(q, k, v, dtype=dtype, config=config, count=args.count, causal=args.causal)
     else:
-        from .kernels.naive_tc import run_naive_tc
-
-        res = run_naive_tc(q, k, v, dtype=dtype, config=cfg, count=args.count, causal=args.causal)
-        errors, tols = {"o": rel_error(res.o, ref_o)}, {"o": 4 * u}  # S, P and O each rounded to the dtype
-        extra = {"softmax_threads": res.softmax_threads}
+        res = kernel.run(q, k, v, count=args.count, causal=args.causal, **mapping)
+    ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)
+    errors = {"o": rel_error(res.o, ref_o)}
+    if getattr(res, "lse", None) is not None:
+        errors["lse"] = rel_error(res.lse, ref_lse)
+    if kernel.sixteen_bit:  # O rounded to the dtype (tolerance_u times); L in fp32
+        tols = {"o": kernel.tolerance_u * UNIT_ROUNDOFF[dtype], "lse": 1e-5}
+        tols = {key: tols[key] for key in errors}
+    else:
+        tols = {key: TOLERANCE for key in errors}
     predicted = None
     if args.count:
-        predicted = tc_prediction(
-            args.kernel, *_dims(shape), causal=args.causal, **_variant(shape), **params, **extra
+        chosen = {p: getattr(res, p) for p in kernel.parameters if p not in mapping and hasattr(res, p)}
+        predicted = prediction(
+            args.kernel,
+            *_dims(shape),
+            dtype=dtype,
+            causal=args.causal,
+            **_variant(shape),
+            **mapping,
+            **chosen,
         )
     return errors, tols, res.counts, predicted
 
@@ -226,34 +237,8 @@ def cmd_run(args) -> int:
         except NoGPU:
             raise UsageError(NO_GPU) from None
 
-    from .reference import attention_reference, random_qkv, rel_error
-
-    if args.kernel in TC_KERNELS:
-        errors, tols, counts, predicted = _run_tc(args, shape, params)
-        return _report_run(args, cuda, shape, params, errors, tols, counts, predicted)
-    q, k, v = random_qkv(*_dims(shape), seed=args.seed, logit_scale=args.logit_scale, **_variant(shape))
-    if args.kernel == "tiled":
-        from .kernels.tiled import run_tiled
-
-        res = run_tiled(q, k, v, count=args.count, causal=args.causal, **params)
-    else:
-        from .kernels.naive import run_naive
-
-        res = run_naive(q, k, v, count=args.count, causal=args.causal, **params)
-    ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)
-    errors = {"o": rel_error(res.o, ref_o)}
-    if args.kernel == "tiled":
-        errors["lse"] = rel_error(res.lse, ref_lse)
-    predicted = None
-    if args.count:
-        from .prediction import simlib_prediction
-
-        predicted = simlib_prediction(
-            args.kernel, *_dims(shape), causal=args.causal, **_variant(shape), **params
-        )
-    return _report_run(
-        args, cuda, shape, params, errors, {key: TOLERANCE for key in errors}, res.counts, predicted
-    )
+    errors, tols, counts, predicted = _run_kernel(args, shape, params)
+    return _report_run(args, cuda, shape, params, errors, tols, counts, predicted)
 
 
 def _report_run(args, cuda, shape, params, errors, tols, counts, predicted):

@@ -46,10 +46,12 @@ def new_counters():
     return cuda.to_device(np.zeros(N_COUNTERS, dtype=np.int64))
 
 
-def counts_from(counters) -> dict[str, int]:
-    """Bytes dict from an int64[4] element-count array (host or device)."""
+def counts_from(counters, unit_bytes: int = ITEM_BYTES) -> dict[str, int]:
+    """Bytes dict from an int64[4] counter array (host or device), the one reader of the counters:
+    counts × `unit_bytes` (the fp32 kernels count 4-byte elements; the tensor-core kernels count
+    bytes, unit 1)."""
     host = counters.copy_to_host() if hasattr(counters, "copy_to_host") else np.asarray(counters)
-    return {key: int(host[i]) * ITEM_BYTES for i, key in enumerate(COUNT_KEYS)}
+    return {key: int(host[i]) * unit_bytes for i, key in enumerate(COUNT_KEYS)}
 
 
 def add_counts(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

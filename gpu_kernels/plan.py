@@ -1,8 +1,10 @@
-"""What every kernel launch plan shares: the workload (simlib's fp32 ``Workload``: shape, GQA's K/V
-heads, fewer queries than keys, causal) and the build (counting or timing).
+"""The one plan type: every kernel launch plan holds the workload (simlib's ``Workload``, the one
+shape object: shape, GQA's K/V heads, fewer queries than keys, causal; fp32 for the CUDA-core kernels,
+the 16-bit input type for the tensor-core ones) and the build (counting or timing).
 
 ``naive.NaivePlan``, ``tiled.TiledPlan`` and ``fast.FastPlan`` add their mapping (matmul tile and
-softmax threads; Br and Bc; the fast kernel's config). Plans are frozen and keyword-only: built
+softmax threads; Br and Bc; the fast kernel's config), ``tensor_core.plan.TcPlan`` the tensor-core
+kernels' config. Plans are frozen and keyword-only: built
 once from checked inputs, launched many times.
 Worked example: Workload(seq_len=4096, head_dim=64, heads=16, dtype="fp32") has nq = 4096 and
 batch_heads = 16.
@@ -19,7 +21,7 @@ from simlib.workload import Workload
 
 @dataclass(frozen=True, kw_only=True)
 class KernelPlan:
-    workload: Workload  # fp32; seq_len = N_k, query_len = N_q (None: N_k), kv_heads (None: H), causal
+    workload: Workload  # seq_len = N_k, query_len = N_q (None: N_k), kv_heads (None: H), causal
     counting: bool = False
 
     @property

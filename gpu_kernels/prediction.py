@@ -1,59 +1,51 @@
-"""simlib's prediction for exactly the tiling a kernel ran with (the other side of every comparison)."""
+"""simlib's prediction for exactly the configuration a kernel ran with (the other side of every
+comparison): one function for every kernel, through the registry (gpu_kernels.kernels.KERNELS).
+
+Worked number: tiled at N = 4096, d = 64 with Br = Bc = 64 reads Q once and K, V once per Q block:
+(4096·64 + 64·2·4096·64) fp32 elements = 135,266,304 bytes.
+
+>>> prediction("tiled", 1, 1, 4096, 64, block_rows=64, block_cols=64)["hbm_read_bytes"]
+135266304
+"""
 
 from __future__ import annotations
 
+from simlib import Workload
+
 from .counting import COUNT_KEYS
-
-#: Which simlib schedule counts each kernel, and the mapping parameters it takes.
-SCHEDULES = {
-    "tiled": ("fa2", ("block_rows", "block_cols")),
-    "naive": ("naive", ("matmul_tile", "softmax_threads")),
-}
+from .kernels import kernel as registered
 
 
-def simlib_prediction(
+def prediction(
     kernel: str,
     batch: int,
     heads: int,
     seq_len: int,
     head_dim: int,
     *,
-    block_rows=None,
-    block_cols=None,
-    matmul_tile=None,
-    softmax_threads=None,
+    dtype: str | None = None,
     kv_heads=None,
     causal=False,
     query_len=None,
+    **mapping,
 ) -> dict:
-    """simlib's four byte counts (totals over B·H) for ``kernel`` in {"tiled", "naive"}, fp32.
+    """simlib's four byte counts (totals over B·H) for `kernel` as configured by `mapping` (the
+    parameters its registry entry names; others are ignored), in `dtype` (default: the kernel's first).
 
     ``seq_len`` is N_k; ``kv_heads`` (GQA/MQA), ``causal`` and ``query_len`` (N_q) go into simlib's
-    Workload as they are (None: H_kv = H, N_q = N_k).
-    """
-    from simlib import Workload, count
-
-    wl = Workload(
-        batch=batch,
-        heads=heads,
-        seq_len=seq_len,
-        head_dim=head_dim,
-        dtype="fp32",
+    Workload as they are (None: H_kv = H, N_q = N_k)."""
+    k = registered(kernel)
+    workload = Workload(
+        seq_len,
+        head_dim,
+        batch,
+        heads,
+        dtype=dtype or k.dtypes[0],
         kv_heads=kv_heads,
         causal=bool(causal),
         query_len=query_len,
     )
-    if kernel not in SCHEDULES:
-        raise ValueError(f"unknown kernel {kernel!r}; choose from {', '.join(SCHEDULES)}")
-    schedule, names = SCHEDULES[kernel]
-    given = {
-        "block_rows": block_rows,
-        "block_cols": block_cols,
-        "matmul_tile": matmul_tile,
-        "softmax_threads": softmax_threads,
-    }
-    r = count(schedule, wl, **{name: given[name] for name in names})
-    return {key: int(getattr(r, key)) for key in COUNT_KEYS}
+    return k.counts(workload, **mapping)
 
 
 def diff_counts(measured: dict, predicted: dict) -> dict:

@@ -27,9 +27,9 @@ def _case(b, h, n, d, seed):
 
 
 def _simlib(kernel, b, h, n, d, **params):
-    from gpu_kernels.prediction import simlib_prediction
+    from gpu_kernels.prediction import prediction
 
-    return simlib_prediction(kernel, b, h, n, d, **params)
+    return prediction(kernel, b, h, n, d, **params)
 
 
 @pytest.mark.parametrize(

@@ -53,11 +53,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32, int32, uint16, uint32  # module globals: the simulator swaps `cuda`
 
-from ..counting import new_counters, simulator_enabled
+from ..counting import counts_from, new_counters, simulator_enabled
 from ..flush import flush_counters
 from ..tensor_core.addressed_ops import addressed_ops
 from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
-from ..tensor_core.plan import TcPlan, checked_plan, counts_from_bytes, upload
+from ..tensor_core.plan import TcPlan, checked_plan, upload
 from ..tensor_core.tiles import block_copiers
 from ..tensor_core.warp_ops import warp_ops
 
@@ -534,5 +534,5 @@ def run_fa2_tc(
         o=from_bits(do.copy_to_host(), dtype).reshape(b, h, nq, d),
         lse=dl.copy_to_host().reshape(b, h, nq),
         config=plan.config,
-        counts=counts_from_bytes(counters) if count else None,
+        counts=counts_from(counters, unit_bytes=1) if count else None,
     )

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32, uint16  # module globals: the simulator swaps `cuda`
 
-from ..counting import new_counters, simulator_enabled
+from ..counting import counts_from, new_counters, simulator_enabled
 from ..flush import flush_counters
 from ..tensor_core.dtypes import from_bits, to_bits
 from ..tensor_core.fragments import tile_products
-from ..tensor_core.plan import TcPlan, checked_plan, counts_from_bytes, upload
+from ..tensor_core.plan import TcPlan, checked_plan, upload
 from ..tensor_core.tiles import tile_copier
 from ..tensor_core.warp_ops import warp_ops
 from .fa2_tc import TcConfig
@@ -392,7 +392,7 @@ def run_naive_tc(
         softmax_threads=plan.softmax_threads,
     )
     if count:
-        by = {name: counts_from_bytes(c) for name, c in zip(LAUNCHES, counters)}
+        by = {name: counts_from(c, unit_bytes=1) for name, c in zip(LAUNCHES, counters)}
         result.counts_by_launch = by
         result.counts = {key: sum(c[key] for c in by.values()) for key in by["scores"]}
     return result

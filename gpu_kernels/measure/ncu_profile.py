@@ -34,6 +34,8 @@ from simlib.physical.metrics import PROFILE_METRICS
 
 from ..counting import COUNT_KEYS
 from ..device import l2_bytes
+from ..kernels import KERNELS
+from ..prediction import prediction
 from .ncu import find_ncu
 
 METRICS = list(PROFILE_METRICS)
@@ -65,25 +67,15 @@ def _launch_kind(name: str) -> str:
 
 
 def _counted(kernel, batch, heads, n, d):
-    """Per-launch counters of the counting build for the same shape (on the GPU, not under ncu)."""
+    """Per-launch counters of the counting build for the same shape (on the GPU, not under ncu); a
+    16-bit kernel in bf16."""
     from ..reference import random_qkv
 
     q, k, v = random_qkv(batch, heads, n, d)
-    if kernel == "fa2_tc":
-        from ..kernels.fa2_tc import run_fa2_tc
-
-        return {"fa2_tc": run_fa2_tc(q, k, v, dtype="bf16", count=True).counts}
-    if kernel == "naive_tc":
-        from ..kernels.naive_tc import run_naive_tc
-
-        return run_naive_tc(q, k, v, dtype="bf16", count=True).counts_by_launch
-    if kernel == "tiled":
-        from ..kernels.tiled import run_tiled
-
-        return {"fa2": run_tiled(q, k, v, count=True).counts}
-    from ..kernels.naive import run_naive
-
-    return run_naive(q, k, v, count=True).counts_by_launch
+    registered = KERNELS[kernel]
+    res = registered.run(q, k, v, count=True, **({"dtype": "bf16"} if registered.sixteen_bit else {}))
+    by_launch = getattr(res, "counts_by_launch", None)
+    return by_launch if by_launch is not None else {registered.physical_launches[0]: res.counts}
 
 
 def _ncu_command(ncu, kernel, shapes, batch, heads, manifest, base_units=True):
@@ -294,12 +286,7 @@ def run_profile(
                             }
                         )
                 try:
-                    if kernel in ITEM and ITEM[kernel] == 2:
-                        from ..tensor_core.plan import tc_prediction as simlib_prediction
-                    else:
-                        from ..prediction import simlib_prediction
-
-                    pred = simlib_prediction(kernel, batch, heads, n, d, **params)
+                    pred = prediction(kernel, batch, heads, n, d, **params)
                     for key in COUNT_KEYS:
                         rows.append(
                             {

@@ -231,7 +231,7 @@ def launchers(sh, names, torch):
 
     def fa2(cfg):
         def make():
-            plan = Fa2TcPlan(shape, cfg, sh.dtype, causal=sh.causal)
+            plan = Fa2TcPlan.of(shape, cfg, sh.dtype, causal=sh.causal)
 
             def launch(i):
                 plan.launch(*sh.views[i], sh.o_view, sh.l_view, counters)
@@ -242,7 +242,7 @@ def launchers(sh, names, torch):
         return make
 
     def naive():
-        plan = NaiveTcPlan(shape, NaiveTcConfig(d).check(), sh.dtype, causal=sh.causal)
+        plan = NaiveTcPlan.of(shape, NaiveTcConfig(d).check(), sh.dtype, causal=sh.causal)
         sp = [torch.empty(b * h * n * row_stride(n), device="cuda", dtype=sh.tdt) for _ in range(2)]
         keep["sp"] = sp
         s, p = (bits_view(x) for x in sp)
