@@ -17,6 +17,7 @@ import pandas as pd
 from simlib import count
 from simlib.hardware import DATA_DIR, load_preset
 from simlib.kvcache import load_model, max_context
+from simlib.presets import DEFAULT_GPU
 from simlib.roofline import roofline
 from simlib.units import STAT_BYTES, dtype_bytes
 from simlib.workload import Workload
@@ -93,7 +94,6 @@ CLAIMS = {
 #: Claims that no public number can decide: listed, never judged (data/papers.json, "unverified").
 UNVERIFIABLE = "cannot be checked"
 
-DEFAULT_GPU = "h200"
 DEFAULT_HEAD_DIM = 64
 
 

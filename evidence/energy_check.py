@@ -47,6 +47,7 @@ from simlib.energy import (
 from simlib.hardware import load_preset
 from simlib.physical import predict
 from simlib.physical.metrics import DRAM_READ, DRAM_WRITE, L1_LD, L1_ST, SHARED_LD, SHARED_ST
+from simlib.presets import DEFAULT_GPU
 from simlib.workload import Workload
 
 from .energy_counters import NAIVE_TC_LAUNCHES, counted, counter_terms, shared_split, tensor_flops
@@ -180,7 +181,7 @@ def kernel_parts(
 def physical_parts(variant: str, w: Workload, params: dict[str, str]) -> dict[str, float] | None:
     """DRAM bytes, other L1→L2 bytes, shared bytes (wavefronts × 128) from simlib.physical (numba naive
     and tiled, naive_tc, fa2_tc), or None."""
-    hw = load_preset("h200")
+    hw = load_preset(DEFAULT_GPU)
     if variant == "numba_naive":
         mapping: dict[str, Any] = {
             "matmul_tile": int(params["matmul_tile"]),
@@ -314,7 +315,7 @@ def read_attention(path: Path = ATTENTION_CSV, schema: Schema = ENERGY_ATTENTION
 
 def model_vs_measured(path: Path = ATTENTION_CSV, table: EnergyTable | None = None) -> pd.DataFrame:
     """One row per measured kernel call and model: predicted and measured joules, their ratios."""
-    table = table or load_energy_table("h200")
+    table = table or load_energy_table(DEFAULT_GPU)
     sram16 = sixteen_byte_sram()
     return pd.DataFrame([p for r in read_attention(path) for p in predict_row(r, table, sram16)])
 
@@ -346,7 +347,7 @@ def residuals(mvm: pd.DataFrame) -> pd.DataFrame:
     prediction without the issue term), ``residual_j`` (measured − that), ``unpriced_warp_instructions``
     (the instructions the issue term priced, at 64 FLOPs of fp32_fma each) and
     ``residual_pj_per_instruction``, the residual per such instruction, in pJ."""
-    ffma_warp_pj = 64 * load_energy_table("h200").flop_cost("fp32_fma")
+    ffma_warp_pj = 64 * load_energy_table(DEFAULT_GPU).flop_cost("fp32_fma")
     c = mvm[mvm.model == "counters + issue"]
     counters = c.pred_total_j - c.pred_issue_j
     unpriced = c.pred_issue_j / (ffma_warp_pj * PJ)

@@ -45,6 +45,7 @@ from measurements.readers import read_rows
 from measurements.schemas import EAGER16_ENERGY, ENERGY_ATTENTION, FIGURE2
 from simlib.energy import MEASUREMENTS, PJ, load_energy_table, read_calibration
 from simlib.physical.l2 import l2_partition_factor
+from simlib.presets import DEFAULT_GPU
 
 from .energy_check import ATTENTION_CSV, read_attention
 
@@ -141,7 +142,7 @@ def rest_of_step_flops(model: dict[str, int] = GPT2_MEDIUM) -> int:
 
 def ncu_priced_step(variant: str, path: Path = FIGURE2_CSV) -> dict[str, float]:
     """Joules of one figure-2 step (dropout 0) priced from its ncu counts and time, per sequence·layer."""
-    table = load_energy_table("h200")
+    table = load_energy_table(DEFAULT_GPU)
     row = next(
         r for r in read_rows(path, FIGURE2) if r["variant"] == variant and float(r["dropout_p"]) == 0.0
     )

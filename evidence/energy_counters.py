@@ -1,8 +1,8 @@
 """Price what Nsight Compute counted in one call: the energy model on measured counts, for any kernel.
 
 simlib's own counts describe the project's kernels; a library call (cuBLAS, cuDNN, torch's fused
-attention) moves operands through shared memory and L2 that no simlib schedule describes. Run
-s3-energy-20261201 profiled one call of every kernel of the NVML energy run under ncu
+attention) moves operands through shared memory and L2 that no simlib schedule describes. The
+energy run's counters profiled one call of every kernel of the NVML energy run under ncu
 (``benchmarks/energy_counters_h200.py``: energy_counters_h200*.csv, one row per call, and
 *_kernels.csv, one per kernel). This module prices those counts with the measured table:
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from simlib.energy import calibrate, load_energy_table, read_calibration
+from simlib.presets import DEFAULT_GPU
 
 from .energy_check import (
     CALIBRATION_CSV,
@@ -26,7 +27,7 @@ from .energy_counters import shared_split
 def report_markdown() -> str:
     """The note's tables (docs/ENERGY.md, between its markers): the calibrated table, every kernel's
     predicted/measured ratio, the claim's numbers and verdict. Regenerate, never edit."""
-    table = load_energy_table("h200")
+    table = load_energy_table(DEFAULT_GPU)
     fig = table.frame()
     lines = ["| figure | H200 measured | min | max | unit |", "|---|---|---|---|---|"]
     lines += [

@@ -54,7 +54,7 @@ import pandas as pd
 from simlib.hardware import load_preset
 from simlib.physical.l2 import dram_reads_of_rereads
 from simlib.physical.occupancy import blocks_per_sm
-from simlib.presets import DATA_DIR
+from simlib.presets import DATA_DIR, DEFAULT_GPU
 from simlib.schedules import fa1_2022, fa2_torch
 from simlib.traffic import Traffic, tensor_bytes
 from simlib.workload import Workload
@@ -193,7 +193,7 @@ def _phase_bytes(traffic: Traffic, kernel: str, workload: Workload) -> int:
     )
 
 
-def fa2_torch_distances(workload: Workload, dropout: bool, gpu: str = "h200") -> dict[str, float]:
+def fa2_torch_distances(workload: Workload, dropout: bool, gpu: str = DEFAULT_GPU) -> dict[str, float]:
     """Reuse distance (bytes) of fa2_torch's shared tiles on `gpu`: the most CTAs shared memory lets
     reside (registers not a limit: an upper bound) × the bytes one CTA reads in one step (forward
     K_j, V_j; backward Q_i, dO_i, L_i, D_i and dQ_acc_i, fp32).

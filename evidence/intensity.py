@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from simlib import Workload, compulsory_bytes, load_preset
+from simlib.presets import DEFAULT_GPU
 
 from .claims import result_on
 
@@ -87,7 +88,7 @@ def intensity_table(gpus=DATACENTER_GPUS, seq_len=4096, head_dim=64, dtype="fp16
 SWEEP_SEQ_LENS = tuple(2**k for k in range(8, 17))  # N = 256 … 64K
 
 
-def intensity_sweep(gpu="h200", seq_lens=SWEEP_SEQ_LENS, head_dim=64, dtype="fp16"):
+def intensity_sweep(gpu=DEFAULT_GPU, seq_lens=SWEEP_SEQ_LENS, head_dim=64, dtype="fp16"):
     """FLOP per HBM byte of each schedule (and the L2-absorbed limit) vs N on one GPU."""
     parts = [intensity_table((gpu,), n, head_dim, dtype).assign(N=n) for n in seq_lens]
     return pd.concat(parts, ignore_index=True)

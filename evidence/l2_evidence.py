@@ -10,7 +10,7 @@ The runs (benchmarks/h200_diagnostics.py, files in data/measurements/):
   bytes that a later wave reads again (the physical model's `kv_reread_bytes`), is the share of
   those re-reads L2 did not serve. The model predicts 0 (every re-read distance ≤ the L2).
 
-Worked number (run 11): N = 16384, d = 128, H = 2: compulsory 50.3 MB, two cut heads re-read
+Worked number (tiled_heads_l2_ncu_h200.csv): N = 16384, d = 128, H = 2: compulsory 50.3 MB, two cut heads re-read
 2 × 16.8 MB, ncu 75.3 MB → (75.3 − 50.3) / 33.6 = 74 % of the re-reads missed.
 """
 

@@ -13,6 +13,7 @@ from measurements.schemas import MODEL_VS_NCU, PROFILE
 from simlib.hardware import DATA_DIR, load_preset
 from simlib.physical import kernels as K
 from simlib.physical.metrics import REGISTERS
+from simlib.presets import DEFAULT_GPU
 from simlib.workload import Workload
 
 #: The measurements the lectures read (data/measurements/current/, one file per kind of run).
@@ -92,7 +93,7 @@ def _params(text):
     return out
 
 
-def compare(profile_csv=PROFILE_CSV, hardware_key="h200"):
+def compare(profile_csv=PROFILE_CSV, hardware_key=DEFAULT_GPU):
     """DataFrame with one row per (kernel, launch, shape, metric) of the profile's ncu rows."""
     import pandas as pd
 

@@ -9,7 +9,7 @@ Nothing here guesses a column name or a unit.
 
 Schemas (long format: one row per kernel, shape and metric):
 
-* `bench_h200.csv` (`python -m gpu_kernels bench`, run 8): schemas.BENCH; wall time = metric
+* `bench_h200.csv` (`python -m gpu_kernels bench` before the one harness): schemas.BENCH; wall time = metric
   `time_ms_median` in ms.
 * `compare_h200.csv`, `compare_h200_fast.csv` (`python -m gpu_kernels compare`): schemas.HARNESS;
   wall time = metric `ms` (the median) in ms.

@@ -28,6 +28,7 @@ import sys
 
 from simlib.cli_values import NoLoneDashValue
 from simlib.moved_commands import forward
+from simlib.presets import DEFAULT_GPU
 
 from .commands import COMMANDS, UsageError
 from .device import NoGPU
@@ -71,7 +72,7 @@ def _int_list(text):
     return values
 
 
-def _add_out(p, default_tag="h200"):
+def _add_out(p, default_tag=DEFAULT_GPU):
     p.add_argument("--out", required=True, help="folder for the files (e.g. $OUT on the device machine)")
     p.add_argument("--tag", default=default_tag, help="file names: <what>_<tag>.csv and its .provenance.json")
     p.add_argument(

@@ -14,6 +14,8 @@ import os
 import sys
 import warnings
 
+from simlib.presets import DEFAULT_GPU
+
 
 class NoGPU(RuntimeError):
     """No CUDA GPU is usable here (one line for the user)."""
@@ -70,4 +72,4 @@ def l2_bytes() -> int:
     except Exception:
         from simlib import load_preset
 
-        return int(load_preset("h200").level("L2").capacity_bytes)
+        return int(load_preset(DEFAULT_GPU).level("L2").capacity_bytes)

@@ -39,7 +39,7 @@ class Schema:
 SHAPE = ("batch", "heads", "seq_len", "head_dim")
 LONG = ("params", "metric", "value", "unit", "note")
 
-#: run 8's bench (`python -m gpu_kernels bench` before the one harness): bench_h200.csv.
+#: the teaching kernels' bench (`python -m gpu_kernels bench` before the one harness): bench_h200.csv.
 BENCH = Schema("the teaching kernels' bench", ("kernel", *SHAPE, *LONG), positive_metrics=("time_ms_median",))
 #: the one harness (`python -m gpu_kernels bench|compare`): compare_h200*.csv and later benches.
 HARNESS = Schema(

@@ -19,6 +19,7 @@ from .counted import Counted
 from .energy import Energy, energy
 from .fa2_tile_rule import arch_of
 from .hardware import Hardware
+from .presets import DEFAULT_GPU
 from .schedule_protocol import DoesNotFit, Mapping, Parameter, ParamValue, Schedule, WorkingSet
 from .schedules import SCHEDULES
 from .tiling import PAPER_RULE
@@ -141,7 +142,7 @@ class Result(Counted):
         """Per (level, op, tensor, phase) elements and bytes, over all B·H heads, as a DataFrame."""
         return self.traffic.frame(self.workload.element_bytes, scale=self.units)
 
-    def energy(self, hardware: Any = "h200", **options: Any) -> Energy:
+    def energy(self, hardware: Any = DEFAULT_GPU, **options: Any) -> Energy:
         """Joules of this result on `hardware` (a preset key): simlib.energy.energy, per level."""
         return energy(self, hardware, **options)
 

@@ -20,7 +20,7 @@ from functools import cache
 from typing import Any
 
 from . import presets
-from .presets import DATA_DIR  # noqa: F401  (where claims, reproduce and the lectures find data/)
+from .presets import DATA_DIR, DEFAULT_GPU  # noqa: F401  (where claims, reproduce and the lectures find data/)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+#: The one default GPU: the card this project measures on (data/measurements/), the preset every
+#: default that needs one uses.
+DEFAULT_GPU = "h200"
 
 
 def keys(folder: str) -> list[str]:

@@ -20,6 +20,7 @@ import numpy as np
 
 from measurements.provenance import csv_text, provenance, write_measurement
 from measurements.schemas import HARNESS
+from simlib.presets import DEFAULT_GPU
 from simlib.workload import Workload
 
 from ..device import l2_bytes
@@ -112,7 +113,7 @@ def run(
     *,
     out_dir,
     prefix="compare",
-    tag="h200",
+    tag=DEFAULT_GPU,
     seq_lens=(1024, 4096, 16384),
     head_dims=(64, 128),
     batch=1,

@@ -20,6 +20,7 @@ import numpy as np
 from measurements.provenance import provenance, write_measurement
 from simlib.kernel_layout import tiled_default_blocks
 from simlib.physical.metrics import DRAM_READ, DURATION, REGISTERS, SHARED_LD, WARPS_ACTIVE
+from simlib.presets import DEFAULT_GPU
 from simlib.workload import Workload
 
 from .tuning import config_dict
@@ -137,7 +138,7 @@ def launch_once(specs, fast_configs=None):
         )
 
 
-def run_ncu(specs, out_dir, tag="h200", fast_configs=None, timeout_s=300, sections_spec=None):
+def run_ncu(specs, out_dir, tag=DEFAULT_GPU, fast_configs=None, timeout_s=300, sections_spec=None):
     """ncu --clock-control none on ``launch_once(specs)``: ``ncu_<tag>.csv`` (FAST_METRICS per launch)
     and ``ncu_<tag>.log`` (commands, stderr, the stall reasons of ``sections_spec``), each with its
     provenance. Returns ncu's exit status."""

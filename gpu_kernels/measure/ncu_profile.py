@@ -31,6 +31,7 @@ from measurements.ncu_csv import parse_ncu_csv
 from measurements.provenance import csv_text, provenance, write_measurement
 from measurements.schemas import PROFILE
 from simlib.physical.metrics import PROFILE_METRICS
+from simlib.presets import DEFAULT_GPU
 
 from ..counting import COUNT_KEYS
 from ..device import l2_bytes
@@ -116,7 +117,7 @@ def _ncu_command(ncu, kernel, shapes, batch, heads, manifest, base_units=True):
 def run_profile(
     *,
     out_dir="data/measurements",
-    tag="h200",
+    tag=DEFAULT_GPU,
     seq_lens=(1024, 4096, 16384),
     head_dims=(64, 128),
     batch=1,

@@ -40,6 +40,7 @@ import time
 import traceback
 
 from measurements.schemas import SIDE_BY_SIDE
+from simlib.presets import DEFAULT_GPU
 
 from ..tensor_core.dtypes import DTYPES, UNIT_ROUNDOFF
 
@@ -104,9 +105,9 @@ def bits_view(t):
 
 def enable_cupy_bfloat16():
     """Import ml_dtypes before anything imports cupy: cupy 14 supports bfloat16 only if ml_dtypes was
-    imported first (on the H200, 2026-12-01: from_dlpack, matmul, exp and max on a bf16 array then ran;
-    run g-tc-leftovers-20261201 imported it after the provenance record had imported cupy, and every
-    bf16 cupy row failed with "data type 'E' not understood")."""
+    imported first (on the H200: from_dlpack, matmul, exp and max on a bf16 array then ran; a run that
+    imported it after the provenance record had imported cupy saw every bf16 cupy row fail with "data
+    type 'E' not understood": tc_side_by_side_h200_causal.csv's notes)."""
     try:
         import ml_dtypes  # noqa: F401
     except ImportError:
@@ -434,7 +435,7 @@ def main(argv=None):
     p.add_argument(
         "--tag",
         type=file_tag,
-        default="h200",
+        default=DEFAULT_GPU,
         help="file name tc_side_by_side_<tag>.csv (h200_causal for a causal run)",
     )
     a = p.parse_args(argv)

@@ -71,13 +71,13 @@ def best_configs(tune_results, configs):
 def sweep_configs():
     """The configurations the tuning run tries (docs/performance.md lists what each one tests).
 
-    Run 1 (2026-11-29) swept micro-tile shapes, the register cap, cp.async and the vector loads;
-    this list is run 2: the best of run 1, loop unrolling, and 8×8 micro-tiles.
+    A first sweep tried micro-tile shapes, the register cap, cp.async and the vector loads; this list
+    is the second (compare_tune_h200.json): the first one's best, loop unrolling, and 8×8 micro-tiles.
     """
 
     return [
-        F(64, 4, 8, ntx=8, nty=32, async_copy=False),  # run 1's best for d = 64
-        F(64, 4, 8, ntx=8, nty=32),  # run 1's default (cp.async)
+        F(64, 4, 8, ntx=8, nty=32, async_copy=False),  # the first sweep's best for d = 64
+        F(64, 4, 8, ntx=8, nty=32),  # the first sweep's default (cp.async)
         F(64, 4, 8, ntx=8, nty=32, async_copy=False, unroll=2),  # two k-steps per loop trip
         F(64, 4, 8, ntx=8, nty=32, unroll=2),
         F(64, 4, 8, ntx=8, nty=32, async_copy=False, unroll=4),
@@ -85,12 +85,12 @@ def sweep_configs():
         F(64, 8, 8, ntx=8, nty=16, async_copy=False),  # 8x8: 1 B of LDS per FFMA, 2 blocks/SM
         F(64, 8, 8, ntx=8, nty=16),
         F(64, 8, 8, ntx=8, nty=16, async_copy=False, unroll=2),
-        F(128, 4, 8, ntx=8, nty=32),  # run 1's best for d = 128
+        F(128, 4, 8, ntx=8, nty=32),  # the first sweep's best for d = 128
         F(128, 4, 8, ntx=8, nty=32, async_copy=False),
         F(128, 4, 8, ntx=8, nty=32, unroll=2),
         F(128, 8, 4, ntx=16, nty=16),
         F(128, 8, 4, ntx=16, nty=16, unroll=2),
-        F(128, 4, 4, ntx=16, nty=32),  # run 1's default
+        F(128, 4, 4, ntx=16, nty=32),  # the first sweep's default
     ]
 
 

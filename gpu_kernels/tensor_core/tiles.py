@@ -31,7 +31,8 @@ def tile_copier(cp_async16, ROWS, COLS, NT, simulator, ragged_cols=False):
     Returns (global bytes read, shared bytes written): what the counting builds add up.
 
     ``ragged_cols=False`` (a compile-time choice: Q, K, V tiles are always d wide) leaves out the
-    per-chunk column arithmetic: run tc_run2 measured fa2_tc 14 % slower with it than without.
+    per-chunk column arithmetic: with it fa2_tc measured 14 % slower than without (the first tensor-core
+    bench, archived tc_bench_h200.csv).
     """
     RAGGED = ragged_cols
     CH = COLS // 8

@@ -40,7 +40,7 @@ def shared_wavefronts(byte_addresses, access_bytes=4, lanes=None, banks=BANKS, w
     a broadcast). 16-byte accesses (LDS.128): served a half-warp at a time (lanes 0–15, then
     16–31), each half as above with every lane covering 4 consecutive words; the halves add up.
     `lanes` are the active lanes' positions in the warp (default 0, 1, 2, …). The half-warp rule
-    is not in NVIDIA's guide; it is what the H200 profile of the tiled kernel (run 3) shows: its
+    is not in NVIDIA's guide; it is what the H200 profile of the tiled kernel's previous build shows (profile_h200.csv, archived): its
     all-lanes-same-address LDS.128 of V cost 1.98 wavefronts with 24 active lanes and 1.47 on
     average over warps of 32 and 16 lanes (docs/ARCHITECTURE.md).
 

@@ -7,7 +7,7 @@ sectors and wavefronts by the primitives of coalescing.py:
 
 * global loads: every tile is copied by cp.async.cg, 16 bytes per thread and instruction, thread t
   taking chunks t, t + NT, ... of the row-major tile (``copy_sectors``). ncu counts cp.async's
-  global reads in l1tex__t_sectors_pipe_lsu_mem_global_op_ld (run tc_run4: equal to the kernel's
+  global reads in l1tex__t_sectors_pipe_lsu_mem_global_op_ld (profile_h200_tc.csv: equal to the kernel's
   own byte counter / 32, exactly);
 * global stores: O leaves the mma accumulators as 2-byte stores, lane 4g + t writing columns
   8j + 2t and 8j + 2t + 1 of rows g and g + 8 (four store instructions per 8-column n-tile, each
@@ -15,10 +15,10 @@ sectors and wavefronts by the primitives of coalescing.py:
 * shared loads: only ldmatrix.x4 (Q once per block, K and V per tile). An x4 is four 8×8 matrices,
   each 8 lanes' 16-byte rows: a matrix costs as many wavefronts as the most-loaded bank has
   distinct words (``ldmatrix_wavefronts``), one when the swizzle spreads its rows over all banks;
-  tc_run4 shows the ldmatrix wavefronts inside l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld
+  profile_h200_tc.csv shows the ldmatrix wavefronts inside l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld
   (the kernel has no other shared load);
 * shared stores: none through the LSU's st path: cp.async writes shared memory itself, and
-  l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st measured 0 for this kernel (tc_run4);
+  l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st measured 0 for this kernel (profile_h200_tc.csv);
 * DRAM: Q, K, V once each (full sectors) when every head's K and V fit in the L2 together, so the
   Tr-fold K/V re-reads of the blocks of one head hit; beyond that the model adds every re-read
   (an upper bound: ``model:dram_regime`` says which); writes: O and L once.
@@ -26,7 +26,7 @@ sectors and wavefronts by the primitives of coalescing.py:
 Worked number (B·H = 4, N = 4096, d = 64, W = 4, Bc = 64): Tr = Tc = 64; global-load sectors
 4·(64·256 + 64·64·2·256) = 8,454,144 (the kernel's 270,532,608 bytes / 32); store sectors
 4·64·4·(8·32 + 2) = 264,192; per warp 4 Q ldmatrix.x4 once and 16 + 16 (K, V) per tile, 4 wavefronts
-each: 4·64·4·(4 + 64·32)·4 = 8,404,992 (tc_run4's ncu: 8,454,144, 264,192 and 8,404,992).
+each: 4·64·4·(4 + 64·32)·4 = 8,404,992 (ncu in profile_h200_tc.csv: 8,454,144, 264,192 and 8,404,992).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ The same rules as fa2_tc_model.py, on gpu_kernels/kernels/naive_tc.py's mappings
   store one fp32 per warp (lane 0: one wavefront each) and every thread reads the W = t/32
   partials, all lanes the same address (a broadcast). ptxas reads them as 16-byte vectors, not as
   the PTX's W scalar ld.shared.f32: ⌊W/4⌋ LDS.128 and the rest as one LDS.64 and/or one LDS.32
-  (SASS of run g-tc-leftovers-20261201: 4 LDS.128 at t = 256, 16 at t = 1024); a broadcast LDS.128
-  costs 2 wavefronts, an LDS.64 or LDS.32 one (ncu in that run: 33,554,432 LDS.128 executed, 67,108,865
+  (its SASS, naive_tc_sass_h200.json: 4 LDS.128 at t = 256, 16 at t = 1024); a broadcast LDS.128
+  costs 2 wavefronts, an LDS.64 or LDS.32 one (ncu, naive_tc_diag_h200.csv: 33,554,432 LDS.128 executed, 67,108,865
   wavefronts at t = 1024; W = 1, 2: one wavefront per load) — ⌈W/2⌉ wavefronts per reduction
   (``broadcast_wavefronts``);
 * pv, grid (N/Bm, B·H): per key chunk of Bk a P tile (Bm × Bk) and a V tile (Bk × d) by cp.async;
