@@ -46,6 +46,7 @@ from measurements.schemas import EAGER16_ENERGY, ENERGY_ATTENTION, FIGURE2
 from simlib.energy import MEASUREMENTS, PJ, load_energy_table, read_calibration
 from simlib.physical.l2 import l2_partition_factor
 from simlib.presets import DEFAULT_GPU
+from simlib.units import TENSOR_CORE_DTYPES
 
 from .energy_check import ATTENTION_CSV, read_attention
 
@@ -60,7 +61,7 @@ STANDARD16 = ("eager", "eager_hf", "attention_ref")
 #: (dtype, standard, FlashAttention, file): the 16-bit pairs of the eager16 run, the fp32 pair of the
 #: energy run ("eager16": EAGER16_CSV, "energy": ATTENTION_CSV).
 PAIRS = (
-    *((dt, std, "torch_flash", "eager16") for dt in ("bf16", "fp16") for std in STANDARD16),
+    *((dt, std, "torch_flash", "eager16") for dt in TENSOR_CORE_DTYPES for std in STANDARD16),
     ("fp32", "torch_math", "torch_efficient", "energy"),
 )
 #: SDPA math on bf16 inputs against flash (the energy run): fp32 inside, shown with that label only.

@@ -29,6 +29,7 @@ import sys
 from simlib.cli_values import NoLoneDashValue
 from simlib.moved_commands import forward
 from simlib.presets import DEFAULT_GPU
+from simlib.units import TENSOR_CORE_DTYPES
 
 from .commands import COMMANDS, UsageError
 from .device import NoGPU
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--kernel", choices=[k.name for k in KERNELS.values() if k.in_run_command], required=True)
     r.add_argument(
         "--dtype",
-        choices=("bf16", "fp16"),
+        choices=TENSOR_CORE_DTYPES,
         default=None,
         help="fa2_tc, naive_tc: the 16-bit input type (default bf16; naive and tiled are fp32)",
     )

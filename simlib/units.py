@@ -12,6 +12,10 @@ import re
 from decimal import Decimal
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
+#: The 16-bit types of the tensor-core kernels (bf16 first: their default).
+TENSOR_CORE_DTYPES = ("bf16", "fp16")
+#: u = 2⁻ᵖ for p significand bits: the largest relative error of one rounding to the dtype.
+UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24}
 STAT_BYTES = 4  # row statistics l, m and the logsumexp L are always fp32
 
 _SIZE_UNITS = {

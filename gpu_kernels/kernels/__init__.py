@@ -26,11 +26,12 @@ from types import ModuleType
 
 from simlib import Workload, count
 from simlib.physical.kernels import KERNEL_LAUNCHES
+from simlib.units import TENSOR_CORE_DTYPES
 
 from ..counting import COUNT_KEYS
 
 FP32 = ("fp32",)
-SIXTEEN_BIT = ("bf16", "fp16")
+SIXTEEN_BIT = TENSOR_CORE_DTYPES
 WARP_OPS = "gpu_kernels.tensor_core.warp_ops"
 #: A schedule parameter whose config field has another name or sense: parameter -> (field, value of it).
 CONFIG_FIELDS = {"q_reload": ("q_in_regs", lambda reload: not reload)}

@@ -11,17 +11,21 @@ by numba itself.
   rounds to the even 0x3F80 = 1.0; 1 + 3·2⁻⁹ rounds up to 0x3F81 = 1.0078125.
 * fp16 = IEEE binary16, numpy's own float16 conversion (round to nearest even as well).
 
-``UNIT_ROUNDOFF`` is u = 2⁻ᵖ for p significand bits (8 for bf16, 11 for fp16): the largest relative
-error of one rounding, used by the tests' tolerances.
+The vocabulary is simlib's, one for the project (``simlib.units``): ``DTYPES`` are its
+``TENSOR_CORE_DTYPES``, and ``UNIT_ROUNDOFF`` (u = 2⁻ᵖ for p significand bits, 8 for bf16, 11 for
+fp16: the largest relative error of one rounding, used by the tolerances) and the bytes per element
+come from there.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-DTYPES = ("bf16", "fp16")
-UNIT_ROUNDOFF = {"bf16": 2.0**-8, "fp16": 2.0**-11}
-ELEMENT_BYTES = 2
+from simlib.units import DTYPE_BYTES
+from simlib.units import TENSOR_CORE_DTYPES as DTYPES
+from simlib.units import UNIT_ROUNDOFF as UNIT_ROUNDOFF
+
+ELEMENT_BYTES = DTYPE_BYTES[DTYPES[0]]
 
 
 def check_dtype(dtype: str) -> str:
