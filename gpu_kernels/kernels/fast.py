@@ -61,6 +61,7 @@ from ..checks import check_qkv
 from ..counting import counts_from, new_counters, simulator_enabled
 from ..flush import flush_counters
 from ..plan import KernelPlan
+from ..tensor_core.warp_ops import async_copies
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -81,64 +82,6 @@ def _st4_py(arr, idx, x0, x1, x2, x3):
     arr[idx + 1] = x1
     arr[idx + 2] = x2
     arr[idx + 3] = x3
-
-
-def _cp_async16_py(sarr, sidx, garr, gidx):
-    """Simulator stand-in for cp.async: the copy happens at once (nothing to wait for)."""
-    for e in range(4):
-        sarr[sidx + e] = garr[gidx + e]
-
-
-def _cp_nop():
-    pass
-
-
-@functools.cache
-def _async_intrinsics():
-    """cp.async (compute capability ≥ 8.0): 16-byte global→shared copies that bypass registers.
-
-    ``cp_async16(smem, i, gmem, g)`` copies gmem[g:g+4] to smem[i:i+4]; ``cp_commit()`` closes a
-    group of copies; ``cp_wait1()`` waits until at most the newest group is still in flight. Inline
-    PTX through llvmlite (numba has no API for these); every asm clobbers memory, so the compiler
-    moves no shared-memory access across it.
-    """
-    from llvmlite import ir
-    from numba.cuda import types
-    from numba.cuda.extending import intrinsic
-
-    @intrinsic
-    def cp_async16(typingctx, sarr, sidx, garr, gidx):
-        def codegen(context, builder, signature, args):
-            sary = context.make_array(signature.args[0])(context, builder, args[0])
-            gary = context.make_array(signature.args[2])(context, builder, args[2])
-            sptr = builder.ptrtoint(builder.gep(sary.data, [args[1]]), ir.IntType(64))
-            gptr = builder.ptrtoint(builder.gep(gary.data, [args[3]]), ir.IntType(64))
-            fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(64), ir.IntType(64)])
-            asm = ir.InlineAsm(
-                fnty,
-                "{ .reg .u64 sa, ga; cvta.to.shared.u64 sa, $0; cvta.to.global.u64 ga, $1; "
-                "cp.async.cg.shared.global [sa], [ga], 16; }",
-                "l,l,~{memory}",
-                side_effect=True,
-            )
-            builder.call(asm, [sptr, gptr])
-            return context.get_dummy_value()
-
-        return types.void(sarr, sidx, garr, gidx), codegen
-
-    def _plain(text):
-        @intrinsic
-        def op(typingctx):
-            def codegen(context, builder, signature, args):
-                fnty = ir.FunctionType(ir.VoidType(), [])
-                builder.call(ir.InlineAsm(fnty, text, "~{memory}", side_effect=True), [])
-                return context.get_dummy_value()
-
-            return types.void(), codegen
-
-        return op
-
-    return cp_async16, _plain("cp.async.commit_group;"), _plain("cp.async.wait_group 1;")
 
 
 @functools.cache
@@ -217,10 +160,9 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
     ONE = np.float32(1.0)
     if SIM:
         ld4, st4 = _ld4_py, _st4_py
-        cp_async16, cp_commit, cp_wait1 = _cp_async16_py, _cp_nop, _cp_nop
     else:
         ld4, st4 = _vector_intrinsics() if cfg.vector_loads else _scalar_device_functions()
-        cp_async16, cp_commit, cp_wait1 = _async_intrinsics()
+    cp_async16, cp_commit, _, cp_wait1 = async_copies(SIM, 4)  # the one cp.async (tensor_core.warp_ops)
 
     def copy_async(sm, off, stride, src, first, n, r0, c4):
         """cp.async my share of rows first..first+BC-1 of src (flat, row length D) to sm[off:];
@@ -230,7 +172,7 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
             row = r0 + RPI * it
             dst = off + row * stride + 4 * c4
             if first + row < n:
-                cp_async16(sm, dst, src, (first + row) * D + 4 * c4)
+                cp_async16(sm, dst, src, (first + row) * D + 4 * c4, 16)
                 got += 4
             else:
                 st4(sm, dst, ZERO, ZERO, ZERO, ZERO)

@@ -25,6 +25,9 @@ of matrix i, or with ``.trans`` the pair (rows 2t, 2t+1, column g).
 
 Arrays are uint16 bit patterns (``dtypes``) indexed by element; an ldmatrix row address or a cp.async
 destination must be a multiple of 8 elements (16 bytes).
+
+cp.async is the project's one implementation for every element size (``async_copies``): the
+tensor-core kernels copy 16-bit tiles with it, the fast fp32 kernel (kernels/fast.py) float tiles.
 """
 
 from __future__ import annotations
@@ -53,6 +56,87 @@ class WarpOps(NamedTuple):
     quad_sum: object  # x -> sum over my quad, as the butterfly (x + x^1) + (x^2 + x^3)
     warp_max: object  # x -> max over the 32 lanes (butterfly over lane masks 16, 8, 4, 2, 1)
     warp_sum: object  # x -> sum over the 32 lanes, the same butterfly
+
+
+class AsyncCopies(NamedTuple):
+    cp_async16: object  # (smem, sidx, gmem, gidx, nbytes): copy nbytes (0..16) of 16, zero-fill the rest
+    cp_commit: object  # () close a group of cp.async copies
+    cp_wait_all: object  # () wait until all of this thread's groups have landed
+    cp_wait1: object  # () wait until at most the newest group is still in flight
+
+
+@functools.cache
+def async_copies(simulator: bool, element_bytes: int = 2) -> AsyncCopies:
+    """cp.async (compute capability ≥ 8.0): 16-byte global→shared copies that bypass registers, for
+    arrays of `element_bytes`-byte elements indexed by element (both indices 16-byte aligned). On the
+    GPU inline PTX whose every asm clobbers memory, so the compiler moves no shared-memory access
+    across it; under the simulator plain Python functions: the copy happens at once (nothing to wait
+    for), elements past `nbytes` are zero.
+
+    Worked number: with 4-byte elements one copy moves 4 of them, with 2-byte elements 8."""
+    if simulator:
+        return _simulated_copies(element_bytes)
+    return _copy_intrinsics()
+
+
+def _simulated_copies(element_bytes: int) -> AsyncCopies:
+    per_copy = 16 // element_bytes
+
+    def cp_async16(smem, sidx, gmem, gidx, nbytes):
+        for e in range(per_copy):
+            smem[sidx + e] = gmem[gidx + e] if element_bytes * e < nbytes else 0
+
+    def nop():
+        pass
+
+    return AsyncCopies(cp_async16, nop, nop, nop)
+
+
+def _copy_intrinsics() -> AsyncCopies:
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    i64 = ir.IntType(64)
+
+    def element_address(context, builder, aryty, ary, idx):
+        data = context.make_array(aryty)(context, builder, ary).data
+        return builder.ptrtoint(builder.gep(data, [idx]), i64)
+
+    @intrinsic
+    def cp_async16(typingctx, smem, sidx, gmem, gidx, nbytes):
+        def codegen(context, builder, signature, args):
+            sa = element_address(context, builder, signature.args[0], args[0], args[1])
+            ga = element_address(context, builder, signature.args[2], args[2], args[3])
+            n = context.cast(builder, args[4], signature.args[4], types.uint32)
+            fnty = ir.FunctionType(ir.VoidType(), [sa.type, ga.type, n.type])
+            text = (
+                "{ .reg .u64 sa, ga; cvta.to.shared.u64 sa, $0; cvta.to.global.u64 ga, $1; "
+                "cp.async.cg.shared.global [sa], [ga], 16, $2; }"
+            )
+            builder.call(ir.InlineAsm(fnty, text, "l,l,r,~{memory}", side_effect=True), [sa, ga, n])
+            return context.get_dummy_value()
+
+        return types.void(smem, sidx, gmem, gidx, nbytes), codegen
+
+    def plain(text):
+        @intrinsic
+        def op(typingctx):
+            def codegen(context, builder, signature, args):
+                fnty = ir.FunctionType(ir.VoidType(), [])
+                builder.call(ir.InlineAsm(fnty, text, "~{memory}", side_effect=True), [])
+                return context.get_dummy_value()
+
+            return types.void(), codegen
+
+        return op
+
+    return AsyncCopies(
+        cp_async16,
+        plain("cp.async.commit_group;"),
+        plain("cp.async.wait_all;"),
+        plain("cp.async.wait_group 1;"),
+    )
 
 
 @functools.cache
@@ -137,13 +221,8 @@ def _simulated(dtype: str) -> WarpOps:
     def ldsm_x4_t(smem, idx):
         return _ldsm(smem, idx, True)
 
-    def cp_async16(smem, sidx, gmem, gidx, nbytes):
-        """The copy happens at once (nothing to wait for); bytes past `nbytes` are zero-filled."""
-        for e in range(8):
-            smem[sidx + e] = gmem[gidx + e] if 2 * e < nbytes else 0
-
-    def nop():
-        pass
+    copies = _simulated_copies(2)
+    cp_async16, nop = copies.cp_async16, copies.cp_commit
 
     def pack2(lo, hi):
         bits = to_bits(np.array([lo, hi], dtype=np.float32), dtype)
@@ -255,35 +334,6 @@ def _intrinsics(dtype: str) -> WarpOps:
         return ldsm
 
     @intrinsic
-    def cp_async16(typingctx, smem, sidx, gmem, gidx, nbytes):
-        def codegen(context, builder, signature, args):
-            sa = element_address(context, builder, signature.args[0], args[0], args[1])
-            ga = element_address(context, builder, signature.args[2], args[2], args[3])
-            n = context.cast(builder, args[4], signature.args[4], types.uint32)
-            asm(
-                builder,
-                ir.VoidType(),
-                [sa, ga, n],
-                "{ .reg .u64 sa, ga; cvta.to.shared.u64 sa, $0; cvta.to.global.u64 ga, $1; "
-                "cp.async.cg.shared.global [sa], [ga], 16, $2; }",
-                "l,l,r,~{memory}",
-            )
-            return context.get_dummy_value()
-
-        return types.void(smem, sidx, gmem, gidx, nbytes), codegen
-
-    def plain(text):
-        @intrinsic
-        def op(typingctx):
-            def codegen(context, builder, signature, args):
-                asm(builder, ir.VoidType(), [], text, "~{memory}")
-                return context.get_dummy_value()
-
-            return types.void(), codegen
-
-        return op
-
-    @intrinsic
     def pack2(typingctx, lo, hi):
         def codegen(context, builder, signature, args):
             lo_, hi_ = (context.cast(builder, v, t, types.float32) for v, t in zip(args, signature.args))
@@ -331,13 +381,14 @@ def _intrinsics(dtype: str) -> WarpOps:
         x = x + cuda.shfl_xor_sync(full, x, m8)
         return quad_sum(x + cuda.shfl_xor_sync(full, x, m4))
 
+    copies = _copy_intrinsics()
     return WarpOps(
         mma,
         ldmatrix(False),
         ldmatrix(True),
-        cp_async16,
-        plain("cp.async.commit_group;"),
-        plain("cp.async.wait_all;"),
+        copies.cp_async16,
+        copies.cp_commit,
+        copies.cp_wait_all,
         pack2,
         to_f32,
         quad_max,
