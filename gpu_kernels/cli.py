@@ -23,12 +23,12 @@ else goes to stdout. Measured files are written with their provenance (measureme
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from simlib.cli_values import NoLoneDashValue
 from simlib.moved_commands import forward
 from simlib.presets import DEFAULT_GPU
+from simlib.safe_write import quiet_stdout
 from simlib.units import TENSOR_CORE_DTYPES
 
 from .commands import COMMANDS, UsageError
@@ -230,14 +230,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _quiet_stdout():
-    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
-
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["import-run"]:
@@ -262,7 +254,7 @@ def main(argv=None) -> int:
         sys.stderr.write(f"error: {e}\n")
         return 2
     except BrokenPipeError:  # output piped into `head`: the reader left; no traceback
-        _quiet_stdout()
+        quiet_stdout()
         return 1
     except KeyboardInterrupt:
         sys.stderr.write("interrupted (files already written are complete, each with its provenance)\n")
@@ -271,7 +263,7 @@ def main(argv=None) -> int:
         sys.stderr.write("error: out of host memory; try a smaller --seq-len, --batch or --heads\n")
         return 1
     except OSError as e:  # a write that failed (disk full, /dev/full, permissions)
-        _quiet_stdout()
+        quiet_stdout()
         where = f" ({e.filename})" if getattr(e, "filename", None) else ""
         sys.stderr.write(f"error: {e.strerror or e}{where}\n")
         return 1

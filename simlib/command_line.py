@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -33,7 +32,7 @@ from .energy_cli import add_energy_command, run_energy_command
 from .hardware import load_preset, preset_keys
 from .kvcache import WEIGHT_BYTES, load_model, max_context, model_keys
 from .moved_commands import MOVED, forward
-from .safe_write import check_destination, write_atomic
+from .safe_write import check_destination, quiet_stdout, write_atomic
 from .schedule_protocol import DoesNotFit, Parameter
 from .units import DTYPE_BYTES, parse_size
 from .workload import MAX_BATCH_HEADS, MAX_HEAD_DIM, MAX_SEQ_LEN, Workload
@@ -398,14 +397,6 @@ COMMANDS = {
 }
 
 
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot fail a second time."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
-
 def run_commands(
     parser: argparse.ArgumentParser,
     commands: Mapping[str, Callable[[argparse.Namespace], None]],
@@ -426,10 +417,10 @@ def run_commands(
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `python -m simlib ... | head`: the reader left; no traceback
-        _quiet_stdout()
+        quiet_stdout()
         return 1
     except OSError as exc:  # a full disk, /dev/full, a file that vanished
-        _quiet_stdout()
+        quiet_stdout()
         print(
             f"error: {exc.strerror or exc}" + (f": {exc.filename!r}" if exc.filename else ""), file=sys.stderr
         )

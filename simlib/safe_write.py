@@ -26,6 +26,7 @@ ValueError: --out: ... is the file that --profile reads; write the output elsewh
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Mapping
 
@@ -59,6 +60,15 @@ def check_destination(path: str, name: str = "csv", inputs: Mapping[str, str | N
     for flag, source in (inputs or {}).items():
         if source and os.path.exists(source) and target_of(source) == target:
             raise ValueError(f"{name}: {path!r} is the file that {flag} reads; write the output elsewhere")
+
+
+def quiet_stdout() -> None:
+    """After stdout failed (a closed pipe, a full disk): point it at /dev/null, so the interpreter's
+    final flush cannot fail a second time (one line on stderr, no traceback, in both CLIs)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def write_atomic(path: str, data: str | bytes) -> None:
