@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
+import warnings
 import zlib
 from dataclasses import dataclass, field
 from html import escape
@@ -37,10 +38,10 @@ ITEM = 4
 PASS, FAIL = "✓", "✗"
 
 
-@dataclass
+@dataclass(repr=False)
 class Grade:
     exercise: Exercise
-    checks: pd.DataFrame  # shape, check, expected, got, passed
+    checks: pd.DataFrame  # shape, group, check, expected, got, passed
     hints: list[str] = field(default_factory=list)
     watched: bool = True  # False on a GPU: no access audit, no race check
 
@@ -61,11 +62,11 @@ class Grade:
         return f"FAIL {self.exercise.name}: {bad} of {n} checks failed on {shapes} shapes{where}"
 
     def summary(self) -> pd.DataFrame:
-        """✓/✗ per check (rows) and shape (columns)."""
-        marks = self.checks.assign(mark=self.checks.passed.map({True: PASS, False: FAIL}))
-        order = list(dict.fromkeys(marks.check))
-        table = marks.pivot_table(index="check", columns="shape", values="mark", aggfunc="first", sort=False)
-        return table.reindex(order).fillna("—")
+        """✓/✗ per group of checks (rows: the output, each launch's bytes, the audit) and shape (columns)."""
+        passed = self.checks.groupby(["group", "shape"], sort=False).passed.all().unstack("shape")
+        order = list(dict.fromkeys(self.checks.group))
+        columns = list(dict.fromkeys(self.checks["shape"]))
+        return passed.reindex(index=order, columns=columns).map({True: PASS, False: FAIL}.get).fillna("—")
 
     def assert_passed(self) -> None:
         assert self.passed, str(self)
@@ -77,6 +78,8 @@ class Grade:
             lines.append(self.failures[cols].head(12).to_string(index=False))
             lines += [f"hint: {h}" for h in self.hints]
         return "\n".join(lines)
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         parts = [f"<p><b>{escape(self.verdict())}</b></p>", self.summary().to_html()]
@@ -153,10 +156,9 @@ def _grade_shape(exercise, parts, shape, index, watch, found):
 
     rows = []
 
-    def add(check, expected, got, passed):
-        rows.append(
-            {"shape": shape.label, "check": check, "expected": expected, "got": got, "passed": bool(passed)}
-        )
+    def add(check, expected, got, passed, group=None):
+        row = {"shape": shape.label, "group": group or check, "check": check}
+        rows.append(row | {"expected": expected, "got": got, "passed": bool(passed)})
 
     seed = zlib.crc32(f"{exercise.name}/{index}".encode())
     q, k, v = random_qkv(shape.batch, shape.heads, shape.seq_len, shape.head_dim, seed=seed)
@@ -182,14 +184,20 @@ def _grade_shape(exercise, parts, shape, index, watch, found):
         prefix = f"{launch}: " if len(expected) > 1 else ""
         for (level, op), key in zip(LEVEL_OPS, COUNT_KEYS):
             got, want = counted[launch][key], by_op[(level, op)]
-            add(f"{prefix}{level} {op} B = simlib", want, got, got == want)
+            add(f"{prefix}{level} {op} B = simlib", want, got, got == want, f"{prefix}bytes = simlib")
             if got != want:
                 found.setdefault("traffic", []).append(
                     (shape, launch, level, op, want, got, tallies.get(launch))
                 )
             if watch:
                 seen = tallies[launch].elements(level, op) * ITEM
-                add(f"{prefix}{level} {op} B = accesses seen", seen, got, got == seen)
+                add(
+                    f"{prefix}{level} {op} B = accesses seen",
+                    seen,
+                    got,
+                    got == seen,
+                    f"{prefix}counters = accesses seen",
+                )
                 if got != seen:
                     found.setdefault("dishonest", []).append((launch, level, op, got, seen, tallies[launch]))
     if watch:
@@ -217,6 +225,8 @@ def _traffic_hint(exercise, shape, launch, level, op, want, got, tally) -> str:
 
 def _hints(exercise: Exercise, found: dict) -> list[str]:
     out = [f"your kernel raised {m}" for m in found.get("errors", [])[:1]]
+    if any("math domain error" in m for m in found.get("errors", [])):
+        out.append(hints.LOG_OF_ZERO)
     wrong = found.get("wrong", set())
     if "nan" in wrong:
         out.append(hints.NAN_OUTPUT)
@@ -249,7 +259,12 @@ def grade(exercise: str, /, **parts) -> Grade:
     watch = simulator_enabled()
     found: dict = {}
     rows = []
-    with _simulator_speed(), audit.watching() if watch else contextlib.nullcontext():
+    with (
+        _simulator_speed(),
+        audit.watching() if watch else contextlib.nullcontext(),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 in a student's kernel: the NaN check reports it
         for index, shape in enumerate(ex.shapes):
             rows += _grade_shape(ex, parts, shape, index, watch, found)
     return Grade(ex, pd.DataFrame(rows), _hints(ex, found), watched=watch)

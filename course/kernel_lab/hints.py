@@ -64,6 +64,10 @@ NAN_OUTPUT = (
     "Some outputs are NaN or inf. Outputs start as NaN, so an element your kernel never writes stays NaN "
     "(a ragged last tile? a row with tid ≥ r?); ℓ = 0 also gives 0/0 = NaN."
 )
+LOG_OF_ZERO = (
+    "On the simulator log(0) raises 'math domain error' (a GPU would give −inf): ℓ was still 0 when the frame "
+    "took L = m + log ℓ, so the inner loop did not return ℓ_new = α·ℓ + Σp̃."
+)
 COUNTERS = (
     "Your counters and what the kernel did differ (the simulator watched every access): count each access where "
     "you make it, and only that: an SRAM read per element you load from a shared array, an HBM read and an SRAM "
