@@ -136,10 +136,11 @@ display(
 # $$T \;\ge\; \sum_k \max\!\left(\frac{F_k}{P},\; \frac{B_k}{W}\right) \;\ge\; \max\!\left(\frac{\sum_k F_k}{P},\; \frac{\sum_k B_k}{W}\right),$$
 #
 # and the right-hand side — one roofline of the summed work, as lecture 5 drew it — is too optimistic
-# whenever some kernels are bound by FLOPs and others by bytes. PyTorch's math backend in bf16, what a
-# practitioner gets without a fused kernel, is a sequence of kernels (its matmuls run as fp32 SGEMMs:
-# FFMA). Nsight Compute counted each kernel's DRAM bytes and FFMAs; the roofs use the measured FFMA and
-# copy ceilings:
+# whenever some kernels are bound by FLOPs and others by bytes. The unfused call that Nsight Compute
+# counted kernel by kernel is PyTorch's math backend in bf16: fp32 inside (upcast), its matmuls fp32
+# SGEMMs on FFMA, so not the 16-bit eager baseline of lecture 6 (`eager16_h200.csv` timed that one but
+# did not profile it per kernel). Each kernel's DRAM bytes and FFMAs as ncu counted them; the roofs use
+# the measured FFMA and copy ceilings:
 
 # %% slideshow={"slide_type": "subslide"}
 SEQ = {"variant": "torch_math", "dtype": "bf16", "batch": 1, "heads": 16, "seq_len": 4096}
@@ -154,7 +155,7 @@ ax.barh(labels, [totals[k] for k in labels], color=["#9ecae1", "#3182bd", "#6363
 for i, k in enumerate(labels):
     ax.text(totals[k], i, f" {totals[k]:.2f} ms", va="center")
 ax.set_xlabel("time of one forward call (ms)")
-ax.set_title("torch math, bf16, B=1 H=16 N=4096 d=64: bounds and measurement")
+ax.set_title(f"{charts.VARIANT_LABELS[SEQ['variant']]}, bf16 inputs, B=1 H=16 N=4096 d=64", fontsize=10)
 ax.invert_yaxis()
 ax.set_xlim(0, max(totals.values()) * 1.25)
 plt.show()
