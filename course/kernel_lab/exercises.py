@@ -79,6 +79,15 @@ def _heads(q):
     return b * h, n, d
 
 
+def _device_inputs(q, k, v, device_array, *stats):
+    """Q, K, V as (B·H, N, d) device arrays, O and each row statistic in `stats` NaN-poisoned."""
+    bh, n, d = _heads(q)
+    arrays = [device_array(name, x.reshape(bh, n, d)) for name, x in zip("QKV", (q, k, v))]
+    arrays.append(device_array("O", np.full((bh, n, d), np.nan, np.float32)))
+    arrays += [device_array(name, np.full((bh, n), np.nan, np.float32)) for name in stats]
+    return arrays
+
+
 def _new_counters():
     from gpu_kernels.counting import new_counters
 
@@ -96,10 +105,9 @@ def run_naive(parts, q, k, v, shape, counting, device_array):
     tile = shape.tiles["matmul_tile"]
     plan = NaivePlan(workload=shape.workload, matmul_tile=tile, softmax_threads=SOFTMAX_ROWS)
     (g_qk, b_qk), _, (g_pv, b_pv) = plan.grids()
-    dq, dk, dv = (device_array(name, x.reshape(bh, n, d)) for name, x in zip("QKV", (q, k, v)))
+    dq, dk, dv, do = _device_inputs(q, k, v, device_array)
     ds = device_array("S", np.full((bh, n, n), np.nan, np.float32))
     dp = device_array("P", np.full((bh, n, n), np.nan, np.float32))
-    do = device_array("O", np.full((bh, n, d), np.nan, np.float32))
     matmul, softmax = parts["matmul_kernel"], parts["softmax_kernel"]
     counters = {name: _new_counters() for name in ("qk", "softmax", "pv")}
     launches = {
@@ -116,10 +124,7 @@ def run_fa1(parts, q, k, v, shape, counting, device_array):
     """FlashAttention-1: one block of Br threads per batch·head; O, ℓ, m in HBM."""
     bh, n, d = _heads(q)
     br, bc = shape.tiles["block_rows"], shape.tiles["block_cols"]
-    dq, dk, dv = (device_array(name, x.reshape(bh, n, d)) for name, x in zip("QKV", (q, k, v)))
-    do = device_array("O", np.full((bh, n, d), np.nan, np.float32))
-    dl = device_array("l", np.full((bh, n), np.nan, np.float32))
-    dm = device_array("m", np.full((bh, n), np.nan, np.float32))
+    dq, dk, dv, do, dl, dm = _device_inputs(q, k, v, device_array, "l", "m")
     counters = {"fa1": _new_counters()}
     kernel = parts["fa1_kernel"]
     launches = {
@@ -140,9 +145,7 @@ def run_fa2(parts, q, k, v, shape, counting, device_array):
 
     bh, n, d = _heads(q)
     br, bc = shape.tiles["block_rows"], shape.tiles["block_cols"]
-    dq, dk, dv = (device_array(name, x.reshape(bh, n, d)) for name, x in zip("QKV", (q, k, v)))
-    do = device_array("O", np.full((bh, n, d), np.nan, np.float32))
-    dl = device_array("L", np.full((bh, n), np.nan, np.float32))
+    dq, dk, dv, do, dl = _device_inputs(q, k, v, device_array, "L")
     counters = {"fa2": _new_counters()}
     if parts.get("kernel") is not None:
         kernel = parts["kernel"](d, br, bc, counting)
