@@ -42,7 +42,9 @@ from functools import cache
 import pandas as pd
 
 from evidence import readers
+from measurements import schemas
 from measurements.manifest import lookup
+from measurements.readers import read_frame, read_rows
 from simlib import load_preset
 from simlib.hardware import DATA_DIR
 from simlib.physical import occupancy as occ
@@ -88,10 +90,8 @@ class Rates:
 def sm_clock_hz() -> float:
     """The SM clock under load in the energy run's calibration (nvidia-smi, every bench but the
     power-limited bf16 matmul): the clock of the ncu runs, which did not lock clocks."""
-    with lookup(CALIBRATION).open(newline="") as f:
-        clocks = {
-            float(r["sm_mhz"]) for r in csv.DictReader(f) if r["bench"] in ("static", "hbm_copy", "fp32_fma")
-        }
+    rows = read_rows(lookup(CALIBRATION), schemas.ENERGY_CALIBRATION)
+    clocks = {float(r["sm_mhz"]) for r in rows if r["bench"] in ("static", "hbm_copy", "fp32_fma")}
     if len(clocks) != 1:
         raise ValueError(f"{CALIBRATION}: expected one SM clock under load, found {sorted(clocks)}")
     return clocks.pop() * 1e6
@@ -154,6 +154,7 @@ def roofs(
 
 
 def _rows(name: str) -> list[dict[str, str]]:
+    """The rows of an energy-counters file (ncu's columns; no schema of its own in measurements)."""
     with lookup(name).open(newline="") as f:
         return list(csv.DictReader(f))
 
@@ -265,7 +266,7 @@ def registers_and_occupancy(kernel: str = "fa2_tc") -> pd.DataFrame:
     """`kernel`'s registers per thread and warps active as ncu measured them (profile_h200_tc.csv), next
     to the blocks per SM and warps the register file allows (simlib.physical.occupancy)."""
     found: dict[tuple, dict] = {}
-    for r in _rows(PROFILE_TC):
+    for r in read_rows(lookup(PROFILE_TC), schemas.PROFILE):
         if r["kernel"] != kernel or r["launch"] == "total":
             continue
         key = (r["launch"], int(r["seq_len"]), int(r["head_dim"]), r["params"])
@@ -295,9 +296,7 @@ def registers_and_occupancy(kernel: str = "fa2_tc") -> pd.DataFrame:
 def achieved(path=None) -> pd.DataFrame:
     """TFLOP/s of fa2_tc, torch flash and cuDNN (fa2_tc_speed.csv, checked rows, the median over N), next
     to the tensor + exp bound of each one's tensor instruction."""
-    raw = readers.read_csv(
-        path if path is not None else lookup(readers.FA2_TC_SPEED), readers.FA2_TC_SPEED_COLUMNS
-    )
+    raw = read_frame(path if path is not None else lookup(readers.FA2_TC_SPEED), schemas.FA2_TC_SPEED)
     raw = raw[(raw["ok"].astype(str) == "True")]
     raw = raw[(raw.kernel != "fa2_tc") | raw.config.astype(str).str.startswith("default")]
     raw = raw.assign(tflops=pd.to_numeric(raw["tflops"]), head_dim=raw["head_dim"].astype(int))
