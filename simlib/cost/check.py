@@ -1,0 +1,211 @@
+"""Predicted against measured: every committed timing and NVML energy of a modelled implementation.
+
+`committed()` reads the measurement files of data/measurements/current/ (the energy run's NVML
+joules and times, the side-by-side CUDA-event medians of the 16-bit kernels, causal included, the
+fp32 benches), maps each row to an implementation and its workload, predicts it, and returns one
+row per measurement: predicted / measured time (target ±20 %) and energy (±15 %), the binding roof,
+and whether the row's time was one the calibration used (``in_fit``). Rows of implementations that
+are measured only (cuDNN, memory-efficient) or of mappings the model does not cover are left out
+and counted in `skipped()`.
+
+``python -m simlib.cost.check [--out FILE.csv]`` writes the table (simlib.safe_write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from ..energy import MEASUREMENTS
+from ..workload import Workload
+from .fit import D128, WALL_FILES
+from .implementations import IMPLEMENTATIONS
+from .predict import predict
+
+TIME_GOAL, ENERGY_GOAL = 0.20, 0.15
+#: The committed files with times (and joules), and how each names its implementations.
+ALIASES = {"naive": "numba_naive", "tiled": "numba_tiled"}
+NAIVE_TC_PARTS = {"naive_tc_scores": "scores", "naive_tc_softmax": "softmax", "naive_tc_pv": "pv"}
+#: The tensor-core kernels' default mapping (configs named otherwise in the side-by-side ran other tiles).
+TC_DEFAULT = {"fa2_tc": "w4_bc64", "naive_tc": "w4_bc64"}
+_skipped: Counter = Counter()
+
+
+def _row(source, impl, w, ms, joules=None, launch=None, note=""):
+    return {
+        "source": source,
+        "implementation": impl,
+        "workload": w,
+        "measured_ms": ms,
+        "measured_j": joules,
+        "launch": launch,
+        "note": note,
+    }
+
+
+def _read(name: str) -> list[dict]:
+    path = MEASUREMENTS / name
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
+    """Every committed measurement of a forward pass, as (source, implementation, workload, ms, J)."""
+    out = []
+    for r in _read("energy_attention_h200.csv"):
+        if r["status"] != "ok" or r["pass"] != "fwd":
+            continue
+        v = r["variant"]
+        impl = "naive_tc" if v in NAIVE_TC_PARTS else v
+        w = Workload(
+            int(r["seq_len"]),
+            int(r["head_dim"]),
+            batch=int(r["batch"]),
+            heads=int(r["heads"]),
+            dtype=r["dtype"],
+        )
+        out.append(
+            _row(
+                "energy_attention_h200.csv",
+                impl,
+                w,
+                float(r["ms_per_call"]),
+                float(r["joules_per_call"]),
+                NAIVE_TC_PARTS.get(v),
+            )
+        )
+    for name in ("tc_side_by_side_h200.csv", "tc_side_by_side_h200_causal.csv", "tc_bench_h200.csv"):
+        for r in _read(name):
+            v, config = r["kernel"], (r.get("config") or "").split(" ")[0]
+            if not r.get("median_ms") or r.get("ok", "True") != "True":
+                continue
+            if v in TC_DEFAULT and config != TC_DEFAULT[v]:
+                _skipped[f"{v} {config} (not the default tiles)"] += 1
+                continue
+            w = Workload(
+                int(r["seq_len"]),
+                int(r["head_dim"]),
+                batch=int(r["batch"]),
+                heads=int(r["heads"]),
+                dtype=r["dtype"],
+                causal=r["causal"] == "True",
+            )
+            out.append(_row(name, v, w, float(r["median_ms"])))
+    for name in ("bench_h200.csv", "compare_h200.csv", "compare_h200_fast.csv"):
+        for r in _read(name):
+            if r["metric"] not in ("ms", "time_ms_median"):
+                continue
+            v = r.get("variant") or r.get("kernel")
+            v = ALIASES.get(v, v)
+            w = Workload(
+                int(r["seq_len"]),
+                int(r["head_dim"]),
+                batch=int(r["batch"]),
+                heads=int(r["heads"]),
+                dtype="fp32",
+            )
+            out.append(_row(name, v, w, float(r["value"])))
+    if files is not None:
+        out = [r for r in out if r["source"] in files]
+    return out
+
+
+def _in_fit(source: str, klass: str, w: Workload) -> bool:
+    """Whether the calibration used this row's time (the d = 128 single-launch classes' wall rows)."""
+    return source in WALL_FILES and klass in D128 and not w.causal
+
+
+def compare(rows: list[dict]) -> pd.DataFrame:
+    out = []
+    for r in rows:
+        impl, w = r["implementation"], r["workload"]
+        spec = IMPLEMENTATIONS.get(impl)
+        if spec is None or not spec.modelled:
+            _skipped[
+                f"{impl} (measured only)" if spec else f"{impl} (not an implementation of the model)"
+            ] += 1
+            continue
+        if w.dtype not in spec.dtypes:
+            _skipped[f"{impl} {w.dtype} (dtype not modelled)"] += 1
+            continue
+        try:
+            p = predict(impl, w)
+        except ValueError as e:
+            _skipped[f"{impl}: {str(e).split(':')[0]}"] += 1
+            continue
+        costs = p.launches
+        if r["launch"]:
+            costs = tuple(c for c in costs if c.launch.name == r["launch"])
+        t = sum(c.time_s for c in costs)
+        e = sum(c.energy_j for c in costs)
+        top = max(costs, key=lambda c: c.time_s)
+        label = impl + (f".{r['launch']}" if r["launch"] else "")
+        out.append(
+            {
+                "source": r["source"],
+                "implementation": label,
+                "dtype": w.dtype,
+                "batch": w.batch,
+                "heads": w.heads,
+                "seq_len": w.seq_len,
+                "head_dim": w.head_dim,
+                "causal": w.causal,
+                "measured_ms": r["measured_ms"],
+                "predicted_ms": t * 1e3,
+                "ratio_time": t * 1e3 / r["measured_ms"],
+                "measured_j": r["measured_j"],
+                "predicted_j": e if r["measured_j"] is not None else None,
+                "ratio_energy": e / r["measured_j"] if r["measured_j"] else None,
+                "bound": top.bound if len(costs) == 1 else f"{top.bound} ({top.launch.name})",
+                "in_fit": any(_in_fit(r["source"], c.launch.klass, w) for c in costs),
+            }
+        )
+    df = pd.DataFrame(out)
+    if len(df):
+        df["time_ok"] = (df.ratio_time - 1).abs() <= TIME_GOAL
+        df["energy_ok"] = df.ratio_energy.map(
+            lambda x: None if x is None or pd.isna(x) else abs(x - 1) <= ENERGY_GOAL
+        )
+    return df
+
+
+def committed() -> pd.DataFrame:
+    _skipped.clear()
+    return compare(measured_rows())
+
+
+def skipped() -> dict[str, int]:
+    return dict(_skipped)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m simlib.cost.check", description=__doc__.splitlines()[0])
+    p.add_argument("--out", help="write the table to this CSV")
+    args = p.parse_args(argv)
+    df = committed()
+    if args.out:
+        from ..safe_write import write_text
+
+        write_text(Path(args.out), df.to_csv(index=False))
+    summary = df.groupby("implementation").agg(
+        rows=("ratio_time", "size"),
+        time_min=("ratio_time", "min"),
+        time_max=("ratio_time", "max"),
+        time_ok=("time_ok", "mean"),
+        energy_min=("ratio_energy", "min"),
+        energy_max=("ratio_energy", "max"),
+    )
+    print(summary.to_string(float_format=lambda x: f"{x:.2f}"))
+    print("skipped:", skipped())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
