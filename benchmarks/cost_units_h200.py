@@ -538,6 +538,7 @@ def main(argv=None):
     from gpu_kernels.measure.provenance import check_output_dir, csv_text, provenance, write_measurement
 
     check_output_dir(args.out)
+    os.makedirs(args.out, exist_ok=True)
     silence_performance_warning()
     counter = energy.NvmlCounter(0)
     sms = int(cuda.get_current_device().MULTIPROCESSOR_COUNT)

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..energy import MEASUREMENTS
 from ..workload import Workload
-from .fit import D128, WALL_FILES
+from .fit import BLOCK_CLASSES, D128, NAIVE_TC_D128, WALL_FILES
 from .implementations import IMPLEMENTATIONS
 from .predict import predict
 
@@ -81,6 +81,19 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
                 NAIVE_TC_PARTS.get(v),
             )
         )
+    for r in _read("eager_bf16_h200.csv"):
+        if r["status"] != "ok":
+            continue
+        impl, _, launch = r["variant"].partition(":")
+        w = Workload(
+            int(r["seq_len"]),
+            int(r["head_dim"]),
+            batch=int(r["batch"]),
+            heads=int(r["heads"]),
+            dtype=r["dtype"],
+        )
+        joules = float(r["joules_per_call"]) if r.get("joules_per_call") else None
+        out.append(_row("eager_bf16_h200.csv", impl, w, float(r["ms_per_call"]), joules, launch or None))
     for name in ("tc_side_by_side_h200.csv", "tc_side_by_side_h200_causal.csv", "tc_bench_h200.csv"):
         for r in _read(name):
             v, config = r["kernel"], (r.get("config") or "").split(" ")[0]
@@ -119,7 +132,13 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
 
 def _in_fit(source: str, klass: str, w: Workload) -> bool:
     """Whether the calibration used this row's time (the d = 128 single-launch classes' wall rows)."""
-    return source in WALL_FILES and klass in D128 and not w.causal
+    if source == "eager_bf16_h200.csv":
+        return True
+    if w.causal:
+        return False
+    return (source in WALL_FILES and klass in D128) or (
+        source == "tc_side_by_side_h200.csv" and (klass in BLOCK_CLASSES or klass in NAIVE_TC_D128)
+    )
 
 
 def compare(rows: list[dict]) -> pd.DataFrame:

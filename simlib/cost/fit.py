@@ -12,7 +12,8 @@
 2. **eta**, the fraction of its binding roof each class reached: the geometric mean over its
    committed timings of (predicted roof time × q) / (measured time − launch overhead), where the
    measured time is Nsight Compute's duration of that kernel (the energy run's profile; the fp16
-   eager GEMMs and softmax of the Figure 2 run), or for a single-launch kernel whose mapping at
+   eager GEMMs and softmax of the Figure 2 run), the CUDA-event median of each launch of the eager
+   bf16 attention timed alone (eager_bf16_h200.csv), or for a single-launch kernel whose mapping at
    d = 128 nobody profiled, its CUDA-event median at d = 128 (bench_h200.csv, compare_h200.csv,
    tc_side_by_side_h200.csv; non-causal rows only). FlashAttention-type classes fit eta together
    with t_block, a time per generation of resident blocks, on Nsight Compute's durations and the
@@ -47,6 +48,8 @@ NCU_FILES = (
     "energy_counters_h200_16k_torch_kernels.csv",
 )
 FIGURE2_FILE = "figure2_h200_kernels.csv"
+#: The eager bf16 attention of the unit-calibration run: each launch timed alone (cost-units-20261202).
+EAGER_FILE = "eager_bf16_h200.csv"
 WALL_FILES = ("bench_h200.csv", "compare_h200.csv", "tc_side_by_side_h200.csv")
 INST = "smsp__inst_executed.sum"
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
@@ -66,6 +69,7 @@ ALL_D = ("numba_naive.qk", "numba_naive.pv", "sgemm.qk", "sgemm.qk_cupy", "sgemm
 #: Classes at d = 128 that no Nsight Compute run profiled: instructions from the d = 64 class of the
 #: same kernel source, eta from CUDA-event medians (file, implementation) at d = 128.
 D128 = {
+    "fa2_tc.d128.w4bc64": ("fa2_tc.d64.w4bc64", "fa2_tc"),
     "numba_tiled.br24bc24": ("numba_tiled.br48bc48", "numba_tiled"),
     "numba_fast.d128": ("numba_fast.d64", "numba_fast"),
     "torch_flash.d128.br128bc64": ("torch_flash.d64.br128bc128", "torch_flash"),
@@ -251,6 +255,13 @@ def fit_instructions(obs: list[dict]) -> dict[str, dict[str, float]]:
             / o["launch"].detail["basis"]["el"]
             for o in spilled
         )
+    if (
+        "torch_softmax.block" in classes
+    ):  # the eager softmax to fp32 (no profile): the block softmax's instructions
+        classes["torch_softmax_to_fp32"] = {
+            **{k: v for k, v in classes["torch_softmax.block"].items() if k in ("el", "ffma_el")},
+            "from": "torch_softmax.block",
+        }
     for klass, (source, _) in D128.items():
         if source in classes:
             for suffix in ("", ":wavefronts", ":shared_inst"):
@@ -287,6 +298,69 @@ def _figure2_observations(cal: Calibration) -> list[tuple[object, float]]:
             )
         )
     return rows
+
+
+def _eager_observations(cal: Calibration) -> list[tuple[object, float]]:
+    """(launch, CUDA-event median seconds) of each launch of the eager bf16 attention, timed alone."""
+    path = MEASUREMENTS / EAGER_FILE
+    if not path.is_file():
+        return []
+    rows = []
+    with path.open(newline="") as f:
+        for r in csv.DictReader(f):
+            impl, _, name = r["variant"].partition(":")
+            if not name or r["status"] != "ok":
+                continue
+            w = Workload(
+                int(r["seq_len"]),
+                int(r["head_dim"]),
+                batch=int(r["batch"]),
+                heads=int(r["heads"]),
+                dtype=r["dtype"],
+            )
+            launch = next(x for x in IMPLEMENTATIONS["eager_bf16"].build(w, cal) if x.name == name)
+            rows.append((launch, float(r["ms_per_call"]) / 1e3))
+    return rows
+
+
+def fit_eager_softmax(classes: dict[str, dict[str, float]]) -> None:
+    """Instructions of the eager softmax to fp32 (no profile of it exists): from the eager chain's NVML
+    joules, less the static power over its measured time and the other launches' predicted dynamic
+    energy, less the softmax's own DRAM and MUFU energy, at the other-instruction price; per 32
+    scores, the mean over the three shapes."""
+    from .model import energy_terms
+
+    path = MEASUREMENTS / EAGER_FILE
+    if not path.is_file():
+        return
+    hw = load_cost_hardware("h200")
+    cal = Calibration(classes)
+    values = []
+    with path.open(newline="") as f:
+        for r in csv.DictReader(f):
+            if r["variant"] != "eager_bf16" or r["status"] != "ok":
+                continue
+            w = Workload(
+                int(r["seq_len"]),
+                int(r["head_dim"]),
+                batch=int(r["batch"]),
+                heads=int(r["heads"]),
+                dtype=r["dtype"],
+            )
+            launches = IMPLEMENTATIONS["eager_bf16"].build(w, cal)
+            seconds = float(r["ms_per_call"]) / 1e3
+            rest = float(r["joules_per_call"]) - hw.static_w * seconds
+            for x in launches:
+                terms = energy_terms(x, hw, 0.0)
+                if x.name == "softmax":
+                    rest -= sum(v for k, v in terms.items() if k != "other_instructions")
+                    basis = x.detail["basis"]["el"]
+                else:
+                    rest -= sum(terms.values())
+            values.append(rest / (hw.price["other_instruction"] * 1e-12) / basis)
+    entry = classes["torch_softmax_to_fp32"]
+    entry.update(el=statistics.fmean(values), el_from="eager_bf16_h200.csv NVML joules (no profile)")
+    entry.pop("from", None)
 
 
 def _wall_rows(klass: str, variant: str) -> list[tuple[Workload, float]]:
@@ -340,6 +414,8 @@ def fit_eta(obs: list[dict], classes: dict[str, dict[str, float]]) -> None:
         add(launch, o["ncu"][DURATION] * 1e-9)
     for launch, seconds in _figure2_observations(cal):
         add(launch, seconds)
+    for launch, seconds in _eager_observations(cal):
+        add(launch, seconds)
     for klass, (_, variant) in D128.items():
         for w, seconds in _wall_rows(klass, variant):
             if w.dtype not in IMPLEMENTATIONS[variant].dtypes:
@@ -360,7 +436,8 @@ def fit_eta(obs: list[dict], classes: dict[str, dict[str, float]]) -> None:
 #: FlashAttention-type classes whose eta and t_block are fitted together, on Nsight Compute's
 #: durations and the side-by-side's non-causal medians (default tiles).
 BLOCK_CLASSES = {
-    "fa2_tc.w4bc64": "fa2_tc",
+    "fa2_tc.d64.w4bc64": "fa2_tc",
+    "fa2_tc.d128.w4bc64": "fa2_tc",
     "torch_flash.d64.br128bc128": "torch_flash",
     "torch_flash.d128.br128bc64": "torch_flash",
 }
@@ -422,6 +499,36 @@ def fit_block_latency(obs: list[dict], classes: dict[str, dict[str, float]]) -> 
         entry.pop("eta_spread", None)
 
 
+NAIVE_TC_D128 = ("naive_tc.scores.d128.w4bc64", "naive_tc.pv.d128.w4bc64")
+
+
+def fit_naive_tc_d128(classes: dict[str, dict[str, float]]) -> None:
+    """naive_tc's two matmul launches at d = 128 (no profile): the d = 64 classes' instructions and
+    eta times one factor, the geometric mean over the side-by-side's non-causal d = 128 medians of
+    (predicted scores + pv) / (measured − predicted softmax)."""
+    hw = load_cost_hardware("h200")
+    for klass in NAIVE_TC_D128:
+        source = klass.replace(".d128.", ".d64.")
+        classes[klass] = {
+            **{k: v for k, v in classes[source].items() if k not in ("n_ncu", "n_time", "eta_spread")},
+            "from": source,
+        }
+    cal = Calibration(classes)
+    ratios = []
+    for w, seconds in _side_by_side("naive_tc", causal=False):
+        if w.head_dim != 128:
+            continue
+        costs = {
+            c.launch.name: c
+            for c in (launch_cost(x, hw, cal) for x in IMPLEMENTATIONS["naive_tc"].build(w, cal))
+        }
+        rest = seconds - costs["softmax"].time_s
+        ratios.append((costs["scores"].time_s + costs["pv"].time_s) / rest)
+    factor = math.exp(statistics.fmean(math.log(r) for r in ratios))
+    for klass in NAIVE_TC_D128:
+        classes[klass].update(eta=classes[klass]["eta"] * factor, n_time=len(ratios))
+
+
 def fit_causal_softmax(classes: dict[str, dict[str, float]]) -> None:
     """eta of naive_tc's causal softmax build: the causal side-by-side's medians less the predicted
     scores and pv launches (geometric mean over the rows); its instructions are the unmasked build's."""
@@ -474,8 +581,10 @@ def inputs() -> list[dict[str, str]]:
 def fit() -> dict:
     obs = observations()
     classes = fit_instructions(obs)
+    fit_eager_softmax(classes)
     fit_eta(obs, classes)
     fit_block_latency(obs, classes)
+    fit_naive_tc_d128(classes)
     fit_causal_softmax(classes)
 
     def sig(x):

@@ -109,8 +109,9 @@ def derive_units(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     ffma_pj = statistics.fmean(p for _, p, *_ in raw["fp32_fma"]) if "fp32_fma" in raw else None
     int_pj = statistics.fmean(p for _, p, *_ in raw["int_alu"]) if "int_alu" in raw else None
     for bench, values in raw.items():
-        pjs = []
+        pjs, raws = [], []
         for _, pj, fp32, ints in values:
+            raws.append(pj)
             if fp32 and ffma_pj is not None:
                 pj -= fp32 * ffma_pj
             if ints and int_pj is not None:
@@ -119,6 +120,7 @@ def derive_units(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
         out[bench] = {
             "rate": statistics.fmean(v[0] for v in values),
             "pj": statistics.fmean(pjs),
+            "pj_raw": statistics.fmean(raws),
             "min": min(pjs),
             "max": max(pjs),
             "n": len(values),
@@ -184,7 +186,7 @@ def _load(key: str) -> CostHardware:
             rate[name] = _json_path(raw, s["key"]) * s["scale"]
             sources[name], measured[name] = f"measured: {where} ({s['key']}): {s['what']}", True
         elif s.get("file") == UNITS_CSV and s["bench"] in units:
-            rate[name] = units[s["bench"]]["rate"]
+            rate[name] = units[s["bench"]]["rate"] * s.get("scale", 1)
             sources[name], measured[name] = f"measured: {where} ({s['bench']}): {s['what']}", True
         elif s.get("file") != UNITS_CSV:
             rate[name] = bench_rate(s["bench"], s["file"])
@@ -218,7 +220,7 @@ def _load(key: str) -> CostHardware:
         elif name == "shared_byte":
             price[name], sources[name], measured[name] = per_byte, s["derived"], True
         elif s["bench"] in units:
-            price[name] = units[s["bench"]]["pj"]
+            price[name] = units[s["bench"]]["pj_raw" if s.get("raw") else "pj"]
             sources[name] = f"measured: data/measurements/current/{UNITS_CSV} ({s['bench']}): {s['what']}"
             measured[name] = True
         elif s.get("lead") == "ffma_warp":

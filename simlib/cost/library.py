@@ -151,7 +151,7 @@ def eager_16bit(w: Workload, cal: Calibration) -> list[Launch]:
     if w.causal:  # attn_weights + causal_mask: a (1, 1, N_q, N_k) 16-bit mask, broadcast (L2-resident)
         out.append(_elementwise("mask", "torch_ew", 2 * el + 2.0 * nq * nk, 2 * el, el, cal))
     out += [
-        _elementwise("softmax", _softmax_class(nk), 2 * el, 4 * el, el, cal, mufu=el),
+        _elementwise("softmax", "torch_softmax_to_fp32", 2 * el, 4 * el, el, cal, mufu=el),
         _elementwise("cast", "torch_ew", 4 * el, 2 * el, el, cal),
         _gemm(
             "pv_gemm", "cublas16.pv", "gemm16", flops, 2 * el + 2.0 * (kvh * nk * d + bh * nq * d), d, el, cal

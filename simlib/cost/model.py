@@ -28,15 +28,15 @@ Energy: every count × its price (`CostHardware.price`), plus the static power �
 
 (a GEMM's L2, shared-memory and instruction energy is inside its whole-GEMM figure).
 
-Worked number: a launch that only streams 4.2 GB through DRAM at 4.2 TB/s (η = 1, one wave) takes
-1 ms + t_launch, and costs 4.2e9 × 119.5 pJ + 141.2 W × 1.003 ms:
+Worked number: a launch that only streams 4.2 GB through DRAM at 4.2 TB/s (η = 1, no grid) takes
+1 ms + t_launch (3 µs), and costs 4.2e9 × 119.5 pJ = 0.502 J plus 141.2 W × 1.003 ms = 0.142 J:
 
 >>> from simlib.cost.calibration import Calibration
 >>> from simlib.cost.hardware import load_cost_hardware
 >>> from simlib.cost.work import Launch, Work
 >>> c = launch_cost(Launch("copy", "x", Work(dram_bytes=4.2e9)), load_cost_hardware("h200"), Calibration({}))
 >>> c.bound, round(c.time_s * 1e3, 3), round(c.energy_j, 3)
-('dram', 1.003, 0.643)
+('dram', 1.003, 0.644)
 """
 
 from __future__ import annotations

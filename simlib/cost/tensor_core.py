@@ -9,17 +9,19 @@ K/V fit in L2 or every re-read misses", is an upper bound). naive_tc computes S 
 causal mask (the softmax masks inside the row), so its work is the unmasked one.
 
 Worked number (fa2_tc, N = 4096, d = 64, B·H = 32): the two products are 4·N²·d·BH =
-137,438,953,472 tensor-core FLOPs and each score takes one exp2:
+137,438,953,472 tensor-core FLOPs; each score takes one exp2 and each row one rescale per K/V tile
+(Tc = 64): N²·BH + N·Tc·BH = 536,870,912 + 8,388,608 exp2:
 
 >>> from simlib import Workload
 >>> from simlib.cost.calibration import Calibration
 >>> (l,) = fa2_tc(Workload(4096, 64, batch=2, heads=16, dtype="bf16"), Calibration({}))
 >>> int(l.work.tensor_flops), int(l.work.mufu), l.blocks
-(137438953472, 536870912, 2048)
+(137438953472, 545259520, 2048)
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ..hardware import load_preset
@@ -84,7 +86,7 @@ def fa2_tc(
     if w.causal:  # the re-reads a causal block skips
         kv = bh * kv_head + (kv - bh * kv_head) * seen / (nq * nk)
         dram = bh * nq * d * ELEMENT + kv + bh * nq * (d * ELEMENT + 4)
-    klass = f"fa2_tc.w{warps}bc{bc}"
+    klass = f"fa2_tc.d{d}.w{warps}bc{bc}"
     b = basis(el, d)
     flops = 4.0 * d * el
     work = Work(
@@ -124,11 +126,13 @@ def naive_tc(
     bh, nq, nk, d = w.batch_heads, w.nq, w.nk, w.head_dim
     bm, bn = 16 * warps, block_cols
     t = softmax_threads or softmax_threads_for(nk)
-    pw = _padded(w, max(bm, bn, t))
     el = bh * nq * nk
-    scale = el / (pw.batch_heads * pw.nq * pw.nk)
     out = []
     for name in ("scores", "softmax", "pv"):
+        # the physical model wants N a multiple of the tiles and of the softmax threads: each launch at N
+        # rounded up to that (the matmuls' ragged tiles are computed whole), scaled back to N_q·N_k scores
+        pw = _padded(w, math.lcm(bm, bn, t))
+        scale = el / (pw.batch_heads * pw.nq * pw.nk)
         tally, dram_r, dram_w, _ = naive_tc_launch(name, pw, warps, bn, t)
         u = _units(tally)
         regs = NAIVE_TC_REGISTERS[name].get(d, 255)
@@ -139,7 +143,7 @@ def naive_tc(
             flops, mufu = 0.0, float(el)
             shared_inst = float(tally.instructions["shared_ld"] + tally.instructions["shared_st"])
         else:
-            klass = f"naive_tc.{name}.w{warps}bc{bn}"
+            klass = f"naive_tc.{name}.d{d}.w{warps}bc{bn}"
             b = basis(el, d)
             flops = 2.0 * d * el
             mufu = 0.0
