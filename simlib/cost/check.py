@@ -17,7 +17,6 @@ import argparse
 import csv
 import sys
 from collections import Counter
-from pathlib import Path
 
 import pandas as pd
 
@@ -204,15 +203,97 @@ def skipped() -> dict[str, int]:
     return dict(_skipped)
 
 
+#: What benchmarks/cost_validate_h200.py measures at each post-freeze shape: (implementation, dtype).
+VALIDATED = (
+    ("naive_tc", "bf16"),
+    ("fa2_tc", "bf16"),
+    ("torch_flash", "bf16"),
+    ("torch_math", "bf16"),
+    ("eager_bf16", "bf16"),
+    ("numba_naive", "fp32"),
+    ("numba_tiled", "fp32"),
+    ("numba_fast", "fp32"),
+    ("torch_math", "fp32"),
+    ("cupy_naive", "fp32"),
+)
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int, int, bool]]:
+    """'B,H,N,d,causal;...' (causal 0 or 1) as tuples; ValueError naming --predict otherwise."""
+    out = []
+    for part in text.split(";"):
+        try:
+            b, h, n, d, c = (int(x) for x in part.split(","))
+        except ValueError:
+            raise ValueError(f"--predict: expected B,H,N,d,causal;... with integers, got {part!r}") from None
+        if c not in (0, 1):
+            raise ValueError(f"--predict: causal must be 0 or 1, got {c}")
+        out.append((b, h, n, d, bool(c)))
+    return out
+
+
+def predict_shapes(shapes: list[tuple[int, int, int, int, bool]], frozen_commit: str) -> pd.DataFrame:
+    """The model's predictions at the post-freeze shapes, one row per (shape, implementation, dtype)."""
+    rows = []
+    for b, h, n, d, causal in shapes:
+        for impl, dtype in VALIDATED:
+            spec = IMPLEMENTATIONS[impl]
+            if causal and not spec.causal:
+                continue
+            p = predict(impl, Workload(n, d, batch=b, heads=h, dtype=dtype, causal=causal))
+            rows.append(
+                {
+                    "frozen_commit": frozen_commit,
+                    "implementation": impl,
+                    "dtype": dtype,
+                    "batch": b,
+                    "heads": h,
+                    "seq_len": n,
+                    "head_dim": d,
+                    "causal": causal,
+                    "predicted_ms": p.time_s * 1e3,
+                    "predicted_j": p.energy_j,
+                    "bound": p.bound,
+                    **{f"predicted_{k}_j": v for k, v in p.energy_terms.items()},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m simlib.cost.check", description=__doc__.splitlines()[0])
     p.add_argument("--out", help="write the table to this CSV")
+    p.add_argument("--predict", help="instead: predict these shapes, 'B,H,N,d,causal;...' (post-freeze)")
+    p.add_argument("--frozen-commit", default="", help="with --predict: the commit of the frozen model")
     args = p.parse_args(argv)
+    if args.predict:
+        df = predict_shapes(parse_shapes(args.predict), args.frozen_commit)
+        if args.out:
+            from ..safe_write import write_atomic
+
+            write_atomic(args.out, df.to_csv(index=False, float_format="%.6g"))
+        print(
+            df[
+                [
+                    "implementation",
+                    "dtype",
+                    "batch",
+                    "heads",
+                    "seq_len",
+                    "head_dim",
+                    "causal",
+                    "predicted_ms",
+                    "predicted_j",
+                    "bound",
+                ]
+            ].to_string()
+        )
+        return 0
     df = committed()
     if args.out:
-        from ..safe_write import write_text
+        from ..safe_write import write_atomic
 
-        write_text(Path(args.out), df.to_csv(index=False))
+        write_atomic(args.out, df.to_csv(index=False))
     summary = df.groupby("implementation").agg(
         rows=("ratio_time", "size"),
         time_min=("ratio_time", "min"),
