@@ -1,4 +1,4 @@
-"""Command line: `python -m simlib count|sweep|kvcache|figure2 ...`.
+"""Command line: `python -m simlib count|sweep|kvcache|figure2|energy|predict ...`.
 
 The schedule flags (--block-rows, --matmul-tile, --splits, --dropout/--no-dropout, --threads, ...)
 are made from the schedules' own `Parameter`s (simlib/schedules/), so a new schedule's parameters
@@ -30,6 +30,7 @@ from .bounds import compulsory_bytes, saha_ye_bytes
 from .cli_values import NoLoneDashValue, int_type, key_type, pair_type, size_type
 from .counts import ALGORITHMS, Result, all_parameters, count, schedule_of
 from .decode_time import split_k_time
+from .cost.cli import add_predict_command, run_predict_command
 from .energy_cli import add_energy_command, run_energy_command
 from .hardware import Hardware, load_preset, preset_keys
 from .kvcache import WEIGHT_BYTES, load_model, max_context, model_keys
@@ -154,6 +155,7 @@ def build_parser() -> Parser:
     p_claims = sub.add_parser("claims", help="every claim of the posts: model, paper, H200, verdict")
     p_claims.add_argument("--json", action="store_true", help="every field of every claim as JSON")
     add_energy_command(sub, _add_common)
+    add_predict_command(sub)
     return parser
 
 
@@ -497,6 +499,7 @@ COMMANDS = {
     "figure2": run_figure2,
     "claims": run_claims,
     "energy": run_energy_command,
+    "predict": run_predict_command,
 }
 
 

@@ -78,7 +78,8 @@ def working_set(workload: Workload, mapping: TcMapping) -> WorkingSet:
             ("S/P (fp32)", "registers", br * bc * 4),
             ("O_i (fp32)", "registers", br * d * 4),
             ("Q_i fragments", "registers", br * d * eb),
-        )
+        ),
+        threads=2 * br,  # one warp of 32 threads per 16 query rows
     )
 
 
