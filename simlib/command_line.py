@@ -28,9 +28,9 @@ import pandas as pd
 
 from .bounds import compulsory_bytes, saha_ye_bytes
 from .cli_values import NoLoneDashValue, int_type, key_type, pair_type, size_type
+from .cost.cli import add_predict_command, run_predict_command
 from .counts import ALGORITHMS, Result, all_parameters, count, schedule_of
 from .decode_time import split_k_time
-from .cost.cli import add_predict_command, run_predict_command
 from .energy_cli import add_energy_command, run_energy_command
 from .hardware import Hardware, load_preset, preset_keys
 from .kvcache import WEIGHT_BYTES, load_model, max_context, model_keys

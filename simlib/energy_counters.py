@@ -36,7 +36,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .cost.hardware import shared_split
 from .energy import MEASUREMENTS, PJ, EnergyTable
 
 DRAM = ("dram__bytes_read.sum", "dram__bytes_write.sum")
