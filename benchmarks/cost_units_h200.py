@@ -535,7 +535,7 @@ def main(argv=None):
     from benchmarks.energy_h200 import ATTN_FIELDS
     from gpu_kernels.device import silence_performance_warning
     from gpu_kernels.measure import nvml_energy as energy
-    from gpu_kernels.measure.provenance import check_output_dir, csv_text, provenance, write_measurement
+    from measurements.provenance import check_output_dir, csv_text, provenance, write_measurement
 
     check_output_dir(args.out)
     os.makedirs(args.out, exist_ok=True)

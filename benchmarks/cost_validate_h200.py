@@ -126,9 +126,9 @@ def sdpa_call(inp, backend_name, torch):
 
 def tc_call(inp, name, torch):
     from gpu_kernels.counting import new_counters
-    from gpu_kernels.tensor_core.bench import bits_view
-    from gpu_kernels.tensor_core.fa2_tc_kernel import Fa2TcPlan, default_config
-    from gpu_kernels.tensor_core.naive_tc_kernel import NaiveTcConfig, NaiveTcPlan, row_stride
+    from gpu_kernels.kernels.fa2_tc import Fa2TcPlan, TcConfig
+    from gpu_kernels.kernels.naive_tc import NaiveTcConfig, NaiveTcPlan, row_stride
+    from gpu_kernels.measure.side_by_side import bits_view
 
     b, h, n, d = inp.b, inp.h, inp.n, inp.d
     shape = (b, h, h, n, n, d)
@@ -138,7 +138,9 @@ def tc_call(inp, name, torch):
     ov, lv = bits_view(out), bits_view(lse)
     counters = new_counters()
     if name == "fa2_tc":
-        cfg = default_config(d)
+        # version 3's layout (4 warps of 16 rows, Bc = 64, Q in registers): the build the cost model's
+        # fa2_tc describes and run cost-validate-20261202 measured (commit 20d920b)
+        cfg = TcConfig(d, 4, 64, 16, True).check()
         plan = Fa2TcPlan(shape, cfg, "bf16", causal=inp.causal)
 
         def call(i):
@@ -177,7 +179,7 @@ def numba_call(inp, name, torch):
     nb = [[cuda.as_cuda_array(x.reshape(b * h, n, d)) for x in s] for s in inp.sets]
     o3, l2 = cuda.as_cuda_array(out.reshape(b * h, n, d)), cuda.as_cuda_array(lse.reshape(b * h, n))
     if name == "numba_naive":
-        from gpu_kernels.naive_kernel import NaivePlan
+        from gpu_kernels.kernels.naive import NaivePlan
 
         t_mm, t_sm = resolve_naive_params(w)
         plan = NaivePlan(workload=w, matmul_tile=t_mm, softmax_threads=t_sm)
@@ -190,7 +192,7 @@ def numba_call(inp, name, torch):
 
         return call, {"matmul_tile": t_mm, "softmax_threads": t_sm}, (sbuf, pbuf, lse)
     if name == "numba_tiled":
-        from gpu_kernels.tiled import TiledPlan
+        from gpu_kernels.kernels.tiled import TiledPlan
 
         br, bc = tiled_default_blocks(n, d)
         plan = TiledPlan(workload=w, block_rows=br, block_cols=bc)
@@ -200,7 +202,7 @@ def numba_call(inp, name, torch):
             return out
 
         return call, {"block_rows": br, "block_cols": bc}, (lse,)
-    from gpu_kernels.fast import fast_plan
+    from gpu_kernels.kernels.fast import fast_plan
     from gpu_kernels.measure.variants import fast_params
 
     plan = fast_plan(w, None)
@@ -298,7 +300,7 @@ def main(argv=None):
 
     from gpu_kernels.device import silence_performance_warning
     from gpu_kernels.measure import nvml_energy as energy
-    from gpu_kernels.measure.provenance import check_output_dir, csv_text, provenance, write_measurement
+    from measurements.provenance import check_output_dir, csv_text, provenance, write_measurement
 
     check_output_dir(args.out)
     os.makedirs(args.out, exist_ok=True)

@@ -365,19 +365,19 @@ def ncu_reads_counters(ncu, log):
 
 
 def provenance_writer(log):
-    """(record(extra) -> dict, write(path, rows, fields, record)): gpu_kernels.measure.provenance's
+    """(record(extra) -> dict, write(path, rows, fields, record)): measurements.provenance's
     writer (sidecar with run_id and sha256). If the tree's copy cannot import it (a half-finished
     edit elsewhere), a plain CSV + sidecar with the same keys, so that the run is not lost."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
-        from gpu_kernels.measure.provenance import csv_text, provenance, write_measurement
+        from measurements.provenance import csv_text, provenance, write_measurement
 
         def write(path, rows, fields, record):
             write_measurement(path, csv_text(rows, fields), record)
 
         return provenance, write
     except Exception as e:  # noqa: BLE001 - any import failure: fall back, and say so
-        log.append(f"provenance: gpu_kernels.measure.provenance not importable ({e!r}); plain sidecars")
+        log.append(f"provenance: measurements.provenance not importable ({e!r}); plain sidecars")
     import csv
     import datetime
     import hashlib

@@ -75,9 +75,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from course import charts
+from course.tile_walk import draw_walk_overview, tile_walk, walks_widget
+from evidence import claims
 from simlib import Workload, compulsory_bytes, count, load_preset, preset_keys, saha_ye_bytes
-from simlib.lectures import charts, claims
-from simlib.lectures.tile_walk import draw_walk_overview, tile_walk, walks_widget
 
 charts.use_style()
 GPU = load_preset("h200")

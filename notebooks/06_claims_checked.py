@@ -57,9 +57,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from course import charts
+from evidence import claims, paper, readers, verdicts
 from simlib import Workload, count, load_preset
 from simlib.kvcache import load_model
-from simlib.lectures import charts, claims, paper, readers, verdicts
 
 charts.use_style()
 table = verdicts.table()
@@ -139,7 +140,7 @@ claims.slopes_d(growth).round(2)
 # ## Memory claims
 #
 # (c) and (g) use two model shapes: Llama-2-7B (its published config in `data/models`) and a
-# GPT-2-medium-like shape (stated in `simlib/lectures/claims.py`).
+# GPT-2-medium-like shape (stated in `evidence/claims.py`).
 
 # %%
 group("Memory")

@@ -62,12 +62,13 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
+from course import charts
+from course.tile_walk import draw_score_grid
+from evidence import claims, paper
+from evidence.figure2 import FIGURE2, figure2_flops, figure2_h200, figure2_left
 from simlib import Workload, count, load_preset, roofline
 from simlib.decode_time import split_k_frame, split_k_time
 from simlib.kvcache import load_model, max_context, memory_table, model_keys
-from simlib.lectures import charts, claims, paper
-from simlib.lectures.tile_walk import draw_score_grid
-from simlib.reproduce import FIGURE2, figure2_flops, figure2_h200, figure2_left
 
 charts.use_style()
 H200 = load_preset("h200")

@@ -65,18 +65,19 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from gpu_kernels.measure.manifest import lookup, run_of
-from simlib import Workload, count, energy_check, load_preset
-from simlib.energy import energy, load_energy_table, read_calibration
-from simlib.energy_check import model_vs_measured
-from simlib.energy_claim import (
+from course import charts, joules
+from evidence import energy_check, verdicts
+from evidence.energy_check import model_vs_measured
+from evidence.energy_claim import (
     CLAIM,
     GPT2_MEDIUM,
     attention_calls,
     energy_claim_verdict,
     gemm_joules_per_flop,
 )
-from simlib.lectures import charts, joules, verdicts
+from measurements.manifest import lookup, run_of
+from simlib import Workload, count, load_preset
+from simlib.energy import energy, load_energy_table, read_calibration
 
 charts.use_style()
 

@@ -17,8 +17,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .cli_evaluate import evaluate, options_of, workload_of
 from .cli_values import int_type
 from .energy import energy, load_energy_table
+from .hardware import load_preset
 
 
 def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, bool], None]) -> None:
@@ -44,9 +46,6 @@ def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, 
 
 
 def run_energy_command(args: argparse.Namespace) -> None:
-    from . import command_line as cli
-    from .hardware import load_preset
-
     if args.gpu is None:
         raise ValueError("--gpu is required: the energy figures are per preset (data/energy/<gpu>.json)")
     if args.time_s is not None and not args.time_s >= 0:
@@ -56,7 +55,7 @@ def run_energy_command(args: argparse.Namespace) -> None:
 
         if args.published or args.time_s is not None or args.register_tile != 1:
             raise ValueError("--published, --time-s and --register-tile apply to --model logical")
-        p = energy_of_algorithm(args.algorithm, cli.workload_of(args), args.gpu)
+        p = energy_of_algorithm(args.algorithm, workload_of(args), args.gpu)
         if args.json:
             print(json.dumps({"model": "cost", "algorithm": args.algorithm, "total_j": p.energy_j, **p.to_dict()}))
         else:
@@ -66,12 +65,12 @@ def run_energy_command(args: argparse.Namespace) -> None:
     from .cost.logical import register_tiled
 
     table = load_energy_table(args.gpu, measured=not args.published)
-    result, row = cli.evaluate(
+    result, row = evaluate(
         args.algorithm,
-        cli.workload_of(args),
+        workload_of(args),
         args.sram,
         load_preset(args.gpu),
-        cli.options_of(args, args.algorithm, only_applicable=False),
+        options_of(args, args.algorithm, only_applicable=False),
         args.trace,
     )
     e = register_tiled(energy(result, table, time_s=args.time_s), args.register_tile)

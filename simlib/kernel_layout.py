@@ -26,6 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .tiling import make_tiling
+from .workload import Workload
+
 #: Bytes per element: the kernels are fp32 only (ℓ, m, L are fp32 as well).
 ITEM_BYTES = 4
 #: Static shared memory one thread block may use without opting in to more (CUDA's 48 KiB).
@@ -40,7 +43,7 @@ MAX_GRID_YZ = 65535
 REGISTERS_PER_SM = 65536
 
 
-# --- readable kernel (gpu_kernels/tiled.py) ---------------------------------------------------------
+# --- readable kernel (gpu_kernels/kernels/tiled.py) ---------------------------------------------------------
 
 #: Padding of a Qs row, in floats: keeps rows 16-byte aligned (so the compiler can read Q with
 #: 16-byte LDS.128 loads) and puts the 8 rows read by a quarter-warp in 8 different bank groups.
@@ -107,9 +110,6 @@ def tiled_default_blocks(
     >>> tiled_default_blocks(4096, 128), tiled_default_blocks(20, 64)
     ((24, 24), (20, 20))
     """
-    from .tiling import make_tiling
-    from .workload import Workload
-
     nq = None if query_len is None or int(query_len) == int(seq_len) else int(query_len)
     workload = Workload(seq_len=int(seq_len), head_dim=int(head_dim), dtype="fp32", query_len=nq)
     tiling = make_tiling(workload, sram_bytes=int(sram_bytes))
@@ -133,7 +133,7 @@ def tiled_wide_blocks(seq_len: int, head_dim: int, block_cols: int = 8) -> tuple
     return min(br, seq_len), min(block_cols, seq_len)
 
 
-# --- naive kernel (gpu_kernels/naive_kernel.py) ------------------------------------------------------------
+# --- naive kernel (gpu_kernels/kernels/naive.py) ------------------------------------------------------------
 
 #: Padding of a Bs row of the naive matmul: the transposed store writes a column of Bs, and a row
 #: stride of T + 1 floats puts those writes in different banks.
@@ -153,7 +153,7 @@ def matmul_shared_bytes(tile: int) -> int:
     return (tile * tile + tile * (tile + MATMUL_B_PAD)) * ITEM_BYTES
 
 
-# --- fast kernel (gpu_kernels/fast.py) --------------------------------------------------------------
+# --- fast kernel (gpu_kernels/kernels/fast.py) --------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The claims table (simlib.lectures.verdicts) and the intensity chart, against numbers derived by hand
+"""The claims table (evidence.verdicts) and the intensity chart, against numbers derived by hand
 here: the paper's printed times and days (data/papers.json), the presets' datasheet numbers, and the
 paper's element counts (naive reads 3Nd + 2N² and writes 2N² + Nd elements)."""
 
@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from evidence import claims, intensity, readers, verdicts
+from evidence.verdicts import CONDITIONS, FAILS, HOLDS, NOT_CHECKED
 from simlib import load_preset
-from simlib.lectures import claims, intensity, readers, verdicts
-from simlib.lectures.verdicts import CONDITIONS, FAILS, HOLDS, NOT_CHECKED
 
 N, D = 4096, 64
 NAIVE_BYTES = 2 * (3 * N * D + 2 * N * N + 2 * N * N + N * D)  # fp16: 136,314,880
@@ -443,14 +443,14 @@ def test_side_by_side_times_are_the_csv_medians():
 
 
 # ---------------------------------------------------------------------------------------------
-# lecture 9: joules per level (simlib.lectures.joules)
+# lecture 9: joules per level (course.joules)
 # ---------------------------------------------------------------------------------------------
 
 
 def test_joules_doctests():
     import doctest
 
-    from simlib.lectures import joules
+    from course import joules
 
     result = doctest.testmod(joules)
     assert result.failed == 0 and result.attempted > 0
@@ -459,8 +459,8 @@ def test_joules_doctests():
 def test_energy_pairs_are_the_measured_rows():
     import csv
 
-    from simlib.energy_check import model_vs_measured
-    from simlib.lectures import joules
+    from course import joules
+    from evidence.energy_check import model_vs_measured
 
     with open(readers.lookup(readers.ENERGY), newline="") as f:
         by_hand = {
@@ -485,7 +485,7 @@ def test_joule_bars_stack_the_model_terms_and_split_the_measurement():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from simlib.lectures import joules
+    from course import joules
 
     rows = [
         {"variant": "a", "dtype": "bf16", "measured_j": 5.0, "measured_dynamic_j": 3.0}
@@ -502,7 +502,7 @@ def test_joule_bars_stack_the_model_terms_and_split_the_measurement():
 def test_ratio_table_is_predicted_over_measured_per_kernel():
     import pandas as pd
 
-    from simlib.lectures import joules
+    from course import joules
 
     rows = [
         ("torch_math", "bf16", "fwd", "logical", n, p, m) for n, p, m in ((1024, 1.0, 2.0), (4096, 3.0, 5.0))
