@@ -111,6 +111,18 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
                 causal=r["causal"] == "True",
             )
             out.append(_row(name, v, w, float(r["median_ms"])))
+    for r in _read("fa2_tc_speed.csv"):  # fa2_tc version 4's default build (issue 22)
+        if r["kernel"] != "fa2_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
+            continue
+        w = Workload(
+            int(r["seq_len"]),
+            int(r["head_dim"]),
+            batch=int(r["batch"]),
+            heads=int(r["heads"]),
+            dtype=r["dtype"],
+            causal=r["causal"] == "True",
+        )
+        out.append(_row("fa2_tc_speed.csv", "fa2_tc_v4", w, float(r["median_ms"])))
     for name in ("bench_h200.csv", "compare_h200.csv", "compare_h200_fast.csv"):
         for r in _read(name):
             if r["metric"] not in ("ms", "time_ms_median"):
@@ -134,6 +146,8 @@ def _in_fit(source: str, klass: str, w: Workload) -> bool:
     """Whether the calibration used this row's time (the d = 128 single-launch classes' wall rows)."""
     if source == "eager_bf16_h200.csv":
         return True
+    if source == "fa2_tc_speed.csv":
+        return not w.causal
     if w.causal:
         return False
     return (source in WALL_FILES and klass in D128) or (

@@ -47,7 +47,9 @@ def add_predict_command(sub: Any) -> None:
     p.add_argument("--head-dim", required=True, type=int_type("--head-dim", MAX_HEAD_DIM, False))
     p.add_argument("--batch", type=int_type("--batch", MAX_BATCH_HEADS, False), default=1)
     p.add_argument("--heads", type=int_type("--heads", MAX_BATCH_HEADS, False), default=1)
-    p.add_argument("--kv-heads", type=int_type("--kv-heads", MAX_BATCH_HEADS, False), help="GQA/MQA K/V heads")
+    p.add_argument(
+        "--kv-heads", type=int_type("--kv-heads", MAX_BATCH_HEADS, False), help="GQA/MQA K/V heads"
+    )
     p.add_argument("--causal", action="store_true", help="causal mask (bottom-right aligned)")
     p.add_argument("--dtype", required=True, choices=("bf16", "fp16", "fp32"))
     p.add_argument("--gpu", default="h200", choices=("h200",), help="a GPU with measured cost figures")
@@ -76,7 +78,9 @@ def text(p: Prediction) -> str:
     for c in p.launches:
         margin = f"{c.margin:.1f}x" if c.margin != float("inf") else "only"
         units = " ".join(f"{UNITS[u].split(' ')[0]}={c.unit_s[u] * 1e3:.3g}" for u in UNITS if c.unit_s[u])
-        lines.append(f"{c.launch.name:<12}{c.time_s * 1e3:10.4f}  {c.bound + ' (' + margin + ')':<26}{c.eta:6.2f}{c.energy_j:10.4f}   {units}")
+        lines.append(
+            f"{c.launch.name:<12}{c.time_s * 1e3:10.4f}  {c.bound + ' (' + margin + ')':<26}{c.eta:6.2f}{c.energy_j:10.4f}   {units}"
+        )
     lines.append(f"{'total':<12}{p.time_s * 1e3:10.4f}  {p.bound}  {p.energy_j:.4f} J")
     terms = p.energy_terms
     lines.append("energy by unit (J): " + ", ".join(f"{t} {terms[t]:.4g}" for t in TERMS if terms[t]))
@@ -101,5 +105,7 @@ def energy_of_algorithm(algorithm: str, workload: Workload, gpu: str) -> Predict
             f"(it models {', '.join(sorted(ALGORITHM_IMPLEMENTATION))}); use --model logical"
         )
     if gpu != "h200":
-        raise ValueError(f"--model cost needs --gpu h200 (the GPU with measured cost figures), got {gpu}; use --model logical")
+        raise ValueError(
+            f"--model cost needs --gpu h200 (the GPU with measured cost figures), got {gpu}; use --model logical"
+        )
     return predict(impl, workload, gpu)

@@ -435,11 +435,15 @@ def fit_eta(obs: list[dict], classes: dict[str, dict[str, float]]) -> None:
 
 #: FlashAttention-type classes whose eta and t_block are fitted together, on Nsight Compute's
 #: durations and the side-by-side's non-causal medians (default tiles).
+V4_FILE = "fa2_tc_speed.csv"
+#: fa2_tc version 4 (issue 22), never profiled: eta and t_block from its committed non-causal medians.
+V4_CLASSES = {"fa2_tc_v4.d64.bc64": 64, "fa2_tc_v4.d128.bc48": 128}
 BLOCK_CLASSES = {
     "fa2_tc.d64.w4bc64": "fa2_tc",
     "fa2_tc.d128.w4bc64": "fa2_tc",
     "torch_flash.d64.br128bc128": "torch_flash",
     "torch_flash.d128.br128bc64": "torch_flash",
+    **dict.fromkeys(V4_CLASSES, "fa2_tc_v4"),
 }
 SIDE_BY_SIDE = "tc_side_by_side_h200.csv"
 SIDE_BY_SIDE_CAUSAL = "tc_side_by_side_h200_causal.csv"
@@ -454,6 +458,30 @@ def _side_by_side(variant: str, causal: bool) -> list[tuple[Workload, float]]:
             if r["kernel"] != variant or not r.get("median_ms") or r.get("ok") != "True":
                 continue
             if variant in ("fa2_tc", "naive_tc") and config != "w4_bc64":
+                continue
+            w = Workload(
+                int(r["seq_len"]),
+                int(r["head_dim"]),
+                batch=int(r["batch"]),
+                heads=int(r["heads"]),
+                dtype=r["dtype"],
+                causal=causal,
+            )
+            out.append((w, float(r["median_ms"]) / 1e3))
+    return out
+
+
+def _v4_rows(causal: bool) -> list[tuple[Workload, float]]:
+    """(workload, CUDA-event median seconds) of fa2_tc version 4's default build (fa2_tc_speed.csv)."""
+    path = MEASUREMENTS / V4_FILE
+    if not path.is_file():
+        return []
+    out = []
+    with path.open(newline="") as f:
+        for r in csv.DictReader(f):
+            if r["kernel"] != "fa2_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
+                continue
+            if (r["causal"] == "True") != causal:
                 continue
             w = Workload(
                 int(r["seq_len"]),
@@ -487,6 +515,11 @@ def fit_block_latency(obs: list[dict], classes: dict[str, dict[str, float]]) -> 
             (launch,) = IMPLEMENTATIONS[variant].build(w, cal)
             if launch.klass == klass:
                 points.append((launch, seconds))
+        if klass in V4_CLASSES:
+            for w, seconds in _v4_rows(causal=False):
+                (launch,) = IMPLEMENTATIONS["fa2_tc_v4"].build(w, cal)
+                if launch.klass == klass:
+                    points.append((launch, seconds))
         xs, ys = [], []
         for launch, seconds in points:
             c = launch_cost(launch, hw, cal)

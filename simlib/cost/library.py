@@ -48,21 +48,30 @@ FA2_WARPS = 4
 SPLIT_KV_FILL = 0.8
 
 
-def torch_flash(w: Workload, cal: Calibration) -> list[Launch]:
-    if w.dtype not in ("fp16", "bf16"):
-        raise ValueError(f"torch_flash runs fp16 and bf16 only, got dtype={w.dtype}")
+def fa2_layout(
+    w: Workload,
+    cal: Calibration,
+    *,
+    name: str,
+    klass: str,
+    block_rows: int,
+    block_cols: int,
+    registers: int,
+    kernel_head_dim: int,
+    q_reload: bool = False,
+    inherit: str | None = None,
+) -> list[Launch]:
+    """One launch of a FlashAttention-2-layout forward kernel: 4 warps of Br/4 query rows, K and V
+    tiles of Bc rows by 16-byte cp.async, per tile one ldmatrix of K and of V per warp (and of Q when
+    it is re-read per tile), the two products on mma.sync, one exp2 per score; K/V re-reads by the wave
+    rule. `inherit`: the class whose instructions and wavefronts per score this one takes (the same
+    layout), when the kernel was never profiled."""
     hw = load_preset("h200")
-    bh, nq, nk, d = w.batch_heads, w.nq, w.nk, w.head_dim
-    if bh * ceil_div(nq, 64) < SPLIT_KV_FILL * 2 * hw.sm_count:
-        raise ValueError(
-            f"B·H·⌈N_q/64⌉ = {bh * ceil_div(nq, 64)} < {SPLIT_KV_FILL * 2 * hw.sm_count:.0f}: FlashAttention-2 "
-            "runs its split-KV kernel here, which the model does not cover"
-        )
-    br, bc = kernel_tiles(d, arch="sm90", causal=w.causal)
-    dk = kernel_head_dim(d) or d
+    bh, nq, nk = w.batch_heads, w.nq, w.nk
+    br, bc, dk = block_rows, block_cols, kernel_head_dim
     threads = 32 * FA2_WARPS
     shared = (br + 2 * bc) * dk * 2
-    resident, limit = resident_blocks(threads, FA2_REGISTERS, shared, hw.sm_count)
+    resident, limit = resident_blocks(threads, registers, shared, hw.sm_count)
     tr = ceil_div(nq, br)
     seen, kv_rows = visited(w, br, bc)
     el = bh * seen
@@ -71,34 +80,86 @@ def torch_flash(w: Workload, cal: Calibration) -> list[Launch]:
     kv, note = kv_dram(w, tr, resident, kv_head, 2 * wave_q, hw.level("L2").capacity_bytes)
     if w.causal:
         kv = bh * kv_head + (kv - bh * kv_head) * seen / (nq * nk)
-    klass = f"torch_flash.d{dk}.br{br}bc{bc}"
     b = basis(el, dk)
+    src = inherit or klass
+    # Q re-read per tile: one ldmatrix of the warp's 32 rows × d (64·d bytes: d/2 wavefronts) per 32·Bc scores
+    q_wavefronts = el * (dk / 2) / (32 * bc) if q_reload else 0.0
     flops = 4.0 * dk * el
     work = Work(
         dram_bytes=float(bh * nq * dk * 2 + kv + bh * nq * (dk * 2 + 4)),
         l2_bytes=float(bh * (2 * nq * dk + 2 * kv_rows * dk) * 2 + bh * nq * 4),
         global_path="cp.async",
-        shared_wavefronts=cal.instructions(klass + ":wavefronts", b),
-        shared_instructions=cal.instructions(klass + ":shared_inst", b),
+        shared_wavefronts=cal.instructions(src + ":wavefronts", b) + q_wavefronts,
+        shared_instructions=cal.instructions(src + ":shared_inst", b) + q_wavefronts / 4,
         register_bytes=flops / 4096 * MMA_REGISTER_BYTES,
         tensor_flops=flops,
-        ffma=cal.ffma_per_element(klass) * el,
+        ffma=cal.ffma_per_element(src) * el,
         mufu=float(el + bh * tr * br * ceil_div(nk, bc)),
-        instructions=cal.instructions(klass, b),
+        instructions=cal.instructions(src, b),
     )
     return [
         Launch(
-            "flash_fwd",
+            name,
             klass,
             work,
             blocks=bh * tr,
             threads=threads,
-            registers=FA2_REGISTERS,
+            registers=registers,
             shared_bytes=shared,
             serial=("tensor", "mufu"),
             detail={"basis": b, "dram": note, "tiles": (br, bc), "occupancy": f"{resident} blocks ({limit})"},
         )
     ]
+
+
+def torch_flash(w: Workload, cal: Calibration) -> list[Launch]:
+    if w.dtype not in ("fp16", "bf16"):
+        raise ValueError(f"torch_flash runs fp16 and bf16 only, got dtype={w.dtype}")
+    sms = load_preset("h200").sm_count
+    if w.batch_heads * ceil_div(w.nq, 64) < SPLIT_KV_FILL * 2 * sms:
+        raise ValueError(
+            f"B·H·⌈N_q/64⌉ = {w.batch_heads * ceil_div(w.nq, 64)} < {SPLIT_KV_FILL * 2 * sms:.0f}: FlashAttention-2 "
+            "runs its split-KV kernel here, which the model does not cover"
+        )
+    br, bc = kernel_tiles(w.head_dim, arch="sm90", causal=w.causal)
+    dk = kernel_head_dim(w.head_dim) or w.head_dim
+    return fa2_layout(
+        w,
+        cal,
+        name="flash_fwd",
+        klass=f"torch_flash.d{dk}.br{br}bc{bc}",
+        block_rows=br,
+        block_cols=bc,
+        registers=FA2_REGISTERS,
+        kernel_head_dim=dk,
+    )
+
+
+#: The project's fa2_tc version 4 (gpu_kernels/kernels/fa2_tc.py, issue 22): FlashAttention-2's layout,
+#: 4 warps of 32 rows; Bc = 64 with Q in registers at d = 64, Bc = 48 with Q re-read per tile at d = 128;
+#: 241 / 243 registers per thread (ptxas, the kernel helper's SASS read).
+FA2_TC_V4 = {64: (64, False, 241), 128: (48, True, 243)}
+
+
+def fa2_tc_v4(w: Workload, cal: Calibration) -> list[Launch]:
+    if w.dtype not in ("fp16", "bf16") or w.head_dim not in FA2_TC_V4:
+        raise ValueError(f"fa2_tc_v4 runs fp16/bf16 at head_dim 64 or 128, got {w.dtype}, d = {w.head_dim}")
+    d = w.head_dim
+    bc, q_reload, regs = FA2_TC_V4[d]
+    dk, br = d, 128
+    inherit = {64: "torch_flash.d64.br128bc128", 128: "torch_flash.d128.br128bc64"}[d]
+    return fa2_layout(
+        w,
+        cal,
+        name="fa2_tc",
+        klass=f"fa2_tc_v4.d{d}.bc{bc}",
+        block_rows=br,
+        block_cols=bc,
+        registers=regs,
+        kernel_head_dim=dk,
+        q_reload=q_reload,
+        inherit=inherit,
+    )
 
 
 def _elementwise(
