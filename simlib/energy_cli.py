@@ -3,8 +3,8 @@
     python -m simlib energy --algorithm fa2 --seq-len 4096 --head-dim 64 --heads 16 --gpu h200 [--json]
 
 Takes every flag of `count` (the same parser helper), needs --gpu, and --model: ``cost`` (the
-default; simlib.cost: the implementation that runs the algorithm, every launch predicted, H200
-only) or ``logical`` (the paper's three-level count priced by simlib.energy, data/energy/<gpu>.json,
+default where the GPU has measured cost figures, the H200; simlib.cost: the implementation that runs
+the algorithm, every launch predicted) or ``logical`` (the default elsewhere) (the paper's three-level count priced by simlib.energy, data/energy/<gpu>.json,
 with --register-tile R: each SRAM operand element serves R outputs from registers; --time-s, the
 seconds the call takes for the static power, default the roofline time; --published, the H200's
 published figures instead of its measured ones). Bad input: one line on stderr, exit 2.
@@ -33,8 +33,9 @@ def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, 
     p.add_argument(
         "--model",
         choices=("cost", "logical"),
-        default="cost",
-        help="cost (default): the cost model's prediction; logical: the paper's HBM/SRAM count",
+        default=None,
+        help="cost (the default on a GPU with measured cost figures: h200): the cost model's prediction; "
+        "logical (the default elsewhere): the paper's HBM/SRAM count",
     )
     p.add_argument(
         "--register-tile",
@@ -50,14 +51,21 @@ def run_energy_command(args: argparse.Namespace) -> None:
         raise ValueError("--gpu is required: the energy figures are per preset (data/energy/<gpu>.json)")
     if args.time_s is not None and not args.time_s >= 0:
         raise ValueError(f"--time-s must be a number ≥ 0, got {args.time_s}")
-    if args.model == "cost":
+    from .cost.hardware import cost_keys
+
+    model = args.model or ("cost" if args.gpu in cost_keys() else "logical")
+    if model == "cost":
         from .cost.cli import energy_of_algorithm, text
 
         if args.published or args.time_s is not None or args.register_tile != 1:
             raise ValueError("--published, --time-s and --register-tile apply to --model logical")
         p = energy_of_algorithm(args.algorithm, workload_of(args), args.gpu)
         if args.json:
-            print(json.dumps({"model": "cost", "algorithm": args.algorithm, "total_j": p.energy_j, **p.to_dict()}))
+            print(
+                json.dumps(
+                    {"model": "cost", "algorithm": args.algorithm, "total_j": p.energy_j, **p.to_dict()}
+                )
+            )
         else:
             print(f"model: cost (simlib.cost), {args.algorithm} as {p.implementation}")
             print(text(p))
@@ -91,7 +99,17 @@ def run_energy_command(args: argparse.Namespace) -> None:
         "total_j": e.total_j,
     }
     if args.json:
-        print(json.dumps({**row, **totals, "model": "logical", "register_tile": args.register_tile, "energy_table": figures}))
+        print(
+            json.dumps(
+                {
+                    **row,
+                    **totals,
+                    "model": "logical",
+                    "register_tile": args.register_tile,
+                    "energy_table": figures,
+                }
+            )
+        )
         return
     from .cost.cli import LOGICAL_LEAVES_OUT
 

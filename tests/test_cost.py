@@ -177,9 +177,10 @@ def test_derive_units_subtracts_static_and_companions():
 
 
 def test_every_rate_and_price_says_where_it_comes_from():
-    for name in (*HW.rate, *HW.price):
+    for name in (*(f"rate:{k}" for k in HW.rate), *(f"price:{k}" for k in HW.price)):
         assert HW.sources[name], name
-    assert all(HW.measured[k] for k in ("mufu", "issue", "l2_bytes", "dram_bytes"))  # the unit calibration's
+    assert all(HW.measured[f"rate:{k}"] for k in ("mufu", "issue", "l2_bytes", "dram_bytes"))  # measured
+    assert all(HW.measured[f"price:{k}"] for k in ("mufu_instruction", "other_instruction", "l2_byte_v4"))
 
 
 # --- the freeze protocol's files ---------------------------------------------------------------------
@@ -334,3 +335,15 @@ def test_the_calibration_covers_every_class_the_implementations_use():
                 w = Workload(2048, d, batch=4, heads=8, dtype=dtype)
                 impl.build(w, cal)
     assert not cal.missing
+
+
+def test_cost_md_tables_are_generated():
+    from pathlib import Path
+
+    from simlib.cost.check import report_markdown
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "COST.md").read_text()
+    start = doc.index("<!-- generated: python -m simlib.cost.check --markdown -->\n") + len(
+        "<!-- generated: python -m simlib.cost.check --markdown -->\n"
+    )
+    assert doc[start : doc.index("<!-- end generated -->")] == report_markdown()

@@ -283,7 +283,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--table", action="store_true", help="write data/cost/predicted_vs_measured_h200.csv (+ provenance)"
     )
+    p.add_argument("--markdown", action="store_true", help="print docs/COST.md's generated tables")
     args = p.parse_args(argv)
+    if args.markdown:
+        print(report_markdown(), end="")
+        return 0
     if args.table:
         print(f"wrote {write_table()}")
         return 0
@@ -479,6 +483,64 @@ def write_table(path: Path | None = None) -> Path:
     }
     write_atomic(str(path) + ".provenance.json", json.dumps(side, indent=1) + "\n")
     return path
+
+
+def report_markdown() -> str:
+    """docs/COST.md's generated part: the H200's rates and prices with their sources, the targets met,
+    the post-freeze table, every miss with its cause."""
+    from .hardware import load_cost_hardware
+
+    hw = load_cost_hardware("h200")
+    lines = ["| rate | per second | measured | source |", "|---|---|---|---|"]
+    lines += [
+        f"| {k} | {v:.4g} | {'yes' if hw.measured['rate:' + k] else 'lead'} | {hw.sources['rate:' + k]} |"
+        for k, v in hw.rate.items()
+    ]
+    lines += ["", "| price | pJ | measured | source |", "|---|---|---|---|"]
+    lines += [
+        f"| {k} | {v:.4g} | {'yes' if hw.measured['price:' + k] else 'lead'} | {hw.sources['price:' + k][:160]} |"
+        for k, v in hw.price.items()
+    ]
+    lines += ["", f"Static power {hw.static_w:.1f} W (the energy run's nanosleep kernel).", ""]
+    t = pd.read_csv(Path(__file__).resolve().parents[2] / "data" / "cost" / TABLE)
+    lines += [
+        "| shapes | rows | time within ±20 % | energy rows | energy within ±15 % |",
+        "|---|---|---|---|---|",
+    ]
+    for when, g in t.groupby("when", sort=False):
+        e = g.ratio_energy.notna()
+        lines.append(
+            f"| {when} | {len(g)} | {int(g.time_ok.sum())} | {int(e.sum())} | {int((g.energy_ok == True).sum())} |"  # noqa: E712
+        )
+    a = t[t.when.str.startswith("measured after")]
+    lines += [
+        "",
+        "After the freeze (predictions from data/cost/predictions_after_freeze_h200.csv, measured in run "
+        "cost-validate-20261202):",
+        "",
+        "| implementation | dtype | B | H | N | d | causal | predicted ms | measured ms | time ratio | predicted J | measured J | energy ratio | bound |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.implementation} | {r.dtype} | {r.batch} | {r.heads} | {r.seq_len} | {r.head_dim} | {'yes' if r.causal else 'no'} | "
+        f"{r.predicted_ms:.4g} | {r.measured_ms:.4g} | {r.ratio_time:.2f} | {r.predicted_j:.4g} | {r.measured_j:.4g} | "
+        f"{r.ratio_energy:.2f} | {r.bound} |"
+        for r in a.itertuples()
+    ]
+    miss = t[t.cause.notna()]
+    lines += [
+        "",
+        "Every miss, with its cause (all shapes):",
+        "",
+        "| when | implementation | dtype | N | d | causal | time | energy | cause |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.when} | {r.implementation} | {r.dtype} | {r.seq_len} | {r.head_dim} | {'yes' if r.causal else 'no'} | "
+        f"{r.ratio_time:.2f} | {'' if pd.isna(r.ratio_energy) else f'{r.ratio_energy:.2f}'} | {r.cause} |"
+        for r in miss.itertuples()
+    ]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -108,4 +108,7 @@ def energy_of_algorithm(algorithm: str, workload: Workload, gpu: str) -> Predict
         raise ValueError(
             f"--model cost needs --gpu h200 (the GPU with measured cost figures), got {gpu}; use --model logical"
         )
-    return predict(impl, workload, gpu)
+    try:
+        return predict(impl, workload, gpu)
+    except ValueError as e:
+        raise ValueError(f"{e}; use --model logical") from None

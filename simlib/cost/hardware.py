@@ -47,8 +47,8 @@ class CostHardware:
     rate: dict[str, float]
     price: dict[str, float]
     static_w: float
-    sources: dict[str, str]
-    measured: dict[str, bool]
+    sources: dict[str, str]  # "rate:<unit>" and "price:<unit>" -> where the figure comes from
+    measured: dict[str, bool]  # the same keys: a measurement (True) or a lead (False)
 
     def seconds(self, unit: str, amount: float) -> float:
         return amount / self.rate[unit] if amount else 0.0
@@ -134,9 +134,14 @@ def _json_path(data: dict, dotted: str) -> float:
     return float(data)  # type: ignore[arg-type]
 
 
+def cost_keys() -> list[str]:
+    """The GPUs with measured cost figures (data/cost/<key>.json)."""
+    return sorted(p.stem for p in COST_DIR.glob("*.json") if not p.stem.endswith("_fit"))
+
+
 def load_cost_hardware(key: str = "h200") -> CostHardware:
     """The rates and prices of preset `key` (only 'h200' has them: ValueError naming gpu otherwise)."""
-    keys = sorted(p.stem for p in COST_DIR.glob("*.json"))
+    keys = cost_keys()
     if not isinstance(key, str) or key not in keys:
         raise ValueError(
             f"gpu must be one of {', '.join(keys)} (a GPU with measured cost figures), got {key!r}"
@@ -174,32 +179,45 @@ def _load(key: str) -> CostHardware:
     for name, s in spec["rates"].items():
         where = f"data/measurements/current/{s.get('file', '')}"
         if "value" in s:
-            rate[name], sources[name], measured[name] = float(s["value"]), s["source"], False
+            rate[name], sources[f"rate:{name}"], measured[f"rate:{name}"] = (
+                float(s["value"]),
+                s["source"],
+                False,
+            )
         elif "derived" in s:
             rate[name] = s["per_clock_per_sm"] * sms * clock
-            sources[name], measured[name] = (
+            sources[f"rate:{name}"], measured[f"rate:{name}"] = (
                 f"{s['per_clock_per_sm']} per clock per SM × {sms} SMs × {clock / 1e6:.0f} MHz: {s['what']}",
                 False,
             )
         elif "key" in s:
             raw = json.loads((MEASUREMENTS / s["file"]).read_text())
             rate[name] = _json_path(raw, s["key"]) * s["scale"]
-            sources[name], measured[name] = f"measured: {where} ({s['key']}): {s['what']}", True
+            sources[f"rate:{name}"], measured[f"rate:{name}"] = (
+                f"measured: {where} ({s['key']}): {s['what']}",
+                True,
+            )
         elif s.get("file") == UNITS_CSV and s["bench"] in units:
             rate[name] = units[s["bench"]]["rate"] * s.get("scale", 1)
-            sources[name], measured[name] = f"measured: {where} ({s['bench']}): {s['what']}", True
+            sources[f"rate:{name}"], measured[f"rate:{name}"] = (
+                f"measured: {where} ({s['bench']}): {s['what']}",
+                True,
+            )
         elif s.get("file") != UNITS_CSV:
             rate[name] = bench_rate(s["bench"], s["file"])
-            sources[name], measured[name] = f"measured: {where} ({s['bench']}): {s['what']}", True
+            sources[f"rate:{name}"], measured[f"rate:{name}"] = (
+                f"measured: {where} ({s['bench']}): {s['what']}",
+                True,
+            )
         elif "lead_bench" in s:
             rate[name] = energy_rates[s["lead_bench"]]
-            sources[name] = (
+            sources[f"rate:{name}"] = (
                 f"lead (no {s['bench']} in {UNITS_CSV} yet): {s['lead_file']} ({s['lead_bench']}, 4-byte loads)"
             )
-            measured[name] = False
+            measured[f"rate:{name}"] = False
         else:
             rate[name] = s["lead_per_clock_per_sm"] * sms * clock
-            sources[name], measured[name] = (
+            sources[f"rate:{name}"], measured[f"rate:{name}"] = (
                 f"lead (no {s['bench']} in {UNITS_CSV} yet): {s['lead_source']}",
                 False,
             )
@@ -214,25 +232,29 @@ def _load(key: str) -> CostHardware:
                 else (table.byte_cost(entry) if entry in table.pj_per_byte else table.flop_cost(entry))
             )
             price[name] = value * s.get("factor", 1)
-            sources[name], measured[name] = f"{table.sources.get(entry, '')}", True
+            sources[f"price:{name}"], measured[f"price:{name}"] = f"{table.sources.get(entry, '')}", True
         elif name == "shared_instruction":
-            price[name], sources[name], measured[name] = per_inst, s["derived"], True
+            price[name], sources[f"price:{name}"], measured[f"price:{name}"] = per_inst, s["derived"], True
         elif name == "shared_byte":
-            price[name], sources[name], measured[name] = per_byte, s["derived"], True
+            price[name], sources[f"price:{name}"], measured[f"price:{name}"] = per_byte, s["derived"], True
         elif s["bench"] in units:
             price[name] = units[s["bench"]]["pj_raw" if s.get("raw") else "pj"]
-            sources[name] = f"measured: data/measurements/current/{UNITS_CSV} ({s['bench']}): {s['what']}"
-            measured[name] = True
+            sources[f"price:{name}"] = (
+                f"measured: data/measurements/current/{UNITS_CSV} ({s['bench']}): {s['what']}"
+            )
+            measured[f"price:{name}"] = True
         elif s.get("lead") == "ffma_warp":
             price[name] = ffma_warp
-            sources[name] = (
+            sources[f"price:{name}"] = (
                 f"lead (no {s['bench']} in {UNITS_CSV} yet): one FFMA warp instruction, 64 FLOPs at fp32_fma"
             )
-            measured[name] = False
+            measured[f"price:{name}"] = False
         else:
             price[name] = table.byte_cost(s["lead_energy_table"])
-            sources[name] = f"lead (no {s['bench']} in {UNITS_CSV} yet): the {s['lead_energy_table']} figure"
-            measured[name] = False
+            sources[f"price:{name}"] = (
+                f"lead (no {s['bench']} in {UNITS_CSV} yet): the {s['lead_energy_table']} figure"
+            )
+            measured[f"price:{name}"] = False
     static = price.pop("static_w")
     return CostHardware(
         key, sms, clock, preset.level("L2").capacity_bytes, rate, price, static, sources, measured
