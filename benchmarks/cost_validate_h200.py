@@ -24,30 +24,12 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks.energy_h200 import ATTN_FIELDS  # noqa: E402  (the energy run's columns)
+
 FIELDS = [
-    "variant",
-    "dtype",
-    "pass",
-    "batch",
-    "heads",
-    "seq_len",
-    "head_dim",
+    *ATTN_FIELDS[: ATTN_FIELDS.index("head_dim") + 1],
     "causal",
-    "status",
-    "rel_err",
-    "calls",
-    "seconds",
-    "ms_per_call",
-    "joules",
-    "watts",
-    "joules_per_call",
-    "steps_seen",
-    "sm_mhz",
-    "sm_mhz_min",
-    "mem_mhz",
-    "temp_c",
-    "params",
-    "note",
+    *ATTN_FIELDS[ATTN_FIELDS.index("head_dim") + 1 :],
 ]
 FP32 = ("numba_naive", "numba_tiled", "numba_fast", "torch_math", "cupy_naive")
 BF16 = ("naive_tc", "fa2_tc", "torch_flash", "torch_math", "eager_bf16")

@@ -561,6 +561,7 @@ readers.target_misses(MVN, TARGET_MIN_N).style.format({"ratio": "{:.3g}"}).hide(
 
 # %% tags=["remove-input"]
 from course import predictions  # noqa: E402
+from simlib.cost.check import KEY_COLUMNS  # noqa: E402
 
 cmp_all = predictions.comparison()
 after = cmp_all[cmp_all.when.str.startswith("measured after")]
@@ -573,13 +574,7 @@ display(
 )
 after[
     [
-        "implementation",
-        "dtype",
-        "batch",
-        "heads",
-        "seq_len",
-        "head_dim",
-        "causal",
+        *KEY_COLUMNS,
         "predicted_ms",
         "measured_ms",
         "ratio_time",

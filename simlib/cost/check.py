@@ -23,11 +23,14 @@ import pandas as pd
 
 from ..energy import MEASUREMENTS
 from ..workload import Workload
+from .common import workload_of_row
 from .fit import BLOCK_CLASSES, D128, NAIVE_TC_D128, WALL_FILES
 from .implementations import IMPLEMENTATIONS
 from .predict import predict
 
 TIME_GOAL, ENERGY_GOAL = 0.20, 0.15
+#: What names one row of every table here: the implementation, its dtype and the shape.
+KEY_COLUMNS = ["implementation", "dtype", "batch", "heads", "seq_len", "head_dim", "causal"]
 #: The committed files with times (and joules), and how each names its implementations.
 ALIASES = {"naive": "numba_naive", "tiled": "numba_tiled"}
 NAIVE_TC_PARTS = {"naive_tc_scores": "scores", "naive_tc_softmax": "softmax", "naive_tc_pv": "pv"}
@@ -64,13 +67,7 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
             continue
         v = r["variant"]
         impl = "naive_tc" if v in NAIVE_TC_PARTS else v
-        w = Workload(
-            int(r["seq_len"]),
-            int(r["head_dim"]),
-            batch=int(r["batch"]),
-            heads=int(r["heads"]),
-            dtype=r["dtype"],
-        )
+        w = workload_of_row(r, causal=False)
         out.append(
             _row(
                 "energy_attention_h200.csv",
@@ -85,13 +82,7 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
         if r["status"] != "ok":
             continue
         impl, _, launch = r["variant"].partition(":")
-        w = Workload(
-            int(r["seq_len"]),
-            int(r["head_dim"]),
-            batch=int(r["batch"]),
-            heads=int(r["heads"]),
-            dtype=r["dtype"],
-        )
+        w = workload_of_row(r, causal=False)
         joules = float(r["joules_per_call"]) if r.get("joules_per_call") else None
         out.append(_row("eager_bf16_h200.csv", impl, w, float(r["ms_per_call"]), joules, launch or None))
     for name in ("tc_side_by_side_h200.csv", "tc_side_by_side_h200_causal.csv", "tc_bench_h200.csv"):
@@ -102,26 +93,12 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
             if v in TC_DEFAULT and config != TC_DEFAULT[v]:
                 _skipped[f"{v} {config} (not the default tiles)"] += 1
                 continue
-            w = Workload(
-                int(r["seq_len"]),
-                int(r["head_dim"]),
-                batch=int(r["batch"]),
-                heads=int(r["heads"]),
-                dtype=r["dtype"],
-                causal=r["causal"] == "True",
-            )
+            w = workload_of_row(r)
             out.append(_row(name, v, w, float(r["median_ms"])))
     for r in _read("fa2_tc_speed.csv"):  # fa2_tc version 4's default build (issue 22)
         if r["kernel"] != "fa2_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
             continue
-        w = Workload(
-            int(r["seq_len"]),
-            int(r["head_dim"]),
-            batch=int(r["batch"]),
-            heads=int(r["heads"]),
-            dtype=r["dtype"],
-            causal=r["causal"] == "True",
-        )
+        w = workload_of_row(r)
         out.append(_row("fa2_tc_speed.csv", "fa2_tc_v4", w, float(r["median_ms"])))
     for name in ("bench_h200.csv", "compare_h200.csv", "compare_h200_fast.csv"):
         for r in _read(name):
@@ -129,13 +106,7 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
                 continue
             v = r.get("variant") or r.get("kernel")
             v = ALIASES.get(v, v)
-            w = Workload(
-                int(r["seq_len"]),
-                int(r["head_dim"]),
-                batch=int(r["batch"]),
-                heads=int(r["heads"]),
-                dtype="fp32",
-            )
+            w = workload_of_row(r, dtype="fp32", causal=False)
             out.append(_row(name, v, w, float(r["value"])))
     if files is not None:
         out = [r for r in out if r["source"] in files]
@@ -300,13 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             df[
                 [
-                    "implementation",
-                    "dtype",
-                    "batch",
-                    "heads",
-                    "seq_len",
-                    "head_dim",
-                    "causal",
+                    *KEY_COLUMNS,
                     "predicted_ms",
                     "predicted_j",
                     "bound",
@@ -352,7 +317,7 @@ def post_freeze() -> pd.DataFrame:
     meas["causal"] = meas["causal"].map(lambda x: str(x) == "True")
     meas["measured_ms"] = meas.ms_per_call.astype(float)
     meas["measured_j"] = meas.joules_per_call.astype(float)
-    keys = ["implementation", "dtype", "batch", "heads", "seq_len", "head_dim", "causal"]
+    keys = KEY_COLUMNS
     df = pred.merge(meas[[*keys, "measured_ms", "measured_j"]], on=keys, how="inner")
     df["source"] = VALIDATION
     df["ratio_time"] = df.predicted_ms / df.measured_ms

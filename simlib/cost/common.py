@@ -24,6 +24,19 @@ FFMA_REGISTER_BYTES = 12
 MMA_REGISTER_BYTES = 16 * 16 * 2 + 16 * 8 * 2 + 2 * 16 * 8 * 4
 
 
+def workload_of_row(r: dict, dtype: str | None = None, causal: bool | None = None) -> Workload:
+    """The workload of one measurement row (columns seq_len, head_dim, batch, heads, and dtype and
+    causal unless given)."""
+    return Workload(
+        int(r["seq_len"]),
+        int(r["head_dim"]),
+        batch=int(r["batch"]),
+        heads=int(r["heads"]),
+        dtype=dtype or r["dtype"],
+        causal=(str(r.get("causal", "False")) == "True") if causal is None else causal,
+    )
+
+
 def visited(w: Workload, block_rows: int, block_cols: int) -> tuple[int, int]:
     """(score elements computed per batch·head, K/V rows loaded per batch·head) of a kernel that
     skips the tiles a causal mask empties and computes the diagonal ones whole."""

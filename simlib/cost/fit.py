@@ -37,6 +37,7 @@ import sys
 from ..energy import MEASUREMENTS
 from ..workload import Workload
 from .calibration import FIT_FILE, Calibration
+from .common import workload_of_row
 from .hardware import load_cost_hardware
 from .implementations import IMPLEMENTATIONS
 from .library import _elementwise, _gemm
@@ -311,13 +312,7 @@ def _eager_observations(cal: Calibration) -> list[tuple[object, float]]:
             impl, _, name = r["variant"].partition(":")
             if not name or r["status"] != "ok":
                 continue
-            w = Workload(
-                int(r["seq_len"]),
-                int(r["head_dim"]),
-                batch=int(r["batch"]),
-                heads=int(r["heads"]),
-                dtype=r["dtype"],
-            )
+            w = workload_of_row(r, causal=False)
             launch = next(x for x in IMPLEMENTATIONS["eager_bf16"].build(w, cal) if x.name == name)
             rows.append((launch, float(r["ms_per_call"]) / 1e3))
     return rows
@@ -340,13 +335,7 @@ def fit_eager_softmax(classes: dict[str, dict[str, float]]) -> None:
         for r in csv.DictReader(f):
             if r["variant"] != "eager_bf16" or r["status"] != "ok":
                 continue
-            w = Workload(
-                int(r["seq_len"]),
-                int(r["head_dim"]),
-                batch=int(r["batch"]),
-                heads=int(r["heads"]),
-                dtype=r["dtype"],
-            )
+            w = workload_of_row(r, causal=False)
             launches = IMPLEMENTATIONS["eager_bf16"].build(w, cal)
             seconds = float(r["ms_per_call"]) / 1e3
             rest = float(r["joules_per_call"]) - hw.static_w * seconds
@@ -459,14 +448,7 @@ def _side_by_side(variant: str, causal: bool) -> list[tuple[Workload, float]]:
                 continue
             if variant in ("fa2_tc", "naive_tc") and config != "w4_bc64":
                 continue
-            w = Workload(
-                int(r["seq_len"]),
-                int(r["head_dim"]),
-                batch=int(r["batch"]),
-                heads=int(r["heads"]),
-                dtype=r["dtype"],
-                causal=causal,
-            )
+            w = workload_of_row(r, causal=causal)
             out.append((w, float(r["median_ms"]) / 1e3))
     return out
 
@@ -483,14 +465,7 @@ def _v4_rows(causal: bool) -> list[tuple[Workload, float]]:
                 continue
             if (r["causal"] == "True") != causal:
                 continue
-            w = Workload(
-                int(r["seq_len"]),
-                int(r["head_dim"]),
-                batch=int(r["batch"]),
-                heads=int(r["heads"]),
-                dtype=r["dtype"],
-                causal=causal,
-            )
+            w = workload_of_row(r, causal=causal)
             out.append((w, float(r["median_ms"]) / 1e3))
     return out
 
