@@ -31,7 +31,7 @@ EMPTY = Calibration({})
 
 def test_naive_matmul_ffmas_are_the_products_multiply_adds():
     w = Workload(300, 64, batch=2, heads=3, dtype="fp32")
-    qk, softmax, pv = IMPLEMENTATIONS["numba_naive"].build(w, EMPTY)
+    qk, softmax, pv = IMPLEMENTATIONS["numba_naive"].launches(w, EMPTY)
     assert qk.work.ffma == pv.work.ffma == 6 * 300 * 300 * 64  # one FFMA per multiply-add of QKᵀ and of PV
     assert softmax.work.mufu == 6 * 300 * 300  # one exp per score
     assert qk.blocks == 6 * math.ceil(300 / 16) ** 2  # (⌈N/16⌉ × ⌈N/16⌉) tiles per head
@@ -39,10 +39,10 @@ def test_naive_matmul_ffmas_are_the_products_multiply_adds():
 
 def test_tensor_core_flops_are_four_n_squared_d_over_the_visited_tiles():
     w = Workload(256, 64, batch=1, heads=2, dtype="bf16")
-    (fa2,) = IMPLEMENTATIONS["fa2_tc"].build(w, EMPTY)
+    (fa2,) = IMPLEMENTATIONS["fa2_tc"].launches(w, EMPTY)
     assert fa2.work.tensor_flops == 4 * 2 * 256 * 256 * 64
     # causal: tile (i, j) of 64 × 64 is visited when j ≤ i (aligned Q and K): 1 + 2 + 3 + 4 of 16 tiles
-    (c,) = IMPLEMENTATIONS["fa2_tc"].build(
+    (c,) = IMPLEMENTATIONS["fa2_tc"].launches(
         Workload(256, 64, batch=1, heads=2, dtype="bf16", causal=True), EMPTY
     )
     assert c.work.tensor_flops == 4 * 2 * (10 * 64 * 64) * 64
@@ -65,7 +65,7 @@ def test_eager_16bit_moves_twenty_bytes_per_score():
     """Written by hand from the six passes: S out (2), scale (2 + 2), softmax bf16 -> fp32 (2 + 4),
     cast (4 + 2), P in (2): 20 B per score, plus Q, K, V and O."""
     b, h, n, d = 2, 4, 512, 64
-    launches = IMPLEMENTATIONS["eager_bf16"].build(Workload(n, d, batch=b, heads=h, dtype="bf16"), EMPTY)
+    launches = IMPLEMENTATIONS["eager_bf16"].launches(Workload(n, d, batch=b, heads=h, dtype="bf16"), EMPTY)
     el = b * h * n * n
     qkvo = 2 * (b * h * n * d) * 2 * 2  # Q, K read by the first GEMM, V, O by the second, 2 B each
     assert sum(x.work.dram_bytes for x in launches) == pytest.approx(20 * el + qkvo)
@@ -333,7 +333,7 @@ def test_the_calibration_covers_every_class_the_implementations_use():
         for dtype in impl.dtypes:
             for d in (64, 128):
                 w = Workload(2048, d, batch=4, heads=8, dtype=dtype)
-                impl.build(w, cal)
+                impl.launches(w, cal)
     assert not cal.missing
 
 

@@ -32,11 +32,11 @@ FIT_FILE = DATA_DIR / "cost" / "h200_fit.json"
 
 
 class Calibration:
-    def __init__(self, classes: dict[str, dict[str, float]]):
+    def __init__(self, classes: dict[str, dict]):
         self.classes = classes
         self.missing: set[str] = set()
 
-    def _get(self, klass: str) -> dict[str, float]:
+    def _get(self, klass: str) -> dict:
         if klass not in self.classes:
             self.missing.add(klass)
             return {}

@@ -104,7 +104,7 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
         for r in _read(name):
             if r["metric"] not in ("ms", "time_ms_median"):
                 continue
-            v = r.get("variant") or r.get("kernel")
+            v = str(r.get("variant") or r.get("kernel"))
             v = ALIASES.get(v, v)
             w = workload_of_row(r, dtype="fp32", causal=False)
             out.append(_row(name, v, w, float(r["value"])))
@@ -148,7 +148,7 @@ def compare(rows: list[dict]) -> pd.DataFrame:
         if r["launch"]:
             costs = tuple(c for c in costs if c.launch.name == r["launch"])
         t = sum(c.time_s for c in costs)
-        e = sum(c.energy_j for c in costs)
+        joules = sum(c.energy_j for c in costs)
         top = max(costs, key=lambda c: c.time_s)
         label = impl + (f".{r['launch']}" if r["launch"] else "")
         out.append(
@@ -165,8 +165,8 @@ def compare(rows: list[dict]) -> pd.DataFrame:
                 "predicted_ms": t * 1e3,
                 "ratio_time": t * 1e3 / r["measured_ms"],
                 "measured_j": r["measured_j"],
-                "predicted_j": e if r["measured_j"] is not None else None,
-                "ratio_energy": e / r["measured_j"] if r["measured_j"] else None,
+                "predicted_j": joules if r["measured_j"] is not None else None,
+                "ratio_energy": joules / r["measured_j"] if r["measured_j"] else None,
                 "bound": top.bound if len(costs) == 1 else f"{top.bound} ({top.launch.name})",
                 "in_fit": any(_in_fit(r["source"], c.launch.klass, w) for c in costs),
             }

@@ -55,12 +55,12 @@ def resident_blocks(threads: int, registers: int | None, shared_bytes: int, sms:
 
 def kv_dram(
     w: Workload, tr: int, resident: int, head_bytes: int, wave_bytes: int, l2_bytes: int
-) -> tuple[int, str]:
+) -> tuple[float, str]:
     """DRAM bytes of K and V when each of the Tr blocks of a head re-reads them, blocks dispatched
     `resident` at a time in launch order (simlib.physical.waves: the blocks of a wave walk their
     loop together, and a re-read in a later wave hits when its reuse distance fits the L2)."""
     bh = w.batch_heads
     if tr * bh <= resident:
-        return bh * head_bytes, "one wave: K/V read once per head"
+        return float(bh * head_bytes), "one wave: K/V read once per head"
     dram, worst, _ = head_rereads(waves(tr, bh, resident), bh, head_bytes, wave_bytes, l2_bytes)
-    return dram, f"waves of {resident} blocks, reuse distance up to {worst / 2**20:.0f} MiB"
+    return float(dram), f"waves of {resident} blocks, reuse distance up to {worst / 2**20:.0f} MiB"

@@ -33,6 +33,7 @@ import json
 import math
 import statistics
 import sys
+from typing import Any
 
 from ..energy import MEASUREMENTS
 from ..workload import Workload
@@ -42,6 +43,7 @@ from .hardware import load_cost_hardware
 from .implementations import IMPLEMENTATIONS
 from .library import _elementwise, _gemm
 from .model import launch_cost
+from .work import Launch
 
 NCU_FILES = (
     "energy_counters_h200_kernels.csv",
@@ -155,7 +157,7 @@ def _assign(variant: str, kernels: list[dict]) -> dict[str, list[dict]]:
 
 def _launches(variant: str, dtype: str, n: int, bh: int, cal: Calibration, causal: bool = False, d: int = 64):
     w = Workload(n, d, batch=bh // 16, heads=16, dtype=dtype, causal=causal)
-    return IMPLEMENTATIONS[variant].build(w, cal)
+    return IMPLEMENTATIONS[variant].launches(w, cal)
 
 
 def observations() -> list[dict]:
@@ -190,11 +192,11 @@ def _least_squares(xs: list[list[float]], ys: list[float]) -> list[float]:
     return [(c * p - b * q) / det, (a * q - b * p) / det]
 
 
-def fit_instructions(obs: list[dict]) -> dict[str, dict[str, float]]:
+def fit_instructions(obs: list[dict]) -> dict[str, dict[str, Any]]:
     by_class: dict[str, list[dict]] = {}
     for o in obs:
         by_class.setdefault(o["launch"].klass, []).append(o)
-    classes: dict[str, dict[str, float]] = {}
+    classes: dict[str, dict[str, Any]] = {}
     for klass, group in sorted(by_class.items()):
         b0 = group[0]["launch"].detail["basis"]
         keys = sorted(b0)
@@ -272,7 +274,7 @@ def fit_instructions(obs: list[dict]) -> dict[str, dict[str, float]]:
     return classes
 
 
-def _figure2_observations(cal: Calibration) -> list[tuple[object, float]]:
+def _figure2_observations(cal: Calibration) -> list[tuple[Launch, float]]:
     """(launch, ncu seconds) for the Figure 2 run's fp16 eager GEMMs and softmax (no dropout)."""
     rows = []
     with (MEASUREMENTS / FIGURE2_FILE).open(newline="") as f:
@@ -301,7 +303,7 @@ def _figure2_observations(cal: Calibration) -> list[tuple[object, float]]:
     return rows
 
 
-def _eager_observations(cal: Calibration) -> list[tuple[object, float]]:
+def _eager_observations(cal: Calibration) -> list[tuple[Launch, float]]:
     """(launch, CUDA-event median seconds) of each launch of the eager bf16 attention, timed alone."""
     path = MEASUREMENTS / EAGER_FILE
     if not path.is_file():
@@ -313,12 +315,12 @@ def _eager_observations(cal: Calibration) -> list[tuple[object, float]]:
             if not name or r["status"] != "ok":
                 continue
             w = workload_of_row(r, causal=False)
-            launch = next(x for x in IMPLEMENTATIONS["eager_bf16"].build(w, cal) if x.name == name)
+            launch = next(x for x in IMPLEMENTATIONS["eager_bf16"].launches(w, cal) if x.name == name)
             rows.append((launch, float(r["ms_per_call"]) / 1e3))
     return rows
 
 
-def fit_eager_softmax(classes: dict[str, dict[str, float]]) -> None:
+def fit_eager_softmax(classes: dict[str, dict[str, Any]]) -> None:
     """Instructions of the eager softmax to fp32 (no profile of it exists): from the eager chain's NVML
     joules, less the static power over its measured time and the other launches' predicted dynamic
     energy, less the softmax's own DRAM and MUFU energy, at the other-instruction price; per 32
@@ -336,7 +338,7 @@ def fit_eager_softmax(classes: dict[str, dict[str, float]]) -> None:
             if r["variant"] != "eager_bf16" or r["status"] != "ok":
                 continue
             w = workload_of_row(r, causal=False)
-            launches = IMPLEMENTATIONS["eager_bf16"].build(w, cal)
+            launches = IMPLEMENTATIONS["eager_bf16"].launches(w, cal)
             seconds = float(r["ms_per_call"]) / 1e3
             rest = float(r["joules_per_call"]) - hw.static_w * seconds
             for x in launches:
@@ -359,7 +361,7 @@ def _wall_rows(klass: str, variant: str) -> list[tuple[Workload, float]]:
         path = MEASUREMENTS / name
         with path.open(newline="") as f:
             for r in csv.DictReader(f):
-                v = r.get("variant") or r.get("kernel")
+                v = str(r.get("variant") or r.get("kernel"))
                 v = {"naive": "numba_naive", "tiled": "numba_tiled"}.get(v, v)
                 if v != variant or int(r["head_dim"]) != 128 or r.get("causal", "False") == "True":
                     continue
@@ -383,7 +385,7 @@ def _wall_rows(klass: str, variant: str) -> list[tuple[Workload, float]]:
     return out
 
 
-def fit_eta(obs: list[dict], classes: dict[str, dict[str, float]]) -> None:
+def fit_eta(obs: list[dict], classes: dict[str, dict[str, Any]]) -> None:
     hw = load_cost_hardware("h200")
     cal = Calibration(classes)
     ratios: dict[str, list[float]] = {}
@@ -410,7 +412,7 @@ def fit_eta(obs: list[dict], classes: dict[str, dict[str, float]]) -> None:
             if w.dtype not in IMPLEMENTATIONS[variant].dtypes:
                 continue
             try:
-                (launch,) = IMPLEMENTATIONS[variant].build(w, cal)
+                (launch,) = IMPLEMENTATIONS[variant].launches(w, cal)
             except ValueError:  # e.g. torch_flash's split-KV regime
                 continue
             if launch.klass == klass:
@@ -470,7 +472,7 @@ def _v4_rows(causal: bool) -> list[tuple[Workload, float]]:
     return out
 
 
-def fit_block_latency(obs: list[dict], classes: dict[str, dict[str, float]]) -> None:
+def fit_block_latency(obs: list[dict], classes: dict[str, dict[str, Any]]) -> None:
     """eta and t_block of the FlashAttention-type classes: weighted least squares of
     t − t_launch = (roof·q)·(1/eta) + generations·t_block over their non-causal timings."""
     hw = load_cost_hardware("h200")
@@ -487,12 +489,12 @@ def fit_block_latency(obs: list[dict], classes: dict[str, dict[str, float]]) -> 
             )
             points.append((launch, seconds))
         for w, seconds in _side_by_side(variant, causal=False):
-            (launch,) = IMPLEMENTATIONS[variant].build(w, cal)
+            (launch,) = IMPLEMENTATIONS[variant].launches(w, cal)
             if launch.klass == klass:
                 points.append((launch, seconds))
         if klass in V4_CLASSES:
             for w, seconds in _v4_rows(causal=False):
-                (launch,) = IMPLEMENTATIONS["fa2_tc_v4"].build(w, cal)
+                (launch,) = IMPLEMENTATIONS["fa2_tc_v4"].launches(w, cal)
                 if launch.klass == klass:
                     points.append((launch, seconds))
         xs, ys = [], []
@@ -510,7 +512,7 @@ def fit_block_latency(obs: list[dict], classes: dict[str, dict[str, float]]) -> 
 NAIVE_TC_D128 = ("naive_tc.scores.d128.w4bc64", "naive_tc.pv.d128.w4bc64")
 
 
-def fit_naive_tc_d128(classes: dict[str, dict[str, float]]) -> None:
+def fit_naive_tc_d128(classes: dict[str, dict[str, Any]]) -> None:
     """naive_tc's two matmul launches at d = 128 (no profile): the d = 64 classes' instructions and
     eta times one factor, the geometric mean over the side-by-side's non-causal d = 128 medians of
     (predicted scores + pv) / (measured − predicted softmax)."""
@@ -528,7 +530,7 @@ def fit_naive_tc_d128(classes: dict[str, dict[str, float]]) -> None:
             continue
         costs = {
             c.launch.name: c
-            for c in (launch_cost(x, hw, cal) for x in IMPLEMENTATIONS["naive_tc"].build(w, cal))
+            for c in (launch_cost(x, hw, cal) for x in IMPLEMENTATIONS["naive_tc"].launches(w, cal))
         }
         rest = seconds - costs["softmax"].time_s
         ratios.append((costs["scores"].time_s + costs["pv"].time_s) / rest)
@@ -537,7 +539,7 @@ def fit_naive_tc_d128(classes: dict[str, dict[str, float]]) -> None:
         classes[klass].update(eta=classes[klass]["eta"] * factor, n_time=len(ratios))
 
 
-def fit_causal_softmax(classes: dict[str, dict[str, float]]) -> None:
+def fit_causal_softmax(classes: dict[str, dict[str, Any]]) -> None:
     """eta of naive_tc's causal softmax build: the causal side-by-side's medians less the predicted
     scores and pv launches (geometric mean over the rows); its instructions are the unmasked build's."""
     hw = load_cost_hardware("h200")
@@ -552,7 +554,7 @@ def fit_causal_softmax(classes: dict[str, dict[str, float]]) -> None:
         costs = {
             c.launch.name: c
             for c in (
-                launch_cost(x, hw, cal, balanced=False) for x in IMPLEMENTATIONS["naive_tc"].build(w, cal)
+                launch_cost(x, hw, cal, balanced=False) for x in IMPLEMENTATIONS["naive_tc"].launches(w, cal)
             )
         }
         rest = seconds - costs["scores"].time_s - costs["pv"].time_s - hw.rate["launch_s"]

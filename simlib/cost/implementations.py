@@ -31,6 +31,12 @@ class Implementation:
     def modelled(self) -> bool:
         return self.build is not None
 
+    def launches(self, workload: Workload, cal: Calibration) -> list[Launch]:
+        """The launches the builder makes (ValueError for a measured-only implementation)."""
+        if self.build is None:
+            raise ValueError(f"{self.name} is measured only: {self.description}")
+        return self.build(workload, cal)
+
 
 IMPLEMENTATIONS: dict[str, Implementation] = {
     i.name: i

@@ -35,7 +35,7 @@ from ..tiling import ceil_div
 from ..workload import Workload
 from .calibration import Calibration
 from .common import FFMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
-from .work import Launch, Work
+from .work import Grid, Launch, Work
 
 #: Registers per thread of the compiled kernels (Nsight Compute launch__registers_per_thread, runs
 #: run08 and tc_run4: data/measurements/current/profile_h200.csv): the matmuls 32; the softmax 32
@@ -93,16 +93,12 @@ def numba_naive(
         if name == "softmax":
             b = {"el": el / 32, "row_warps": bh * nq * ceil_div(ts, 32)}
             ffma = cal.ffma_per_element(klass) * el
-            geometry = {"blocks": bh * nq, "threads": ts, "shared_bytes": 2 * ts * ITEM_BYTES}
-            mufu = el
+            geometry = Grid(bh * nq, ts, 2 * ts * ITEM_BYTES)
+            mufu = float(el)
         else:
             b = {"el_d": el / 32 * d / 64}
             ffma = float(el * d)
-            geometry = {
-                "blocks": bh * ceil_div(rows, t) * ceil_div(cols, t),
-                "threads": t * t,
-                "shared_bytes": matmul_shared_bytes(t),
-            }
+            geometry = Grid(bh * ceil_div(rows, t) * ceil_div(cols, t), t * t, matmul_shared_bytes(t))
             mufu = 0.0
         work = Work(
             dram_bytes=p["dram"],
@@ -115,7 +111,7 @@ def numba_naive(
             instructions=cal.instructions(klass, b),
         )
         out.append(
-            Launch(name, klass, work, registers=regs, detail={"basis": b, "spilled": spilled}, **geometry)
+            geometry.launch(name, klass, work, registers=regs, detail={"basis": b, "spilled": spilled})
         )
     return out
 
@@ -149,8 +145,8 @@ def numba_tiled(
         mufu=float(el),
         instructions=cal.instructions(klass, b),
     )
-    geometry = {"blocks": bh * ceil_div(nq, br), "threads": br, "shared_bytes": tiled_shared_bytes(br, bc, d)}
-    return [Launch("fa2", klass, work, registers=regs, detail={"basis": b, "tiles": (br, bc)}, **geometry)]
+    geometry = Grid(bh * ceil_div(nq, br), br, tiled_shared_bytes(br, bc, d))
+    return [geometry.launch("fa2", klass, work, registers=regs, detail={"basis": b, "tiles": (br, bc)})]
 
 
 def numba_fast(w: Workload, cal: Calibration) -> list[Launch]:
@@ -181,5 +177,5 @@ def numba_fast(w: Workload, cal: Calibration) -> list[Launch]:
         mufu=float(el),
         instructions=cal.instructions(klass, b),
     )
-    geometry = {"blocks": bh * tr, "threads": cfg.threads, "shared_bytes": cfg.smem_bytes}
-    return [Launch("fa2_fast", klass, work, detail={"basis": b, "dram": note}, **geometry)]
+    geometry = Grid(bh * tr, cfg.threads, cfg.smem_bytes)
+    return [geometry.launch("fa2_fast", klass, work, detail={"basis": b, "dram": note})]

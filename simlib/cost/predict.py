@@ -108,7 +108,7 @@ def predict(name: str, workload: Workload, gpu: str = "h200") -> Prediction:
         raise ValueError("query_len: the cost model covers self-attention (query_len = seq_len)")
     hw = load_cost_hardware(gpu)
     cal = load_calibration()
-    launches = impl.build(workload, cal)
+    launches = impl.launches(workload, cal)
     costs = tuple(launch_cost(launch, hw, cal, balanced=not workload.causal) for launch in launches)
     return Prediction(name, workload, gpu, costs, tuple(sorted(cal.missing)))
 

@@ -32,7 +32,7 @@ from ..tiling import ceil_div
 from ..workload import Workload
 from .calibration import Calibration
 from .common import MMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
-from .work import Launch, Work
+from .work import Grid, Launch, Work
 
 ELEMENT = 2
 #: Registers per thread of the compiled kernels (Nsight Compute launch__registers_per_thread, run
@@ -101,16 +101,15 @@ def fa2_tc(
         mufu=float(el + bh * tr * br * ceil_div(nk, bc)),
         instructions=cal.instructions(klass, b),
     )
-    geometry = {"blocks": bh * tr, "threads": 32 * warps, "shared_bytes": shared}
+    geometry = Grid(bh * tr, 32 * warps, shared)
     return [
-        Launch(
+        geometry.launch(
             "fa2_tc",
             klass,
             work,
             registers=regs,
             serial=("tensor", "mufu"),
             detail={"basis": b, "dram": note, "occupancy": f"{resident} blocks resident ({limit})"},
-            **geometry,
         )
     ]
 
@@ -139,7 +138,7 @@ def naive_tc(
         if name == "softmax":
             klass = "naive_tc.softmax" + (".causal" if w.causal else "")
             b = {"el": el / 32, "row_warps": bh * nq * t / 32}
-            geometry = {"blocks": bh * nq, "threads": t, "shared_bytes": 8 * t}
+            geometry = Grid(bh * nq, t, 8 * t)
             flops, mufu = 0.0, float(el)
             shared_inst = float(tally.instructions["shared_ld"] + tally.instructions["shared_st"])
         else:
@@ -150,7 +149,7 @@ def naive_tc(
             shared_inst = u["wavefronts"] / 4
             blocks = bh * ceil_div(nq, bm) * (ceil_div(nk, bn) if name == "scores" else 1)
             shared = (bm + bn) * d * ELEMENT if name == "scores" else (bm * bn + bn * d) * ELEMENT
-            geometry = {"blocks": blocks, "threads": 32 * warps, "shared_bytes": shared}
+            geometry = Grid(blocks, 32 * warps, shared)
         work = Work(
             dram_bytes=float(dram_r + dram_w) * scale,
             l2_bytes=u["l2"] * scale,
@@ -163,5 +162,5 @@ def naive_tc(
             mufu=mufu,
             instructions=cal.instructions(klass, b),
         )
-        out.append(Launch(name, klass, work, registers=regs, detail={"basis": b}, **geometry))
+        out.append(geometry.launch(name, klass, work, registers=regs, detail={"basis": b}))
     return out

@@ -103,3 +103,23 @@ class Launch:
     @property
     def warps(self) -> int:
         return self.blocks * -(-self.threads // WARP)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A launch's grid: blocks, threads per block, shared memory per block (bytes)."""
+
+    blocks: int
+    threads: int
+    shared_bytes: int
+
+    def launch(self, name: str, klass: str, work: Work, **fields) -> Launch:
+        return Launch(
+            name,
+            klass,
+            work,
+            blocks=self.blocks,
+            threads=self.threads,
+            shared_bytes=self.shared_bytes,
+            **fields,
+        )
