@@ -95,6 +95,30 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
                 continue
             w = workload_of_row(r)
             out.append(_row(name, v, w, float(r["median_ms"])))
+    # the 16-bit baseline's Hugging Face eager attention (helper baseline's runs: softmax to fp32, cast back),
+    # timed at the side-by-side's shapes and NVML-measured at the energy run's: the model's eager_bf16
+    for r in _read("eager16_h200.csv"):
+        if (
+            r["variant"] != "eager_hf"
+            or r["pass"] != "fwd"
+            or r.get("ok") != "True"
+            or not r.get("median_ms")
+        ):
+            continue
+        out.append(_row("eager16_h200.csv", "eager_bf16", workload_of_row(r), float(r["median_ms"])))
+    for r in _read("eager16_energy_h200.csv"):
+        if r["variant"] != "eager_hf" or r["pass"] != "fwd" or r["status"] != "ok":
+            continue
+        w = workload_of_row(r)
+        out.append(
+            _row(
+                "eager16_energy_h200.csv",
+                "eager_bf16",
+                w,
+                float(r["ms_per_call"]),
+                float(r["joules_per_call"]),
+            )
+        )
     for r in _read("fa2_tc_speed.csv"):  # fa2_tc version 4's default build (issue 22)
         if r["kernel"] != "fa2_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
             continue
@@ -341,6 +365,11 @@ def cause(row) -> str:
                 "so the long ones finish last; the model lets them even out (q = 1) and prices the masked "
                 "diagonal tiles as unmasked ones"
             )
+        elif impl == "eager_bf16" and row["dtype"] == "fp16":
+            out.append(
+                "time: in fp16 the softmax to fp32 runs faster than in bf16, and its class was calibrated on the bf16 "
+                "launches alone (the unit-calibration run)"
+            )
         elif impl == "eager_bf16" and row["causal"]:
             out.append(
                 "time: the broadcast (1, 1, N, N) mask add runs PyTorch's non-vectorized elementwise kernel, priced as the vectorized one"
@@ -368,6 +397,8 @@ def cause(row) -> str:
             )
         elif row["causal"] and impl in ("torch_flash", "eager_bf16"):
             out.append("energy: the static power is paid for the predicted time, which is short (see time)")
+        elif impl == "eager_bf16" and row["dtype"] == "fp16":
+            out.append("energy: the static power is paid for the predicted time, which is long (see time)")
         else:
             out.append("energy: outside ±15 % (no specific cause established)")
     return "; ".join(out)
