@@ -44,7 +44,7 @@ import pandas as pd
 from evidence import readers
 from measurements import schemas
 from measurements.manifest import lookup
-from measurements.readers import read_frame, read_rows
+from measurements.read import read_frame, read_rows
 from simlib import load_preset
 from simlib.hardware import DATA_DIR
 from simlib.physical import occupancy as occ

@@ -32,7 +32,7 @@ from typing import Any
 
 import pandas as pd
 
-from measurements.readers import read_rows
+from measurements.read import read_rows
 from measurements.schemas import ENERGY_ATTENTION, Schema
 from simlib.counts import Result, count
 from simlib.energy import (

@@ -41,7 +41,7 @@ from typing import Any
 
 import pandas as pd
 
-from measurements.readers import read_rows
+from measurements.read import read_rows
 from measurements.schemas import EAGER16_ENERGY, ENERGY_ATTENTION, FIGURE2
 from simlib.energy import MEASUREMENTS, PJ, load_energy_table, read_calibration
 from simlib.physical.l2 import l2_partition_factor

@@ -42,7 +42,7 @@ from typing import Any
 import pandas as pd
 
 from measurements import schemas
-from measurements.readers import read_rows
+from measurements.read import read_rows
 from simlib.counts import Result, count
 from simlib.hardware import load_preset
 from simlib.presets import DATA_DIR

@@ -20,7 +20,7 @@ import pandas as pd
 from measurements.ncu_csv import ncu_table
 from simlib.bounds import compulsory_bytes
 from simlib.kernel_layout import ITEM_BYTES, tiled_default_blocks
-from simlib.physical.kernels import predict
+from simlib.physical.launches import predict
 from simlib.physical.metrics import DRAM_READ, L2_FABRIC, L2_READ, REGISTERS
 from simlib.workload import Workload
 

@@ -1,17 +1,17 @@
 """Model vs Nsight Compute: the physical prediction of every profiled launch next to ncu's number.
 
 `compare(profile_csv)` reads the recorded profile (never a typed number), predicts each (kernel,
-launch, N, d) with `simlib.physical.kernels.predict` on the H200 preset, and returns one row per
+launch, N, d) with `simlib.physical.launches.predict` on the H200 preset, and returns one row per
 metric: model, ncu, ratio = model / ncu, whether it is within ±5 %, whether it is one of the targets
 (DRAM reads and L1 global-load sectors at N ≥ 4096), and the cause when a metric misses.
 `python -m gpu_kernels model-vs-ncu` writes it to `model_vs_ncu_h200.csv` with its provenance
 (the profile's run and checksum), atomically.
 """
 
-from measurements.readers import read_frame
+from measurements.read import read_frame
 from measurements.schemas import MODEL_VS_NCU, PROFILE
 from simlib.hardware import DATA_DIR, load_preset
-from simlib.physical import kernels as K
+from simlib.physical import launches as K
 from simlib.physical.metrics import REGISTERS
 from simlib.presets import DEFAULT_GPU
 from simlib.workload import Workload

@@ -1,7 +1,7 @@
 """What the lectures read of the project's measurement files, through the validating readers.
 
 The files live in data/measurements/current/ (or archive/<run_id>/), found with
-`measurements.manifest.lookup`, and are read with `measurements.readers` against the one schema their
+`measurements.manifest.lookup`, and are read with `measurements.read` against the one schema their
 writer writes (`measurements.schemas`): a file whose columns differ from its writer's, that is cut off,
 empty, changed since its run (its sidecar's sha256 and row count) or holds a time that is not a finite
 number above zero raises `MeasurementFileError` naming the file, so nothing here charts damaged data.
@@ -31,7 +31,7 @@ import pandas as pd
 
 from measurements import schemas
 from measurements.manifest import lookup
-from measurements.readers import keys_of, read_frame, read_json
+from measurements.read import keys_of, read_frame, read_json
 from simlib import Workload, count, roofline
 from simlib.physical import metrics
 

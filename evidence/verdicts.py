@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from measurements import schemas
-from measurements.readers import read_frame
+from measurements.read import read_frame
 from simlib import Workload, count, load_preset
 from simlib.kvcache import load_model
 

@@ -5,7 +5,7 @@ runs of the same writer may lack the columns added since), and which values must
 numbers wherever they are given: `positive` columns (wide files: one row per variant and shape), or
 the `value` of rows whose `metric` is in `positive_metrics` (long files: one row per metric). An empty
 cell means "not measured" (a variant out of memory, past the time budget) and stays allowed.
-`measurements.readers` checks a file against its schema.
+`measurements.read` checks a file against its schema.
 
 >>> SIDE_BY_SIDE.columns[:4], SIDE_BY_SIDE.required == SIDE_BY_SIDE.columns[:9]
 (('kernel', 'config', 'dtype', 'batch'), True)

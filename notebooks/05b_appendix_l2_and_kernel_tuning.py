@@ -47,7 +47,7 @@ from evidence.model_vs_ncu import TARGET_MIN_N, TOLERANCE
 from measurements.manifest import lookup, run_of
 from simlib import Workload, load_preset
 from simlib.kernel_layout import ITEM_BYTES, tiled_default_blocks, tiled_shared_bytes
-from simlib.physical import kernels as K
+from simlib.physical import launches as K
 from simlib.physical import metrics as M
 from simlib.physical.l2 import L2_PARTITIONS, l2_partition_factor
 from simlib.physical.occupancy import occupancy

@@ -15,7 +15,7 @@ import pytest
 from evidence import energy_check, figure2, readers
 from measurements import schemas
 from measurements.provenance import csv_text, write_measurement
-from measurements.readers import MeasurementFileError, read_rows
+from measurements.read import MeasurementFileError, read_rows
 
 CURRENT = Path(__file__).resolve().parent.parent / "data" / "measurements" / "current"
 SIDE = "tc_side_by_side_h200.csv"

@@ -24,7 +24,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from course import charts
 from evidence import claims, intensity, numbers, paper, readers, verdicts  # noqa: E402
-from measurements import readers as measurement_readers
+from measurements import read as measurement_readers
 from measurements import schemas
 
 ROOT = Path(__file__).resolve().parent.parent

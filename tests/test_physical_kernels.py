@@ -13,7 +13,7 @@ import pytest
 from evidence.model_vs_ncu import OUT_CSV, PROFILE_CSV, compare
 from simlib import Workload, count, load_preset
 from simlib.kernel_layout import tiled_shared_bytes
-from simlib.physical import kernels as K
+from simlib.physical import launches as K
 from simlib.physical.l2 import l2_partition_factor
 from simlib.physical.occupancy import blocks_per_sm
 

@@ -7,7 +7,7 @@ one of 128-byte rows 32 (8 rows in the same 4 banks per matrix)."""
 import pytest
 
 from simlib.hardware import load_preset
-from simlib.physical import kernels as K
+from simlib.physical import launches as K
 from simlib.physical.fa2_tc_model import ldmatrix_wavefronts, q_fragment_row
 from simlib.workload import Workload
 

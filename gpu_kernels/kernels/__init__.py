@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from simlib import Workload, count
-from simlib.physical.kernels import KERNEL_LAUNCHES
+from simlib.physical.launches import KERNEL_LAUNCHES
 from simlib.units import TENSOR_CORE_DTYPES
 
 from ..counting import COUNT_KEYS

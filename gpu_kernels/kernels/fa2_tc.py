@@ -57,7 +57,7 @@ from ..counting import counts_from, new_counters, simulator_enabled
 from ..flush import flush_counters
 from ..tensor_core.addressed_ops import addressed_ops
 from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
-from ..tensor_core.plan import TcPlan, checked_plan, upload
+from ..tensor_core.tc_plan import TcPlan, checked_plan, upload
 from ..tensor_core.tiles import block_copiers
 from ..tensor_core.warp_ops import warp_ops
 

@@ -36,7 +36,7 @@ from ..counting import counts_from, new_counters, simulator_enabled
 from ..flush import flush_counters
 from ..tensor_core.dtypes import from_bits, to_bits
 from ..tensor_core.fragments import tile_products
-from ..tensor_core.plan import TcPlan, checked_plan, upload
+from ..tensor_core.tc_plan import TcPlan, checked_plan, upload
 from ..tensor_core.tiles import tile_copier
 from ..tensor_core.warp_ops import warp_ops
 from .fa2_tc import TcConfig

@@ -24,7 +24,7 @@ def tc_launch(kernel, q, k, v, base):
     from numba import cuda
 
     from ..tensor_core.dtypes import to_bits
-    from ..tensor_core.plan import upload
+    from ..tensor_core.tc_plan import upload
 
     b, h, n, d = q.shape
     dummy = cuda.to_device(np.zeros(4, dtype=np.int64))

@@ -1,6 +1,6 @@
 """Nsight Compute metric names: the ones the physical model predicts, and the ones the profiler records.
 
-One list, imported by the model (``simlib.physical.kernels``) and by the profiler
+One list, imported by the model (``simlib.physical.launches``) and by the profiler
 (``gpu_kernels.measure.ncu_profile``), so a prediction and a measurement are always keyed alike.
 A sector is 32 bytes; a wavefront is one pass of the shared-memory pipeline.
 """

@@ -16,7 +16,7 @@ that check.
 >>> _ = open(path, "w").write("kernel,median_ms\\nfa2_tc,0\\n")
 >>> read_rows(path, Schema("a test", ("kernel", "median_ms"), positive=("median_ms",)))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
-measurements.readers.MeasurementFileError: .../t.csv, line 2: median_ms = '0' is not a finite time above 0 (a test)
+measurements.read.MeasurementFileError: .../t.csv, line 2: median_ms = '0' is not a finite time above 0 (a test)
 """
 
 from __future__ import annotations
