@@ -39,7 +39,12 @@ import sys
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 import torch.nn.functional as F
+
+from measurements.schemas import FIGURE2  # noqa: E402
 
 B, H, N, D = 64, 16, 1024, 64
 PAD_RANGE = 20  # lengths drawn from [N - 20, N), as torch.randint(seqlen - 20, seqlen) in the 2022 script
@@ -499,29 +504,7 @@ def main(argv=None):
         del case
         torch.cuda.empty_cache()
 
-    summary = [
-        "variant",
-        "dropout_p",
-        "batch",
-        "seq_len",
-        "heads",
-        "head_dim",
-        "dtype",
-        "tokens",
-        "real_tokens",
-        "wall_ms_median",
-        "wall_ms_min",
-        "wall_ms_max",
-        "timed_steps",
-        "kernels",
-        "dram_read_bytes",
-        "dram_write_bytes",
-        "l2_read_bytes",
-        "l2_write_bytes",
-        "ncu_duration_ns",
-        "ncu_status",
-        "note",
-    ]
+    summary = list(FIGURE2.columns)  # measurements.schemas: one definition for this writer and its readers
     check_fields = list(dict.fromkeys(k for row in checks for k in row))
     what = (
         "Figure 2 (left) configuration on this GPU: B=64, H=16, N=1024, d=64, fp16, non-causal, key-padding "

@@ -212,14 +212,17 @@ class RunFolder:
     records: dict[str, dict]  # sidecar name -> its JSON object
 
 
-def _load_sidecar(path: Path, data: bytes) -> dict:
+def json_object(path, data: bytes, error: type[ValueError] | None = None) -> dict:
+    """The JSON object in `data` (the bytes of `path`); `error` (default ManifestError) naming the
+    file if it is not UTF-8 JSON or not an object (a list, null, a string)."""
+    error = error or ManifestError
     try:
-        record = json.loads(data.decode("utf-8"))
+        value = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
-        raise ManifestError(f"{path}: not JSON ({e})") from None
-    if not isinstance(record, dict):
-        raise ManifestError(f"{path}: a JSON {type(record).__name__}, not an object")
-    return record
+        raise error(f"{path}: not JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise error(f"{path}: a JSON {type(value).__name__}, not an object")
+    return value
 
 
 def check_folder(folder: Path, run_id: str) -> RunFolder:
@@ -251,7 +254,7 @@ def check_folder(folder: Path, run_id: str) -> RunFolder:
         own = side[: -len(SIDECAR)]
         if own not in data:
             raise ManifestError(f"{folder / side}: a sidecar without its file {own!r} in the folder")
-        record = _load_sidecar(folder / side, data[side])
+        record = json_object(folder / side, data[side])
         if record.get("run_id") != run_id:
             raise ManifestError(f"{folder / side}: run_id is {record.get('run_id')!r}, expected {run_id!r}")
         sha = record.get("sha256")

@@ -159,17 +159,21 @@ def sidecar_path(path: str) -> str:
     return path + SIDECAR
 
 
-def write_measurement(path: str, text: str, record: dict) -> str:
-    """Write the data file `path` and its sidecar (``record`` + run_id + sha256 of the bytes), each
-    atomically, the data file first. ``record`` is usually ``provenance({...})`` made once per run."""
-    data = text.encode()
-    side = {
+def sidecar_record(path: str, data: bytes, record: dict) -> dict:
+    """`record` with what pairs it with the file's bytes: run id, file name, sha256 and size."""
+    return {
         **record,
         "run_id": record.get("run_id", run_id()),
         "file": os.path.basename(path),
         "sha256": hashlib.sha256(data).hexdigest(),
         "bytes": len(data),
     }
+
+
+def write_measurement(path: str, text: str, record: dict) -> str:
+    """Write the data file `path` and its sidecar (``record`` + run_id + sha256 of the bytes), each
+    atomically, the data file first. ``record`` is usually ``provenance({...})`` made once per run."""
+    side = sidecar_record(path, text.encode(), record)
     if path.endswith(".csv"):  # the readers check the row count too (measurements.read)
         side["rows"] = max(sum(1 for fields in csv.reader(io.StringIO(text, newline="")) if fields) - 1, 0)
     write_atomic(path, text)
@@ -202,14 +206,7 @@ def attach(path: str, record: dict) -> str:
     """Write the sidecar of a data file another program wrote (ncu's CSV through a shell redirect),
     with the sha256 of its bytes as they are now."""
     with open(path, "rb") as f:
-        data = f.read()
-    side = {
-        **record,
-        "run_id": record.get("run_id", run_id()),
-        "file": os.path.basename(path),
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "bytes": len(data),
-    }
+        side = sidecar_record(path, f.read(), record)
     write_atomic(sidecar_path(path), json.dumps(side, indent=1, default=str) + "\n")
     return sidecar_path(path)
 

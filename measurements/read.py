@@ -24,13 +24,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
-from .manifest import sidecar_of
+from .manifest import json_object, sidecar_of
 from .schemas import Schema
 
 
@@ -43,13 +42,7 @@ def read_provenance(path) -> dict:
     side = sidecar_of(Path(path))
     if side is None:
         raise FileNotFoundError(f"{path}: no provenance sidecar beside it")
-    try:
-        record = json.loads(side.read_text())
-    except (UnicodeDecodeError, ValueError) as e:
-        raise MeasurementFileError(f"{side}: not JSON ({e})") from None
-    if not isinstance(record, dict):
-        raise MeasurementFileError(f"{side}: a JSON {type(record).__name__}, not an object")
-    return record
+    return json_object(side, side.read_bytes(), MeasurementFileError)
 
 
 def _checked_bytes(path) -> tuple[bytes, dict]:
@@ -140,14 +133,7 @@ def read_frame(path, schema: Schema) -> pd.DataFrame:
 
 def read_json(path) -> dict:
     """A JSON measurement (ceilings, CUDA context), checked against its sidecar; an object."""
-    data, _ = _checked_bytes(path)
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise MeasurementFileError(f"{path}: not JSON ({e})") from None
-    if not isinstance(value, dict):
-        raise MeasurementFileError(f"{path}: a JSON {type(value).__name__}, not an object")
-    return value
+    return json_object(path, _checked_bytes(path)[0], MeasurementFileError)
 
 
 def keys_of(value: dict, path, *keys: str):
