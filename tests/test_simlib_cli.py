@@ -1,4 +1,6 @@
-"""The CLI: good input prints results; bad input prints one line on stderr and exits 2."""
+"""The CLI end to end (a process each): good input prints results; bad input prints one line on stderr
+and exits 2. The catalogue of bad inputs, one case per row, is tests/test_simlib_bad_inputs.py; the
+cases here are the ones it does not hold, run as a user runs them."""
 
 import json
 import subprocess
@@ -159,14 +161,12 @@ def test_sweep_csv_has_one_row_per_config(tmp_path):
     "args,needle",
     [
         (["--algorithm", "fa3", "--seq-len", "64", "--head-dim", "64", "--sram", "1KiB"], "--algorithm"),
-        (["--algorithm", "fa2", "--seq-len", "0", "--head-dim", "64", "--sram", "1KiB"], "--seq-len"),
         (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "-1", "--sram", "1KiB"], "--head-dim"),
         (["--algorithm", "fa2", "--seq-len", "x", "--head-dim", "64", "--sram", "1KiB"], "--seq-len"),
         (
             ["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--dtype", "fp8", "--sram", "1KiB"],
             "--dtype",
         ),
-        (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "lots"], "sram"),
         (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--sram", "100"], "sram"),
         (
             [
@@ -184,7 +184,6 @@ def test_sweep_csv_has_one_row_per_config(tmp_path):
             "block_cols",
         ),
         (["--algorithm", "fa1", "--seq-len", "64", "--head-dim", "64"], "sram"),
-        (["--algorithm", "fa2", "--seq-len", "64", "--head-dim", "64", "--gpu", "z80"], "gpu"),
         (["--seq-len", "64", "--head-dim", "64"], "--algorithm"),
     ],
 )
@@ -243,10 +242,7 @@ def test_figure2_prints_both_rows():
             "--seq-len",
         ),
         ("count", ["--algorithm", "naive", "--seq-len", "64", "--head-dim", "64", "--splits", "3"], "splits"),
-        ("kvcache", ["--model", "gpt-5", "--gpu-memory", "16GiB"], "model"),
-        ("kvcache", ["--model", "llama-3-8b", "--gpu-memory", "lots"], "gpu-memory"),
         ("kvcache", ["--model", "llama-3-8b"], "--gpu"),
-        ("figure2", ["--sram", "tiny"], "sram"),
     ],
 )
 def test_bad_variant_input_is_one_line_exit_2(command, args, needle):
