@@ -590,7 +590,7 @@ after[
     ]
 ].rename(columns={"seq_len": "N", "head_dim": "d"}).round(3)
 
-# %% tags=["remove-input"] alt="Two log-log panels: predicted against measured time per call and NVML energy per call for every modelled kernel at every committed shape (open circles) and at the shapes measured after the model was frozen (filled diamonds), with the ±20 % and ±15 % bands around the diagonal"
+# %% tags=["remove-input"] alt="Two log-log panels: predicted against measured time per call and NVML energy per call for every modelled kernel at every committed shape (open circles) and at the shapes measured after the model was frozen (filled diamonds), with bands of 20 % (time) and 15 % (energy) either side of the diagonal"
 fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=(13, 6))
 predictions.plot_predicted_vs_measured(ax_t, ax_e, cmp_all)
 handles, labels = ax_t.get_legend_handles_labels()
