@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-browser lint format test-gpu notebooks slides handouts bench-trace clean
+.PHONY: lab test test-browser lint format test-gpu notebooks slides handouts bench-trace stress clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -90,6 +90,12 @@ test-browser: $(STAMP)
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || { $(SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends chromium chromium-driver; }
 	FLASHIO_BROWSER=1 $(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_browser.py
+
+# The simulator suites (tensor-core and fp32 kernels), 20 rounds of `pytest -n 2` beside a spinning process
+# and with forced preemption (tests/sim_preempt.py): zero failures, or the simulator is not deterministic
+# (gpu_kernels/simulator.py). About 3 min a round on 2 cores. `make stress STRESS_ARGS="--rounds 3"`.
+stress: $(STAMP)
+	$(BIN)/python -m tools.stress_simulator $(STRESS_ARGS)
 
 bench-trace: $(STAMP)
 	$(BIN)/python benchmarks/trace_scale.py
