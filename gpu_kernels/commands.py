@@ -190,10 +190,12 @@ def _check_host_memory(shape, kernel):
 
 def _check_specs(text):
     """'variant:N:d,...' with variant fast, tiled or torch_efficient and positive N, d."""
+    import re
+
     for spec in text.split(","):
         parts = spec.split(":")
         ok = len(parts) == 3 and parts[0] in ("fast", "tiled", "torch_efficient")
-        ok = ok and all(p.isdigit() and int(p) > 0 for p in parts[1:])
+        ok = ok and all(re.fullmatch(r"[1-9][0-9]{0,9}", p, re.ASCII) for p in parts[1:])  # ASCII digits
         if not ok:
             raise UsageError(
                 f"argument --specs: {spec!r} is not variant:N:d (variant fast, tiled or torch_efficient)"

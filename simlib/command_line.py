@@ -35,7 +35,7 @@ from .hardware import Hardware, load_preset, preset_keys
 from .kvcache import WEIGHT_BYTES, load_model, max_context, model_keys
 from .reproduce import figure2_cli
 from .roofline import roofline
-from .safe_write import check_destination, write_atomic
+from .safe_write import check_destination, stdout_closed_message, write_atomic
 from .schedule_protocol import DoesNotFit, Parameter
 from .units import DTYPE_BYTES, parse_size
 from .workload import MAX_BATCH_HEADS, MAX_HEAD_DIM, MAX_SEQ_LEN, Workload
@@ -347,7 +347,7 @@ def run_count(args: argparse.Namespace) -> None:
         args.trace,
     )
     if args.json:
-        print(json.dumps(row))
+        print(json.dumps(row, allow_nan=False))
     else:
         print_count(result, row)
 
@@ -465,7 +465,7 @@ def run_kvcache(args: argparse.Namespace) -> None:
         "model_max_position": model.max_position_embeddings,
     }
     if args.json:
-        print(json.dumps(row))
+        print(json.dumps(row, allow_nan=False))
         return
     print(
         f"{model.name}: {model.params:,} parameters → weights {fmt_bytes(row['weight_bytes'])} in {args.weight_dtype}"
@@ -509,6 +509,10 @@ def _quiet_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    closed = stdout_closed_message()
+    if closed:
+        print(closed, file=sys.stderr)
+        return 1
     try:
         args = build_parser().parse_args(argv)
         COMMANDS[args.command](args)

@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .cli_values import float_type
 from .energy import energy, load_energy_table
 
 
@@ -22,7 +23,9 @@ def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, 
     p = sub.add_parser("energy", help="joules per level, compute and static power of one configuration")
     add_common(p, False)
     p.add_argument(
-        "--time-s", type=float, help="seconds the call takes, for the static power (default: roofline)"
+        "--time-s",
+        type=float_type("--time-s", minimum=0),
+        help="seconds the call takes, for the static power (default: roofline)",
     )
     p.add_argument("--published", action="store_true", help="published figures, not the measured ones (h200)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -34,8 +37,6 @@ def run_energy_command(args: argparse.Namespace) -> None:
 
     if args.gpu is None:
         raise ValueError("--gpu is required: the energy figures are per preset (data/energy/<gpu>.json)")
-    if args.time_s is not None and not args.time_s >= 0:
-        raise ValueError(f"--time-s must be a number ≥ 0, got {args.time_s}")
     table = load_energy_table(args.gpu, measured=not args.published)
     result, row = cli.evaluate(
         args.algorithm,
@@ -63,7 +64,7 @@ def run_energy_command(args: argparse.Namespace) -> None:
         "total_j": e.total_j,
     }
     if args.json:
-        print(json.dumps({**row, **totals, "energy_table": figures}))
+        print(json.dumps({**row, **totals, "energy_table": figures}, allow_nan=False))
         return
     w = result.workload
     print(

@@ -17,6 +17,7 @@ as it was.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 
 FILE_MODE = 0o644
@@ -37,6 +38,14 @@ def check_destination(path: str, name: str = "csv") -> None:
         raise ValueError(f"{name}: the folder of {path!r} is not writable")
     if os.path.exists(path) and not os.path.isfile(path):
         raise ValueError(f"{name}: {path!r} exists and is not a regular file")
+
+
+def stdout_closed_message() -> str | None:
+    """The one line a CLI prints (on stderr, exit 1) when it was started with stdout closed (`>&-`):
+    Python then sets sys.stdout to None, print() drops every line silently and a flush raises."""
+    if sys.stdout is None:
+        return "error: standard output is closed (redirect it to a file or /dev/null instead)"
+    return None
 
 
 def write_atomic(path: str, text: str) -> None:

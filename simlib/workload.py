@@ -36,6 +36,45 @@ def check_positive_int(name: str, value: object, maximum: int | None = None) -> 
     return number
 
 
+def check_nonnegative_int(name: str, value: object, maximum: int | None = None) -> int:
+    """`value` as an int ≥ 0 (and ≤ `maximum`): a count that may be zero (a context of 0 tokens)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer ≥ 0, got {value!r}")
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"{name} must be an integer ≥ 0, got {value!r}") from None
+    if number < 0:
+        raise ValueError(f"{name} must be an integer ≥ 0, got {number!r}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be at most {maximum:,}, got {number:,}")
+    return number
+
+
+def check_real(name: str, value: object, minimum: float | None = None, maximum: float | None = None) -> float:
+    """`value` as a finite float in [minimum, maximum]; ValueError naming `name` otherwise.
+
+    Python and numpy reals are accepted; bools, strings, NaN and ±inf are refused.
+
+    >>> check_real("time_s", 1e-3, minimum=0)
+    0.001
+    """
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        low = "" if minimum is None else f"≥ {minimum:g}"
+        high = "" if maximum is None else f"≤ {maximum:g}"
+        raise ValueError(
+            f"{name} must be a number {' and '.join(x for x in (low, high) if x)}, got {value!r}"
+        )
+    return number
+
+
 @dataclass(frozen=True)
 class Workload:
     """One attention pass: batch B, query heads H, key/value length N, head dimension d, dtype.

@@ -23,6 +23,7 @@ import argparse
 import multiprocessing
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -77,8 +78,8 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def run_round(args) -> tuple[int, int, float, str]:
-    """(passed, failed, seconds, last line) of one pytest run."""
+def run_round(args) -> tuple[int, int, float, str, str]:
+    """(passed, failed, seconds, last line, the output's failure report) of one pytest run."""
     env = dict(os.environ)
     env.pop("FLASHIO_GPU", None)
     if args.preempt:
@@ -90,6 +91,8 @@ def run_round(args) -> tuple[int, int, float, str]:
         "-m",
         "pytest",
         "-q",
+        "-rf",
+        "--tb=line",
         "-p",
         "no:cacheprovider",
         "-n",
@@ -97,30 +100,52 @@ def run_round(args) -> tuple[int, int, float, str]:
         *args.suites,
     ]
     t0 = time.monotonic()
-    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate()
+    except BaseException:  # Ctrl-C or SIGTERM: take pytest and its xdist workers down too
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+        raise
+    out = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
     seconds = time.monotonic() - t0
     tail = (out.stdout.strip().splitlines() or [""])[-1]
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|error)", tail)}
     failed = counts.get("failed", 0) + counts.get("error", 0)
     if out.returncode and not failed:
         failed = 1  # pytest itself failed (collection, crash): count it
-    return counts.get("passed", 0), failed, seconds, tail
+    report = ""
+    if failed:  # which tests, and the line each failed at (--tb=line), for the log
+        lines = (out.stdout + out.stderr).splitlines()
+        report = "\n".join(x for x in lines if x.startswith(("FAILED", "ERROR", "E ", "/")) or ".py:" in x)
+    return counts.get("passed", 0), failed, seconds, tail, report
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the clean-up below on `kill`
     busy = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.busy)]
     for b in busy:
         b.start()
     rows = []
     try:
         for r in range(1, args.rounds + 1):
-            passed, failed, seconds, tail = run_round(args)
+            passed, failed, seconds, tail, report = run_round(args)
             rows.append((passed, failed, seconds))
             print(
                 f"round {r}/{args.rounds}: {passed} passed, {failed} failed, {seconds:.0f} s  ({tail})",
                 flush=True,
             )
+            if report:
+                print(report, flush=True)
     finally:
         for b in busy:
             b.terminate()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kernel_layout import tc_tile_problem
 from ..schedule_protocol import Parameter, ParamValue, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, Tiling, block_sizes, ceil_div, tile_trace_size
 from ..traffic import Count, Event, Traffic, TrafficKey
@@ -62,8 +63,9 @@ def build(
         raise ValueError(f"head_dim={workload.head_dim}: the fa2_tc kernel supports head_dim 64 and 128")
     w = DEFAULT_WARPS if warps is None else warps
     bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
-    if bc % 16:
-        raise ValueError(f"block_cols={bc} must be a multiple of 16 (one mma k-step)")
+    problem = tc_tile_problem("fa2_tc", workload.head_dim, w, bc)  # what the kernel's TcConfig refuses
+    if problem:
+        raise ValueError(problem)
     return TcMapping(16 * w, bc, workload.nq, workload.nk)
 
 
