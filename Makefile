@@ -56,12 +56,12 @@ test-gpu:
 	FLASHIO_GPU=1 $(PYTHON) -m pytest -q -p no:cacheprovider -m gpu -rfs tests
 
 # The course build (tools/build_course.py): each lecture executed once into build/executed/ (again only when
-# the lecture, simlib/ or data/ changed), then exported. Pages load reveal.js, require.js, jQuery and MathJax
-# from tools/vendor/ by a relative path (versions and licences: tools/vendor/README.md), so they open and work
-# without network. An image output whose cell has no alt="..." stops the build with one line naming the
+# the lecture, simlib/, measurements/, evidence/, course/ or data/ changed), then exported. Pages load
+# reveal.js, require.js, jQuery and MathJax from tools/vendor/ by a relative path (versions and licences:
+# tools/vendor/README.md), so they open and work without network. An image output whose cell has no alt="..." stops the build with one line naming the
 # lecture and cell (tools/alt_text.py).
 EXECUTED    := $(patsubst notebooks/%.py,build/executed/%.ipynb,$(NOTEBOOK_SOURCES))
-COURSE_DEPS := $(shell find simlib data -type f -not -path '*/__pycache__/*' 2>/dev/null) tools/build_course.py
+COURSE_DEPS := $(shell find simlib measurements evidence course data -type f -not -path '*/__pycache__/*' 2>/dev/null) tools/build_course.py
 
 build/executed/%.ipynb: notebooks/%.py $(COURSE_DEPS) | $(STAMP)
 	$(BIN)/python -m tools.build_course execute $< --out build/executed

@@ -1,6 +1,6 @@
 """Nsight Compute's counts of one call of every kernel the energy run measures, to price them.
 
-The energy model (simlib.energy_check) prices what a kernel moves and computes. For the project's
+The energy model (evidence.energy_check) prices what a kernel moves and computes. For the project's
 own kernels simlib counts that; for library kernels (cuBLAS, cuDNN, torch's fused attention) it
 cannot see the shared-memory and L2 traffic inside the call. This script asks Nsight Compute for
 it: each (variant, dtype, pass) of ``benchmarks/energy_h200.py``'s plan, built by the same code

@@ -39,7 +39,7 @@ per launch.
 ``--benches``, ``--variants`` pick a subset (idle is always measured); ``--tag`` names the files
 (energy_calibration_<tag>.csv, energy_attention_<tag>.csv; default h200).
 
-Each file is rewritten with its provenance sidecar after every row (gpu_kernels.measure.provenance).
+Each file is rewritten with its provenance sidecar after every row (measurements.provenance).
 """
 
 from __future__ import annotations
@@ -459,8 +459,8 @@ def fa2_tc_variant(shape):
     import torch
 
     from gpu_kernels.counting import new_counters
-    from gpu_kernels.tensor_core.bench import bits_view
-    from gpu_kernels.tensor_core.fa2_tc_kernel import Fa2TcPlan, TcConfig
+    from gpu_kernels.kernels.fa2_tc import Fa2TcPlan, TcConfig
+    from gpu_kernels.measure.side_by_side import bits_view
 
     batch, heads, n = shape
     sets = torch_sets(shape, torch.bfloat16, 3)
@@ -490,8 +490,8 @@ def naive_tc_variant(shape, parts=None):
     import torch
 
     from gpu_kernels.counting import new_counters
-    from gpu_kernels.tensor_core.bench import bits_view
-    from gpu_kernels.tensor_core.naive_tc_kernel import LAUNCHES, NaiveTcConfig, NaiveTcPlan, row_stride
+    from gpu_kernels.kernels.naive_tc import LAUNCHES, NaiveTcConfig, NaiveTcPlan, row_stride
+    from gpu_kernels.measure.side_by_side import bits_view
 
     batch, heads, n = shape
     bh = batch * heads
@@ -696,7 +696,7 @@ def main(argv=None):
         p.error(f"--tag: expected letters, digits, '_' or '-', got {args.tag!r}")
     wanted_benches = {b for b in args.benches.split(",") if b}
     wanted_variants = {v for v in args.variants.split(",") if v}
-    from gpu_kernels.measure.provenance import check_output_dir, csv_text, provenance, write_measurement
+    from measurements.provenance import check_output_dir, csv_text, provenance, write_measurement
 
     check_output_dir(args.out)
     seq_lens = [int(s) for s in args.seq_lens.split(",")]
@@ -805,7 +805,7 @@ def main(argv=None):
     _free_device_memory()
     with_tc = True
     try:
-        import gpu_kernels.tensor_core.fa2_tc_kernel  # noqa: F401
+        import gpu_kernels.kernels.fa2_tc  # noqa: F401
     except Exception as e:
         with_tc = False
         print(f"fa2_tc unavailable: {e}", flush=True)

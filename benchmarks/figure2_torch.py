@@ -64,11 +64,17 @@ def lengths_and_mask(batch, seq_len, gen):
     return lengths, mask, cu
 
 
-def attention_ref(qkv, attn_mask, dropout_p):
-    """The 2022 script's standard attention: (B, N, 3, H, d) packed qkv, (B, N) key mask."""
+def attention_ref(qkv, attn_mask, dropout_p, causal=False):
+    """The 2022 script's standard attention: (B, N, 3, H, d) packed qkv, (B, N) key mask; with
+    `causal`, its second masked_fill_ of the keys after each query (benchmarks/eager16_h200.py)."""
     q, k, v = qkv.unbind(dim=2)
     scores = torch.einsum("bthd,bshd->bhts", q, k / math.sqrt(qkv.shape[-1]))
     scores.masked_fill_(~attn_mask[:, None, None, :], float("-inf"))
+    if causal:
+        n = qkv.shape[1]
+        scores.masked_fill_(
+            torch.triu(torch.ones(n, n, dtype=torch.bool, device=qkv.device), 1), float("-inf")
+        )
     attention = torch.softmax(scores, dim=-1)
     attention_drop = F.dropout(attention, dropout_p)
     return torch.einsum("bhts,bshd->bthd", attention_drop, v)
@@ -365,19 +371,19 @@ def ncu_reads_counters(ncu, log):
 
 
 def provenance_writer(log):
-    """(record(extra) -> dict, write(path, rows, fields, record)): gpu_kernels.measure.provenance's
+    """(record(extra) -> dict, write(path, rows, fields, record)): measurements.provenance's
     writer (sidecar with run_id and sha256). If the tree's copy cannot import it (a half-finished
     edit elsewhere), a plain CSV + sidecar with the same keys, so that the run is not lost."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
-        from gpu_kernels.measure.provenance import csv_text, provenance, write_measurement
+        from measurements.provenance import csv_text, provenance, write_measurement
 
         def write(path, rows, fields, record):
             write_measurement(path, csv_text(rows, fields), record)
 
         return provenance, write
     except Exception as e:  # noqa: BLE001 - any import failure: fall back, and say so
-        log.append(f"provenance: gpu_kernels.measure.provenance not importable ({e!r}); plain sidecars")
+        log.append(f"provenance: measurements.provenance not importable ({e!r}); plain sidecars")
     import csv
     import datetime
     import hashlib

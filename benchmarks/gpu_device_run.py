@@ -141,7 +141,7 @@ def main():
     ap.add_argument("--stages", default="env,pytest,asm,profile,compare,bench")
     stages = ap.parse_args().stages.split(",")
     os.makedirs(OUT, exist_ok=True)
-    from gpu_kernels.measure.provenance import provenance, run_id, write_measurement
+    from measurements.provenance import provenance, run_id, write_measurement
 
     os.environ.setdefault("FLASHIO_RUN_ID", run_id())
     py = sys.executable

@@ -26,16 +26,10 @@ from numba import cuda, float32  # module globals: the CUDA simulator swaps `cud
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpu_kernels.measure.provenance import csv_text, provenance, write_measurement  # noqa: E402
-from simlib.kernel_layout import tiled_default_blocks  # noqa: E402
-
 # what the ncu drivers launch, in one place with its reader (appendix 05b reads them there too)
-from simlib.physical.l2_evidence import (  # noqa: E402
-    NCU_PASSES,
-    NCU_SIZES_MIB,
-    TILED_HEADS_NCU_SHAPES,
-    TILED_NCU_SHAPES,
-)
+from evidence.l2_evidence import NCU_PASSES, NCU_SIZES_MIB, TILED_HEADS_NCU_SHAPES, TILED_NCU_SHAPES
+from measurements.provenance import csv_text, provenance, write_measurement  # noqa: E402
+from simlib.kernel_layout import tiled_default_blocks  # noqa: E402
 
 OUT = os.environ.get("OUT", "")  # the run folder the device returns (required where files are written)
 
@@ -158,8 +152,8 @@ def l2_probe(sizes_mib=tuple(range(8, 129, 4)), reps=7):
 
 
 def tiled_sass(head_dim):
+    from gpu_kernels.kernels.tiled import fa2_kernel, run_tiled
     from gpu_kernels.reference import random_qkv
-    from gpu_kernels.tiled import fa2_kernel, run_tiled
 
     br, bc = tiled_default_blocks(4096, head_dim)
     q, k, v = random_qkv(1, 1, 256, head_dim)
@@ -209,8 +203,8 @@ def ncu_driver(rotating=False):
 def tiled_ncu_driver(shapes=None):
     """One launch of the readable kernel per (N, d, H) (default: TILED_NCU_SHAPES with H = 4),
     for ncu --kernel-name regex:fa2."""
+    from gpu_kernels.kernels.tiled import run_tiled
     from gpu_kernels.reference import random_qkv
-    from gpu_kernels.tiled import run_tiled
 
     for n, d, h in shapes or [(n, d, 4) for n, d in TILED_NCU_SHAPES]:
         q, k, v = random_qkv(1, h, n, d)
@@ -228,8 +222,8 @@ def tiled_trace(n, d, heads):
 
     import pandas as pd
 
+    from gpu_kernels.kernels.tiled import plan_tiled
     from gpu_kernels.reference import random_qkv
-    from gpu_kernels.tiled import plan_tiled
 
     q, k, v = random_qkv(1, heads, n, d)
     plan = dataclasses.replace(plan_tiled(q, k, v), trace=True)

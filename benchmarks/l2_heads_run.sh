@@ -9,7 +9,7 @@ ncu --metrics $METRICS --kernel-name regex:fa2_forward --cache-control all --clo
 echo "tiled heads: rc=$? $(grep -c dram__bytes_read "$OUT/tiled_heads_l2_ncu_h200.csv") launches"
 $PY -c "
 import os, sys; sys.path.insert(0, '.')
-from gpu_kernels.measure.provenance import attach, provenance
+from measurements.provenance import attach, provenance
 from simlib.physical import l2_evidence as d
 record = provenance({'what': 'ncu of the tiled kernel at (N, d, H) %s, B=1, default blocks; --cache-control all '
             '--clock-control none' % (d.TILED_HEADS_NCU_SHAPES,)})

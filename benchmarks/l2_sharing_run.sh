@@ -19,7 +19,7 @@ ncu --metrics dram__bytes_read.sum,lts__t_sectors_op_read.sum,lts__t_sectors_src
 echo "tiled: rc=$? $(grep -c dram__bytes_read "$OUT/tiled_l2_ncu_h200.csv") launches"
 $PY -c "
 import os, sys; sys.path.insert(0, '.')
-from gpu_kernels.measure.provenance import attach, provenance
+from measurements.provenance import attach, provenance
 from simlib.physical import l2_evidence as d
 record = provenance({'what': 'ncu of the L2 re-read probe, own and rotating readers, sizes (MiB) %s, %d passes; the tiled '
             'kernel at %s (N, d), B=1, H=4; --cache-control all --clock-control none' % (d.NCU_SIZES_MIB, d.NCU_PASSES, d.TILED_NCU_SHAPES)})

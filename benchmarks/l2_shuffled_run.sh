@@ -13,7 +13,7 @@ ncu --metrics $METRICS,launch__registers_per_thread --kernel-name regex:fa2_forw
 echo "tiled: rc=$? $(grep -c dram__bytes_read "$OUT/tiled_l2_ncu_h200.csv") launches"
 $PY -c "
 import os, sys; sys.path.insert(0, '.')
-from gpu_kernels.measure.provenance import attach, provenance
+from measurements.provenance import attach, provenance
 from simlib.physical import l2_evidence as d
 from benchmarks.h200_diagnostics import SHUFFLE_BLOCKS
 record = provenance({'what': 'ncu of the shuffled L2 re-read probe (%d blocks, sizes (MiB) %s, %d passes, one random permutation '

@@ -15,7 +15,7 @@ for cfg in "64 48 48" "64 128 8" "128 24 24" "128 64 8"; do
 done
 $PY -c "
 import os, sys; sys.path.insert(0, '.')
-from gpu_kernels.measure.provenance import attach, provenance
+from measurements.provenance import attach, provenance
 from simlib.physical import l2_evidence as d
 record = provenance({'what': 'ncu sections Occupancy, WarpStateStats, SchedulerStats, LaunchStats of the readable tiled kernel, '
             'N=4096, B=1, H=16, (d, Br, Bc) in (64,48,48), (64,128,8), (128,24,24), (128,64,8); '

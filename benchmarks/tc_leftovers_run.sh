@@ -7,7 +7,7 @@ export PATH="$PATH:/usr/local/cuda/bin" PYTHONUNBUFFERED=1
 R="$OUT/r"
 mkdir -p "$R/diag" "$R/energy" "$R/sbs"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw,power.limit --format=csv
-timeout 200 python3 -m gpu_kernels.tensor_core.naive_tc_diagnostics --out "$R/diag" --timeout-s 170 \
+timeout 200 python3 -m benchmarks.naive_tc_diagnostics --out "$R/diag" --timeout-s 170 \
     2>&1 | tee "$R/diag/naive_tc_diag_h200.log"
 timeout 170 python3 benchmarks/energy_h200.py --out "$R/energy" --tag tc_h200 \
     --benches static,smem_read,smem_read_v4,fp32_fma --variants naive_tc,fa2_tc \

@@ -11,10 +11,10 @@ The layout rules (padding, default tiles, the fast kernel's config) live in ``si
 """
 
 _LAZY = {
-    "run_naive": ".naive_kernel",
-    "run_tiled": ".tiled",
-    "plan_naive": ".naive_kernel",
-    "plan_tiled": ".tiled",
+    "run_naive": ".kernels.naive",
+    "run_tiled": ".kernels.tiled",
+    "plan_naive": ".kernels.naive",
+    "plan_tiled": ".kernels.tiled",
     "attention_reference": ".reference",
     "rel_error": ".reference",
     "random_qkv": ".reference",

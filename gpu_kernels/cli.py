@@ -9,15 +9,15 @@ subcommand does is ``commands.py``.
     tune          the fast kernel's configuration sweep        ncu      Nsight Compute on the fast kernel
     profile       Nsight Compute per launch, next to simlib    asm      PTX of timing vs counting builds
     ceilings      mma.sync bf16/fp16, FFMA and copy-bandwidth ceilings, measured
-    side-by-side  the 16-bit kernels (fa2_tc, naive_tc) vs cupy and torch SDPA (tensor_core/bench.py)
-    model-vs-ncu  the physical model next to a recorded profile (CPU)
-    import-run    add a device run's folder to data/measurements (measure/manifest.py, CPU)
+    side-by-side  the 16-bit kernels (fa2_tc, naive_tc) vs cupy and torch SDPA (measure/side_by_side.py)
+    model-vs-ncu  the physical model next to a recorded profile (CPU; runs `python -m evidence model-vs-ncu`)
+    import-run    add a device run's folder to data/measurements (measurements/manifest.py, CPU)
 
 Arguments and output destinations are checked before numba is imported (numba's CUDA simulator
 must be switched on before the import) and before any work starts. Every bad argument, a missing
 GPU, an unwritable destination, running out of memory or Ctrl-C ends the program with one line on
 stderr and a non-zero exit (2 for usage and no GPU, 1 for failed work, 130 for Ctrl-C); nothing
-else goes to stdout. Measured files are written with their provenance (measure/provenance.py).
+else goes to stdout. Measured files are written with their provenance (measurements/provenance.py).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import os
 import sys
 
 from simlib.cli_values import NoLoneDashValue, float_type, int_type, nonnegative_int, tag_type
+from simlib.moved_commands import forward
 from simlib.safe_write import stdout_closed_message
 from simlib.workload import MAX_SEQ_LEN
 
@@ -82,7 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="fa2_tc, naive_tc: the 16-bit input type (default bf16; naive and tiled are fp32)",
     )
     r.add_argument(
-        "--warps", type=_positive_int, help="fa2_tc, naive_tc: W warps per block (Br = 16·W; default 4)"
+        "--warps",
+        type=_positive_int,
+        help="fa2_tc, naive_tc: W warps per block (Br = 32·W for fa2_tc, 16·W for naive_tc; default 4)",
     )
     r.add_argument(
         "--seq-len", type=_positive_int, required=True, help="N (keys; queries too unless --query-len)"
@@ -197,14 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("ceilings", help="mma.sync (bf16, fp16), FFMA and copy-bandwidth ceilings of the GPU")
     _add_out(c)
 
-    m = sub.add_parser("model-vs-ncu", help="the physical model next to a recorded profile (CPU)")
-    m.add_argument(
-        "--profile", default=None, help="profile CSV (default: data/measurements/current/profile_h200.csv)"
-    )
-    m.add_argument(
-        "--out", default=None, help="output CSV (default: data/measurements/current/model_vs_ncu_h200.csv)"
-    )
-
+    # moved to the evidence package: forwarded to `python -m evidence model-vs-ncu` (simlib.moved_commands)
+    sub.add_parser("model-vs-ncu", help="the physical model next to a recorded profile (CPU)", add_help=False)
     sub.add_parser(
         "import-run", help="add a device run's folder to data/measurements (see its --help)", add_help=False
     )
@@ -229,14 +226,16 @@ def main(argv=None) -> int:
         sys.stderr.write(closed + "\n")
         return 1
     if argv[:1] == ["import-run"]:
-        from .measure.manifest import main as import_run
+        from measurements.manifest import main as import_run
 
         return import_run(argv[1:])
     if argv[:1] == ["side-by-side"]:
-        from .tensor_core.bench import main as side_by_side
+        from .measure.side_by_side import main as side_by_side
 
         return side_by_side(argv[1:])
     try:
+        if argv[:1] == ["model-vs-ncu"]:
+            return forward("evidence", argv)
         args = build_parser().parse_args(argv)
         status = COMMANDS[args.command](args)
         sys.stdout.flush()  # a full disk or closed pipe shows up here, not at exit

@@ -96,6 +96,12 @@ def _validate_tc_run(args):
     _check_logit_scale(args.logit_scale, shape.head_dim)
     _check_host_memory(shape, "naive" if args.kernel == "naive_tc" else "tiled")
     params = {"dtype": args.dtype or "bf16", "warps": args.warps or 4, "block_cols": args.block_cols or 64}
+    if args.kernel == "fa2_tc":  # the kernel's defaults, from simlib's table (no numba import here)
+        from simlib.schedules.fa2_tc import DEFAULT_BLOCK_COLS, DEFAULT_Q_RELOAD, DEFAULT_WARP_ROWS
+
+        d = shape.head_dim
+        params["block_cols"] = args.block_cols or DEFAULT_BLOCK_COLS[d]
+        params.update(warp_rows=DEFAULT_WARP_ROWS, q_reload=DEFAULT_Q_RELOAD[d])
     return shape, params
 
 
@@ -118,11 +124,14 @@ def _run_tc(args, shape, params):
 
     dtype = params["dtype"]
     if args.kernel == "fa2_tc":
-        from .tensor_core.fa2_tc_kernel import TcConfig as config_class
+        from .kernels.fa2_tc import TcConfig as config_class
     else:
-        from .tensor_core.naive_tc_kernel import NaiveTcConfig as config_class
+        from .kernels.naive_tc import NaiveTcConfig as config_class
     try:
-        cfg = config_class(shape.head_dim, params["warps"], params["block_cols"]).check()
+        extra_cfg = {}
+        if args.kernel == "fa2_tc":
+            extra_cfg = {"warp_rows": params["warp_rows"], "q_in_regs": not params["q_reload"]}
+        cfg = config_class(shape.head_dim, params["warps"], params["block_cols"], **extra_cfg).check()
     except ValueError as e:
         raise UsageError(str(e)) from None
     q, k, v = random_qkv(*_dims(shape), seed=args.seed, logit_scale=args.logit_scale, **_variant(shape))
@@ -130,14 +139,14 @@ def _run_tc(args, shape, params):
     ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)
     u = UNIT_ROUNDOFF[dtype]
     if args.kernel == "fa2_tc":
-        from .tensor_core.fa2_tc_kernel import run_fa2_tc
+        from .kernels.fa2_tc import run_fa2_tc
 
         res = run_fa2_tc(q, k, v, dtype=dtype, config=cfg, count=args.count, causal=args.causal)
         errors = {"o": rel_error(res.o, ref_o), "lse": rel_error(res.lse, ref_lse)}
         tols = {"o": 2 * u, "lse": 1e-5}  # O rounded once to the dtype (P too, ~0.6u seen); L in fp32
         extra = {}
     else:
-        from .tensor_core.naive_tc_kernel import run_naive_tc
+        from .kernels.naive_tc import run_naive_tc
 
         res = run_naive_tc(q, k, v, dtype=dtype, config=cfg, count=args.count, causal=args.causal)
         errors, tols = {"o": rel_error(res.o, ref_o)}, {"o": 4 * u}  # S, P and O each rounded to the dtype
@@ -226,11 +235,11 @@ def cmd_run(args) -> int:
         return _report_run(args, cuda, shape, params, errors, tols, counts, predicted)
     q, k, v = random_qkv(*_dims(shape), seed=args.seed, logit_scale=args.logit_scale, **_variant(shape))
     if args.kernel == "tiled":
-        from .tiled import run_tiled
+        from .kernels.tiled import run_tiled
 
         res = run_tiled(q, k, v, count=args.count, causal=args.causal, **params)
     else:
-        from .naive_kernel import run_naive
+        from .kernels.naive import run_naive
 
         res = run_naive(q, k, v, count=args.count, causal=args.causal, **params)
     ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)
@@ -329,7 +338,7 @@ def _configs(args):
 def _prepare_out(args):
     """The output folder and run id, checked before any work (and before numba is imported); the
     folder is created by ``_make_out`` once the GPU is there."""
-    from .measure.provenance import check_output_dir, set_run_id
+    from measurements.provenance import check_output_dir, set_run_id
 
     try:
         check_output_dir(args.out)
@@ -378,7 +387,8 @@ def cmd_tune(args) -> int:
     _make_out(args)
     import json
 
-    from .measure.provenance import provenance, write_measurement
+    from measurements.provenance import provenance, write_measurement
+
     from .measure.tuning import best_configs, config_dict, sweep_configs, tune
 
     cfgs = sweep_configs()
@@ -458,8 +468,9 @@ def cmd_ceilings(args) -> int:
     _prepare_out(args)
     require_gpu("ceilings")
     _make_out(args)
+    from measurements.provenance import provenance, write_measurement
+
     from .measure.ceilings import measure_copy_bandwidth, measure_ffma_peak, measure_mma_peak
-    from .measure.provenance import provenance, write_measurement
 
     result = {
         "mma_bf16": measure_mma_peak("bf16"),
@@ -483,9 +494,8 @@ def cmd_ceilings(args) -> int:
 
 def cmd_asm(args) -> int:
     if args.json_out:
+        from measurements.provenance import set_run_id
         from simlib.safe_write import check_destination
-
-        from .measure.provenance import set_run_id
 
         try:
             check_destination(args.json_out, "--json")
@@ -494,7 +504,7 @@ def cmd_asm(args) -> int:
         except ValueError as e:
             raise UsageError(str(e)) from None
     require_gpu("asm")
-    from .asm import check_report, format_report, ptx_report
+    from .ptx_check import check_report, format_report, ptx_report
 
     rows = []
     for d in args.head_dims:
@@ -504,7 +514,7 @@ def cmd_asm(args) -> int:
     for p in problems:
         print("PROBLEM:", p)
     if args.json_out:
-        from .measure.provenance import provenance, write_measurement
+        from measurements.provenance import provenance, write_measurement
 
         write_measurement(
             args.json_out,
@@ -512,45 +522,6 @@ def cmd_asm(args) -> int:
             provenance({"what": "PTX of the timing and counting builds"}),
         )
     return 1 if problems else 0
-
-
-def cmd_model_vs_ncu(args) -> int:
-    from simlib.physical import model_vs_ncu as M
-    from simlib.safe_write import check_destination
-
-    from .measure.provenance import provenance, sidecar_path, write_measurement
-
-    profile = args.profile or str(M.PROFILE_CSV)
-    out = args.out or str(M.OUT_CSV)
-    try:
-        check_destination(out, "--out")
-        if not os.path.isfile(profile):
-            raise ValueError(f"--profile: {profile!r} is not a file")
-        frame = M.compare(profile)
-    except (ValueError, KeyError) as e:
-        raise UsageError(str(e)) from None
-    import hashlib
-
-    source = {
-        "profile": os.path.basename(profile),
-        "profile_sha256": hashlib.sha256(open(profile, "rb").read()).hexdigest(),
-    }
-    if os.path.isfile(sidecar_path(profile)):
-        with open(sidecar_path(profile)) as f:
-            source["profile_run_id"] = json.load(f).get("run_id")
-    write_measurement(
-        out,
-        frame.to_csv(index=False, lineterminator="\n"),
-        provenance(
-            {"what": "computed, not measured: simlib.physical.model_vs_ncu.compare of the profile", **source},
-            gpu=False,
-        ),
-    )
-    targets = frame[frame["target"]]
-    print(
-        f"wrote {out} ({len(frame)} rows); targets met: {int(targets['within_5pct'].sum())} of {len(targets)}"
-    )
-    return 0
 
 
 COMMANDS = {
@@ -563,5 +534,4 @@ COMMANDS = {
     "profile": cmd_profile,
     "asm": cmd_asm,
     "ceilings": cmd_ceilings,
-    "model-vs-ncu": cmd_model_vs_ncu,
 }

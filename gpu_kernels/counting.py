@@ -12,7 +12,7 @@ memory access it counts and guarded by ``if COUNTING:``:
 At the end each thread does one ``cuda.atomic.add`` per counter into an int64[4] array
 (``flush.flush_counters``). numba
 treats a closure variable as a compile-time constant and prunes ``if False:`` branches, so the
-timing build (``counting=False``) contains no counter code and no atomics: ``gpu_kernels.asm``
+timing build (``counting=False``) contains no counter code and no atomics: ``gpu_kernels.ptx_check``
 checks this in the PTX. The same source also runs under numba's CUDA simulator.
 
 What is counted is exactly docs/COUNTING.md's convention: registers are free, a warp broadcast

@@ -3,7 +3,7 @@ per thread), and compiling the kernel under a name that says which build it is.
 
 Kept apart from ``counting.py`` because importing it imports numba, which must not happen before
 the CLI has decided whether to switch on the CUDA simulator. Called only under ``if COUNTING:``, so
-timing builds contain no call (the PTX check in ``asm.py`` looks for atomics).
+timing builds contain no call (the PTX check in ``ptx_check.py`` looks for atomics).
 """
 
 from numba import cuda

@@ -2,7 +2,7 @@
 (%globaltimer), for the readable kernel's trace build (``tiled.fa2_kernel(..., trace=True)``).
 
 numba has no API for these special registers; each is one `mov` of inline PTX through llvmlite, as
-fast.py does for cp.async. Under the CUDA simulator they are plain Python: SM 0 and the host clock.
+kernels/fast.py does for cp.async. Under the CUDA simulator they are plain Python: SM 0 and the host clock.
 Worked example: a block that starts at globaltimer 1,000,000 and ends at 1,450,000 ran 450 µs.
 """
 

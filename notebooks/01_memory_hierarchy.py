@@ -61,9 +61,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from course import charts
+from evidence import claims, intensity, paper
+from evidence.figure2 import FIGURE2, figure2_h200_intensity
 from simlib import Workload, count, load_preset, preset_keys, roofline
-from simlib.lectures import charts, claims, intensity, paper
-from simlib.reproduce import FIGURE2, figure2_h200_intensity
 
 charts.use_style()
 N, D = 4096, 64  # the running example: 4K tokens, head dimension 64, fp16

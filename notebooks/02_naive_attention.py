@@ -65,8 +65,9 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
+from course import charts
+from evidence import claims
 from simlib import Workload, compulsory_bytes, count, load_preset
-from simlib.lectures import charts, claims
 
 charts.use_style()
 N, D = 4096, 64  # the running example: 4K tokens, head dimension 64, fp16
@@ -171,7 +172,7 @@ display(
 #
 # One fp16 N×N matrix per head is 2·N² bytes. It becomes large when it is multiplied by heads, batch
 # and layers. Two model shapes: Llama-2-7B (from `data/models`, its published config) and a
-# GPT-2-medium-like shape (stated in `simlib/lectures/claims.py`).
+# GPT-2-medium-like shape (stated in `evidence/claims.py`).
 
 # %%
 pd.DataFrame(claims.model_configs()).T

@@ -56,10 +56,10 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
+from course import charts
+from course.online_softmax_steps import draw_softmax_overview, online_softmax_steps, softmax_widget
+from course.tile_walk import draw_walk_overview, tile_walk
 from simlib import Workload, count, load_preset
-from simlib.lectures import charts
-from simlib.lectures.online_softmax_steps import draw_softmax_overview, online_softmax_steps, softmax_widget
-from simlib.lectures.tile_walk import draw_walk_overview, tile_walk
 
 charts.use_style()
 rng = np.random.default_rng(2024)

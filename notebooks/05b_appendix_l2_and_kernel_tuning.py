@@ -41,15 +41,15 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from gpu_kernels.measure.manifest import lookup, run_of
+from course import charts
+from evidence import l2_evidence, readers
+from evidence.model_vs_ncu import TARGET_MIN_N, TOLERANCE
+from measurements.manifest import lookup, run_of
 from simlib import Workload, load_preset
 from simlib.kernel_layout import ITEM_BYTES, tiled_default_blocks, tiled_shared_bytes
-from simlib.lectures import charts, readers
 from simlib.physical import kernels as K
-from simlib.physical import l2_evidence
 from simlib.physical import metrics as M
 from simlib.physical.l2 import L2_PARTITIONS, l2_partition_factor
-from simlib.physical.model_vs_ncu import TARGET_MIN_N, TOLERANCE
 from simlib.physical.occupancy import occupancy
 
 charts.use_style()
@@ -357,7 +357,7 @@ display(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. Why the readable kernel is slow: occupancy and the instruction mix
 #
-# The readable kernel (`gpu_kernels/tiled.py`) uses one thread per query row, so a block has Br
+# The readable kernel (`gpu_kernels/kernels/tiled.py`) uses one thread per query row, so a block has Br
 # threads, and keeps its Q, K, V and S tiles in shared memory within the static shared-memory limit of a block
 # (`simlib.kernel_layout.STATIC_SHARED_LIMIT_BYTES`). How many
 # such blocks fit on an SM, and what ncu measured:

@@ -57,8 +57,8 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from IPython.display import display
 
+from course import charts
 from simlib import Workload, count, load_preset, roofline
-from simlib.lectures import charts
 
 charts.use_style()
 

@@ -21,20 +21,18 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from .bounds import compulsory_bytes, saha_ye_bytes
+from .cli_evaluate import evaluate, options_of, workload_of
 from .cli_values import NoLoneDashValue, int_type, key_type, pair_type, size_type
-from .counts import ALGORITHMS, Result, all_parameters, count, schedule_of
-from .decode_time import split_k_time
+from .counts import ALGORITHMS, Result, all_parameters, schedule_of
 from .energy_cli import add_energy_command, run_energy_command
-from .hardware import Hardware, load_preset, preset_keys
+from .hardware import load_preset, preset_keys
 from .kvcache import WEIGHT_BYTES, load_model, max_context, model_keys
-from .reproduce import figure2_cli
-from .roofline import roofline
+from .moved_commands import MOVED, forward
 from .safe_write import check_destination, stdout_closed_message, write_atomic
 from .schedule_protocol import DoesNotFit, Parameter
 from .units import DTYPE_BYTES, parse_size
@@ -139,88 +137,13 @@ def build_parser() -> Parser:
     p_kv.add_argument("--kv-dtype", default="fp16", choices=tuple(DTYPE_BYTES))
     p_kv.add_argument("--reserve", default="0", help="memory set aside for activations and the CUDA context")
     p_kv.add_argument("--json", action="store_true")
-    p_fig = sub.add_parser(
-        "figure2", help="Figure 2 (left) of the FlashAttention paper: HBM GB, model vs paper"
+    # moved to the evidence package (model against measurement); forwarded by `main` (simlib.moved_commands)
+    sub.add_parser(
+        "figure2", help="Figure 2 (left) of the FlashAttention paper: HBM GB, model vs paper", add_help=False
     )
-    p_fig.add_argument(
-        "--sram",
-        type=size_type("--sram", False),
-        default=192 * 1024,
-        help="SRAM for FlashAttention's blocks (default: the paper's 192 KB)",
-    )
-    p_fig.add_argument(
-        "--json", action="store_true", help="the figure, every term, FLOPs and the H200 run as JSON"
-    )
-    p_claims = sub.add_parser("claims", help="every claim of the posts: model, paper, H200, verdict")
-    p_claims.add_argument("--json", action="store_true", help="every field of every claim as JSON")
+    sub.add_parser("claims", help="every claim of the posts: model, paper, H200, verdict", add_help=False)
     add_energy_command(sub, _add_common)
     return parser
-
-
-def sram_source(schedule_sram: str, sram: int | None, hardware: Hardware | None) -> str | None:
-    """Where the SRAM size came from: --sram wins over the preset's shared memory per block."""
-    if schedule_sram == "unused":
-        return None
-    if sram is not None:
-        return "--sram" + (f" (not {hardware.key}'s {hardware.sram_bytes:,} B)" if hardware else "")
-    return f"{hardware.key} preset (shared memory per block)" if hardware is not None else None
-
-
-def evaluate(
-    algorithm: str,
-    workload: Workload,
-    sram: int | None,
-    hardware: Hardware | None,
-    options: dict[str, object],
-    trace: bool,
-) -> tuple[Result, dict[str, Any]]:
-    """count() plus bounds and (with a preset) the roofline, as one flat dict."""
-    schedule = schedule_of(algorithm)
-    used = None if schedule.sram == "unused" else sram
-    result = count(
-        algorithm,
-        workload,
-        sram_bytes=used,
-        hardware=hardware,
-        method="trace" if trace else "closed",
-        **options,
-    )
-    row = result.to_dict()
-    row["sram_source"] = sram_source(schedule.sram, sram, hardware)
-    row["compulsory_hbm_bytes"] = compulsory_bytes(workload)
-    row["saha_ye_bytes_asymptotic"] = (
-        saha_ye_bytes(workload, result.sram_bytes) if result.sram_bytes else None
-    )
-    if hardware:
-        roof = roofline(result, hardware)
-        row.update(
-            gpu=hardware.key,
-            roofline_s=roof.time_s,
-            compute_s=roof.compute_s,
-            hbm_s=roof.level_s.get("HBM"),
-            sram_s=roof.level_s.get("SRAM"),
-            bound=roof.bound,
-            arithmetic_intensity=roof.arithmetic_intensity,
-            ridge_point=roof.ridge_point,
-        )
-        if algorithm == "decode":  # the stream needs enough thread blocks: simlib.decode_time
-            splits = options.get("splits")
-            waves = split_k_time(workload, hardware, splits if isinstance(splits, int) else 1, used)
-            row.update(
-                decode_ctas=waves.ctas, decode_waves=waves.waves, decode_time_with_waves_s=waves.time_s
-            )
-    return result, row
-
-
-def options_of(args: argparse.Namespace, algorithm: str, only_applicable: bool) -> dict[str, object]:
-    """The schedule keywords from the flags; with `only_applicable`, those the algorithm takes."""
-    schedule = schedule_of(algorithm)
-    names = all_parameters()
-    return {
-        name: getattr(args, name)
-        for name in names
-        if not only_applicable or schedule.parameter(name) is not None
-    }
 
 
 def fmt_bytes(n: int) -> str:
@@ -318,19 +241,6 @@ def print_count(result: Result, row: dict[str, Any]) -> None:
         table.pivot_table(
             index=["level", "tensor"], columns="op", values="bytes", aggfunc="sum", fill_value=0
         ).to_string()
-    )
-
-
-def workload_of(args: argparse.Namespace) -> Workload:
-    return Workload(
-        args.seq_len,
-        args.head_dim,
-        args.batch,
-        args.heads,
-        args.dtype,
-        kv_heads=args.kv_heads,
-        causal=args.causal,
-        query_len=args.query_len,
     )
 
 
@@ -480,22 +390,10 @@ def run_kvcache(args: argparse.Namespace) -> None:
     )
 
 
-def run_figure2(args: argparse.Namespace) -> None:
-    print(figure2_cli(args.sram, args.json))
-
-
-def run_claims(args: argparse.Namespace) -> None:
-    from .lectures.verdicts import print_claims  # the lecture helpers load for this subcommand only
-
-    print_claims(args.json)
-
-
 COMMANDS = {
     "count": run_count,
     "sweep": run_sweep,
     "kvcache": run_kvcache,
-    "figure2": run_figure2,
-    "claims": run_claims,
     "energy": run_energy_command,
 }
 
@@ -508,14 +406,25 @@ def _quiet_stdout() -> None:
         pass
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run_commands(
+    parser: argparse.ArgumentParser,
+    commands: Mapping[str, Callable[[argparse.Namespace], None]],
+    argv: Sequence[str] | None,
+    moved: dict[str, str] | None = None,
+) -> int:
+    """Parse `argv`, run its command, and turn every failure into one line on stderr and an exit
+    status (the error policy of the module docstring); `moved` subcommands are forwarded to their
+    package's command line (simlib.moved_commands)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     closed = stdout_closed_message()
     if closed:
         print(closed, file=sys.stderr)
         return 1
     try:
-        args = build_parser().parse_args(argv)
-        COMMANDS[args.command](args)
+        if moved and argv[:1] and argv[0] in moved:
+            return forward(moved[argv[0]], argv)
+        args = parser.parse_args(argv)
+        commands[args.command](args)
         sys.stdout.flush()
     except (UsageError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -536,3 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_commands(build_parser(), COMMANDS, argv, MOVED)

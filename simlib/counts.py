@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from .counted import Counted
+from .energy import Energy, energy
 from .fa2_tile_rule import arch_of
 from .hardware import Hardware
 from .schedule_protocol import DoesNotFit, Mapping, Parameter, ParamValue, Schedule, WorkingSet
@@ -53,7 +55,7 @@ def all_parameters() -> dict[str, Parameter]:
 
 
 @dataclass(frozen=True)
-class Result:
+class Result(Counted):
     """Exact traffic of one algorithm on one workload. Byte totals are over all B·H heads."""
 
     algorithm: str
@@ -139,10 +141,8 @@ class Result:
         """Per (level, op, tensor, phase) elements and bytes, over all B·H heads, as a DataFrame."""
         return self.traffic.frame(self.workload.element_bytes, scale=self.units)
 
-    def energy(self, hardware: Any = "h200", **options: Any) -> Any:
+    def energy(self, hardware: Any = "h200", **options: Any) -> Energy:
         """Joules of this result on `hardware` (a preset key): simlib.energy.energy, per level."""
-        from .energy import energy
-
         return energy(self, hardware, **options)
 
     def to_dict(self) -> dict[str, Any]:

@@ -36,16 +36,15 @@ import statistics
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
+from .counted import Counted
 from .hardware import Hardware, load_preset
 from .presets import DATA_DIR
+from .roofline import roofline
 from .workload import check_real
-
-if TYPE_CHECKING:
-    from .counts import Result
 
 ENERGY_DIR = DATA_DIR / "energy"
 MEASUREMENTS = DATA_DIR / "measurements" / "current"
@@ -270,7 +269,7 @@ def as_table(hardware: str | Hardware | EnergyTable) -> EnergyTable:
 
 
 def energy(
-    result: Result,
+    result: Counted,
     hardware: str | Hardware | EnergyTable,
     *,
     time_s: float | None = None,
@@ -285,10 +284,7 @@ def energy(
     HBM-level bytes that really reach DRAM (from the physical model or ncu); the rest are L2 hits,
     charged at the L2 figure. Default 1: every HBM byte the schedule moves reaches DRAM.
     """
-    from .counts import Result
-    from .roofline import roofline
-
-    if not isinstance(result, Result):
+    if not isinstance(result, Counted):
         raise TypeError(f"result must be a simlib Result (from count()), got {type(result).__name__}")
     table = as_table(hardware)
     unit = flop_unit or DTYPE_UNIT[result.workload.dtype]

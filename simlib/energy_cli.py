@@ -15,8 +15,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .cli_evaluate import evaluate, options_of, workload_of
 from .cli_values import float_type
 from .energy import energy, load_energy_table
+from .hardware import load_preset
 
 
 def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, bool], None]) -> None:
@@ -32,18 +34,15 @@ def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, 
 
 
 def run_energy_command(args: argparse.Namespace) -> None:
-    from . import command_line as cli
-    from .hardware import load_preset
-
     if args.gpu is None:
         raise ValueError("--gpu is required: the energy figures are per preset (data/energy/<gpu>.json)")
     table = load_energy_table(args.gpu, measured=not args.published)
-    result, row = cli.evaluate(
+    result, row = evaluate(
         args.algorithm,
-        cli.workload_of(args),
+        workload_of(args),
         args.sram,
         load_preset(args.gpu),
-        cli.options_of(args, args.algorithm, only_applicable=False),
+        options_of(args, args.algorithm, only_applicable=False),
         args.trace,
     )
     e = energy(result, table, time_s=args.time_s)

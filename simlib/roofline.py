@@ -18,14 +18,11 @@ Worked number: fa2, N=4096, d=64, fp16, B·H=1 on an A100 (312 TFLOP/s fp16, 1.5
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from .counted import Counted
 from .hardware import Hardware
-
-if TYPE_CHECKING:
-    from .counts import Result
 
 
 @dataclass(frozen=True)
@@ -43,11 +40,9 @@ class Roofline:
         return pd.DataFrame(rows)
 
 
-def roofline(result: Result, hardware: Hardware, levels: tuple[str, ...] = ("HBM",)) -> Roofline:
+def roofline(result: Counted, hardware: Hardware, levels: tuple[str, ...] = ("HBM",)) -> Roofline:
     """Roofline estimate for a `Result` on `hardware`; `levels` are the memory levels that bind."""
-    from .counts import Result
-
-    if not isinstance(result, Result):
+    if not isinstance(result, Counted):
         raise TypeError(f"result must be a simlib Result (from count()), got {type(result).__name__}")
     if not isinstance(hardware, Hardware):
         raise TypeError(f"hardware must be a simlib Hardware (e.g. load_preset('h200')), got {hardware!r}")

@@ -211,7 +211,7 @@ def test_cli_bad_input_one_line_exit_2(args, name):
 
 
 def test_every_measured_kernel_gets_a_prediction():
-    from simlib.energy_check import model_vs_measured
+    from evidence.energy_check import model_vs_measured
 
     ok = [r for r in rows_of(ATTENTION) if r["status"] == "ok"]
     frame = model_vs_measured()
@@ -240,7 +240,7 @@ def test_sixteen_byte_shared_loads_reprice_only_the_sram_term():
     """The LDS.128 figure by hand from the calibration (power − the repeat's static, over the byte
     rate, less one FADD = 2 FLOP at that run's FFMA figure per 4 B); a "16-byte SRAM" row is its
     kernel's row with the SRAM joules scaled by that figure over the table's SRAM figure."""
-    from simlib.energy_check import model_vs_measured, sixteen_byte_sram
+    from evidence.energy_check import model_vs_measured, sixteen_byte_sram
 
     rows = rows_of(CALIBRATION)
     fadd = 2 * statistics.fmean(bench_figures(rows, "fp32_fma")) / 4
@@ -264,7 +264,7 @@ def test_sixteen_byte_shared_loads_reprice_only_the_sram_term():
 def test_fp32_gemm_figure_and_sgemm_pricing_by_hand():
     """fp32_gemm is the TF32-off 8192³ SGEMM's joules per FLOP above static; torch math's logical
     prediction charges its SGEMM FLOPs (4·N²·d·B·H, fp32 upcast) at it."""
-    from simlib.energy_check import model_vs_measured
+    from evidence.energy_check import model_vs_measured
 
     gemm = statistics.fmean(bench_figures(rows_of(CALIBRATION), "fp32_matmul"))
     t = load_energy_table("h200")
@@ -282,7 +282,7 @@ def test_counters_model_by_hand():
     HBM, the SMs' L2 sectors × 32 less DRAM at L2, shared instructions and wavefronts at the split
     solved from LDS.32 = a + 128 b and LDS.128 = a + 512 b (per instruction), FFMA thread instructions
     × 2 at fp32_fma, and for "counters + issue" the other warp instructions at 64 FLOPs of fp32_fma."""
-    from simlib.energy_check import model_vs_measured
+    from evidence.energy_check import model_vs_measured
 
     c = next(
         r
@@ -351,7 +351,7 @@ def test_naive_tc_launches_sum_to_the_call_and_softmax_carries_the_gap():
     """Measured alone, naive_tc's three launches add up to the whole call's joules (within 3 %, an
     independent check of the one-launch measurement); the counters model's shortfall is in softmax,
     whose residual per unpriced warp instruction is of the order of one FFMA warp instruction."""
-    from simlib.energy_check import naive_tc_by_launch
+    from evidence.energy_check import naive_tc_by_launch
 
     measured = {(r["variant"], int(r["seq_len"])): float(r["joules_per_call"]) for r in rows_of(ATTENTION)}
     for n in (1024, 4096, 16384):
@@ -367,7 +367,7 @@ def test_naive_tc_launches_sum_to_the_call_and_softmax_carries_the_gap():
 
 
 def test_claim_numbers_by_hand():
-    from simlib.energy_claim import attention_calls, rest_of_step_flops, training_step
+    from evidence.energy_claim import attention_calls, rest_of_step_flops, training_step
 
     assert rest_of_step_flops() == 6 * 1024 * (24 * 12 * 1024**2 + 1024 * 50257)
     s = training_step(0.3, 0.1, 2e-12)
@@ -381,30 +381,44 @@ def test_claim_numbers_by_hand():
         for r in rows_of(ATTENTION)
         if r["status"] == "ok"
     }
-    calls = attention_calls()
-    one = calls[(calls.dtype == "bf16") & (calls["pass"] == "fwd") & (calls.seq_len == 4096)].iloc[0]
+    calls = attention_calls(upcast=True)
+    at = calls[(calls.dtype == "bf16") & (calls["pass"] == "fwd") & (calls.seq_len == 4096)]
+    one = at[at.upcast].iloc[0]  # SDPA math bf16: fp32 inside, labelled, never the 16-bit baseline
     std = float(rows[("torch_math", "bf16", "fwd", "4096")]["joules_per_call"])
     fla = float(rows[("torch_flash", "bf16", "fwd", "4096")]["joules_per_call"])
     assert one["flash_over_standard"] == pytest.approx(fla / std)
+    eager16 = {
+        (r["variant"], r["dtype"], r["pass"], r["seq_len"]): float(r["joules_per_call"])
+        for r in rows_of(ROOT / "data" / "measurements" / "current" / "eager16_energy_h200.csv")
+        if r["status"] == "ok" and r["variant"] != "idle"
+    }
+    for std_name in ("eager", "eager_hf", "attention_ref"):
+        row = at[at.standard == std_name].iloc[0]
+        assert not row.upcast and row.flash == "torch_flash"
+        assert row.saving == pytest.approx(
+            1 - eager16[("torch_flash", "bf16", "fwd", "4096")] / eager16[(std_name, "bf16", "fwd", "4096")]
+        )
+    assert "torch_math" not in set(attention_calls().query("dtype != 'fp32'").standard)
 
 
 def test_claim_verdict_is_stated_with_its_numbers():
-    from simlib.energy_claim import energy_claim_verdict
+    from evidence.energy_claim import energy_claim_verdict
 
     v = energy_claim_verdict()
     assert v["cases"] and "%" in v["verdict"]
     assert {c["dtype"] for c in v["cases"]} <= {"fp16", "bf16"} and [c["dtype"] for c in v["fp32_cases"]] == [
         "fp32"
     ]
+    assert not any(c["upcast"] for c in v["cases"]) and all(c["upcast"] for c in v["upcast_cases"])
     for c in [*v["cases"], *v["fp32_cases"]]:
         assert 0 < c["saving"] < 1 and 0 < c["attention_share_standard"] < 1
 
 
 def test_the_note_shows_what_the_data_gives():
-    from simlib.energy_check import report_markdown
+    from evidence.energy_report import report_markdown
 
     text = (ROOT / "docs" / "ENERGY.md").read_text()
-    start = text.index("<!-- generated: python -m simlib.energy_check -->\n") + len(
-        "<!-- generated: python -m simlib.energy_check -->\n"
+    start = text.index("<!-- generated: python -m evidence.energy_report -->\n") + len(
+        "<!-- generated: python -m evidence.energy_report -->\n"
     )
     assert text[start : text.index("<!-- end generated -->")] == report_markdown()

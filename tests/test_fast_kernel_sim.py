@@ -1,4 +1,4 @@
-"""The optimised kernel (gpu_kernels.fast) and its schedule (simlib fa2_fast).
+"""The optimised kernel (gpu_kernels.kernels.fast) and its schedule (simlib fa2_fast).
 
 CPU part (numba's CUDA simulator, tiny sizes): outputs against the float64 numpy reference, NaN-
 poisoned outputs, ragged N, both copy paths (cp.async and plain loads), and every counter equal to
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from kernel_helpers import ON_GPU, TOL, ceil_div, lse_error, sim_only
 
 from gpu_kernels.counting import COUNT_KEYS
-from gpu_kernels.fast import run_fast
+from gpu_kernels.kernels.fast import run_fast
 from gpu_kernels.reference import attention_reference, random_qkv, rel_error
 from simlib import Workload, count
 from simlib.kernel_layout import FastConfig
@@ -97,7 +97,7 @@ def test_poisoned_outputs_expose_unwritten_rows():
     """Leave out the last query block: its rows stay NaN and the error check fails."""
     from numba import cuda
 
-    from gpu_kernels.fast import plan_fast
+    from gpu_kernels.kernels.fast import plan_fast
 
     cfg = FastConfig(16, tm=2, tn=2, ntx=4, nty=2)  # Br = 4
     q, k, v = random_qkv(1, 1, 10, 16, seed=9)
@@ -259,8 +259,8 @@ def test_fast_gpu_variants(cfg):
 @pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
 def test_fast_gpu_ptx():
     """Timing build: vector loads, cp.async where configured, no atomics, no float64, no local memory."""
-    from gpu_kernels.asm import summarize_ptx
-    from gpu_kernels.fast import fast_kernel, kernel_signature
+    from gpu_kernels.kernels.fast import fast_kernel, kernel_signature
+    from gpu_kernels.ptx_check import summarize_ptx
 
     for d in (64, 128):
         cfg = default_config(d)

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
+from evidence import figure2 as fig2
 from simlib import Workload, count
-from simlib import reproduce as fig2
 from simlib.schedules import fa1_2022, fa2_torch
 
 B, H, N, D = 64, 16, 1024, 64
@@ -223,12 +223,12 @@ def test_h200_step_intensity_straddles_the_tensor_core_ridge():
     )
 
 
-# --- which re-reads of the 2022 kernel an A100's L2 serves (simlib/figure2_l2.py) ---------------------
+# --- which re-reads of the 2022 kernel an A100's L2 serves (evidence/figure2_l2.py) ---------------------
 A100_L2, H200_L2, MIB = 40 * 2**20, 60 * 2**20, 2**20
 
 
 def test_fa1_2022_shared_memory_and_resident_ctas_from_the_kernel_traits():
-    from simlib import figure2_l2 as l2
+    from evidence import figure2_l2 as l2
 
     # forward <256, 64, 16, 1, 4, 0x08>: Q two buffers of 16x64 fp16, K (V shares it) 256x64 fp16
     # (larger than O 16x64x4 B x 4 warps + 512 B softmax), lse 2 x 16 fp32
@@ -245,7 +245,7 @@ def test_fa1_2022_shared_memory_and_resident_ctas_from_the_kernel_traits():
 
 
 def test_fa1_2022_reuse_distance_is_a_whole_sweep_of_the_ctas_own_rows():
-    from simlib import figure2_l2 as l2
+    from evidence import figure2_l2 as l2
 
     n = 1024
     fwd = n * 64 * 2 + n * 64 * 4 + n * 4 + 2 * 256 * 64 * 2  # Q, O_acc (fp32), L, the next K_j, V_j
@@ -256,7 +256,7 @@ def test_fa1_2022_reuse_distance_is_a_whole_sweep_of_the_ctas_own_rows():
 
 
 def test_fa1_2022_on_the_a100_l2_lru_and_the_h200_probe():
-    from simlib import figure2_l2 as l2
+    from evidence import figure2_l2 as l2
 
     frame = l2.fa1_2022_l2(fig2.default_lengths(), fig2.FIGURE2).set_index("kernel")
     tokens = sum(fig2.default_lengths())
@@ -279,7 +279,7 @@ def test_fa1_2022_on_the_a100_l2_lru_and_the_h200_probe():
 def test_fa2_torch_shares_its_tiles_within_the_h200_l2():
     """The same approach on the H200 run: co-resident CTAs of a head read a tile in the same step, at
     distances under the L2, so DRAM is each tensor once per kernel, which ncu measured (within 3 %)."""
-    from simlib import figure2_l2 as l2
+    from evidence import figure2_l2 as l2
 
     # forward: 233,472 B of shared memory per SM / (32 KiB + 1 KiB) = 6 CTAs x 132 SMs, K_j + V_j of 64 rows
     # backward: Q, dO 3x128x64x2 + K, V 2x128x64x2 + dS, P 2x128x128x2 = 147,456 B → 1 CTA, Q_i, dO_i, dQ_acc_i, L, D

@@ -15,7 +15,7 @@ import pytest
 from kernel_helpers import REPO
 
 from gpu_kernels import cli, commands
-from gpu_kernels.measure import provenance as P
+from measurements import provenance as P
 
 
 def one_line(text):
@@ -73,8 +73,8 @@ def test_interrupts_and_faults_are_one_line(monkeypatch, capsys, exc, status, wo
     def fail(args):
         raise exc
 
-    monkeypatch.setitem(cli.COMMANDS, "model-vs-ncu", fail)
-    assert cli.main(["model-vs-ncu"]) == status
+    monkeypatch.setitem(cli.COMMANDS, "run", fail)
+    assert cli.main(["run", "--kernel", "tiled", "--seq-len", "8", "--head-dim", "4", "--simulate"]) == status
     err = capsys.readouterr().err
     assert words in one_line(err)
 
@@ -268,13 +268,13 @@ def test_device_run_script_fails_when_a_stage_fails(tmp_path):
 
 
 def test_attach_gives_a_file_another_program_wrote_its_sidecar(tmp_path):
-    """The benchmarks' ncu runs redirect ncu's CSV into a file; `python -m gpu_kernels.measure.provenance`
+    """The benchmarks' ncu runs redirect ncu's CSV into a file; `python -m measurements.provenance`
     then writes its sidecar with the checksum of those bytes (a missing file: one line, exit 2)."""
     f = tmp_path / "ncu.csv"
     f.write_text('"ID","Metric Name"\n')
     env = {**os.environ, "PYTHONPATH": REPO, "FLASHIO_RUN_ID": "run-attach"}
     p = subprocess.run(
-        [sys.executable, "-m", "gpu_kernels.measure.provenance", str(f), "--what", "ncu of x"],
+        [sys.executable, "-m", "measurements.provenance", str(f), "--what", "ncu of x"],
         capture_output=True,
         text=True,
         env=env,
@@ -285,7 +285,7 @@ def test_attach_gives_a_file_another_program_wrote_its_sidecar(tmp_path):
     assert (side["run_id"], side["what"]) == ("run-attach", "ncu of x")
     assert side["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
     p = subprocess.run(
-        [sys.executable, "-m", "gpu_kernels.measure.provenance", str(tmp_path / "none.csv"), "--what", "x"],
+        [sys.executable, "-m", "measurements.provenance", str(tmp_path / "none.csv"), "--what", "x"],
         capture_output=True,
         text=True,
         env=env,

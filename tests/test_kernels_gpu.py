@@ -75,7 +75,7 @@ def test_tiled_gpu_large_logits():
 
 
 def test_timing_builds_have_no_atomics_and_no_float64():
-    from gpu_kernels.asm import check_report, ptx_report
+    from gpu_kernels.ptx_check import check_report, ptx_report
 
     rows = ptx_report(head_dim=64) + ptx_report(head_dim=128)
     assert check_report(rows) == []
@@ -159,10 +159,10 @@ def test_causal_timing_builds_have_no_atomics_and_no_float64():
     """The causal builds (a separate compile-time constant) keep the one-source promise too."""
     from numba import cuda, types
 
-    from gpu_kernels.asm import summarize_ptx
     from gpu_kernels.checks import softmax_per_thread
-    from gpu_kernels.naive_kernel import softmax_kernel
-    from gpu_kernels.tiled import fa2_kernel
+    from gpu_kernels.kernels.naive import softmax_kernel
+    from gpu_kernels.kernels.tiled import fa2_kernel
+    from gpu_kernels.ptx_check import summarize_ptx
     from simlib.kernel_layout import tiled_default_blocks as default_blocks
 
     a3 = types.Array(types.float32, 3, "C")

@@ -120,7 +120,7 @@ def test_poisoned_outputs_expose_unwritten_rows():
     """The harness itself: NaN-filled outputs make a skipped block fail the error check."""
     from numba import cuda
 
-    from gpu_kernels.tiled import plan_tiled
+    from gpu_kernels.kernels.tiled import plan_tiled
 
     q, k, v = random_qkv(1, 1, 12, 16, seed=3)
     plan = plan_tiled(q, k, v, block_rows=4, block_cols=4)

@@ -169,7 +169,7 @@ def test_poisoned_outputs_expose_unwritten_rows_causal_gqa():
     """The harness under the variants: leaving out the last Q block leaves NaN rows in every head."""
     from numba import cuda
 
-    from gpu_kernels.tiled import plan_tiled
+    from gpu_kernels.kernels.tiled import plan_tiled
 
     q, k, v = random_qkv(1, 2, 12, 16, seed=3, kv_heads=1, query_len=10)
     plan = plan_tiled(q, k, v, block_rows=4, block_cols=4, causal=True)

@@ -1,10 +1,10 @@
-"""Reading the L2 probes' and the tiled kernel's ncu CSVs (simlib.physical.l2_evidence), on small
+"""Reading the L2 probes' and the tiled kernel's ncu CSVs (evidence.l2_evidence), on small
 CSVs written here with numbers chosen by hand."""
 
 import pytest
 
+from evidence import l2_evidence as E
 from simlib import load_preset
-from simlib.physical import l2_evidence as E
 
 H200 = load_preset("h200")
 HEADER = '"ID","Process ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'

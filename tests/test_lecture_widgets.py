@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from course import tile_walk as tw  # noqa: E402
 from simlib import Workload, count, load_preset  # noqa: E402
-from simlib.lectures import tile_walk as tw  # noqa: E402
 
 H200_SRAM = load_preset("h200").sram_bytes
 FP32 = 4  # the row statistics ℓ, m, L
@@ -164,7 +164,7 @@ def test_walk_figures_draw(algorithm):
 
 def test_stepper_draws_before_the_first_move_and_on_every_move():
     pytest.importorskip("ipywidgets")
-    from simlib.lectures.stepper import stepper
+    from course.stepper import stepper
 
     drawn = []
 
@@ -183,7 +183,7 @@ def test_stepper_draws_before_the_first_move_and_on_every_move():
 
 # --- the online softmax of one row ---------------------------------------------------------------
 
-from simlib.lectures import online_softmax_steps as oss  # noqa: E402
+from course import online_softmax_steps as oss  # noqa: E402
 
 
 def _softmax_py(row):

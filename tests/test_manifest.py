@@ -1,4 +1,4 @@
-"""gpu_kernels.measure.manifest: the measurement tree (current/, archive/<run_id>/, manifest.csv),
+"""measurements.manifest: the measurement tree (current/, archive/<run_id>/, manifest.csv),
 on hand-made temporary folders, and the committed tree itself."""
 
 import csv
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_kernels.measure import manifest as mf
+from measurements import manifest as mf
 
 ROOT = Path(__file__).resolve().parent.parent / "data" / "measurements"
 

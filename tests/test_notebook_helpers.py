@@ -1,4 +1,4 @@
-"""The lecture helpers (simlib/lectures: charts, claims, readers) and the stored notebooks.
+"""The lecture helpers (course: charts, claims, readers) and the stored notebooks.
 
 Claim numbers are checked against hand derivations written out here, independent of simlib's code:
 the paper's element counts (naive reads 3Nd + 2N², writes 2N² + Nd; FA2 reads Nd + Tr·2Nd, writes
@@ -22,7 +22,8 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from simlib.lectures import charts, claims, intensity, paper, readers, verdicts  # noqa: E402
+from course import charts
+from evidence import claims, intensity, numbers, paper, readers, verdicts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -44,17 +45,17 @@ def test_doctests():
 @given(exponent=st.floats(-3, 3), coefficient=st.floats(1e-3, 1e3))
 def test_fit_recovers_a_power_law(exponent, coefficient):
     x = np.array([16.0, 64.0, 256.0, 1024.0])
-    slope, intercept = charts.fit_loglog_slope(x, coefficient * x**exponent)
+    slope, intercept = numbers.fit_loglog_slope(x, coefficient * x**exponent)
     assert slope == pytest.approx(exponent, abs=1e-9)
     assert intercept == pytest.approx(math.log10(coefficient), abs=1e-9)
 
 
 def test_fit_drops_non_positive_points_and_needs_two():
-    assert charts.fit_loglog_slope([0, 1, 2, 4], [5, 1, 4, 16])[0] == pytest.approx(2)
+    assert numbers.fit_loglog_slope([0, 1, 2, 4], [5, 1, 4, 16])[0] == pytest.approx(2)
     with pytest.raises(ValueError):
-        charts.fit_loglog_slope([1, 0], [1, 1])
+        numbers.fit_loglog_slope([1, 0], [1, 1])
     with pytest.raises(ValueError):
-        charts.fit_loglog_slope([2, 2], [1, 3])
+        numbers.fit_loglog_slope([2, 2], [1, 3])
 
 
 @pytest.mark.parametrize(
@@ -69,20 +70,20 @@ def test_fit_drops_non_positive_points_and_needs_two():
     ],
 )
 def test_fmt_bytes(n, binary, text):
-    assert charts.fmt_bytes(n, binary=binary) == text
+    assert numbers.fmt_bytes(n, binary=binary) == text
 
 
 @pytest.mark.parametrize(
     "n,text", [(256, "256"), (1024, "1K"), (65536, "64K"), (1000, "1000"), (3072, "3K"), (2**20, "1M")]
 )
 def test_tokens_label(n, text):
-    assert charts.tokens_label(n) == text
+    assert numbers.tokens_label(n) == text
 
 
 def test_fmt_seconds_and_count():
-    assert charts.fmt_seconds(28.4e-6) == "28.4 µs"
-    assert charts.fmt_seconds(0.25) == "250 ms"
-    assert charts.fmt_count(16_777_216) == "16.8 M"
+    assert numbers.fmt_seconds(28.4e-6) == "28.4 µs"
+    assert numbers.fmt_seconds(0.25) == "250 ms"
+    assert numbers.fmt_count(16_777_216) == "16.8 M"
 
 
 def test_plot_loglog_prints_the_slope_and_labels_axes():
@@ -575,7 +576,7 @@ def test_joules_ratio_table_has_one_column_per_model_and_names_those_within_the_
     every N (a mean inside the band is not enough: fa2_tc's counters mean 1.0 hides a 1.2)."""
     import pandas as pd
 
-    from simlib.lectures import joules
+    from course import joules
 
     assert doctest.testmod(joules).failed == 0
     rows = [  # variant, dtype, pass, model, N, predicted / measured

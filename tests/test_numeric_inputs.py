@@ -228,10 +228,10 @@ def self_similar_fp16(scale=100.0, n=20):
 
 def test_naive_tc_fp16_score_overflow_is_refused_and_fa2_tc_is_right_there(monkeypatch):
     """naive_tc stores S in fp16: scores above 65,504 became inf and their rows NaN (16 of 20 here)."""
-    import gpu_kernels.tensor_core.naive_tc_kernel as naive_tc
+    import gpu_kernels.kernels.naive_tc as naive_tc
+    from gpu_kernels.kernels.fa2_tc import TcConfig, run_fa2_tc
     from gpu_kernels.reference import attention_reference, rel_error
     from gpu_kernels.tensor_core.dtypes import round_to
-    from gpu_kernels.tensor_core.fa2_tc_kernel import TcConfig, run_fa2_tc
 
     q, k, v = self_similar_fp16()
     ref, _ = attention_reference(*(round_to(x, "fp16") for x in (q, k, v)))
@@ -266,8 +266,8 @@ def test_naive_tc_scores_check_sees_only_visible_scores_under_causal():
 
 
 def test_tensor_core_inputs_that_round_to_inf_are_refused():
+    from gpu_kernels.kernels.fa2_tc import TcConfig, run_fa2_tc
     from gpu_kernels.reference import random_qkv
-    from gpu_kernels.tensor_core.fa2_tc_kernel import TcConfig, run_fa2_tc
 
     q, k, v = random_qkv(1, 1, 16, 64, seed=0)
     with pytest.raises(ValueError, match="^k: values beyond fp16"):

@@ -1,7 +1,7 @@
 """The kernel-level physical model against counts made by hand, and the committed model-vs-ncu table.
 
 Every expected number below is derived in the comment next to it from the kernel's code
-(gpu_kernels/tiled.py, gpu_kernels/naive_kernel.py): thread mapping, copy loops, shared-memory layout.
+(gpu_kernels/kernels/tiled.py, gpu_kernels/kernels/naive.py): thread mapping, copy loops, shared-memory layout.
 """
 
 import dataclasses
@@ -10,11 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from evidence.model_vs_ncu import OUT_CSV, PROFILE_CSV, compare
 from simlib import Workload, count, load_preset
 from simlib.kernel_layout import tiled_shared_bytes
 from simlib.physical import kernels as K
 from simlib.physical.l2 import l2_partition_factor
-from simlib.physical.model_vs_ncu import OUT_CSV, PROFILE_CSV, compare
 from simlib.physical.occupancy import blocks_per_sm
 
 H200 = load_preset("h200")

@@ -68,7 +68,7 @@ def test_committed_tc_model_vs_ncu_is_reproducible():
     """model_vs_ncu_h200_tc.csv is compare() of tc_run4's profile; L1 global-load sectors are exact."""
     import pandas as pd
 
-    from simlib.physical.model_vs_ncu import TC_OUT_CSV, TC_PROFILE_CSV, compare
+    from evidence.model_vs_ncu import TC_OUT_CSV, TC_PROFILE_CSV, compare
 
     committed = pd.read_csv(TC_OUT_CSV, keep_default_na=False, na_values=[""])
     fresh = compare(TC_PROFILE_CSV)
@@ -132,7 +132,7 @@ def test_naive_tc_scores_dram_cause_quotes_the_partial_sector_run():
     import csv
     from pathlib import Path
 
-    from simlib.physical.model_vs_ncu import CAUSES
+    from evidence.model_vs_ncu import CAUSES
 
     path = Path(__file__).resolve().parents[1] / "data/measurements/current/naive_tc_partial_sectors_h200.csv"
     with path.open(newline="") as f:

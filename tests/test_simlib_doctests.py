@@ -1,6 +1,7 @@
-"""Every worked number in simlib's model-core docstrings is an executed doctest.
+"""Every worked number in the docstrings of simlib, measurements and evidence is an executed doctest.
 
-(simlib.physical, simlib.lectures and simlib.kernel_layout are run by their owners' tests.)
+(simlib.physical, simlib.kernel_layout, the course and the claims' modules of evidence are run by their
+owners' tests.)
 """
 
 import doctest
@@ -9,9 +10,17 @@ import pkgutil
 
 import pytest
 
+import evidence
+import measurements
 import simlib
 
-SKIP = ("simlib.physical", "simlib.lectures", "simlib.kernel_layout", "simlib.__main__")
+SKIP = (
+    "simlib.physical",
+    "simlib.kernel_layout",
+    "simlib.__main__",
+    "evidence.__main__",
+    *(f"evidence.{name}" for name in ("claims", "intensity", "paper", "readers", "verdicts")),
+)
 #: The model core's modules, each with at least one executed worked number; other modules'
 #: doctests run too but may have none.
 CORE = {
@@ -24,7 +33,6 @@ CORE = {
     "simlib.hardware",
     "simlib.kvcache",
     "simlib.presets",
-    "simlib.reproduce",
     "simlib.roofline",
     "simlib.safe_write",
     "simlib.schedule_protocol",
@@ -33,6 +41,8 @@ CORE = {
     "simlib.traffic",
     "simlib.units",
     "simlib.workload",
+    "evidence.figure2",
+    "evidence.numbers",
 } | {
     f"simlib.schedules.{name}"
     for name in (
@@ -49,12 +59,16 @@ CORE = {
     )
 }
 MODULES = ["simlib"] + sorted(
-    m.name for m in pkgutil.walk_packages(simlib.__path__, "simlib.") if not m.name.startswith(SKIP)
+    m.name
+    for package in (simlib, measurements, evidence)
+    for m in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
+    if not m.name.startswith(SKIP)
 )
 
 
 def test_the_core_modules_are_found():
     assert CORE - {"simlib"} <= set(MODULES)
+    assert "measurements.manifest" in MODULES and "evidence.energy_check" in MODULES
 
 
 @pytest.mark.parametrize("name", MODULES)

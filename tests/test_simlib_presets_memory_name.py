@@ -71,7 +71,7 @@ def test_chart_labels_name_the_memory():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from simlib.lectures import charts
+    from course import charts
 
     fig, ax = plt.subplots()
     charts.plot_roofline(ax, load_preset("rtx-4090"), "fp16")

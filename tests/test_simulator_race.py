@@ -103,8 +103,8 @@ def read_unwritten(out, bits):
 
 
 def _tc_cases():
-    from gpu_kernels.tensor_core.fa2_tc_kernel import TcConfig, run_fa2_tc
-    from gpu_kernels.tensor_core.naive_tc_kernel import NaiveTcConfig, run_naive_tc
+    from gpu_kernels.kernels.fa2_tc import TcConfig, run_fa2_tc
+    from gpu_kernels.kernels.naive_tc import NaiveTcConfig, run_naive_tc
 
     # the two cases issue 26 saw fail, and a tensor-core one of each launch kind
     return {

@@ -10,8 +10,8 @@ from test_tensor_core_fa2 import hand_counts as fa2_hand_counts
 from test_tensor_core_naive import hand_counts as naive_hand_counts
 
 from gpu_kernels.cli import main
-from gpu_kernels.tensor_core.fa2_tc_kernel import TcConfig
-from gpu_kernels.tensor_core.naive_tc_kernel import NaiveTcConfig, softmax_threads_for
+from gpu_kernels.kernels.fa2_tc import TcConfig
+from gpu_kernels.kernels.naive_tc import NaiveTcConfig, softmax_threads_for
 
 
 def _run_json(capsys, *args):
@@ -41,7 +41,7 @@ def test_run_tc_counts_equal_simlib_and_hand_counts(kernel, dtype, capsys):
     assert rc == 0 and out["ok"]
     assert set(out["diff"].values()) == {0}
     if kernel == "fa2_tc":
-        hand = fa2_hand_counts(1, 1, 40, 40, 64, TcConfig(64, 1, 64), True)
+        hand = fa2_hand_counts(1, 1, 40, 40, 64, TcConfig(64, 1, 64, warp_rows=32), True)  # the CLI default
     else:
         hand = naive_hand_counts(1, 1, 40, 40, 64, NaiveTcConfig(64, 1, 64), softmax_threads_for(40))
     assert out["counts"] == hand
@@ -66,7 +66,7 @@ def test_run_tc_refuses_in_one_line(args, name, capsys):
 def test_asm_checks_the_tensor_core_instructions():
     """summarize_ptx counts mma, ldmatrix and cp.async; check_report flags a tensor-core build that
     lacks one of them or touches local memory (the PTX lines are the ones numba emits)."""
-    from gpu_kernels.asm import check_report, summarize_ptx
+    from gpu_kernels.ptx_check import check_report, summarize_ptx
 
     ptx = "\n".join(
         [

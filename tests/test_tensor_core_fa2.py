@@ -1,4 +1,4 @@
-"""fa2_tc (gpu_kernels.tensor_core.fa2_tc_kernel) and its schedule (simlib fa2_tc).
+"""fa2_tc (gpu_kernels.kernels.fa2_tc) and its schedule (simlib fa2_tc).
 
 Outputs: against the float64 reference computed from the *rounded* inputs (the values the kernel
 really receives), so the error left is the kernel's own: P rounded to the dtype before the PV mma
@@ -20,9 +20,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from kernel_helpers import ON_GPU, ceil_div, lse_error, sim_only
 
+from gpu_kernels.kernels.fa2_tc import TcConfig, default_config, run_fa2_tc
 from gpu_kernels.reference import attention_reference, random_qkv, rel_error
 from gpu_kernels.tensor_core.dtypes import UNIT_ROUNDOFF, round_to
-from gpu_kernels.tensor_core.fa2_tc_kernel import TcConfig, default_config, run_fa2_tc
 from simlib import Workload, count
 from simlib.kernel_layout import tc_tile_problem
 from simlib.schedules.fa2_tc import SCHEDULE
@@ -52,19 +52,22 @@ def hand_counts(b, h, nq, nk, d, cfg, causal):
         rows = min(br, nq - i * br)
         hr += rows * d * 2
         sw += br * d * 2
-        sr += br * d * 2
+        if cfg.q_in_regs:
+            sr += br * d * 2  # each warp's Q fragments, once
         for j in js:
             keys = min(bc, nk - j * bc)
             hr += 2 * keys * d * 2
             sw += 2 * bc * d * 2
             sr += 2 * w * bc * d * 2
+            if not cfg.q_in_regs:
+                sr += br * d * 2  # Q's fragments again for this tile
         hw += rows * d * 2 + rows * 4
     return dict(zip(KEYS, (x * b * h for x in (hr, hw, sr, sw))))
 
 
 def simlib_counts(b, h, hkv, nq, nk, d, cfg, causal, dtype):
     wl = Workload(nk, d, b, h, dtype=dtype, kv_heads=hkv, causal=causal, query_len=nq)
-    kw = dict(warps=cfg.warps, block_cols=cfg.block_cols)
+    kw = dict(warps=cfg.warps, block_cols=cfg.block_cols, warp_rows=cfg.warp_rows, q_reload=not cfg.q_in_regs)
     closed, traced = count("fa2_tc", wl, **kw), count("fa2_tc", wl, method="trace", **kw)
     assert closed.traffic == traced.traffic
     return {key: int(getattr(closed, key)) for key in KEYS}
@@ -88,20 +91,24 @@ def check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed, logit_scale=1.0):
 
 
 SIM_CASES = [
-    # (B, H, H_kv, N_k, N_q, d, causal, warps, Bc): tiny blocks, the simulator runs a thread per lane
-    (1, 1, None, 40, None, 64, False, 1, 16),  # ragged K/V and Q blocks
-    (2, 1, None, 16, None, 64, False, 1, 16),  # exact tiles, B = 2
-    (1, 2, 1, 37, 21, 64, True, 2, 16),  # MQA, N_q < N_k, causal, ragged
-    (1, 1, None, 19, None, 128, True, 1, 32),  # d = 128, N < Bc, causal
-    (1, 4, 2, 9, None, 64, False, 1, 16),  # GQA, one ragged tile
+    # (B, H, H_kv, N_k, N_q, d, causal, warps, Bc, rows per warp, Q in registers): tiny blocks, the
+    # simulator runs a thread per lane
+    (1, 1, None, 40, None, 64, False, 1, 16, 16, True),  # ragged K/V and Q blocks
+    (2, 1, None, 16, None, 64, False, 1, 16, 16, True),  # exact tiles, B = 2
+    (1, 2, 1, 37, 21, 64, True, 2, 16, 16, True),  # MQA, N_q < N_k, causal, ragged
+    (1, 1, None, 19, None, 128, True, 1, 32, 16, True),  # d = 128, N < Bc, causal
+    (1, 4, 2, 9, None, 64, False, 1, 16, 16, True),  # GQA, one ragged tile
+    (1, 1, None, 70, None, 64, True, 1, 16, 32, True),  # FA2's 32 rows per warp, causal, ragged
+    (1, 2, 1, 45, 33, 128, False, 1, 32, 32, False),  # 32 rows per warp, Q re-read per tile, MQA
 ]
 
 
 @sim_only
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,w,bc", SIM_CASES)
-def test_fa2_tc_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, w, bc, dtype):
-    check_case(b, h, hkv, nk, nq, d, causal, TcConfig(d, w, bc), dtype, seed=nk + 7 * h + d)
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,w,bc,wr,qregs", SIM_CASES)
+def test_fa2_tc_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, w, bc, wr, qregs, dtype):
+    cfg = TcConfig(d, w, bc, wr, qregs)
+    check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed=nk + 7 * h + d)
 
 
 @sim_only
@@ -127,7 +134,7 @@ def test_fa2_tc_refusals():
     with pytest.raises(ValueError, match="block_cols"):
         TcConfig(64, 4, 24).check()
     with pytest.raises(ValueError, match="shared memory"):
-        TcConfig(128, 4, 128).check()
+        TcConfig(128, 8, 512, 32).check()  # (256 + 2·512) rows of 256 B = 320 KiB > 227 KiB
     wl = Workload(64, 64, dtype="fp32")
     with pytest.raises(ValueError, match="dtype"):
         SCHEDULE.build(wl, None)
@@ -136,27 +143,31 @@ def test_fa2_tc_refusals():
 def test_fa2_tc_default_tiles_are_simlibs():
     for d in (64, 128):
         cfg = default_config(d)
-        r = count("fa2_tc", Workload(4096, d, dtype="bf16"))
-        assert (r.to_dict()["warps"], r.block_rows, r.block_cols) == (
+        r = count("fa2_tc", Workload(4096, d, dtype="bf16")).to_dict()
+        assert (r["warps"], r["warp_rows"], r["block_rows"], r["block_cols"], r["q_reload"]) == (
             cfg.warps,
+            cfg.warp_rows,
             cfg.block_rows,
             cfg.block_cols,
+            not cfg.q_in_regs,
         )
-        assert cfg.smem_bytes <= 48 * 1024
-    assert (default_config(64).block_cols, default_config(128).block_cols) == (
-        64,
-        64,
-    )  # PERFORMANCE.md, tc_run3
+    # PERFORMANCE.md, version 4: FA2's 4 warps of 32 rows; Bc 64 / 32, Q re-read at d = 128
+    assert (default_config(64).block_cols, default_config(128).block_cols) == (64, 48)
+    assert (default_config(64).q_in_regs, default_config(128).q_in_regs) == (True, False)
 
 
 def test_fa2_tc_schedule_worked_number():
     """The docstring's number: N = 4096, d = 64, Br = Bc = 64: SRAM reads N²·d/8 + N·d elements."""
     wl = Workload(4096, 64, dtype="bf16")
-    m = SCHEDULE.build(wl, None, block_cols=64)
+    m = SCHEDULE.build(wl, None, block_cols=64, warp_rows=16)
     t = SCHEDULE.closed_form(wl, m)
     assert t.elements("HBM", "read") == 4096 * 64 + 64 * 2 * 4096 * 64 == 33_816_576
     assert t.elements("SRAM", "read") == 4096**2 * 64 // 8 + 4096 * 64 == 134_479_872
     assert SCHEDULE.flops(wl, m) == 4 * 4096**2 * 64
+    m = SCHEDULE.build(wl, None)  # the default, Br = 128: half the K/V re-reads, half the SRAM reads
+    t = SCHEDULE.closed_form(wl, m)
+    assert t.elements("HBM", "read") == 4096 * 64 + 32 * 2 * 4096 * 64 == 17_039_360
+    assert t.elements("SRAM", "read") == 262_144 + 32 * 64 * 2 * 4 * 64 * 64 == 67_371_008
 
 
 @pytest.mark.parametrize(
@@ -165,7 +176,7 @@ def test_fa2_tc_schedule_worked_number():
 def test_fa2_tc_causal_closed_form_equals_trace(n, nq, br, bc):
     for causal in (False, True):
         wl = Workload(n, 128, 2, 3, dtype="fp16", causal=causal, query_len=nq)
-        m = SCHEDULE.build(wl, None, warps=br // 16, block_cols=bc)
+        m = SCHEDULE.build(wl, None, warps=br // 16, block_cols=bc, warp_rows=16)
         assert SCHEDULE.closed_form(wl, m) == Traffic.from_events(SCHEDULE.trace(wl, m))
         tiles = sum(len(js) for _, js in visited(wl.nq, n, br, bc, causal))
         assert SCHEDULE.flops(wl, m) == 4 * tiles * br * bc * 128
@@ -198,10 +209,20 @@ def test_fa2_tc_gpu_large_logits_masked_first_tiles():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+@pytest.mark.parametrize("bc", [48, 64])
+def test_fa2_tc_gpu_dynamic_shared_memory(bc):
+    """d = 128 with Bc = 48 / 64 and Q re-read: 56 / 64 KiB, beyond the 48 KiB of static shared memory."""
+    cfg = TcConfig(128, 4, bc, 32, False).check()
+    assert cfg.dynamic_smem
+    check_case(1, 4, 2, 1500, 1100, 128, True, cfg, "bf16", seed=bc)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
 def test_fa2_tc_gpu_ptx():
     """Timing builds: mma, ldmatrix and cp.async present, no float64, no local memory, no atomics."""
-    from gpu_kernels.asm import summarize_ptx
-    from gpu_kernels.tensor_core.fa2_tc_kernel import ptx_of
+    from gpu_kernels.kernels.fa2_tc import ptx_of
+    from gpu_kernels.ptx_check import summarize_ptx
 
     for d in (64, 128):
         for counting in (False, True):
@@ -223,16 +244,18 @@ def test_fa2_tc_gpu_ptx():
     bc=st.sampled_from([16, 32, 48, 64, 128]),
     causal=st.booleans(),
     d=st.sampled_from([64, 128]),
+    wr=st.sampled_from([16, 32]),
+    qregs=st.booleans(),
 )
-def test_fa2_tc_closed_form_equals_trace_and_brute_force(n, nq, w, bc, causal, d):
-    assume(tc_tile_problem("fa2_tc", d, w, bc) is None)  # a config the kernel runs (48 KiB, even copies)
+def test_fa2_tc_closed_form_equals_trace_and_brute_force(n, nq, w, bc, causal, d, wr, qregs):
+    assume(tc_tile_problem("fa2_tc", d, w, bc, wr) is None)  # a config the kernel runs (even copies)
     if causal and nq is not None and nq > n:
         nq = n
     wl = Workload(n, d, 1, 2, dtype="bf16", causal=causal, query_len=nq)
-    m = SCHEDULE.build(wl, None, warps=w, block_cols=bc)
+    m = SCHEDULE.build(wl, None, warps=w, block_cols=bc, warp_rows=wr, q_reload=not qregs)
     closed = SCHEDULE.closed_form(wl, m)
     assert closed == Traffic.from_events(SCHEDULE.trace(wl, m))
-    hand = hand_counts(1, 2, wl.nq, n, d, TcConfig(d, w, bc), causal)
+    hand = hand_counts(1, 2, wl.nq, n, d, TcConfig(d, w, bc, wr, qregs), causal)
     assert {
         f"{lv.lower()}_{op}_bytes": closed.bytes(2, lv, op) * 2
         for lv in ("HBM", "SRAM")
@@ -245,8 +268,10 @@ def test_fa2_tc_working_set_is_the_kernels_shared_memory():
 
     for d in (64, 128):
         cfg = default_config(d)
-        r = count("fa2_tc", Workload(4096, d, dtype="bf16"), sram_bytes="48KiB")
+        r = count("fa2_tc", Workload(4096, d, dtype="bf16"), sram_bytes="64KiB")
         assert r.to_dict()["onchip_sram_bytes"] == cfg.smem_bytes  # Qs + Ks + Vs, as the kernel declares
-        assert r.to_dict()["onchip_register_bytes"] == 64 * cfg.block_cols * 4 + 64 * d * 4 + 64 * d * 2
-    with pytest.raises(DoesNotFit, match="49,152 B of SRAM"):
+        br = cfg.block_rows
+        q_regs = br * d * 2 if cfg.q_in_regs else 0
+        assert r.to_dict()["onchip_register_bytes"] == br * cfg.block_cols * 4 + br * d * 4 + q_regs
+    with pytest.raises(DoesNotFit, match="57,344 B of SRAM"):
         count("fa2_tc", Workload(4096, 128, dtype="bf16"), sram_bytes="32KiB")

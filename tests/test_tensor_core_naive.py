@@ -1,4 +1,4 @@
-"""naive_tc (gpu_kernels.tensor_core.naive_tc_kernel) and its schedule (simlib naive_tc).
+"""naive_tc (gpu_kernels.kernels.naive_tc) and its schedule (simlib naive_tc).
 
 Outputs, two references from the rounded inputs:
 
@@ -23,9 +23,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from kernel_helpers import ON_GPU, ceil_div, sim_only
 
+from gpu_kernels.kernels.naive_tc import NaiveTcConfig, run_naive_tc
 from gpu_kernels.reference import attention_reference, causal_mask, random_qkv, rel_error, repeat_kv
 from gpu_kernels.tensor_core.dtypes import UNIT_ROUNDOFF, round_to
-from gpu_kernels.tensor_core.naive_tc_kernel import NaiveTcConfig, run_naive_tc
 from simlib import Workload, count
 from simlib.kernel_layout import tc_tile_problem
 

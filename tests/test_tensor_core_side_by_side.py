@@ -7,7 +7,7 @@ against torch's fp32 attention."""
 import numpy as np
 import pytest
 
-from gpu_kernels.tensor_core.bench import CUBLAS_OP_N, CUBLAS_OP_T, gemm_args
+from gpu_kernels.measure.side_by_side import CUBLAS_OP_N, CUBLAS_OP_T, gemm_args
 
 
 def _col_major(buf, offset, rows, cols, ld):
@@ -57,7 +57,7 @@ def test_worked_numbers_of_the_side_by_side_and_the_context_probe_run():
     import doctest
 
     from gpu_kernels.measure import cuda_context
-    from gpu_kernels.tensor_core import bench
+    from gpu_kernels.measure import side_by_side as bench
 
     for module in (bench, cuda_context):
         result = doctest.testmod(module)

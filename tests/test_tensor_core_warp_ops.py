@@ -171,7 +171,7 @@ def test_one_tile_gpu(dtype):
     ],
 )
 def test_bench_refuses_bad_arguments_in_one_line(args, name, capsys):
-    from gpu_kernels.tensor_core.bench import main
+    from gpu_kernels.measure.side_by_side import main
 
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gpu_kernels.kernels.tiled import run_tiled
 from gpu_kernels.reference import random_qkv
-from gpu_kernels.tiled import run_tiled
 
 spec = importlib.util.spec_from_file_location(
     "h200_diagnostics", Path(__file__).resolve().parents[1] / "benchmarks" / "h200_diagnostics.py"
@@ -28,7 +28,7 @@ def test_trace_records_every_block_once():
 def test_trace_build_computes_the_same_output():
     import dataclasses
 
-    from gpu_kernels.tiled import plan_tiled
+    from gpu_kernels.kernels.tiled import plan_tiled
 
     q, k, v = random_qkv(1, 2, 64, 16)
     plain = run_tiled(q, k, v)

@@ -4,8 +4,8 @@
     python -m tools.build_course slides build/executed/*.ipynb --out build/slides
     python -m tools.build_course handouts build/executed/*.ipynb --out docs/handouts
 
-`make slides` and `make handouts` run these (the Makefile re-executes a lecture only when it, simlib or
-data/ changed). The pages load reveal.js, require.js, jQuery and MathJax from tools/vendor by a relative
+`make slides` and `make handouts` run these (the Makefile re-executes a lecture only when it, simlib,
+measurements, evidence, course or data/ changed). The pages load reveal.js, require.js, jQuery and MathJax from tools/vendor by a relative
 path, so they open and work without network (tools/vendor/README.md: versions, sources, licences).
 Slides: cells tagged `solution` removed, `remove-input` cells show their output only, slide_type "notes"
 cells only in the speaker view (S). Handouts: code and outputs, each solution collapsed under

@@ -129,7 +129,7 @@ def driver_versions() -> dict:
 
 
 def main(argv=None) -> int:
-    from .provenance import check_output_dir, provenance, write_measurement
+    from measurements.provenance import check_output_dir, provenance, write_measurement
 
     p = argparse.ArgumentParser(
         prog="python -m gpu_kernels.measure.cuda_context", description=__doc__.splitlines()[0]

@@ -18,12 +18,12 @@ import time
 
 import numpy as np
 
+from measurements.provenance import csv_text, provenance, write_measurement
 from simlib.workload import Workload
 
 from ..device import l2_bytes
 from .cases import SAMPLE_ROWS, TOLERANCE, Case
 from .ceilings import floors, measure_copy_bandwidth, measure_ffma_peak, measure_sgemm
-from .provenance import csv_text, provenance, write_measurement
 from .timing import measure_variant
 from .variants import SIMLIB_SCHEDULE, VARIANTS, available, intermediate_bytes
 
@@ -164,7 +164,7 @@ def run(
     record = provenance(meta)
 
     def save(status):
-        from ..fast import SMEM_OPTIN
+        from ..kernels.fast import SMEM_OPTIN
 
         write_measurement(
             csv_path,

@@ -17,11 +17,11 @@ import sys
 
 import numpy as np
 
+from measurements.provenance import provenance, write_measurement
 from simlib.kernel_layout import tiled_default_blocks
 from simlib.physical.metrics import DRAM_READ, DURATION, REGISTERS, SHARED_LD, WARPS_ACTIVE
 from simlib.workload import Workload
 
-from .provenance import provenance, write_measurement
 from .tuning import config_dict
 
 
@@ -101,7 +101,7 @@ def launch_once(specs, fast_configs=None):
         w = Workload(seq_len=n, head_dim=d, heads=16, dtype="fp32")
         q, k, v = (cp.random.standard_normal((1, 16, n, d), dtype=cp.float32) for _ in range(3))
         if name == "fast":
-            from ..fast import fast_plan
+            from ..kernels.fast import fast_plan
 
             plan = fast_plan(w, (fast_configs or {}).get(d))
             o = cp.full(q.shape, cp.nan, dtype=cp.float32)
@@ -110,7 +110,7 @@ def launch_once(specs, fast_configs=None):
             plan.kernel()
             plan.launch(*flat, cuda.to_device(np.zeros(4, dtype=np.int64)))
         elif name == "tiled":
-            from ..tiled import TiledPlan
+            from ..kernels.tiled import TiledPlan
 
             br, bc = tiled_default_blocks(n, d)
             o = cp.full((16, n, d), cp.nan, dtype=cp.float32)

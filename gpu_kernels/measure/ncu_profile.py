@@ -27,13 +27,13 @@ import sys
 import tempfile
 import time
 
+from measurements.ncu_csv import parse_ncu_csv
+from measurements.provenance import csv_text, provenance, write_measurement
 from simlib.physical.metrics import PROFILE_METRICS
-from simlib.physical.ncu_csv import parse_ncu_csv
 
 from ..counting import COUNT_KEYS
 from ..device import l2_bytes
 from .ncu import find_ncu
-from .provenance import csv_text, provenance, write_measurement
 
 METRICS = list(PROFILE_METRICS)
 SUMMABLE = [m for m in METRICS if m.endswith(".sum")]
@@ -82,18 +82,18 @@ def _counted(kernel, batch, heads, n, d):
 
     q, k, v = random_qkv(batch, heads, n, d)
     if kernel == "fa2_tc":
-        from ..tensor_core.fa2_tc_kernel import run_fa2_tc
+        from ..kernels.fa2_tc import run_fa2_tc
 
         return {"fa2_tc": run_fa2_tc(q, k, v, dtype="bf16", count=True).counts}
     if kernel == "naive_tc":
-        from ..tensor_core.naive_tc_kernel import run_naive_tc
+        from ..kernels.naive_tc import run_naive_tc
 
         return run_naive_tc(q, k, v, dtype="bf16", count=True).counts_by_launch
     if kernel == "tiled":
-        from ..tiled import run_tiled
+        from ..kernels.tiled import run_tiled
 
         return {"fa2": run_tiled(q, k, v, count=True).counts}
-    from ..naive_kernel import run_naive
+    from ..kernels.naive import run_naive
 
     return run_naive(q, k, v, count=True).counts_by_launch
 

@@ -32,14 +32,14 @@ def tc_launch(kernel, q, k, v, base):
     nan16 = int(to_bits(np.float32(np.nan), "bf16")[0])
     do = cuda.to_device(np.full(b * h * n * d, nan16, np.uint16))
     if kernel == "fa2_tc":
-        from ..tensor_core.fa2_tc_kernel import plan_fa2_tc
+        from ..kernels.fa2_tc import plan_fa2_tc
 
         plan = plan_fa2_tc(q, k, v, dtype="bf16")
         plan.kernel()  # build the dispatcher before the launch
         plan.launch(dq, dk, dv, do, cuda.to_device(np.full(b * h * n, np.nan, np.float32)), dummy)
         params = {"warps": plan.config.warps, "block_cols": plan.config.block_cols, "dtype": "bf16"}
     else:
-        from ..tensor_core.naive_tc_kernel import plan_naive_tc, row_stride
+        from ..kernels.naive_tc import plan_naive_tc, row_stride
 
         plan = plan_naive_tc(q, k, v, dtype="bf16")
         s, pm = (cuda.device_array(b * h * n * row_stride(n), dtype=np.uint16) for _ in range(2))
@@ -72,8 +72,8 @@ def main(argv=None):
     from simlib.safe_write import write_atomic
 
     from ..device import silence_performance_warning
-    from ..naive_kernel import plan_naive
-    from ..tiled import plan_tiled
+    from ..kernels.naive import plan_naive
+    from ..kernels.tiled import plan_tiled
 
     silence_performance_warning()
 

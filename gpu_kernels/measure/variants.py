@@ -1,17 +1,17 @@
 """Every attention implementation the harness can time, by name (fp32 forward, inputs (B, H, N, d)).
 
-    numba_naive      gpu_kernels.naive_kernel: S = QKᵀ, softmax, PV through HBM (shared-memory matmuls)
-    numba_tiled      gpu_kernels.tiled: the readable FlashAttention-2 kernel (one thread per row),
+    numba_naive      gpu_kernels.kernels.naive: S = QKᵀ, softmax, PV through HBM (shared-memory matmuls)
+    numba_tiled      gpu_kernels.kernels.tiled: the readable FlashAttention-2 kernel (one thread per row),
                      the paper's default blocks for 48 KiB (d=64: Br = Bc = 48)
     numba_tiled_wide the same kernel with more threads per block (kernel_layout.tiled_wide_blocks)
-    numba_fast       gpu_kernels.fast: the optimised FlashAttention-2 kernel (register tiling)
+    numba_fast       gpu_kernels.kernels.fast: the optimised FlashAttention-2 kernel (register tiling)
     cupy_naive       cuBLAS matmuls (fp32, no TF32) + elementwise stable softmax, S in HBM
-    torch_math       torch SDPA, math backend (fp32 matmuls, TF32 off)
+    torch_math       torch SDPA, math backend (fp32 matmuls, TF32 off; fp32 inside (upcast) for 16-bit inputs)
     torch_efficient  torch SDPA, memory-efficient backend (CUTLASS fp32 kernel)
 
 The 16-bit variants (numba fa2_tc and naive_tc on tensor cores, cupy's naive attention in the dtype,
 torch SDPA math / flash / cuDNN / efficient in bf16 and fp16) have their own registry,
-``gpu_kernels.tensor_core.bench.VARIANTS``, run by ``python -m gpu_kernels side-by-side``: this
+``gpu_kernels.measure.side_by_side.VARIANTS``, run by ``python -m gpu_kernels side-by-side``: this
 harness's inputs, float64 reference rows and 1e-4 tolerance are fp32's.
 
 ``make(name, case, fast_config)`` returns a ``Variant``: ``call(i)`` runs on input set i,
@@ -120,7 +120,7 @@ def make(name, case, fast_config=None) -> Variant:
         return sets[i]["o"], None
 
     if name == "numba_fast":
-        from ..fast import fast_plan
+        from ..kernels.fast import fast_plan
 
         plan = fast_plan(w, fast_config)
 
@@ -130,7 +130,7 @@ def make(name, case, fast_config=None) -> Variant:
 
         return Variant(call, o_and_l, fast_params(plan.config))
     if name in ("numba_tiled", "numba_tiled_wide"):
-        from ..tiled import TiledPlan
+        from ..kernels.tiled import TiledPlan
 
         br, bc = tiled_default_blocks(n, d) if name == "numba_tiled" else tiled_wide_blocks(n, d)
         plan = TiledPlan(workload=w, block_rows=br, block_cols=bc)
@@ -141,7 +141,7 @@ def make(name, case, fast_config=None) -> Variant:
 
         return Variant(call, o_and_l, {"block_rows": br, "block_cols": bc})
     if name == "numba_naive":
-        from ..naive_kernel import NaivePlan
+        from ..kernels.naive import NaivePlan
 
         t_mm, t_sm = resolve_naive_params(w)
         plan = NaivePlan(workload=w, matmul_tile=t_mm, softmax_threads=t_sm)

@@ -110,10 +110,12 @@ def tc_prediction(
     kv_heads=None,
     causal=False,
     query_len=None,
+    warp_rows=None,
+    q_reload=None,
 ) -> dict:
     """simlib's four byte counts (totals over B·H) for the tensor-core `kernel` as configured.
-    Worked number: fa2_tc, N = 4096, d = 64, W = 4, Bc = 64, bf16, B·H = 1 reads 33,816,576 elements
-    (simlib/schedules/fa2_tc.py): 67,633,152 bytes."""
+    Worked number: fa2_tc, N = 4096, d = 64, W = 4 warps of 16 rows, Bc = 64, bf16, B·H = 1 reads
+    33,816,576 elements (simlib/schedules/fa2_tc.py): 67,633,152 bytes."""
     from simlib import Workload, count
 
     wl = Workload(
@@ -129,5 +131,7 @@ def tc_prediction(
     kw = {"warps": warps, "block_cols": block_cols}
     if kernel == "naive_tc":
         kw["softmax_threads"] = softmax_threads
+    else:
+        kw.update(warp_rows=warp_rows, q_reload=q_reload)
     r = count(SCHEDULES[kernel], wl, **kw)
     return {key: int(getattr(r, key)) for key in COUNT_KEYS}

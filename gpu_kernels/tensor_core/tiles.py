@@ -52,3 +52,46 @@ def tile_copier(cp_async16, ROWS, COLS, NT, simulator, ragged_cols=False):
         return got, 16 * ITERS
 
     return cuda.jit(device=True)(copy) if simulator else cuda.jit(device=True, inline=True)(copy)
+
+
+def block_copiers(cp_async16, cp_async16z, ROWS, COLS, NT, simulator):
+    """fa2_tc's two copiers of a ROWS × COLS tile (COLS the head dim, so whole rows) through a 32-bit
+    shared base (``addressed_ops``): ``full(base, sidx, src, gfirst, tid)`` for a tile of ROWS valid
+    rows, and ``ragged(base, sidx, src, gfirst, valid_rows, tid)`` for the one tile of a launch's
+    sequence that ends early (zero-filled past `valid_rows`). `sidx` is the tile's element offset in
+    shared memory, `gfirst` the element index of its first row in `src`.
+
+    Thread t copies chunk t mod (COLS/8) of rows t // (COLS/8) + k·NT/(COLS/8): its column and, when
+    NT/(COLS/8) is a multiple of 8, its swizzle are the same in every iteration, so each copy is the
+    thread's one shared and one global address plus a compile-time offset (no per-chunk index math,
+    no row test in the full copier). Both return (global bytes read, shared bytes written).
+    Worked number: d = 64, 128 threads: 8 chunks per row, 16 rows per iteration; a 64-row K tile is
+    4 copies per thread, 64 bytes read and 64 written.
+    """
+    CH = COLS // 8
+    RPI = NT // CH  # rows per iteration
+    ITERS = ROWS * CH // NT
+
+    def full(base, sidx, src, gfirst, tid):
+        r0 = tid // CH
+        ch = tid - r0 * CH
+        for it in range(ITERS):
+            row = r0 + RPI * it
+            cp_async16(base, sidx + swizzled(row, ch, COLS), src, gfirst + row * COLS + 8 * ch)
+        return 16 * ITERS, 16 * ITERS
+
+    def ragged(base, sidx, src, gfirst, valid_rows, tid):
+        r0 = tid // CH
+        ch = tid - r0 * CH
+        got = 0
+        for it in range(ITERS):
+            row = r0 + RPI * it
+            ok = row < valid_rows
+            nbytes = 16 if ok else 0
+            gidx = gfirst + row * COLS + 8 * ch if ok else gfirst  # a valid address either way
+            cp_async16z(base, sidx + swizzled(row, ch, COLS), src, gidx, nbytes)
+            got += nbytes
+        return got, 16 * ITERS
+
+    jit = cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True)
+    return jit(full), jit(ragged)

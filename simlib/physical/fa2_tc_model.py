@@ -1,6 +1,6 @@
 """What Nsight Compute should count for one launch of the tensor-core kernel ``fa2_tc`` (bf16/fp16).
 
-The rules of kernels.py, applied to gpu_kernels/tensor_core/fa2_tc_kernel.py's mapping (grid (Tr, B·H),
+The rules of kernels.py, applied to gpu_kernels/kernels/fa2_tc.py's mapping (grid (Tr, B·H),
 W warps, Br = 16·W, Bc keys per K/V block, tiles swizzled: 16-byte chunk c of row r stored at chunk
 c ^ (r mod 8)); the lanes' addresses of each instruction class are written out here and turned into
 sectors and wavefronts by the primitives of coalescing.py:

@@ -5,7 +5,7 @@ name → predicted value for one launch of gpu_kernels' `naive` (launches "qk", 
 `tiled` (launch "fa2"). How:
 
 1. **Warp instructions, by class.** Each global, local or shared-memory access in the kernel source
-   (gpu_kernels/naive_kernel.py, gpu_kernels/tiled.py) is a class of warp instructions. For each class the
+   (gpu_kernels/kernels/naive.py, gpu_kernels/kernels/tiled.py) is a class of warp instructions. For each class the
    lanes' byte addresses of one warp instruction are written out from the kernel's thread mapping
    (grid order, thread → element, the shared-memory layout with its padding), the primitives turn
    them into 32-byte sectors (`warp_sectors`) or shared-memory wavefronts (`shared_wavefronts`),

@@ -1,4 +1,4 @@
-"""The naive kernel (gpu_kernels/naive_kernel.py): its tiled matmuls ("qk", "pv") and row softmax ("softmax").
+"""The naive kernel (gpu_kernels/kernels/naive.py): its tiled matmuls ("qk", "pv") and row softmax ("softmax").
 
 Matmul C (m×n) = A (m×k)·B, grid (⌈n/T⌉, ⌈m/T⌉, B·H), a T×T thread tile, As[T][T] and Bs[T][T+1] in
 shared memory (simlib.kernel_layout); softmax: one block of t threads per row, two tree reductions,

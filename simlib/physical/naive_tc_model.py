@@ -1,6 +1,6 @@
 """What Nsight Compute should count for each launch of ``naive_tc`` (bf16/fp16): scores, softmax, pv.
 
-The same rules as fa2_tc_model.py, on gpu_kernels/tensor_core/naive_tc_kernel.py's mappings:
+The same rules as fa2_tc_model.py, on gpu_kernels/kernels/naive_tc.py's mappings:
 
 * scores, grid (N/Bn, N/Bm, B·H), W warps: Q (Bm × d) and K (Bn × d) tiles by cp.async; per warp
   d/16 k-steps of one Q ldmatrix.x4 and Bn/16 K ldmatrix.x4; S (row stride N rounded up to 8)

@@ -1,4 +1,4 @@
-"""The readable FlashAttention-2 kernel (gpu_kernels/tiled.py, launch "fa2"), instruction by instruction.
+"""The readable FlashAttention-2 kernel (gpu_kernels/kernels/tiled.py, launch "fa2"), instruction by instruction.
 
 One thread per query row; Qs, Ks, Vs and Ss in shared memory laid out as simlib.kernel_layout says
 (padding included). Each access of the kernel source is a class of warp instructions; a class's

@@ -166,7 +166,7 @@ def kernel_once(workload: Workload, mapping: Fa1Mapping) -> Traffic:
     """The forward and the backward kernel each moving each tensor once, and their own fp32 scratch
     (O_acc and L in the forward, D and dQ_acc in the backward) never read back from DRAM: an L2
     holding every re-read, the lower end of this kernel's DRAM traffic; `closed_form` (no re-read
-    hits) is the upper end (simlib/figure2_l2.py: on an A100 the re-reads' reuse distances exceed
+    hits) is the upper end (evidence/figure2_l2.py: on an A100 the re-reads' reuse distances exceed
     the L2, so an LRU L2 gives the upper end). Worked number (N = 1024, d = 64): forward 12 B and backward 20 B per N·d
     element (K, V, Q read, O, O_acc written; K, V, O, Q, dO read, dQ, dK, dV, dQ_acc written), 12 B
     per row (L written; L read, D written): 65,536 × 32 + 1024 × 12 = 2,109,440 B per batch·head."""

@@ -1,4 +1,4 @@
-"""FlashAttention-2 forward as the optimised kernel `fast` runs it (gpu_kernels/fast.py).
+"""FlashAttention-2 forward as the optimised kernel `fast` runs it (gpu_kernels/kernels/fast.py).
 
 HBM: the fa2 loop nest (Q_i once, K_j and V_j once per Q block, O_i and L_i once); a ragged block
 moves only its valid rows. SRAM: register tiling. A thread block of NTY×NTX threads owns Br = NTY·TM

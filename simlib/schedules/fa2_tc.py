@@ -1,21 +1,26 @@
-"""FlashAttention-2 forward on tensor cores, as the kernel `fa2_tc` runs it (gpu_kernels/tensor_core/fa2_tc_kernel.py).
+"""FlashAttention-2 forward on tensor cores, as the kernel `fa2_tc` runs it (gpu_kernels/kernels/fa2_tc.py).
 
 HBM: the fa2 loop nest. Q_i is read once, K_j and V_j once per visited (Q block, K/V block) tile, O_i
 (in the dtype) and L_i (fp32) written once; a ragged block moves only its valid rows. Under causal
 masking a Q block visits the K/V blocks up to its last valid row's reach (``visits``).
-SRAM: a block of W warps owns Br = 16·W query rows; warp w owns 16 of them. Tiles are compile-time
-sizes, so a ragged block is zero-filled in SRAM and stored and read whole. S and P never leave
-registers; the only shared-memory reads are the ldmatrix fragment loads:
+SRAM: a block of W warps owns Br = R·W query rows; warp w owns R of them (R = 16 or 32: one or two
+m16 tiles, FA2's layout is R = 32 on 4 warps). Tiles are compile-time sizes, so a ragged block is
+zero-filled in SRAM and stored and read whole. S and P never leave registers; the only shared-memory
+reads are the ldmatrix fragment loads:
 
-    per Q block:     Q lands (writes Br·d); each warp loads its 16 rows into registers once (reads Br·d)
+    per Q block:     Q lands (writes Br·d); each warp loads its R rows into registers once (reads Br·d),
+                     unless Q is re-read from SRAM per tile (``q_reload``, FA2's choice at d = 128)
     per tile (i, j): K_j, V_j land (writes 2·Bc·d); every warp reads all of K_j (for S = Q K_jᵀ)
-                     and all of V_j (for O += P V_j): reads 2·W·Bc·d
+                     and all of V_j (for O += P V_j): reads 2·W·Bc·d; with q_reload also Br·d of Q
 
-Per score that is 2·W·d/Br = d/8 reads (Br = 16W), against 3d + 2 for the one-thread-per-row fa2 kernel.
-Defaults (the kernel's): W = 4 (Br = 64), Bc = 64 at d = 64 and 128.
-Worked number (N = 4096, d = 64, Br = Bc = 64 → W = 4, Tr = Tc = 64): HBM reads N·d + Tr·2N·d =
+Per score that is 2·W·d/Br = 2d/R reads (+ d/Bc with q_reload), against 3d + 2 for the
+one-thread-per-row fa2 kernel.
+Defaults (the kernel's, gpu_kernels/kernels/fa2_tc.py): W = 4, R = 32 (Br = 128);
+Bc = 64 with Q in registers at d = 64, Bc = 48 with Q re-read at d = 128.
+Worked number (N = 4096, d = 64, R = 16, W = 4, Br = Bc = 64, Tr = Tc = 64): HBM reads N·d + Tr·2N·d =
 262,144 + 64·524,288 = 33,816,576 elements (67.6 MB in bf16); SRAM reads Tr·Br·d + Tr·Tc·2·W·Bc·d
-= 262,144 + 4096·32,768 = 134,479,872 elements = N²·d/8 + N·d.
+= 262,144 + 4096·32,768 = 134,479,872 elements = N²·d/8 + N·d. With the default R = 32 (Br = 128,
+Tr = 32): HBM reads 262,144 + 32·524,288 = 17,039,360; SRAM reads 262,144 + 2048·32,768 = 67,371,008.
 """
 
 from collections.abc import Iterator
@@ -30,30 +35,53 @@ from ..traffic import Count, Event, Traffic, TrafficKey
 from ..workload import Workload
 from .visits import floor_sum, key_blocks_seen
 
-#: The kernel's head dims, warps and default tiles (gpu_kernels/tensor_core/fa2_tc_kernel.py: TcConfig).
+#: The kernel's head dims, warps and default tiles (gpu_kernels/kernels/fa2_tc.py: TcConfig).
 HEAD_DIMS = (64, 128)
 DEFAULT_WARPS = 4
-DEFAULT_BLOCK_COLS = {64: 64, 128: 64}  # Bc per head dim
-WARPS = Parameter("warps", "W: warps per block, each owning 16 query rows (Br = 16·W; default 4)")
+DEFAULT_WARP_ROWS = 32
+DEFAULT_BLOCK_COLS = {64: 64, 128: 48}  # Bc per head dim (d = 128: 56 KiB, dynamic shared memory)
+DEFAULT_Q_RELOAD = {64: False, 128: True}  # Q fragments re-read from SRAM per tile (registers: d = 128)
+WARP_ROW_CHOICES = (16, 32)
+WARPS = Parameter(
+    "warps", "W: warps per block, each owning warp_rows query rows (Br = warp_rows·W; default 4)"
+)
+WARP_ROWS = Parameter("warp_rows", "R: query rows per warp, 16 or 32 (one or two m16 tiles; default 32)")
+Q_RELOAD = Parameter(
+    "q_reload", "re-read Q's fragments from SRAM for every tile (default: at d = 128)", kind="bool"
+)
 
 
 @dataclass(frozen=True)
 class TcMapping(Tiling):
-    """fa2's tiling with Br = 16·W (one m16 tile of query rows per warp); tiles not capped at N."""
+    """fa2's tiling with Br = R·W (R query rows per warp); tiles not capped at N."""
+
+    warp_rows: int = 16
+    q_reload: bool = False
 
     @property
     def warps(self) -> int:
-        return self.block_rows // 16
+        return self.block_rows // self.warp_rows
 
     def as_dict(self) -> dict[str, ParamValue]:
-        return {**super().as_dict(), "warps": self.warps}
+        return {
+            **super().as_dict(),
+            "warps": self.warps,
+            "warp_rows": self.warp_rows,
+            "q_reload": self.q_reload,
+        }
 
     def summary(self) -> str:
-        return f"{super().summary()}; {self.warps} warps of 16 query rows"
+        q = "; Q re-read per tile" if self.q_reload else ""
+        return f"{super().summary()}; {self.warps} warps of {self.warp_rows} query rows{q}"
 
 
 def build(
-    workload: Workload, sram_bytes: int | None, warps: int | None = None, block_cols: int | None = None
+    workload: Workload,
+    sram_bytes: int | None,
+    warps: int | None = None,
+    block_cols: int | None = None,
+    warp_rows: int | None = None,
+    q_reload: bool | None = None,
 ) -> TcMapping:
     if workload.dtype not in ("fp16", "bf16"):
         raise ValueError(
@@ -63,24 +91,28 @@ def build(
         raise ValueError(f"head_dim={workload.head_dim}: the fa2_tc kernel supports head_dim 64 and 128")
     w = DEFAULT_WARPS if warps is None else warps
     bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
-    problem = tc_tile_problem("fa2_tc", workload.head_dim, w, bc)  # what the kernel's TcConfig refuses
+    r = DEFAULT_WARP_ROWS if warp_rows is None else warp_rows
+    problem = tc_tile_problem("fa2_tc", workload.head_dim, w, bc, r)  # what the kernel's TcConfig refuses
     if problem:
         raise ValueError(problem)
-    return TcMapping(16 * w, bc, workload.nq, workload.nk)
+    qr = DEFAULT_Q_RELOAD[workload.head_dim] if q_reload is None else bool(q_reload)
+    return TcMapping(r * w, bc, workload.nq, workload.nk, warp_rows=r, q_reload=qr)
 
 
 def working_set(workload: Workload, mapping: TcMapping) -> WorkingSet:
-    """Qs, Ks, Vs in shared memory (the dtype); S/P and O in fp32 registers, Q's fragments in the dtype.
-    d = 64, Br = 64, Bc = 128: 40,960 B of SRAM, 32,768 + 16,384 + 8,192 B of registers."""
+    """Qs, Ks, Vs in shared memory (the dtype); S/P and O in fp32 registers, Q's fragments in the dtype
+    (unless Q is re-read per tile). d = 64, Br = 64, Bc = 128: 40,960 B of SRAM, 32,768 + 16,384 +
+    8,192 B of registers."""
     br, bc, d, eb = mapping.block_rows, mapping.block_cols, workload.head_dim, workload.element_bytes
+    regs = (("Q_i fragments", "registers", br * d * eb),) if not mapping.q_reload else ()
     return WorkingSet(
         (
             ("Q_i", "SRAM", br * d * eb),
             ("K_j, V_j", "SRAM", 2 * bc * d * eb),
             ("S/P (fp32)", "registers", br * bc * 4),
             ("O_i (fp32)", "registers", br * d * 4),
-            ("Q_i fragments", "registers", br * d * eb),
         )
+        + regs
     )
 
 
@@ -91,12 +123,15 @@ def units(workload: Workload) -> int:
 def _tile_events(m: TcMapping, d: int, tiles: Count) -> list[tuple[str, str, str, str, Count]]:
     """SRAM accesses of `tiles` visited (Q block, K/V block) tiles (an int or an array of ones)."""
     bc, w = m.block_cols, m.warps
-    return [
+    events = [
         ("SRAM", "write", "K", "load_kv", tiles * bc * d),
         ("SRAM", "write", "V", "load_kv", tiles * bc * d),
         ("SRAM", "read", "K", "scores", tiles * w * bc * d),
         ("SRAM", "read", "V", "pv", tiles * w * bc * d),
     ]
+    if m.q_reload:
+        events.append(("SRAM", "read", "Q", "scores", tiles * m.block_rows * d))
+    return events
 
 
 def trace(workload: Workload, mapping: TcMapping) -> Iterator[Event]:
@@ -109,7 +144,8 @@ def trace(workload: Workload, mapping: TcMapping) -> Iterator[Event]:
         seen = key_blocks_seen(workload, mapping, last_row)
         yield Event("HBM", "read", "Q", "load_q", r * d)
         yield Event("SRAM", "write", "Q", "load_q", br * d)
-        yield Event("SRAM", "read", "Q", "fragments", br * d)
+        if not mapping.q_reload:
+            yield Event("SRAM", "read", "Q", "fragments", br * d)
         yield Event("HBM", "read", "K", "load_kv", cols[seen] * d)
         yield Event("HBM", "read", "V", "load_kv", cols[seen] * d)
         for level, op, tensor, phase, n in _tile_events(mapping, d, np.ones(int(seen.sum()), dtype=np.int64)):
@@ -150,12 +186,13 @@ def closed_form(workload: Workload, mapping: TcMapping) -> Traffic:
     counts: dict[TrafficKey, int] = {
         ("HBM", "read", "Q", "load_q"): nq * d,
         ("SRAM", "write", "Q", "load_q"): mapping.tr * br * d,
-        ("SRAM", "read", "Q", "fragments"): mapping.tr * br * d,
         ("HBM", "read", "K", "load_kv"): kv_rows * d,
         ("HBM", "read", "V", "load_kv"): kv_rows * d,
         ("HBM", "write", "O", "store"): nq * d,
         ("HBM", "write", "L", "store"): nq,
     }
+    if not mapping.q_reload:
+        counts[("SRAM", "read", "Q", "fragments")] = mapping.tr * br * d
     for level, op, tensor, phase, n in _tile_events(mapping, d, tiles):
         counts[(level, op, tensor, phase)] = int(n)
     return Traffic(counts)
@@ -170,7 +207,7 @@ def flops(workload: Workload, mapping: TcMapping) -> int:
 SCHEDULE = Schedule(
     name="fa2_tc",
     description="FlashAttention-2 forward on tensor cores (fp16/bf16) as the kernel `fa2_tc` runs it",
-    parameters=(WARPS, BLOCK_COLS),
+    parameters=(WARPS, BLOCK_COLS, WARP_ROWS, Q_RELOAD),
     sram="checks",
     build=build,
     trace=trace,

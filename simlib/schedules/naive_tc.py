@@ -1,5 +1,5 @@
 """Standard attention on tensor cores (fp16/bf16), as the kernel `naive_tc` runs it
-(gpu_kernels/tensor_core/naive_tc_kernel.py): S = QKᵀ/√d and P = softmax(S) written to HBM in the dtype.
+(gpu_kernels/kernels/naive_tc.py): S = QKᵀ/√d and P = softmax(S) written to HBM in the dtype.
 
 Three launches; a block of W warps owns Bm = 16·W query rows; tiles are compile-time sizes, so a
 ragged tile is zero-filled in SRAM and stored and read whole, while HBM moves valid elements only.

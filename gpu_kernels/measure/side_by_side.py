@@ -1,0 +1,552 @@
+"""The 16-bit side by side, in one run: numba's fa2_tc and naive_tc against cupy's naive attention and
+torch SDPA's math (fp32 inside: it upcasts 16-bit inputs, so it is not the 16-bit standard attention;
+benchmarks/eager16_h200.py measures that), flash (FlashAttention-2), cuDNN and memory-efficient
+backends, in bf16 and fp16, non-causal and causal (``python -m gpu_kernels side-by-side``;
+``python -m gpu_kernels.measure.side_by_side``).
+
+    python -m gpu_kernels side-by-side --out DIR [--dtypes bf16,fp16] [--causal no,yes]
+        [--seq-lens 512,...,16384] [--head-dims 64,128] [--batch B --heads H] [--kv-heads H_kv]
+        [--budget-s 170]
+
+Workload per (N, d): B·H·N = TOKENS = 2¹⁸ tokens (N = 512: B·H = 512; N = 4096: 64; N = 16384: 16),
+H = 16, B = B·H/16. Every kernel then has the same 2¹⁸/64 = 4096 query blocks of 64 rows, 31 per SM
+of the 132, so each fills the GPU; the largest N×N buffer (S or P, B·H·N² 16-bit values) is
+2¹⁸·N·2 B = 8.6 GB at N = 16384, so the naive variants stay well inside the 141 GB.
+
+Inputs: drawn on the GPU in fp32 and rounded to the dtype by torch (round to nearest even); two sets,
+each 3·2¹⁸·d·2 B ≥ 100 MB (beyond the 60 MB L2), cycled from launch to launch. The numba kernels read
+the same bytes through uint16 views. Correctness, in the same run, before timing: O poisoned with NaN,
+then ‖O − ref‖/‖ref‖ on the first and the last batch·head against torch's math backend on the inputs
+upcast to fp32 (same mask), within 2u of the dtype (7.8e-3 bf16, 9.8e-4 fp16; a kernel that rounds
+P and O once lands near 0.6u). Timing: CUDA events around PER_EVENT launches (1 when a launch takes
+more than 2 ms) after one warm-up group, median of reps groups, reps = TARGET_S of launches within
+[--min-reps, --reps]. Configurations run in the order bf16 non-causal, fp16 non-causal, bf16 causal,
+fp16 causal; those that would start after --budget-s get a row saying so.
+TFLOP/s counts the useful FLOPs: 4·N²·d·B·H, half of it with the causal mask.
+Writes tc_side_by_side_<--tag>.csv (default h200) + its provenance sidecar, rewritten after every (N, d).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+
+from ..tensor_core.dtypes import DTYPES, UNIT_ROUNDOFF
+
+FIELDS = [
+    "kernel",
+    "config",
+    "dtype",
+    "batch",
+    "heads",
+    "seq_len",
+    "head_dim",
+    "causal",
+    "median_ms",
+    "min_ms",
+    "max_ms",
+    "reps",
+    "per_event",
+    "flops",
+    "tflops",
+    "rel_err",
+    "tol",
+    "ok",
+    "checked_heads",
+    "kv_heads",
+    "ratio_to_torch_flash",
+    "note",
+]
+VARIANTS = ("fa2_tc", "naive_tc", "cupy_naive", "torch_math", "torch_flash", "torch_cudnn", "torch_efficient")
+TOKENS = 2**18
+HEADS = 16
+TARGET_S = 0.15
+#: fa2_tc configs (TcConfig keywords) timed beside the default, per d: version 3's layout (4 warps of
+#: 16 rows, Q in registers, Bc = 64) with version 4's instructions (PERFORMANCE.md).
+ALTERNATIVES = {
+    64: [dict(warps=4, block_cols=64, warp_rows=16)],
+    128: [dict(warps=4, block_cols=64, warp_rows=16)],
+}
+
+
+def tolerance(dtype):
+    return 2 * UNIT_ROUNDOFF[dtype]
+
+
+def batch_heads(n):
+    """(B, H) with B·H·N = TOKENS and H = 16 (fewer heads only if B·H < 16)."""
+    bh = max(1, TOKENS // n)
+    h = min(HEADS, bh)
+    return bh // h, h
+
+
+def useful_flops(n, d, bh, causal):
+    return 4 * n * n * d * bh // (2 if causal else 1)
+
+
+def _events_time(launch, reps, per_event, torch):
+    """Per-launch milliseconds of `reps` event pairs around `per_event` launches each, after one
+    warm-up group; launch(i) runs on input set i % 2."""
+    times = []
+    for r in range(reps + 1):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(per_event):
+            launch((r * per_event + i) % 2)
+        end.record()
+        end.synchronize()
+        if r:
+            times.append(start.elapsed_time(end) / per_event)
+    return times
+
+
+def bits_view(t):
+    """A numba device array of uint16 over a torch bf16/fp16 (or fp32) tensor's memory, no copy."""
+    from numba import cuda
+
+    typestr = {2: "<u2", 4: "<f4"}[t.element_size()]
+    desc = {
+        "shape": (t.numel(),),
+        "typestr": typestr,
+        "data": (t.data_ptr(), False),
+        "version": 3,
+        "strides": None,
+    }
+    return cuda.from_cuda_array_interface(desc, owner=t, sync=False)
+
+
+def enable_cupy_bfloat16():
+    """Import ml_dtypes before anything imports cupy: cupy 14 supports bfloat16 only if ml_dtypes was
+    imported first (on the H200, 2026-12-01: from_dlpack, matmul, exp and max on a bf16 array then ran;
+    run g-tc-leftovers-20261201 imported it after the provenance record had imported cupy, and every
+    bf16 cupy row failed with "data type 'E' not understood")."""
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        pass
+
+
+#: cudaDataType of the 16-bit dtypes (CUDA's library_types.h: CUDA_R_16BF = 14, CUDA_R_16F = 2) and the
+#: cuBLAS enums used (cublas_api.h): no transpose, transpose, fp32 accumulation, the default algorithm.
+CUDA_DATA_TYPE = {"bf16": 14, "fp16": 2}
+CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT = 0, 1, 68, -1
+
+
+def gemm_args(product, n, d):
+    """cuBLAS's column-major arguments (transa, transb, m, n, k, lda, ldb, ldc, strideA, strideB,
+    strideC) for one head's row-major product, A being the right factor and B the left one:
+    "qk": S = Q·Kᵀ (N×N from two N×d); "pv": O = P·V (N×d from N×N and N×d).
+
+    A row-major X is the column-major Xᵀ, so S = Q·Kᵀ is computed as Sᵀ = K·Qᵀ = op(A)·B with A = K
+    (stored d×N, transposed) and B = Q (stored d×N); O = P·V as Oᵀ = Vᵀ·Pᵀ = A·B with A = V, B = P.
+    At N = 4096, d = 64, S's call is a 4096×4096×64 product with leading dimensions 64, 64, 4096:
+
+    >>> gemm_args("qk", 4096, 64)
+    (1, 0, 4096, 4096, 64, 64, 64, 4096, 262144, 262144, 16777216)
+    """
+    if product == "qk":
+        return (CUBLAS_OP_T, CUBLAS_OP_N, n, n, d, d, d, n, n * d, n * d, n * n)
+    if product == "pv":
+        return (CUBLAS_OP_N, CUBLAS_OP_N, d, n, n, d, n, d, n * d, n * n, n * d)
+    raise ValueError(f"product must be 'qk' or 'pv', got {product!r}")
+
+
+def cublas_bmm(product, left, right, out, alpha, dtype):
+    """out = alpha·left·rightᵀ ("qk": Q, K) or left·right ("pv": P, V) for every batch·head, inputs and
+    output in `dtype`, fp32 accumulation (cublasGemmStridedBatchedEx). Not cupy.matmul: cupy 14.2's
+    matmul of > 2-D arrays sends bf16 to its integer fallback (which fails: "data type 'E' not
+    understood") and multiplies fp16 in fp32 copies, so it would not be cuBLAS in the dtype."""
+    import numpy as np
+    from cupy.cuda import cublas, device
+
+    for x in (left, right, out):
+        if not x.flags.c_contiguous:
+            raise ValueError(f"cublas_bmm: {product} operands must be C-contiguous")
+    *lead, n, d = left.shape if product == "qk" else right.shape
+    ta, tb, m, nn, k, lda, ldb, ldc, sa, sb, sc = gemm_args(product, n, d)
+    t = CUDA_DATA_TYPE[dtype]
+    one_alpha, zero = np.array(alpha, dtype=np.float32), np.array(0, dtype=np.float32)
+    cublas.gemmStridedBatchedEx(
+        device.get_cublas_handle(), ta, tb, m, nn, k, one_alpha.ctypes.data,
+        right.data.ptr, t, lda, sa, left.data.ptr, t, ldb, sb,
+        zero.ctypes.data, out.data.ptr, t, ldc, sc,
+        math.prod(lead), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT,
+    )  # fmt: skip
+
+
+def cupy_naive(q, k, v, o, s, mask, scale, dtype):
+    """cuBLAS in the dtype (`cublas_bmm`): S = QKᵀ·scale (the scale as the GEMM's alpha; + causal −∞),
+    P = exp(S − rowmax) in place, O = PV / rowsum (the row sums in fp32). S is (B, H, N, N) in the
+    dtype: the materialising pipeline."""
+    import cupy as cp
+
+    cublas_bmm("qk", q, k, s, scale, dtype)
+    if mask is not None:
+        cp.add(s, mask, out=s)
+    cp.subtract(s, s.max(axis=3, keepdims=True), out=s)
+    cp.exp(s, out=s)
+    rowsum = s.sum(axis=3, keepdims=True, dtype=cp.float32)
+    cublas_bmm("pv", s, v, o, 1.0, dtype)
+    o[...] = (o.astype(cp.float32) / rowsum).astype(o.dtype)
+
+
+class Shape:
+    """Input sets, outputs and the fp32 reference of one (dtype, causal, N, d); B and H from
+    `batch_heads(N)` unless given, H_kv = H unless given (GQA: query head h reads K/V head h // (H/H_kv))."""
+
+    def __init__(self, dtype, causal, n, d, torch, batch=None, heads=None, kv_heads=None):
+        import torch.nn.functional as F
+
+        self.dtype, self.causal, self.n, self.d = dtype, causal, n, d
+        self.batch, self.heads = batch_heads(n) if batch is None else (batch, heads)
+        self.kv_heads = kv_heads or self.heads
+        b, h, hkv = self.batch, self.heads, self.kv_heads
+        tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        self.tdt = tdt
+        self.qkv = [
+            [torch.randn(b, hh, n, d, device="cuda").to(tdt) for hh in (h, hkv, hkv)] for _ in range(2)
+        ]
+        self.views = [[bits_view(x) for x in s] for s in self.qkv]
+        self.out = torch.empty(b, h, n, d, device="cuda", dtype=tdt)
+        self.lse = torch.empty(b, h, n, device="cuda", dtype=torch.float32)
+        self.o_view, self.l_view = bits_view(self.out), bits_view(self.lse)
+        q = self.qkv[0][0].reshape(b * h, n, d)
+        k, v = (x.reshape(b * hkv, n, d) for x in self.qkv[0][1:])
+        group = h // hkv
+        self.checked = [0, b * h - 1]
+        self.ref = [
+            F.scaled_dot_product_attention(
+                q[i].float()[None], k[i // group].float()[None], v[i // group].float()[None], is_causal=causal
+            )[0]
+            for i in self.checked
+        ]
+
+    def err(self, o, torch):
+        o = o.reshape(self.batch * self.heads, self.n, self.d)
+        num = sum(float(torch.linalg.norm(o[i].float() - r)) ** 2 for i, r in zip(self.checked, self.ref))
+        return math.sqrt(num / sum(float(torch.linalg.norm(r)) ** 2 for r in self.ref))
+
+
+def launchers(sh, names, torch):
+    """(kernel, config, make) per variant; make() returns launch(i) -> O (buffers made on the call)."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from ..counting import new_counters
+    from ..kernels.fa2_tc import Fa2TcPlan, TcConfig, default_config
+    from ..kernels.naive_tc import NaiveTcConfig, NaiveTcPlan, row_stride
+
+    b, h, n, d = sh.batch, sh.heads, sh.n, sh.d
+    shape = (b, h, sh.kv_heads, n, n, d)
+    gqa = {"enable_gqa": True} if sh.kv_heads != h else {}
+    counters = new_counters()
+    keep = {}
+
+    def fa2(cfg):
+        def make():
+            plan = Fa2TcPlan(shape, cfg, sh.dtype, causal=sh.causal)
+
+            def launch(i):
+                plan.launch(*sh.views[i], sh.o_view, sh.l_view, counters)
+                return sh.out
+
+            return launch
+
+        return make
+
+    def naive():
+        plan = NaiveTcPlan(shape, NaiveTcConfig(d).check(), sh.dtype, causal=sh.causal)
+        sp = [torch.empty(b * h * n * row_stride(n), device="cuda", dtype=sh.tdt) for _ in range(2)]
+        keep["sp"] = sp
+        s, p = (bits_view(x) for x in sp)
+
+        def launch(i):
+            plan.launch(*sh.views[i], s, p, sh.o_view, (counters,) * 3)
+            return sh.out
+
+        return launch
+
+    def cupy():
+        import cupy as cp
+
+        sets = [[cp.from_dlpack(x) for x in st] for st in sh.qkv]
+        o = cp.from_dlpack(sh.out)
+        s = cp.empty((b, h, n, n), dtype=sets[0][0].dtype)
+        mask = None
+        if sh.causal:
+            mask = cp.triu(cp.full((n, n), -cp.inf, dtype=cp.float32), 1).astype(s.dtype)
+        keep["cupy"] = (s, mask)
+        scale = 1 / math.sqrt(d)
+
+        def launch(i):
+            cupy_naive(*sets[i], o, s, mask, scale, sh.dtype)
+            return sh.out
+
+        return launch
+
+    def sdpa(backend):
+        def make():
+            def launch(i):
+                with sdpa_kernel([backend]):
+                    return F.scaled_dot_product_attention(*sh.qkv[i], is_causal=sh.causal, **gqa)
+
+            return launch
+
+        return make
+
+    table = {
+        "fa2_tc": [("fa2_tc", f"{default_config(d).name} (default)", fa2(default_config(d)))]
+        + [("fa2_tc", cfg.name, fa2(cfg)) for cfg in (TcConfig(d, **kw).check() for kw in ALTERNATIVES[d])],
+        "naive_tc": [("naive_tc", "w4_bc64", naive)],
+        "cupy_naive": [("cupy_naive", f"cublasGemmStridedBatchedEx {sh.dtype}, fp32 acc.", cupy)],
+        "torch_math": [("torch_math", "fp32 inside (upcast)", sdpa(SDPBackend.MATH))],
+        "torch_flash": [("torch_flash", "", sdpa(SDPBackend.FLASH_ATTENTION))],
+        "torch_cudnn": [("torch_cudnn", "", sdpa(SDPBackend.CUDNN_ATTENTION))],
+        "torch_efficient": [("torch_efficient", "", sdpa(SDPBackend.EFFICIENT_ATTENTION))],
+    }
+    return [item for name in names for item in table[name]], keep
+
+
+def bench_shape(sh, names, min_reps, max_reps, torch, log):
+    """One row per variant: checked on fresh poisoned output, then timed."""
+    rows = []
+    base = {
+        "dtype": sh.dtype,
+        "batch": sh.batch,
+        "heads": sh.heads,
+        "seq_len": sh.n,
+        "head_dim": sh.d,
+        "causal": sh.causal,
+        "kv_heads": sh.kv_heads,
+        "tol": f"{tolerance(sh.dtype):.2e}",
+        "checked_heads": "first,last",
+    }
+    flops = useful_flops(sh.n, sh.d, sh.batch * sh.heads, sh.causal)
+    if sh.kv_heads != sh.heads:
+        names = [x for x in names if x not in ("naive_tc", "cupy_naive")]  # no GQA in these two
+    items, keep = launchers(sh, names, torch)
+    for name, config, make in items:
+        row = {**base, "kernel": name, "config": config, "flops": flops, "reps": 0}
+        try:
+            launch = make()
+            sh.out.fill_(float("nan"))  # poisoned: an unwritten element fails the check
+            t0 = time.perf_counter()
+            o = launch(0)
+            torch.cuda.synchronize()
+            first_ms = (time.perf_counter() - t0) * 1e3
+            e = sh.err(o, torch)
+            del o
+            launch(1)  # warm (compiled by the first): the next call's time sets the reps
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            launch(0)
+            torch.cuda.synchronize()
+            est = (time.perf_counter() - t1) * 1e3
+            per_event = 4 if est < 2 else 1
+            reps = max(min_reps, min(max_reps, int(TARGET_S * 1e3 / (est * per_event))))
+            t = _events_time(launch, reps, per_event, torch)
+        except Exception as ex:  # out of memory, a backend that refuses the shape, a cupy dtype: say so
+            msg = f"{type(ex).__name__}: {str(ex).splitlines()[0][:160] if str(ex) else ''}"
+            at = traceback.extract_tb(ex.__traceback__)[-1]
+            log(
+                f"{sh.dtype} causal={sh.causal} d={sh.d} N={sh.n} {name} {config}: not timed ({msg}; raised at "
+                f"{os.path.basename(at.filename)}:{at.lineno})"
+            )
+            rows.append({**row, "ok": False, "note": "not timed: " + msg})
+            keep.clear()
+            torch.cuda.empty_cache()
+            continue
+        med = statistics.median(t)
+        ok = e < tolerance(sh.dtype)
+        rows.append(
+            {
+                **row,
+                "median_ms": f"{med:.4f}",
+                "min_ms": f"{min(t):.4f}",
+                "max_ms": f"{max(t):.4f}",
+                "reps": reps,
+                "per_event": per_event,
+                "tflops": f"{flops / med / 1e9:.1f}",
+                "rel_err": f"{e:.3e}",
+                "ok": ok,
+                "note": f"first call {first_ms:.0f} ms (compile included)",
+            }
+        )
+        log(
+            f"{sh.dtype} causal={sh.causal:d} d={sh.d} N={sh.n:5d} {name:15s} {config:18s} {med:9.3f} ms "
+            f"{flops / med / 1e9:7.1f} TFLOP/s err {e:.2e}{'' if ok else '  FAILED correctness'}"
+        )
+        keep.clear()
+        torch.cuda.empty_cache()
+    flash = next(
+        (float(r["median_ms"]) for r in rows if r["kernel"] == "torch_flash" and r.get("median_ms")), None
+    )
+    for r in rows:
+        if flash and r.get("median_ms"):
+            r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / flash:.3f}"
+    return rows
+
+
+def positive_ints(text):
+    """'4096,16384' -> [4096, 16384] (simlib.cli_values, the parser of both CLIs)."""
+    from simlib.cli_values import int_type
+    from simlib.workload import MAX_SEQ_LEN
+
+    return int_type("value", MAX_SEQ_LEN, many=True)(text)
+
+
+def head_dims(text):
+    values = positive_ints(text)
+    if not set(values) <= {64, 128}:
+        raise argparse.ArgumentTypeError(
+            f"the tensor-core kernels support head dims 64 and 128, got {text!r}"
+        )
+    return values
+
+
+def names_of(allowed):
+    def parse(text):
+        names = [x.strip() for x in text.split(",") if x.strip()]
+        if not names or not set(names) <= set(allowed):
+            raise argparse.ArgumentTypeError(f"expected names from {', '.join(allowed)}, got {text!r}")
+        return names
+
+    return parse
+
+
+def parse_args(argv=None):
+    """The arguments, every one checked (the output folder too) before the GPU is asked for: a bad one
+    raises commands.UsageError (one line, exit 2)."""
+    from measurements.provenance import check_output_dir
+    from simlib.cli_values import float_type, tag_type
+
+    from ..cli import _Parser
+    from ..commands import UsageError
+
+    p = _Parser(prog="python -m gpu_kernels side-by-side", description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="folder for the CSV and its provenance (e.g. $OUT)")
+    p.add_argument("--dtypes", type=names_of(DTYPES), default=list(DTYPES))
+    p.add_argument("--causal", type=names_of(("no", "yes")), default=["no", "yes"])
+    p.add_argument("--seq-lens", type=positive_ints, default=[512, 1024, 2048, 4096, 8192, 16384])
+    p.add_argument("--head-dims", type=head_dims, default=[64, 128])
+    p.add_argument("--variants", type=names_of(VARIANTS), default=list(VARIANTS))
+    p.add_argument("--batch", type=lambda x: positive_ints(x)[0], help="B (default: B·H·N = 2^18, H = 16)")
+    p.add_argument("--heads", type=lambda x: positive_ints(x)[0], help="H (needs --batch)")
+    p.add_argument("--kv-heads", type=lambda x: positive_ints(x)[0], help="H_kv (GQA; divides H)")
+    p.add_argument(
+        "--reps", type=lambda x: positive_ints(x)[0], default=30, help="most timed groups per variant"
+    )
+    p.add_argument("--min-reps", type=lambda x: positive_ints(x)[0], default=5)
+    p.add_argument(
+        "--budget-s",
+        type=float_type("--budget-s", above=0),
+        default=170.0,
+        help="start no configuration after this",
+    )
+    p.add_argument(
+        "--tag",
+        type=tag_type("--tag"),
+        default="h200",
+        help="file name tc_side_by_side_<tag>.csv (h200_causal for a causal run)",
+    )
+    a = p.parse_args(argv)
+    if (a.batch is None) != (a.heads is None):
+        p.error("argument --batch/--heads: give both or neither")
+    h_ = a.heads or HEADS
+    if a.kv_heads is not None and (a.kv_heads > h_ or h_ % a.kv_heads):
+        p.error(f"argument --kv-heads: {a.kv_heads} must divide the {h_} query heads")
+    try:
+        check_output_dir(a.out)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return a
+
+
+def main(argv=None):
+    from ..commands import UsageError
+    from ..device import NoGPU, require_gpu
+
+    try:
+        a = parse_args(argv)
+        require_gpu("side-by-side")
+    except (UsageError, NoGPU) as e:
+        sys.stderr.write(f"error: {e}\n")
+        return 2
+    enable_cupy_bfloat16()
+    os.makedirs(a.out, exist_ok=True)
+    import torch
+
+    from measurements.provenance import provenance, write_measurement
+
+    t_start = time.monotonic()
+    lines = []
+
+    def log(text):
+        print(text, flush=True)
+        lines.append(text)
+
+    record = provenance(
+        {
+            "what": "16-bit attention forward side by side: fa2_tc, naive_tc (numba, mma.sync), "
+            "cupy naive (cuBLAS in the dtype), torch SDPA math/flash/cuDNN/efficient",
+            "argv": sys.argv,
+            "tokens": TOKENS,
+            "heads": HEADS,
+            "torch": torch.__version__,
+            "timing": f"CUDA events, 1 warm-up group, median of reps groups (~{TARGET_S} s)",
+            "check": "rel. error vs fp32 math (same mask) on the first and last batch·head, tol 2u",
+        }
+    )
+    rows = []
+
+    def save(status):
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+        write_measurement(
+            f"{a.out}/tc_side_by_side_{a.tag}.csv",
+            buf.getvalue(),
+            {**record, "status": status, "elapsed_s": round(time.monotonic() - t_start, 1)},
+        )
+
+    for causal in [c == "yes" for c in a.causal]:
+        for dtype in a.dtypes:
+            for d in a.head_dims:
+                for n in a.seq_lens:
+                    if time.monotonic() - t_start > a.budget_s:
+                        b, h = batch_heads(n) if a.batch is None else (a.batch, a.heads)
+                        rows.append(
+                            {
+                                "kernel": "*",
+                                "dtype": dtype,
+                                "batch": b,
+                                "heads": h,
+                                "seq_len": n,
+                                "head_dim": d,
+                                "causal": causal,
+                                "reps": 0,
+                                "ok": False,
+                                "note": f"not run: past --budget-s {a.budget_s:g}",
+                            }
+                        )
+                        continue
+                    sh = Shape(dtype, causal, n, d, torch, a.batch, a.heads, a.kv_heads)
+                    rows += bench_shape(sh, a.variants, a.min_reps, a.reps, torch, log)
+                    del sh
+                    torch.cuda.empty_cache()
+                    save("partial")
+    save("complete")
+    bad = [r for r in rows if r["reps"] and not r["ok"]]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
