@@ -211,7 +211,10 @@ def print_count(result: Result, row: dict[str, Any]) -> None:
         "sram_write_bytes",
         "compulsory_hbm_bytes",
     ):
-        print(f"  {key:<24}{traffic(row[key])}")
+        if row[key] is None:
+            print(f"  {key:<24}not modelled ({result.algorithm} counts HBM traffic only)")
+        else:
+            print(f"  {key:<24}{traffic(row[key])}")
     if row["saha_ye_bytes_asymptotic"]:
         print(
             f"  {'saha_ye (asymptotic)':<24}{traffic(int(row['saha_ye_bytes_asymptotic']))}  "
@@ -330,6 +333,7 @@ def run_sweep(args: argparse.Namespace) -> None:
         print(frame.to_csv(index=False), end="")
     elif args.csv:
         write_atomic(args.csv, frame.to_csv(index=False))
+        print(f"wrote {len(frame):,} rows, {len(frame.columns)} columns to {args.csv}")
     else:
         cols = [
             c
@@ -353,7 +357,9 @@ def run_sweep(args: argparse.Namespace) -> None:
             )
             if c in frame
         ]
-        print(frame[cols].to_string(index=False))
+        # '-' where a column does not apply (naive has no tiles): not pandas' NaN and <NA>
+        shown = frame[cols].astype(object)
+        print(shown.where(shown.notna(), "-").to_string(index=False))
 
 
 def run_kvcache(args: argparse.Namespace) -> None:
