@@ -232,7 +232,7 @@ def test_running_and_saving_a_lecture_in_jupyterlab_leaves_its_script_unchanged(
 
 # --- reproducible handouts (issue 26): a rebuild of an unchanged lecture is byte-identical --------------
 
-STYLED_LECTURE = '''# %% [markdown]
+STYLED_LECTURE = """# %% [markdown]
 # # Lecture 98 — styled tables
 
 # %%
@@ -243,7 +243,7 @@ frame.style.format({"GB": "{:.2f}"}).highlight_max(color="#ffd")
 
 # %%
 frame.style.format({"GB": "{:.1f}"})
-'''
+"""
 
 
 def _scratch_lecture(name, text):

@@ -32,9 +32,22 @@ def test_flash_bwd_says_its_sram_traffic_is_not_modelled(capsys):
 def test_sweep_csv_says_what_it_wrote(capsys, tmp_path):
     """`sweep --csv out.csv` printed nothing at all."""
     path = tmp_path / "out.csv"
-    argv = ["sweep", "--algorithm", "naive,fa2", "--seq-len", "256,512", "--head-dim", "64", "--csv", str(path)]
+    argv = [
+        "sweep",
+        "--algorithm",
+        "naive,fa2",
+        "--seq-len",
+        "256,512",
+        "--head-dim",
+        "64",
+        "--csv",
+        str(path),
+    ]
     rc, out, _ = run_simlib(argv, capsys)
-    assert rc == 0 and out == f"wrote 4 rows, {len(path.read_text().splitlines()[0].split(','))} columns to {path}\n"
+    assert (
+        rc == 0
+        and out == f"wrote 4 rows, {len(path.read_text().splitlines()[0].split(','))} columns to {path}\n"
+    )
 
 
 def test_sweep_table_marks_what_does_not_apply_with_a_dash(capsys):
