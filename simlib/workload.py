@@ -13,6 +13,20 @@ MAX_HEAD_DIM = 2**16
 MAX_BATCH_HEADS = 2**32  # batch, heads and kv_heads each
 
 
+def _check_int(name: str, value: object, minimum: int, maximum: int | None, what: str) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"{name} must be {what}, got {value!r}") from None
+    if number < minimum:
+        raise ValueError(f"{name} must be {what}, got {number!r}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be at most {maximum:,}, got {number:,}")
+    return number
+
+
 def check_positive_int(name: str, value: object, maximum: int | None = None) -> int:
     """`value` as an int ≥ 1 (and ≤ `maximum`); ValueError naming `name` otherwise.
 
@@ -23,32 +37,12 @@ def check_positive_int(name: str, value: object, maximum: int | None = None) -> 
     >>> check_positive_int("seq_len", np.int64(4096))
     4096
     """
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    try:
-        number = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}") from None
-    if number < 1:
-        raise ValueError(f"{name} must be a positive integer, got {number!r}")
-    if maximum is not None and number > maximum:
-        raise ValueError(f"{name} must be at most {maximum:,}, got {number:,}")
-    return number
+    return _check_int(name, value, 1, maximum, "a positive integer")
 
 
 def check_nonnegative_int(name: str, value: object, maximum: int | None = None) -> int:
     """`value` as an int ≥ 0 (and ≤ `maximum`): a count that may be zero (a context of 0 tokens)."""
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer ≥ 0, got {value!r}")
-    try:
-        number = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise ValueError(f"{name} must be an integer ≥ 0, got {value!r}") from None
-    if number < 0:
-        raise ValueError(f"{name} must be an integer ≥ 0, got {number!r}")
-    if maximum is not None and number > maximum:
-        raise ValueError(f"{name} must be at most {maximum:,}, got {number:,}")
-    return number
+    return _check_int(name, value, 0, maximum, "an integer ≥ 0")
 
 
 def check_real(name: str, value: object, minimum: float | None = None, maximum: float | None = None) -> float:

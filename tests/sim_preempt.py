@@ -76,22 +76,29 @@ def disable() -> None:
     _STATE["saved"] = None
 
 
+class YieldingNumpy:
+    """numpy, except that np.empty hands the GIL over first: numba's allocator calls it between its
+    check and its set, so this is a preemption inside the window."""
+
+    def __getattr__(self, name):
+        import numpy as np
+
+        return getattr(np, name)
+
+    @staticmethod
+    def empty(*args, **kwargs):
+        import numpy as np
+
+        time.sleep(0)
+        return np.empty(*args, **kwargs)
+
+
 def numba_allocator() -> None:
     """Put numba-cuda's own shared-array allocator back, with the same forced preemption inside its
     check-then-set window (np.empty yields first): what the fix in gpu_kernels.simulator removed."""
-    import numpy as np
     from numba.cuda.simulator import kernelapi
 
     import gpu_kernels.simulator as sim
-
-    class YieldingNumpy:
-        def __getattr__(self, name):
-            return getattr(np, name)
-
-        @staticmethod
-        def empty(*args, **kwargs):
-            time.sleep(0)
-            return np.empty(*args, **kwargs)
 
     sim.install()  # records numba's allocator
     kernelapi.FakeCUDAShared.array = sim.NUMBA_SHARED_ARRAY

@@ -60,22 +60,8 @@ def test_both_clis_refuse_the_same_integers(text, capsys):
 @pytest.mark.parametrize("text", ["nan", "inf", "-inf", "1e999", "1_0", "١", "0x1", ""])
 def test_both_clis_refuse_non_finite_floats(text, capsys):
     """`energy --time-s inf` printed 'static inf mJ nan%'; bench --budget-s took Arabic digits."""
-    simlib = run_main(
-        simlib_cli.main,
-        [
-            "energy",
-            "--algorithm",
-            "fa2",
-            "--seq-len",
-            "64",
-            "--head-dim",
-            "64",
-            "--gpu",
-            "h200",
-            f"--time-s={text}",
-        ],
-        capsys,
-    )
+    energy = "energy --algorithm fa2 --seq-len 64 --head-dim 64 --gpu h200".split()
+    simlib = run_main(simlib_cli.main, [*energy, f"--time-s={text}"], capsys)
     gk = run_main(gk_cli.main, ["bench", "--out", "x", f"--budget-s={text}"], capsys)
     for rc, out, err in (simlib, gk):
         assert rc == 2 and out == "" and err.count("\n") == 1, (rc, out, err)

@@ -60,24 +60,12 @@ def test_numbas_allocator_races_under_the_same_preemption(monkeypatch):
     """The harness above has teeth: numba-cuda's allocator, preempted at the same point (np.empty inside
     its check-then-set), hands out private copies. If this fails, numba fixed the race upstream and
     gpu_kernels.simulator can go."""
-    import time
-
     from numba.cuda.simulator import kernelapi
 
     import gpu_kernels.simulator as sim
 
     sim.install()
-
-    class YieldingNumpy:
-        def __getattr__(self, name):
-            return getattr(np, name)
-
-        @staticmethod
-        def empty(*args, **kwargs):
-            time.sleep(0)
-            return np.empty(*args, **kwargs)
-
-    monkeypatch.setattr(kernelapi, "np", YieldingNumpy())
+    monkeypatch.setattr(kernelapi, "np", sim_preempt.YieldingNumpy())
     counts = arrays_handed_out(sim.NUMBA_SHARED_ARRAY)
     assert max(counts) > 1, counts
 
