@@ -26,19 +26,13 @@ import argparse
 import os
 import sys
 
-from simlib.cli_values import NoLoneDashValue, float_type, int_type, nonnegative_int, tag_type
+from simlib.cli_values import float_type, int_type, nonnegative_int, tag_type
 from simlib.moved_commands import forward
 from simlib.safe_write import stdout_closed_message
 from simlib.workload import MAX_SEQ_LEN
 
-from .commands import COMMANDS, UsageError
+from .commands import COMMANDS, OneLineParser, UsageError
 from .device import NoGPU
-
-
-class _Parser(NoLoneDashValue, argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage block
-        raise UsageError(message)
-
 
 # The one value parser of both CLIs (simlib.cli_values): ASCII digits only ('1_6' and '١٦' are refused as
 # simlib refuses them), finite floats, bounded.
@@ -67,7 +61,7 @@ def _add_out(p, default_tag="h200"):
 def build_parser() -> argparse.ArgumentParser:
     from .measure.variants import VARIANTS
 
-    p = _Parser(prog="python -m gpu_kernels", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m gpu_kernels", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(
         dest="command",
         required=True,

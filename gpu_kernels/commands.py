@@ -7,9 +7,12 @@ then works. Bad input raises ``UsageError`` (one line, exit 2 in ``cli.main``).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
+
+from simlib.cli_values import NoLoneDashValue
 
 from . import checks
 from .device import NO_GPU, NoGPU, require_gpu, select_backend
@@ -19,6 +22,14 @@ TOLERANCE = 1e-5  # relative error allowed against the float64 reference (fp32 a
 
 class UsageError(Exception):
     """A bad argument: one line on stderr, exit code 2."""
+
+
+class OneLineParser(NoLoneDashValue, argparse.ArgumentParser):
+    """argparse whose usage errors are a UsageError (one line, exit 2), not a usage block: every
+    parser of `python -m gpu_kernels` (cli.py, measure/side_by_side.py)."""
+
+    def error(self, message):
+        raise UsageError(message)
 
 
 def _name_list(text, allowed, option):

@@ -406,10 +406,9 @@ def parse_args(argv=None):
     from measurements.provenance import check_output_dir
     from simlib.cli_values import float_type, tag_type
 
-    from ..cli import _Parser
-    from ..commands import UsageError
+    from ..commands import OneLineParser, UsageError
 
-    p = _Parser(prog="python -m gpu_kernels side-by-side", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m gpu_kernels side-by-side", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="folder for the CSV and its provenance (e.g. $OUT)")
     p.add_argument("--dtypes", type=names_of(DTYPES), default=list(DTYPES))
     p.add_argument("--causal", type=names_of(("no", "yes")), default=["no", "yes"])
