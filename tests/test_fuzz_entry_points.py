@@ -142,7 +142,7 @@ def check_outcome(rc, out, err, argv):
 SIMLIB = simlib_cli.build_parser()
 
 
-@pytest.mark.parametrize("command", ["count", "sweep", "kvcache", "energy"])
+@pytest.mark.parametrize("command", ["count", "sweep", "kvcache", "energy", "predict"])
 def test_fuzz_simlib_commands(command, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a --csv value lands here, never in the repo
     flags = _flags(SIMLIB, command)
@@ -152,6 +152,7 @@ def test_fuzz_simlib_commands(command, capsys, tmp_path, monkeypatch):
         "sweep": shape,
         "energy": ["--algorithm", "fa2", *shape, "--gpu", "h200"],
         "kvcache": ["--model", "llama-3-8b"],
+        "predict": ["--implementation", "fa2_tc", *shape, "--dtype", "bf16", "--gpu", "h200"],
     }[command]
 
     def one(argv):
