@@ -107,7 +107,7 @@ test-browser: $(STAMP)
 
 # The simulator suites (tensor-core and fp32 kernels), 20 rounds of `pytest -n 2` beside a spinning process
 # and with forced preemption (tests/sim_preempt.py): zero failures, or the simulator is not deterministic
-# (gpu_kernels/simulator.py). About 3 min a round on 2 cores. `make stress STRESS_ARGS="--rounds 3"`.
+# (gpu_kernels/simulator.py). 3-10 min a round on 2 cores (idle to busy). `make stress STRESS_ARGS="--rounds 3"`.
 stress: $(STAMP)
 	$(BIN)/python -m tools.stress_simulator $(STRESS_ARGS)
 
