@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-browser lint format test-gpu notebooks slides handouts bench-trace clean
+.PHONY: lab check test test-browser lint format test-gpu notebooks slides handouts bench-trace stress clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,8 +20,11 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # per lecture in the file browser, no news pop-up or update check. Writes nothing tracked.
 LAB_CONFIG := tools/lab/jupyter_lab_config.py
 
+# `make lab PORT=8899` serves on that port (and fails if it is taken) instead of the first free one from 8888.
+PORT_FLAG := $(if $(PORT),--ServerApp.port=$(PORT) --ServerApp.port_retries=0,)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(ROOT_FLAG) --config $(LAB_CONFIG) --ServerApp.root_dir=notebooks
+	$(BIN)/jupyter lab $(ROOT_FLAG) --config $(LAB_CONFIG) --ServerApp.root_dir=notebooks $(PORT_FLAG)
 
 # The lectures are tracked only as jupytext scripts (notebooks/NN_topic.py, see jupytext.toml); the .ipynb
 # files that the tests, slides and handouts execute are generated here, outside the tracked tree.
@@ -36,6 +39,17 @@ notebooks: $(STAMP)
 
 test: notebooks
 	$(BIN)/python -m pytest -n 2 -q tests --nbmake --nbmake-timeout=300 $(NOTEBOOKS_BUILD)
+
+# The quick check, under a minute once .venv exists: lint-clean, every package imports, one count, and
+# lecture 01 executed (jupytext --execute into build/check/, outside the tracked tree).
+check: $(STAMP)
+	$(BIN)/ruff check --quiet . && $(BIN)/ruff format --check --quiet .
+	$(BIN)/python -c "import simlib, measurements, gpu_kernels, evidence, course"
+	mkdir -p build/check
+	$(BIN)/python -m simlib count --algorithm fa2 --seq-len 4096 --head-dim 64 --sram 192KiB > build/check/count.txt
+	head -3 build/check/count.txt
+	$(BIN)/jupytext --quiet --to ipynb --execute --output build/check/01_memory_hierarchy.ipynb notebooks/01_memory_hierarchy.py
+	@echo "make check: OK"
 
 # Lint: ruff (rules and format) over the tree, mypy over simlib. `make format` applies ruff's fixes.
 lint: $(STAMP)
@@ -90,6 +104,12 @@ test-browser: $(STAMP)
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || { $(SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends chromium chromium-driver; }
 	FLASHIO_BROWSER=1 $(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_browser.py
+
+# The simulator suites (tensor-core and fp32 kernels), 20 rounds of `pytest -n 2` beside a spinning process
+# and with forced preemption (tests/sim_preempt.py): zero failures, or the simulator is not deterministic
+# (gpu_kernels/simulator.py). 3-10 min a round on 2 cores (idle to busy). `make stress STRESS_ARGS="--rounds 3"`.
+stress: $(STAMP)
+	$(BIN)/python -m tools.stress_simulator $(STRESS_ARGS)
 
 bench-trace: $(STAMP)
 	$(BIN)/python benchmarks/trace_scale.py

@@ -437,7 +437,8 @@ def summary(time_rows, energy_rows):
 
 
 def parse_args(argv=None):
-    from gpu_kernels.measure.side_by_side import file_tag, names_of, positive_ints
+    from gpu_kernels.measure.side_by_side import names_of, positive_ints
+    from simlib.cli_values import float_type, tag_type  # the parser of both CLIs: finite numbers, safe tags
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
@@ -448,13 +449,28 @@ def parse_args(argv=None):
     p.add_argument("--variants", type=names_of(VARIANTS), default=list(VARIANTS))
     p.add_argument("--energy-seq-lens", type=positive_ints, default=list(ENERGY_SEQ_LENS))
     p.add_argument("--energy-dtypes", type=names_of(DTYPES), default=list(DTYPES))
-    p.add_argument("--energy-s", type=float, default=1.0, help="seconds each energy case loops")
-    p.add_argument("--idle-s", type=float, default=1.5)
+    p.add_argument(
+        "--energy-s",
+        type=float_type("--energy-s", above=0),
+        default=1.0,
+        help="seconds each energy case loops",
+    )
+    p.add_argument("--idle-s", type=float_type("--idle-s", above=0), default=1.5)
     p.add_argument("--min-reps", type=lambda x: positive_ints(x)[0], default=5)
     p.add_argument("--max-reps", type=lambda x: positive_ints(x)[0], default=25)
-    p.add_argument("--time-budget-s", type=float, default=40.0, help="start no timing case after this")
-    p.add_argument("--budget-s", type=float, default=95.0, help="start no energy case after this")
-    p.add_argument("--tag", type=file_tag, default="h200")
+    p.add_argument(
+        "--time-budget-s",
+        type=float_type("--time-budget-s", above=0),
+        default=40.0,
+        help="start no timing case after this",
+    )
+    p.add_argument(
+        "--budget-s",
+        type=float_type("--budget-s", above=0),
+        default=95.0,
+        help="start no energy case after this",
+    )
+    p.add_argument("--tag", type=tag_type("--tag"), default="h200")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit (no GPU)")
     a = p.parse_args(argv)
     for name in ("energy_s", "idle_s", "time_budget_s", "budget_s"):

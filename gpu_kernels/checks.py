@@ -80,6 +80,9 @@ def _check_arrays(q, k, v) -> dict:
             raise ValueError(f"{name} must be float32; got {dtype}")
         if not contiguous:
             raise ValueError(f"{name} must be C-contiguous")
+        host = a if isinstance(a, np.ndarray) else getattr(a, "_ary", None)  # host or simulator array
+        if isinstance(host, np.ndarray) and np.isnan(host).any():  # ±inf stays: −∞ keys mask (tests)
+            raise ValueError(f"{name} has NaN values; every input must be a number (±inf masks a key)")
         layouts[name] = tuple(int(x) for x in shape)
     return layouts
 

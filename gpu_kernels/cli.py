@@ -25,57 +25,33 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simlib.cli_values import NoLoneDashValue
+from simlib.cli_values import float_type, int_type, nonnegative_int, tag_type
 from simlib.moved_commands import forward
 from simlib.presets import DEFAULT_GPU
-from simlib.safe_write import quiet_stdout
+from simlib.safe_write import quiet_stdout, stdout_closed_message
 from simlib.units import TENSOR_CORE_DTYPES
+from simlib.workload import MAX_SEQ_LEN
 
-from .commands import COMMANDS, UsageError
+from .commands import COMMANDS, OneLineParser, UsageError
 from .device import NoGPU
 from .kernels import KERNELS
 
-
-class _Parser(NoLoneDashValue, argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage block
-        raise UsageError(message)
-
-
-def _number(parse, accept, what):
-    """An argparse type: `parse` the text, keep it if `accept(value)`, else one line naming `what`."""
-
-    def convert(text):
-        try:
-            value = parse(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-        if not accept(value):
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-        return value
-
-    return convert
-
-
-_positive_int = _number(int, lambda x: x >= 1, "a positive integer")
-_seed = _number(int, lambda x: x >= 0, "a non-negative integer")
-_positive_float = _number(float, lambda x: 0 < x < float("inf"), "a positive number")
-
-
-def _int_list(text):
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a comma-separated list of positive integers, got {text!r}"
-        ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"must be a comma-separated list of positive integers, got {text!r}")
-    return values
+# The one value parser of both CLIs (simlib.cli_values): ASCII digits only ('1_6' and '١٦' are refused as
+# simlib refuses them), finite floats, bounded.
+_positive_int = int_type("value", None, many=False)  # the bounds are check_shape's, naming the parameter
+_seed = nonnegative_int
+_positive_float = float_type("value", above=0)
+_int_list = int_type("value", MAX_SEQ_LEN, many=True)
 
 
 def _add_out(p, default_tag=DEFAULT_GPU):
     p.add_argument("--out", required=True, help="folder for the files (e.g. $OUT on the device machine)")
-    p.add_argument("--tag", default=default_tag, help="file names: <what>_<tag>.csv and its .provenance.json")
+    p.add_argument(
+        "--tag",
+        type=tag_type("--tag"),
+        default=default_tag,
+        help="file names: <what>_<tag>.csv and its .provenance.json (letters, digits, '_', '-')",
+    )
     p.add_argument(
         "--run-id",
         default=None,
@@ -87,7 +63,7 @@ def _add_out(p, default_tag=DEFAULT_GPU):
 def build_parser() -> argparse.ArgumentParser:
     from .measure.variants import VARIANTS
 
-    p = _Parser(prog="python -m gpu_kernels", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m gpu_kernels", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(
         dest="command",
         required=True,
@@ -197,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--tuned", default="")
     n.add_argument("--timeout-s", type=_positive_float, default=300.0, help="per ncu process")
 
-    ln = sub.add_parser("launch", help="(the program `ncu` profiles) one launch per spec variant:N:d")
+    # the program `ncu` profiles (measure/ncu.py): one launch per spec variant:N:d; internal, not in --help
+    ln = sub.add_parser("launch")  # no help=: argparse then leaves it out of the listing
     ln.add_argument("--specs", required=True)
     ln.add_argument("--configs", default="")
 
@@ -232,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    closed = stdout_closed_message()
+    if closed:
+        sys.stderr.write(closed + "\n")
+        return 1
     if argv[:1] == ["import-run"]:
         from measurements.manifest import main as import_run
 

@@ -7,9 +7,12 @@ then works. Bad input raises ``UsageError`` (one line, exit 2 in ``cli.main``).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
+
+from simlib.cli_values import NoLoneDashValue
 
 from . import checks
 from .device import NO_GPU, NoGPU, require_gpu, select_backend
@@ -20,6 +23,14 @@ TOLERANCE = 1e-5  # relative error allowed against the float64 reference (fp32 a
 
 class UsageError(Exception):
     """A bad argument: one line on stderr, exit code 2."""
+
+
+class OneLineParser(NoLoneDashValue, argparse.ArgumentParser):
+    """argparse whose usage errors are a UsageError (one line, exit 2), not a usage block: every
+    parser of `python -m gpu_kernels` (cli.py, measure/side_by_side.py)."""
+
+    def error(self, message):
+        raise UsageError(message)
 
 
 def _name_list(text, allowed, option):
@@ -210,10 +221,12 @@ def _check_host_memory(shape, kernel):
 
 def _check_specs(text):
     """'variant:N:d,...' with variant fast, tiled or torch_efficient and positive N, d."""
+    import re
+
     for spec in text.split(","):
         parts = spec.split(":")
         ok = len(parts) == 3 and parts[0] in ("fast", "tiled", "torch_efficient")
-        ok = ok and all(p.isdigit() and int(p) > 0 for p in parts[1:])
+        ok = ok and all(re.fullmatch(r"[1-9][0-9]{0,9}", p, re.ASCII) for p in parts[1:])  # ASCII digits
         if not ok:
             raise UsageError(
                 f"argument --specs: {spec!r} is not variant:N:d (variant fast, tiled or torch_efficient)"

@@ -8,6 +8,10 @@ timing builds contain no call (the PTX check in ``ptx_check.py`` looks for atomi
 
 from numba import cuda
 
+from .simulator import install
+
+install()  # numba's simulator made race-free before any kernel of this package runs on it
+
 
 @cuda.jit(device=True)
 def flush_counters(counters, global_reads, global_writes, shared_reads, shared_writes):

@@ -319,7 +319,7 @@ display(
 # %%
 h200_fig2 = figure2_h200()
 columns = ["attention", "dropout", "paper_gb", "h200_dram_gb", "model_h200_dram_gb", "paper_ms", "h200_ms"]
-h200_fig2[columns].round(2).fillna("—")  # no paper number for the padded SDPA run
+h200_fig2[columns].round(2).astype(object).fillna("—")  # no paper number for the padded SDPA run
 
 # %% tags=["remove-input"]
 h = h200_fig2[h200_fig2.dropout > 0].set_index("attention")

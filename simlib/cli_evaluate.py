@@ -47,6 +47,8 @@ def evaluate(
         **options,
     )
     row = result.to_dict()
+    if not schedule.sram_traffic_modelled:  # flash_bwd: HBM only; its 0 B of SRAM means "not counted"
+        row["sram_read_bytes"] = row["sram_write_bytes"] = None
     row["sram_source"] = sram_source(schedule.sram, sram, hardware)
     row["compulsory_hbm_bytes"] = compulsory_bytes(workload)
     row["saha_ye_bytes_asymptotic"] = (

@@ -33,7 +33,7 @@ from .energy_cli import add_energy_command, run_energy_command
 from .hardware import load_preset, preset_keys
 from .kvcache import WEIGHT_BYTES, load_model, max_context, model_keys
 from .moved_commands import MOVED, forward
-from .safe_write import check_destination, quiet_stdout, write_atomic
+from .safe_write import check_destination, quiet_stdout, stdout_closed_message, write_atomic
 from .schedule_protocol import DoesNotFit, Parameter
 from .units import DTYPE_BYTES, parse_size
 from .workload import MAX_BATCH_HEADS, MAX_HEAD_DIM, MAX_SEQ_LEN, Workload
@@ -212,7 +212,10 @@ def print_count(result: Result, row: dict[str, Any]) -> None:
         "sram_write_bytes",
         "compulsory_hbm_bytes",
     ):
-        print(f"  {key:<24}{traffic(row[key])}")
+        if row[key] is None:
+            print(f"  {key:<24}not modelled ({result.algorithm} counts HBM traffic only)")
+        else:
+            print(f"  {key:<24}{traffic(row[key])}")
     if row["saha_ye_bytes_asymptotic"]:
         print(
             f"  {'saha_ye (asymptotic)':<24}{traffic(int(row['saha_ye_bytes_asymptotic']))}  "
@@ -258,7 +261,7 @@ def run_count(args: argparse.Namespace) -> None:
         args.trace,
     )
     if args.json:
-        print(json.dumps(row))
+        print(json.dumps(row, allow_nan=False))
     else:
         print_count(result, row)
 
@@ -331,6 +334,7 @@ def run_sweep(args: argparse.Namespace) -> None:
         print(frame.to_csv(index=False), end="")
     elif args.csv:
         write_atomic(args.csv, frame.to_csv(index=False))
+        print(f"wrote {len(frame):,} rows, {len(frame.columns)} columns to {args.csv}")
     else:
         cols = [
             c
@@ -354,7 +358,9 @@ def run_sweep(args: argparse.Namespace) -> None:
             )
             if c in frame
         ]
-        print(frame[cols].to_string(index=False))
+        # '-' where a column does not apply (naive has no tiles): not pandas' NaN and <NA>
+        shown = frame[cols].astype(object)
+        print(shown.where(shown.notna(), "-").to_string(index=False))
 
 
 def run_kvcache(args: argparse.Namespace) -> None:
@@ -376,7 +382,7 @@ def run_kvcache(args: argparse.Namespace) -> None:
         "model_max_position": model.max_position_embeddings,
     }
     if args.json:
-        print(json.dumps(row))
+        print(json.dumps(row, allow_nan=False))
         return
     print(
         f"{model.name}: {model.params:,} parameters → weights {fmt_bytes(row['weight_bytes'])} in {args.weight_dtype}"
@@ -410,6 +416,10 @@ def run_commands(
     status (the error policy of the module docstring); `moved` subcommands are forwarded to their
     package's command line (simlib.moved_commands)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    closed = stdout_closed_message()
+    if closed:
+        print(closed, file=sys.stderr)
+        return 1
     try:
         if moved and argv[:1] and argv[0] in moved:
             return forward(moved[argv[0]], argv)

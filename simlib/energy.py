@@ -44,6 +44,7 @@ from .counted import Counted
 from .hardware import Hardware, load_preset
 from .presets import DATA_DIR
 from .roofline import roofline
+from .workload import check_real
 
 ENERGY_DIR = DATA_DIR / "energy"
 MEASUREMENTS = DATA_DIR / "measurements" / "current"
@@ -310,10 +311,8 @@ def energy(
     table = as_table(hardware)
     unit = flop_unit or DTYPE_UNIT[result.workload.dtype]
     compute_j = result.flops * table.flop_cost(unit) * PJ
-    if dram_fraction is not None and not (
-        isinstance(dram_fraction, (int, float)) and 0 <= dram_fraction <= 1
-    ):
-        raise ValueError(f"dram_fraction must be a number from 0 to 1, got {dram_fraction!r}")
+    if dram_fraction is not None:
+        dram_fraction = check_real("dram_fraction", dram_fraction, minimum=0, maximum=1)
     rows = result.table().copy()
     costs = {lv: table.byte_cost(lv) for lv in rows["level"].unique()}
     rows["pj_per_byte"] = rows["level"].map(costs)
@@ -329,9 +328,9 @@ def energy(
         rows.loc[hbm, "elements"] = rows.loc[hbm, "elements"] * dram_fraction
         rows.loc[hbm, "joules"] = rows.loc[hbm, "bytes"] * rows.loc[hbm, "pj_per_byte"] * PJ
         rows = pd.concat([rows, hits], ignore_index=True)
-    if time_s is None and table.static_w is not None:
+    if time_s is not None:
+        time_s = check_real("time_s", time_s, minimum=0)  # True, NaN and inf refused
+    elif table.static_w is not None:
         time_s = roofline(result, load_preset(table.key)).time_s
-    if time_s is not None and not (isinstance(time_s, (int, float)) and time_s >= 0):
-        raise ValueError(f"time_s must be a number ≥ 0, got {time_s!r}")
     static_j = (table.static_w or 0.0) * (time_s or 0.0)
     return Energy(rows, compute_j, unit, static_j, time_s, table)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .cli_evaluate import evaluate, options_of, workload_of
-from .cli_values import int_type
+from .cli_values import float_type, int_type
 from .energy import energy, load_energy_table
 from .hardware import load_preset
 
@@ -27,7 +27,9 @@ def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, 
     p = sub.add_parser("energy", help="joules per level, compute and static power of one configuration")
     add_common(p, False)
     p.add_argument(
-        "--time-s", type=float, help="seconds the call takes, for the static power (default: roofline)"
+        "--time-s",
+        type=float_type("--time-s", minimum=0),
+        help="seconds the call takes, for the static power (default: roofline)",
     )
     p.add_argument("--published", action="store_true", help="published figures, not the measured ones (h200)")
     p.add_argument(
@@ -49,8 +51,6 @@ def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, 
 def run_energy_command(args: argparse.Namespace) -> None:
     if args.gpu is None:
         raise ValueError("--gpu is required: the energy figures are per preset (data/energy/<gpu>.json)")
-    if args.time_s is not None and not args.time_s >= 0:
-        raise ValueError(f"--time-s must be a number ≥ 0, got {args.time_s}")
     from .cost.hardware import cost_keys
 
     model = args.model or ("cost" if args.gpu in cost_keys() else "logical")
@@ -63,7 +63,8 @@ def run_energy_command(args: argparse.Namespace) -> None:
         if args.json:
             print(
                 json.dumps(
-                    {"model": "cost", "algorithm": args.algorithm, "total_j": p.energy_j, **p.to_dict()}
+                    {"model": "cost", "algorithm": args.algorithm, "total_j": p.energy_j, **p.to_dict()},
+                    allow_nan=False,
                 )
             )
         else:
@@ -107,7 +108,8 @@ def run_energy_command(args: argparse.Namespace) -> None:
                     "model": "logical",
                     "register_tile": args.register_tile,
                     "energy_table": figures,
-                }
+                },
+                allow_nan=False,
             )
         )
         return

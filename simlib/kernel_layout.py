@@ -305,3 +305,61 @@ def _is_int(x) -> bool:
     import numbers
 
     return isinstance(x, numbers.Integral) and not isinstance(x, bool) and type(x).__name__ != "bool_"
+
+
+# --- tensor-core kernels (fa2_tc, naive_tc): the configs gpu_kernels.kernels' TcConfig.check and
+# NaiveTcConfig.check accept, so that simlib counts no configuration the kernels refuse
+# (tests/test_tc_config_rules.py compares the two over a grid).
+
+TC_HEAD_DIMS = (64, 128)
+TC_MAX_WARPS = 8
+TC_ELEMENT_BYTES = 2
+#: Bc must be a multiple of this: fa2_tc one mma k-step (16), naive_tc a swizzled P tile (64).
+TC_BLOCK_MULTIPLE = {"fa2_tc": (16, "one mma k-step"), "naive_tc": (64, "a swizzled P tile")}
+#: Query rows per warp: fa2_tc one or two m16 tiles, naive_tc one.
+TC_WARP_ROWS = {"fa2_tc": (16, 32), "naive_tc": (16,)}
+
+
+def tc_tile_problem(
+    kernel: str, head_dim: int, warps: object, block_cols: object, warp_rows: object = 16
+) -> str | None:
+    """Why fa2_tc or naive_tc cannot run W = `warps`, Bc = `block_cols`, R = `warp_rows` query rows per
+    warp at d = `head_dim` (None: it can).
+
+    The rules: d ∈ {64, 128}; W an int in 1..8 (Br = R·W); Bc a positive multiple of 16 (fa2_tc) or 64
+    (naive_tc); R 16 or 32 (naive_tc: 16); every tile (Q: Br × d, K and V: Bc × d, naive_tc's P: Br × Bc)
+    splits into 16-byte copies evenly over the 32·W threads; the tiles fit in the 227 KiB of dynamic
+    shared memory (fa2_tc: (Br + 2·Bc)·d·2 B; naive_tc: the larger matmul's tiles).
+    Worked number: fa2_tc, d = 128, W = 8, R = 32, Bc = 256 needs (256 + 512)·128·2 = 196,608 B: runs.
+
+    >>> tc_tile_problem("fa2_tc", 64, 9, 64)
+    'warps must be an int in 1..8; got 9'
+    """
+    multiple, why = TC_BLOCK_MULTIPLE[kernel]
+    d, w, bc, r = head_dim, warps, block_cols, warp_rows
+    if d not in TC_HEAD_DIMS:
+        return f"head_dim={d}: the tensor-core kernels support head_dim 64 and 128 only"
+    if not isinstance(w, int) or isinstance(w, bool) or not 1 <= w <= TC_MAX_WARPS:
+        return f"warps must be an int in 1..{TC_MAX_WARPS}; got {w!r}"
+    if not isinstance(bc, int) or isinstance(bc, bool) or bc < multiple or bc % multiple:
+        return f"block_cols must be a positive multiple of {multiple} ({why}); got {bc!r}"
+    if r not in TC_WARP_ROWS[kernel]:
+        return f"warp_rows must be one of {TC_WARP_ROWS[kernel]}; got {r!r}"
+    assert isinstance(r, int)
+    br, threads = r * w, 32 * w
+    tiles = [(br, d), (bc, d)] + ([(br, bc)] if kernel == "naive_tc" else [])
+    if any((rows * cols // 8) % threads for rows, cols in tiles):
+        return (
+            f"block_cols={bc}: the tiles {tuple(tiles)} must split into 16-byte copies evenly over "
+            f"{threads} threads"
+        )
+    if kernel == "fa2_tc":
+        smem = (br + 2 * bc) * d * TC_ELEMENT_BYTES
+    else:
+        smem = max((br + bc) * d, br * bc + bc * d) * TC_ELEMENT_BYTES
+    if smem > OPTIN_SHARED_LIMIT_BYTES:
+        return (
+            f"block_cols={bc}, warps={w}, head_dim={d} need {smem} bytes of shared memory; at most "
+            f"{OPTIN_SHARED_LIMIT_BYTES}"
+        )
+    return None

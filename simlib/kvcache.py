@@ -30,7 +30,7 @@ import pandas as pd
 
 from . import presets
 from .units import dtype_bytes
-from .workload import Workload, check_positive_int
+from .workload import MAX_BATCH_HEADS, MAX_SEQ_LEN, Workload, check_nonnegative_int, check_positive_int
 
 WEIGHT_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5}
 
@@ -133,9 +133,16 @@ def memory_table(
     """Weights and KV cache in bytes for each context length (a DataFrame); the cache holds
     `model.cache_tokens(n)` tokens (capped at a sliding window). A context beyond the model's
     `max_position_embeddings` is refused (ValueError naming `contexts`)."""
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a Model (e.g. load_model('llama-3-8b')), got {model!r}")
     weights = model.weight_bytes(weight_dtype)
     per_token = model.kv_bytes_per_token(kv_dtype)
-    contexts = list(contexts)
+    batch = check_positive_int("batch", batch, MAX_BATCH_HEADS)
+    if isinstance(contexts, (str, bytes)):
+        raise ValueError(f"contexts must be positive integers (token counts), got {contexts!r}")
+    contexts = [check_nonnegative_int("contexts", n, MAX_SEQ_LEN) for n in contexts]  # no -1, NaN, 0.5
+    if not contexts:
+        raise ValueError("contexts is empty: give at least one context length")
     beyond = [n for n in contexts if n > model.max_position_embeddings]
     if beyond:
         raise ValueError(

@@ -71,6 +71,14 @@ def quiet_stdout() -> None:
         pass
 
 
+def stdout_closed_message() -> str | None:
+    """The one line a CLI prints (on stderr, exit 1) when it was started with stdout closed (`>&-`):
+    Python then sets sys.stdout to None, print() drops every line silently and a flush raises."""
+    if sys.stdout is None:
+        return "error: standard output is closed (redirect it to a file or /dev/null instead)"
+    return None
+
+
 def write_atomic(path: str, data: str | bytes) -> None:
     """Write `data` (text or bytes) to `path` (through a symlink to its target) via a temporary file of
     a unique name in the target's folder (mode 0644, then rename)."""

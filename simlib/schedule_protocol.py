@@ -150,6 +150,9 @@ class Schedule:
     units: Callable[[Workload], int]
     trace_size: Callable[[Workload, Any], tuple[int, int]]
     working_set: Callable[[Workload, Any], WorkingSet] | None = None
+    #: False where the schedule counts HBM traffic only (flash_bwd): its SRAM counts are "not
+    #: modelled", not 0 B, in the CLI's table, JSON (null) and sweep.
+    sram_traffic_modelled: bool = True
 
     def __post_init__(self) -> None:
         if self.sram not in SRAM_USES:

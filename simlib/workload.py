@@ -13,6 +13,20 @@ MAX_HEAD_DIM = 2**16
 MAX_BATCH_HEADS = 2**32  # batch, heads and kv_heads each
 
 
+def _check_int(name: str, value: object, minimum: int, maximum: int | None, what: str) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"{name} must be {what}, got {value!r}") from None
+    if number < minimum:
+        raise ValueError(f"{name} must be {what}, got {number!r}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be at most {maximum:,}, got {number:,}")
+    return number
+
+
 def check_positive_int(name: str, value: object, maximum: int | None = None) -> int:
     """`value` as an int ≥ 1 (and ≤ `maximum`); ValueError naming `name` otherwise.
 
@@ -23,16 +37,35 @@ def check_positive_int(name: str, value: object, maximum: int | None = None) -> 
     >>> check_positive_int("seq_len", np.int64(4096))
     4096
     """
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    try:
-        number = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}") from None
-    if number < 1:
-        raise ValueError(f"{name} must be a positive integer, got {number!r}")
-    if maximum is not None and number > maximum:
-        raise ValueError(f"{name} must be at most {maximum:,}, got {number:,}")
+    return _check_int(name, value, 1, maximum, "a positive integer")
+
+
+def check_nonnegative_int(name: str, value: object, maximum: int | None = None) -> int:
+    """`value` as an int ≥ 0 (and ≤ `maximum`): a count that may be zero (a context of 0 tokens)."""
+    return _check_int(name, value, 0, maximum, "an integer ≥ 0")
+
+
+def check_real(name: str, value: object, minimum: float | None = None, maximum: float | None = None) -> float:
+    """`value` as a finite float in [minimum, maximum]; ValueError naming `name` otherwise.
+
+    Python and numpy reals are accepted; bools, strings, NaN and ±inf are refused.
+
+    >>> check_real("time_s", 1e-3, minimum=0)
+    0.001
+    """
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        low = "" if minimum is None else f"≥ {minimum:g}"
+        high = "" if maximum is None else f"≤ {maximum:g}"
+        raise ValueError(
+            f"{name} must be a number {' and '.join(x for x in (low, high) if x)}, got {value!r}"
+        )
     return number
 
 

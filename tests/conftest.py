@@ -18,6 +18,12 @@ if not ON_GPU:
     # The simulator runs a Python thread per CUDA thread plus a busy-polling block manager; a
     # shorter GIL switch interval makes each syncthreads() round several times cheaper.
     sys.setswitchinterval(5e-4)
+    if os.environ.get("FLASHIO_SIM_PREEMPT"):  # tools/stress_simulator.py: forced preemption (sim_preempt)
+        import sim_preempt
+
+        sim_preempt.enable(float(os.environ["FLASHIO_SIM_PREEMPT"]))
+        if os.environ.get("FLASHIO_SIM_NUMBA_ALLOCATOR") == "1":
+            sim_preempt.numba_allocator()
 
 
 def _gpu_items(items):

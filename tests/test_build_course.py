@@ -228,3 +228,91 @@ def test_running_and_saving_a_lecture_in_jupyterlab_leaves_its_script_unchanged(
     assert model["content"] == text, (
         f"{script.name} changes when run and saved in make lab: run `make format`"
     )
+
+
+# --- reproducible handouts (issue 26): a rebuild of an unchanged lecture is byte-identical --------------
+
+STYLED_LECTURE = """# %% [markdown]
+# # Lecture 98 — styled tables
+
+# %%
+import pandas as pd
+
+frame = pd.DataFrame({"N": [1024, 4096], "GB": [0.5, 8.25]})
+frame.style.format({"GB": "{:.2f}"}).highlight_max(color="#ffd")
+
+# %%
+frame.style.format({"GB": "{:.1f}"})
+"""
+
+
+def _scratch_lecture(name, text):
+    """A lecture script inside the repo (build/ is not tracked): build_course records its repo path."""
+    folder = ROOT / "build" / "test_lectures"
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / name
+    script.write_text(text)
+    return script
+
+
+def test_a_rebuilt_handout_is_byte_identical(tmp_path):
+    """make handouts rewrote 5 committed pages on an untouched clone: pandas Styler's random table ids
+    (T_327e5...) and the kernel's /tmp/ipykernel_<pid> cell files changed on every run."""
+    script = _scratch_lecture(f"98_styled_{tmp_path.name}.py", STYLED_LECTURE)
+    pages = []
+    for run in ("first", "second"):
+        build_course.execute(script, tmp_path / run / "executed", timeout=300)
+        executed = tmp_path / run / "executed" / f"{script.stem}.ipynb"
+        build_course.export("handouts", [executed], tmp_path / run / "handouts")
+        pages.append((tmp_path / run / "handouts" / f"{script.stem}.html").read_bytes())
+    script.unlink()
+    assert b"T_s1" in pages[0] and b"T_s2" in pages[0]  # two tables, ids in order of appearance
+    assert pages[0] == pages[1]
+
+
+def test_kernel_cell_files_and_styler_ids_are_normalised():
+    cell = new_code_cell("x")
+    cell.outputs = [
+        new_output("stream", name="stderr", text="/tmp/ipykernel_5260/3151.py:3: note\n"),
+        new_output("display_data", data={"text/html": '<style>#T_327e5_row0 {}</style><table id="T_327e5">'}),
+    ]
+    nb = build_course.make_deterministic(new_notebook(cells=[new_markdown_cell("# t"), cell]))
+    assert nb.cells[1].outputs[0]["text"] == "<cell 2>:3: note\n"
+    assert nb.cells[1].outputs[1]["data"]["text/html"] == '<style>#T_s1_row0 {}</style><table id="T_s1">'
+
+
+def test_a_lecture_that_prints_a_warning_stops_the_build(tmp_path, capsys):
+    """Lecture 08's handout showed a Pandas4Warning (fillna with a str on float columns)."""
+    script = _scratch_lecture(
+        f"97_warns_{tmp_path.name}.py",
+        "# %% [markdown]\n# # Lecture 97\n\n# %%\nimport warnings\n\nwarnings.warn('old API', FutureWarning)\n",
+    )
+    with pytest.raises(SystemExit, match="prints 1 warning"):
+        build_course.execute(script, tmp_path / "executed", timeout=300)
+    script.unlink()
+    assert "cell 2 prints a warning: " in capsys.readouterr().err
+    assert not (tmp_path / "executed").exists()
+
+
+def test_lab_config_applied_twice_does_not_warn_about_its_own_hook():
+    """`make lab` printed "Overriding existing pre_save_hook (keep_solutions_hidden) with a new one
+    (keep_solutions_hidden)" twice: the server applies the config to its contents manager again when
+    Jupytext derives its own. A different hook replacing ours must still warn."""
+    import warnings
+
+    from jupyter_server.services.contents.manager import ContentsManager
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config_file = ROOT / "tools" / "lab" / "jupyter_lab_config.py"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config = PyFileConfigLoader(config_file.name, path=str(config_file.parent)).load_config()
+        manager = ContentsManager(config=config)
+        manager.update_config(config)  # the second application
+        assert not [w for w in caught if "pre_save_hook" in str(w.message)], [str(w.message) for w in caught]
+
+        def other_hook(model, path, contents_manager, **kwargs):
+            pass
+
+        manager.pre_save_hook = other_hook
+    assert any("Overriding existing pre_save_hook" in str(w.message) for w in caught)

@@ -59,6 +59,50 @@ def recorded_source(page):
     return found
 
 
+#: pandas Styler's random table ids (uuid4, 5 hex digits: `T_327e5`, `#T_327e5_row0_col1`)
+STYLER_ID = re.compile(r"\bT_([0-9a-f]{5})(?=[_\"' {])")
+#: the kernel's temporary file of a cell, in warnings and tracebacks (`/tmp/ipykernel_5260/3151.py`)
+KERNEL_CELL_FILE = re.compile(r"/tmp/ipykernel_\d+/\d+\.py")
+#: a warning printed by a cell (`...: FutureWarning: ...`): a handout must not show one
+PRINTED_WARNING = re.compile(r"\b\w*Warning: ")
+
+
+def _output_texts(notebook):
+    """(cell number, output, key) of every text an output holds: stream text and text/* data."""
+    for number, cell in enumerate(notebook.cells, 1):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                yield number, output, "text"
+            for mime in output.get("data", {}):
+                if mime.startswith("text/"):
+                    yield number, output["data"], mime
+
+
+def make_deterministic(notebook):
+    """Replace what differs between two runs of an unchanged lecture: Styler ids become T_s1, T_s2, ...
+    in order of appearance (the same table keeps its id on every rebuild) and the kernel's temporary
+    cell files become `<cell N>`. Returns the notebook."""
+    ids = {}
+    for number, holder, key in _output_texts(notebook):
+        text = holder[key]
+        joined = "".join(text) if isinstance(text, list) else text
+        joined = STYLER_ID.sub(lambda m: ids.setdefault(m.group(1), f"T_s{len(ids) + 1}"), joined)
+        joined = KERNEL_CELL_FILE.sub(f"<cell {number}>", joined)
+        holder[key] = joined
+    return notebook
+
+
+def printed_warnings(notebook, source):
+    """One line per cell whose output shows a warning (lecture 08 showed a Pandas4Warning)."""
+    lines = []
+    for number, holder, key in _output_texts(notebook):
+        text = holder[key] if isinstance(holder[key], str) else "".join(holder[key])
+        if key == "text" and holder.get("name") == "stderr" and PRINTED_WARNING.search(text):
+            first = next(line for line in text.splitlines() if PRINTED_WARNING.search(line))
+            lines.append(f"{source}: cell {number} prints a warning: {first.strip()[:160]}")
+    return lines
+
+
 def execute(script, out_dir, timeout=600):
     """Run every cell of one lecture script (in notebooks/, with the python3 kernel) into OUT/NN_topic.ipynb."""
     script = Path(script).resolve()
@@ -73,6 +117,11 @@ def execute(script, out_dir, timeout=600):
         )
     except CellExecutionError as err:
         sys.exit(f"build_course: {script.relative_to(ROOT)} failed while executing:\n{err}")
+    make_deterministic(notebook)
+    warned = printed_warnings(notebook, script.relative_to(ROOT).as_posix())
+    if warned:
+        print("\n".join(warned), file=sys.stderr)
+        sys.exit(f"build_course: {script.relative_to(ROOT)} prints {len(warned)} warning(s); fix the cell")
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{script.stem}.ipynb"
     nbformat.write(notebook, target)

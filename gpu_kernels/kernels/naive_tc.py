@@ -36,7 +36,7 @@ from ..counting import counts_from, new_counters, simulator_enabled
 from ..flush import flush_counters
 from ..tensor_core.dtypes import from_bits, to_bits
 from ..tensor_core.fragments import tile_products
-from ..tensor_core.tc_plan import TcPlan, checked_plan, upload
+from ..tensor_core.tc_plan import TcPlan, check_scores_fit, checked_plan, upload
 from ..tensor_core.tiles import tile_copier
 from ..tensor_core.warp_ops import warp_ops
 from .fa2_tc import TcConfig
@@ -375,8 +375,10 @@ def run_naive_tc(
 ) -> NaiveTcResult:
     """Standard attention on tensor cores for host fp32 arrays rounded to `dtype` (as run_fa2_tc).
 
-    S, P and O are poisoned with the dtype's NaN before the launches."""
+    S, P and O are poisoned with the dtype's NaN before the launches. Inputs whose scores overflow the
+    dtype (fp16: |s| > 65,504) are refused (plan.check_scores_fit): S is stored in the dtype."""
     plan = plan_naive_tc(q, k, v, dtype=dtype, config=config, counting=count, causal=causal)
+    check_scores_fit(q, k, dtype, causal)
     b, h, _, nq, nk, d = plan.shape
     nan = to_bits(np.float32(np.nan), dtype)[0]
     dq, dk, dv = upload(dtype, q, k, v)

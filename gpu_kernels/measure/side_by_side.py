@@ -33,7 +33,6 @@ import csv
 import io
 import math
 import os
-import re
 import statistics
 import sys
 import time
@@ -376,16 +375,11 @@ def bench_shape(sh, names, min_reps, max_reps, torch, log):
 
 
 def positive_ints(text):
-    """'4096,16384' -> [4096, 16384]; argparse turns the ValueError into a one-line usage error."""
-    try:
-        values = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated positive integers, got {text!r}"
-        ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
-    return values
+    """'4096,16384' -> [4096, 16384] (simlib.cli_values, the parser of both CLIs)."""
+    from simlib.cli_values import int_type
+    from simlib.workload import MAX_SEQ_LEN
+
+    return int_type("value", MAX_SEQ_LEN, many=True)(text)
 
 
 def head_dims(text):
@@ -395,13 +389,6 @@ def head_dims(text):
             f"the tensor-core kernels support head dims 64 and 128, got {text!r}"
         )
     return values
-
-
-def file_tag(text):
-    """A file-name tag: letters, digits, '_' and '-' ('h200_causal')."""
-    if not re.fullmatch(r"[A-Za-z0-9_-]+", text):
-        raise argparse.ArgumentTypeError(f"expected letters, digits, '_' or '-', got {text!r}")
-    return text
 
 
 def names_of(allowed):
@@ -414,11 +401,16 @@ def names_of(allowed):
     return parse
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(
-        prog="python -m gpu_kernels side-by-side", description=__doc__.splitlines()[0]
-    )
-    p.add_argument("--out", required=True)
+def parse_args(argv=None):
+    """The arguments, every one checked (the output folder too) before the GPU is asked for: a bad one
+    raises commands.UsageError (one line, exit 2)."""
+    from measurements.provenance import check_output_dir
+    from simlib.cli_values import float_type, tag_type
+
+    from ..commands import OneLineParser, UsageError
+
+    p = OneLineParser(prog="python -m gpu_kernels side-by-side", description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="folder for the CSV and its provenance (e.g. $OUT)")
     p.add_argument("--dtypes", type=names_of(DTYPES), default=list(DTYPES))
     p.add_argument("--causal", type=names_of(("no", "yes")), default=["no", "yes"])
     p.add_argument("--seq-lens", type=positive_ints, default=[512, 1024, 2048, 4096, 8192, 16384])
@@ -431,10 +423,15 @@ def main(argv=None):
         "--reps", type=lambda x: positive_ints(x)[0], default=30, help="most timed groups per variant"
     )
     p.add_argument("--min-reps", type=lambda x: positive_ints(x)[0], default=5)
-    p.add_argument("--budget-s", type=float, default=170.0, help="start no configuration after this")
+    p.add_argument(
+        "--budget-s",
+        type=float_type("--budget-s", above=0),
+        default=170.0,
+        help="start no configuration after this",
+    )
     p.add_argument(
         "--tag",
-        type=file_tag,
+        type=tag_type("--tag"),
         default=DEFAULT_GPU,
         help="file name tc_side_by_side_<tag>.csv (h200_causal for a causal run)",
     )
@@ -444,14 +441,25 @@ def main(argv=None):
     h_ = a.heads or HEADS
     if a.kv_heads is not None and (a.kv_heads > h_ or h_ % a.kv_heads):
         p.error(f"argument --kv-heads: {a.kv_heads} must divide the {h_} query heads")
-    enable_cupy_bfloat16()
+    try:
+        check_output_dir(a.out)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return a
+
+
+def main(argv=None):
+    from ..commands import UsageError
     from ..device import NoGPU, require_gpu
 
     try:
+        a = parse_args(argv)
         require_gpu("side-by-side")
-    except NoGPU as e:
+    except (UsageError, NoGPU) as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
+    enable_cupy_bfloat16()
+    os.makedirs(a.out, exist_ok=True)
     import torch
 
     from measurements.provenance import provenance, write_measurement

@@ -26,6 +26,8 @@ from simlib.units import TENSOR_CORE_DTYPES as DTYPES
 from simlib.units import UNIT_ROUNDOFF as UNIT_ROUNDOFF
 
 ELEMENT_BYTES = DTYPE_BYTES[DTYPES[0]]
+#: Largest finite value: fp16 (2 − 2⁻¹⁰)·2¹⁵ = 65,504; bf16 (2 − 2⁻⁷)·2¹²⁷ ≈ 3.39e38.
+DTYPE_MAX = {"fp16": 65504.0, "bf16": float((2 - 2**-7) * 2.0**127)}
 
 
 def check_dtype(dtype: str) -> str:
@@ -39,7 +41,8 @@ def to_bits(x, dtype: str) -> np.ndarray:
     check_dtype(dtype)
     x = np.atleast_1d(np.asarray(x, dtype=np.float32))
     if dtype == "fp16":
-        return x.astype(np.float16).view(np.uint16)
+        with np.errstate(over="ignore"):  # beyond 65,504 becomes inf, as the GPU's cvt does; callers check
+            return x.astype(np.float16).view(np.uint16)
     u = x.view(np.uint32).astype(np.uint64)
     rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16  # add half an ulp (less on a tie to even), truncate
     nan = np.isnan(x)

@@ -38,7 +38,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import cuda, float64  # under the simulator, `cuda` is swapped per kernel launch
 
+from ..simulator import install
 from .dtypes import check_dtype, from_bits, to_bits
+
+install()  # one shared scratch per launch, whatever the thread timing (gpu_kernels.simulator)
 
 
 class WarpOps(NamedTuple):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kernel_layout import tc_tile_problem
 from ..schedule_protocol import Parameter, ParamValue, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, Tiling, block_sizes, ceil_div, tile_trace_size
 from ..traffic import Count, Event, Traffic, TrafficKey
@@ -90,11 +91,10 @@ def build(
         raise ValueError(f"head_dim={workload.head_dim}: the fa2_tc kernel supports head_dim 64 and 128")
     w = DEFAULT_WARPS if warps is None else warps
     bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
-    if bc % 16:
-        raise ValueError(f"block_cols={bc} must be a multiple of 16 (one mma k-step)")
     r = DEFAULT_WARP_ROWS if warp_rows is None else warp_rows
-    if r not in WARP_ROW_CHOICES:
-        raise ValueError(f"warp_rows={r} must be one of {WARP_ROW_CHOICES} (one or two m16 tiles per warp)")
+    problem = tc_tile_problem("fa2_tc", workload.head_dim, w, bc, r)  # what the kernel's TcConfig refuses
+    if problem:
+        raise ValueError(problem)
     qr = DEFAULT_Q_RELOAD[workload.head_dim] if q_reload is None else bool(q_reload)
     return TcMapping(r * w, bc, workload.nq, workload.nk, warp_rows=r, q_reload=qr)
 

@@ -101,4 +101,5 @@ SCHEDULE = Schedule(
     units=units,
     trace_size=tile_trace_size,
     working_set=working_set,
+    sram_traffic_modelled=False,
 )

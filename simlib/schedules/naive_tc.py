@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kernel_layout import tc_tile_problem
 from ..schedule_protocol import ParamValue, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, block_sizes, ceil_div
 from ..traffic import Event, Traffic, TrafficKey
@@ -77,10 +78,11 @@ def build(
         raise ValueError(f"head_dim={d}: the naive_tc kernels support head_dim 64 and 128")
     w = DEFAULT_WARPS if warps is None else warps
     bc = DEFAULT_BLOCK_COLS if block_cols is None else block_cols
-    if bc % 64:
-        raise ValueError(f"block_cols={bc} must be a multiple of 64 (a swizzled P tile)")
+    problem = tc_tile_problem("naive_tc", d, w, bc)  # what the kernel's NaiveTcConfig refuses
+    if problem:
+        raise ValueError(problem)
     t = default_softmax_threads(workload.nk) if softmax_threads is None else softmax_threads
-    if t % 32 or t > MAX_THREADS:
+    if not isinstance(t, int) or isinstance(t, bool) or t < 32 or t % 32 or t > MAX_THREADS:
         raise ValueError(f"softmax_threads={t}: naive_tc needs a multiple of 32, at most {MAX_THREADS}")
     return NaiveTcMapping(w, bc, t)
 

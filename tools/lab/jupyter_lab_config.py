@@ -13,6 +13,7 @@
 Your own JupyterLab settings (~/.jupyter/lab/user-settings) still take precedence over these defaults.
 """
 
+import warnings
 from pathlib import Path
 
 import jupytext
@@ -55,3 +56,11 @@ def keep_solutions_hidden(model, path, contents_manager, **kwargs):
 
 
 c.ContentsManager.pre_save_hook = keep_solutions_hidden
+# The server applies this config to its contents manager twice (once more when Jupytext derives its own
+# manager), and each time traitlets warns that the hook replaces... itself. Only that message is hidden:
+# a different hook replacing this one still warns.
+warnings.filterwarnings(
+    "ignore",
+    message=r"Overriding existing pre_save_hook \(keep_solutions_hidden\) with a new one \(keep_solutions_hidden\)",
+    category=UserWarning,
+)
