@@ -3,7 +3,7 @@ shape object: shape, GQA's K/V heads, fewer queries than keys, causal; fp32 for 
 the 16-bit input type for the tensor-core ones) and the build (counting or timing).
 
 ``naive.NaivePlan``, ``tiled.TiledPlan`` and ``fast.FastPlan`` add their mapping (matmul tile and
-softmax threads; Br and Bc; the fast kernel's config), ``tensor_core.plan.TcPlan`` the tensor-core
+softmax threads; Br and Bc; the fast kernel's config), ``tensor_core.tc_plan.TcPlan`` the tensor-core
 kernels' config. Plans are frozen and keyword-only: built
 once from checked inputs, launched many times.
 Worked example: Workload(seq_len=4096, head_dim=64, heads=16, dtype="fp32") has nq = 4096 and

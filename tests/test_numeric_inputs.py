@@ -167,7 +167,22 @@ def test_energy_json_is_json(capsys):
     """`energy ... --json` emitted Infinity for --time-s inf; now the flag is refused and JSON is strict."""
     rc, out, _ = run_main(
         simlib_cli.main,
-        ["energy", "--algorithm", "fa2", "--seq-len", "256", "--head-dim", "64", "--gpu", "h200", "--json"],
+        [
+            "energy",
+            "--algorithm",
+            "fa2",
+            "--seq-len",
+            "1024",
+            "--head-dim",
+            "64",
+            "--batch",
+            "2",
+            "--heads",
+            "16",
+            "--gpu",
+            "h200",
+            "--json",
+        ],  # B·H·⌈N/64⌉ = 512 blocks: the cost model's regime (below 211 FA2 splits the KV loop)
         capsys,
     )
 
@@ -237,7 +252,7 @@ def test_naive_tc_fp16_score_overflow_is_refused_and_fa2_tc_is_right_there(monke
 
 
 def test_naive_tc_scores_check_sees_only_visible_scores_under_causal():
-    from gpu_kernels.tensor_core.plan import check_scores_fit
+    from gpu_kernels.tensor_core.tc_plan import check_scores_fit
 
     q, k, _ = self_similar_fp16(n=4)
     k[:, :, 1:] = 0  # only key 0 overflows, and only for query 0 (q = k there) ... which sees key 0
