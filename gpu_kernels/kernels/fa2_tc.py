@@ -436,14 +436,15 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
     return cuda.jit(max_registers=cfg.max_registers)(fa2_tc)
 
 
-def allow_dynamic_smem(dispatcher, nbytes):
+def allow_dynamic_smem(dispatcher, nbytes, signature=None):
     """Raise the compiled kernel's dynamic shared-memory limit to `nbytes` (the driver's default is
-    48 KiB), once per dispatcher; compiles it for ``kernel_signature()`` first."""
+    48 KiB), once per dispatcher; compiles it for `signature` (default ``kernel_signature()``, fa2_tc's)
+    first: the launch must pass arguments of exactly those types."""
     if getattr(dispatcher, "_flashio_dyn_smem", 0) >= nbytes:
         return
     from numba.cuda.cudadrv.driver import binding, driver
 
-    kernel = dispatcher.compile(kernel_signature())
+    kernel = dispatcher.compile(signature or kernel_signature())
     cufunc = kernel._codelibrary.get_cufunc()
     attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)

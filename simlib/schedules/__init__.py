@@ -40,6 +40,7 @@ NAMES = (
     "fa2_tc",
     "naive_tc",
     "decode",
+    "decode_tc",
     "naive_bwd",
     "flash_bwd",
     "unfused",

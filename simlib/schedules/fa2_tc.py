@@ -42,7 +42,9 @@ DEFAULT_BLOCK_COLS = {64: 64, 128: 48}  # Bc per head dim (d = 128: 56 KiB, dyna
 DEFAULT_Q_RELOAD = {64: False, 128: True}  # Q fragments re-read from SRAM per tile (registers: d = 128)
 WARP_ROW_CHOICES = (16, 32)
 WARPS = Parameter(
-    "warps", "W: warps per block, each owning warp_rows query rows (Br = warp_rows·W; default 4)"
+    "warps",
+    "W: warps per block (default 4); fa2_tc: each owns warp_rows query rows (Br = warp_rows·W); "
+    "decode_tc: each takes Bc/W keys of every tile",
 )
 WARP_ROWS = Parameter("warp_rows", "R: query rows per warp, 16 or 32 (one or two m16 tiles; default 32)")
 Q_RELOAD = Parameter(
