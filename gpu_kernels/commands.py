@@ -31,14 +31,16 @@ def _name_list(text, allowed, option):
     return names
 
 
-TC_KERNELS = ("fa2_tc", "naive_tc")
+TC_KERNELS = ("fa2_tc", "naive_tc", "decode_tc")
 
 
 def _validate_run(args):
     """All checks that need no numba: shape, tiles, and which options belong to which kernel."""
     tc = args.kernel in TC_KERNELS
     if not tc and (args.dtype is not None or args.warps is not None):
-        raise UsageError("argument --dtype/--warps: only for --kernel fa2_tc or naive_tc")
+        raise UsageError("argument --dtype/--warps: only for --kernel fa2_tc, naive_tc or decode_tc")
+    if args.kernel != "decode_tc" and (args.splits is not None or args.stages is not None):
+        raise UsageError("argument --splits/--stages: only for --kernel decode_tc")
     if tc and (
         args.block_rows is not None or args.matmul_tile is not None or args.softmax_threads is not None
     ):
@@ -88,6 +90,8 @@ def _checked_shape(args):
 def _validate_tc_run(args):
     """Shape and config of fa2_tc / naive_tc, checked before numba is imported (the configs are plain
     dataclasses; their modules import numba, so only the check's rules are used here via a config)."""
+    if args.kernel == "decode_tc" and args.query_len is None:
+        args.query_len = 1  # one new token per query head
     shape = _checked_shape(args)
     if args.head_dim not in (64, 128):
         raise UsageError(
@@ -95,6 +99,8 @@ def _validate_tc_run(args):
         )
     _check_logit_scale(args.logit_scale, shape.head_dim)
     _check_host_memory(shape, "naive" if args.kernel == "naive_tc" else "tiled")
+    if args.kernel == "decode_tc":
+        return shape, _decode_params(args, shape)
     params = {"dtype": args.dtype or "bf16", "warps": args.warps or 4, "block_cols": args.block_cols or 64}
     if args.kernel == "fa2_tc":  # the kernel's defaults, from simlib's table (no numba import here)
         from simlib.schedules.fa2_tc import DEFAULT_BLOCK_COLS, DEFAULT_Q_RELOAD, DEFAULT_WARP_ROWS
@@ -103,6 +109,71 @@ def _validate_tc_run(args):
         params["block_cols"] = args.block_cols or DEFAULT_BLOCK_COLS[d]
         params.update(warp_rows=DEFAULT_WARP_ROWS, q_reload=DEFAULT_Q_RELOAD[d])
     return shape, params
+
+
+def _decode_params(args, shape):
+    """decode_tc's mapping, checked by simlib's decode_tc schedule (no numba); splits default to the
+    kernel's choice from simlib.decode_time."""
+    from simlib import Workload
+    from simlib.schedules.decode_tc import SCHEDULE
+
+    if args.causal:
+        raise UsageError("argument --causal: a decode step attends the whole cache (decode_tc has no mask)")
+    dtype = args.dtype or "bf16"
+    wl = Workload(
+        shape.seq_len, shape.head_dim, shape.batch, shape.heads, dtype=dtype, kv_heads=shape.kv_heads,
+        query_len=shape.nq,
+    )  # fmt: skip
+    try:
+        m = SCHEDULE.build(wl, None, args.warps, args.block_cols, args.splits, args.stages)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    splits = args.splits
+    if splits is None:
+        from .kernels.decode_tc import default_splits
+
+        splits = default_splits(
+            shape.batch, shape.n_kv_heads, shape.seq_len, shape.head_dim, wl.group * wl.nq, dtype
+        )
+    return {
+        "dtype": dtype,
+        "warps": m.warps,
+        "block_cols": m.block_cols,
+        "stages": m.stages,
+        "splits": splits,
+    }
+
+
+def _run_decode(args, shape, params):
+    """decode_tc on random inputs: (errors, tolerances, counts or None, simlib's decode_tc count or None)."""
+    from simlib import Workload, count
+
+    from .kernels.decode_tc import DecodeConfig, run_decode_tc
+    from .reference import attention_reference, random_qkv, rel_error
+    from .tensor_core.dtypes import UNIT_ROUNDOFF, round_to
+
+    dtype = params["dtype"]
+    try:
+        cfg = DecodeConfig(shape.head_dim, params["warps"], params["block_cols"], params["stages"])
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    q, k, v = random_qkv(*_dims(shape), seed=args.seed, logit_scale=args.logit_scale, **_variant(shape))
+    q, k, v = (round_to(x, dtype) for x in (q, k, v))
+    ref_o, _ = attention_reference(q, k, v)
+    try:
+        res = run_decode_tc(q, k, v, dtype=dtype, config=cfg, splits=params["splits"], count=args.count)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    predicted = None
+    if args.count:
+        wl = Workload(
+            shape.seq_len, shape.head_dim, shape.batch, shape.heads, dtype=dtype, kv_heads=shape.kv_heads,
+            query_len=shape.nq,
+        )  # fmt: skip
+        kw = {key: params[key] for key in ("warps", "block_cols", "stages", "splits")}
+        r = count("decode_tc", wl, **kw)
+        predicted = {key: int(getattr(r, key)) for key in res.counts}
+    return {"o": rel_error(res.o, ref_o)}, {"o": 2 * UNIT_ROUNDOFF[dtype]}, res.counts, predicted
 
 
 def _dims(shape):
@@ -228,6 +299,9 @@ def cmd_run(args) -> int:
 
     from .reference import attention_reference, random_qkv, rel_error
 
+    if args.kernel == "decode_tc":
+        errors, tols, counts, predicted = _run_decode(args, shape, params)
+        return _report_run(args, cuda, shape, params, errors, tols, counts, predicted)
     if args.kernel in TC_KERNELS:
         errors, tols, counts, predicted = _run_tc(args, shape, params)
         return _report_run(args, cuda, shape, params, errors, tols, counts, predicted)
