@@ -64,11 +64,17 @@ def lengths_and_mask(batch, seq_len, gen):
     return lengths, mask, cu
 
 
-def attention_ref(qkv, attn_mask, dropout_p):
-    """The 2022 script's standard attention: (B, N, 3, H, d) packed qkv, (B, N) key mask."""
+def attention_ref(qkv, attn_mask, dropout_p, causal=False):
+    """The 2022 script's standard attention: (B, N, 3, H, d) packed qkv, (B, N) key mask; with
+    `causal`, its second masked_fill_ of the keys after each query (benchmarks/eager16_h200.py)."""
     q, k, v = qkv.unbind(dim=2)
     scores = torch.einsum("bthd,bshd->bhts", q, k / math.sqrt(qkv.shape[-1]))
     scores.masked_fill_(~attn_mask[:, None, None, :], float("-inf"))
+    if causal:
+        n = qkv.shape[1]
+        scores.masked_fill_(
+            torch.triu(torch.ones(n, n, dtype=torch.bool, device=qkv.device), 1), float("-inf")
+        )
     attention = torch.softmax(scores, dim=-1)
     attention_drop = F.dropout(attention, dropout_p)
     return torch.einsum("bhts,bshd->bthd", attention_drop, v)

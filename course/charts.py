@@ -278,7 +278,10 @@ VARIANT_LABELS = {
     "naive_tc": "numba naive_tc (ours)",
     "fa2_tc": "numba fa2_tc (ours: FA2)",
     "cupy_naive": "cupy naive (cuBLAS + softmax)",
-    "torch_math": "torch SDPA math (unfused)",
+    "torch_math": "torch SDPA math (unfused, fp32 inside (upcast))",
+    "eager": "eager 16-bit (matmul, softmax, matmul)",
+    "eager_hf": "HF eager 16-bit (softmax in fp32, cast back)",
+    "attention_ref": "attention_ref 16-bit (the FA paper's reference)",
     "torch_efficient": "torch SDPA memory-efficient",
     "torch_flash": "torch SDPA flash (FlashAttention-2)",
     "torch_cudnn": "torch SDPA cuDNN",
@@ -294,10 +297,18 @@ _VARIANT_COLORS = {
     "numba_tiled_wide": "#bcbd22",
     "cupy_naive": "#ff7f0e",
     "torch_math": "#8c564b",
+    "eager": "#d62728",
+    "eager_hf": "#ff9896",
+    "attention_ref": "#7f7f7f",
     "torch_efficient": "#9467bd",
     "torch_flash": COLORS["fa1"],
     "torch_cudnn": "#e377c2",
 }
+
+
+def variant_color(name):
+    """The colour every chart draws the measured variant `name` in (None: matplotlib's next)."""
+    return _VARIANT_COLORS.get(name)
 
 
 def plot_variants(ax, frame, variants, y="time_ms"):

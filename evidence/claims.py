@@ -9,12 +9,13 @@ by hand except the claims themselves and the stated model configurations (assump
 Hand check of (a): 4096² = 16,777,216 scores per head (16.8 M); 4000² = 16,000,000.
 """
 
+import json
 import math
 
 import pandas as pd
 
 from simlib import count
-from simlib.hardware import load_preset
+from simlib.hardware import DATA_DIR, load_preset
 from simlib.kvcache import load_model, max_context
 from simlib.roofline import roofline
 from simlib.units import STAT_BYTES, dtype_bytes
@@ -29,6 +30,7 @@ FAILS = "does not hold"
 NO_MEASUREMENT = "no recorded measurement yet"
 
 GIB = 2**30
+HARDWARE_DIR = DATA_DIR / "hardware"
 
 #: The two model shapes of claims (c) and (g). Llama-2-7B comes from data/models (its published
 #: config); GPT-2 medium is not in data/models, so its shape is stated here: 24 layers, 16 heads of
@@ -79,7 +81,17 @@ CLAIMS = {
     "p": "2.4× faster on long-range arena at 4K tokens",
     "q": "35–40 % less energy per training run",
     "r": "A 16 GB GPU is exhausted by one long conversation",
+    "s": "FlashAttention only writes the final output back to HBM once",
+    "t": "Variable-length inputs: you'll need to pad them",
+    "u": "The price is a bit of extra computation",
+    "v": "Context lengths pushing toward 16K or 32K",
+    "w": "A 3B model on one RTX 4090",
+    "x": "Works best on Ampere onward",
+    "y": "Released in May 2022 from Stanford",
+    "z": "Mathematically identical to standard attention",
 }
+#: Claims that no public number can decide: listed, never judged (data/papers.json, "unverified").
+UNVERIFIABLE = "cannot be checked"
 
 DEFAULT_GPU = "h200"
 DEFAULT_HEAD_DIM = 64
@@ -315,6 +327,15 @@ def side_by_side_ms(dtype="bf16", head_dim=DEFAULT_HEAD_DIM, path=None):
     return t.pivot_table(index="seq_len", columns="kernel", values="time_ms", aggfunc="min")
 
 
+def eager16_ms(dtype="bf16", pas="fwd", head_dim=DEFAULT_HEAD_DIM, path=None):
+    """Median time (ms) per N (rows) and variant (columns) of the H200 16-bit baseline run
+    (`readers.eager16_times` of eager16_h200.csv: eager, eager_hf, attention_ref and SDPA flash on the
+    same inputs), non-causal, one dtype, pass ("fwd" or "fwd_bwd") and head dim."""
+    t = readers.eager16_times(path)
+    t = t[~t.causal & (t.dtype == dtype) & (t["pass"] == pas) & (t.head_dim == head_dim)]
+    return t.pivot_table(index="seq_len", columns="kernel", values="time_ms", aggfunc="min")
+
+
 def claim_e(seq_lens=(2048, 4096, 8192, 16384), head_dim=DEFAULT_HEAD_DIM, gpu=DEFAULT_GPU):
     return model_speedups(seq_lens, head_dim, gpu)
 
@@ -435,6 +456,18 @@ def activation_buffers(model, tokens, dtype="fp16"):
     }
 
 
+def usable_bytes(gpu):
+    """Device memory CUDA exposes on `gpu`: the preset's `usable_memory_ecc_on_bytes` where its JSON
+    records one (the T4 with ECC on, its default: 15,102 MiB of the 16 GiB, data/hardware/t4.json),
+    else the HBM level's capacity.
+
+    >>> usable_bytes("t4") // 2**20, usable_bytes("h200") == load_preset("h200").level("HBM").capacity_bytes
+    (15102, True)
+    """
+    raw = json.loads((HARDWARE_DIR / f"{load_preset(gpu).key}.json").read_text())
+    return int(raw.get("usable_memory_ecc_on_bytes") or load_preset(gpu).level("HBM").capacity_bytes)
+
+
 def claim_r(model_key="llama-3-8b", gpu="t4", context_bytes=None, chunk=PREFILL_CHUNK_TOKENS):
     """One conversation's device memory on `gpu` (fp16 weights and KV cache): the tokens that fit
     beside the weights alone, and beside the weights, the CUDA context (`context_bytes`; default the
@@ -442,7 +475,7 @@ def claim_r(model_key="llama-3-8b", gpu="t4", context_bytes=None, chunk=PREFILL_
     step, whichever is larger); the spare bytes at the model's context in both cases; and the context
     below which the conversation would fit with only a decode step's activations."""
     m = load_model(model_key)
-    capacity = load_preset(gpu).level("HBM").capacity_bytes
+    capacity = usable_bytes(gpu)
     if context_bytes is None:
         context_bytes = readers.read_cuda_context()["bytes"][CONTEXT_KEY]
     decode = sum(activation_buffers(m, 1).values())
@@ -453,6 +486,7 @@ def claim_r(model_key="llama-3-8b", gpu="t4", context_bytes=None, chunk=PREFILL_
     return pd.Series(
         {
             "gpu_bytes": capacity,
+            "nominal_bytes": load_preset(gpu).level("HBM").capacity_bytes,
             "weight_bytes": m.weight_bytes("fp16"),
             "kv_bytes_per_token": kv,
             "context_bytes": context_bytes,

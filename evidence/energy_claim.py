@@ -2,11 +2,17 @@
 
 Two steps, every number read from committed files (data/measurements/current/):
 
-1. **Energy per attention call** (`attention_calls`), measured with NVML (energy_attention_h200.csv):
-   standard against FlashAttention, bf16 and fp32, forward and forward + backward, at each N.
-   Standard = torch SDPA's math backend (S and P materialised; for bf16 inputs it accumulates in
-   fp32 by default, PyTorch's numerical-accuracy notes); FlashAttention = SDPA's flash backend in
-   bf16, its memory-efficient backend in fp32 (flash has no fp32 kernel).
+1. **Energy per attention call** (`attention_calls`), measured with NVML: standard attention against
+   FlashAttention, forward and forward + backward, at each N. In 16 bits the standard attention is
+   the one practitioners run (eager16_energy_h200.csv, benchmarks/eager16_h200.py): every N×N tensor
+   in the dtype, both products on the tensor cores, as `eager` (matmul, softmax in the dtype,
+   matmul), `eager_hf` (Hugging Face's eager attention: softmax in fp32, cast back) and
+   `attention_ref` (the FlashAttention paper's benchmark reference), each against SDPA's flash
+   backend on the same inputs, in bf16 and fp16. In fp32 the pair is SDPA math against SDPA
+   memory-efficient (energy_attention_h200.csv; flash has no fp32 kernel). SDPA math on bf16 inputs
+   is **fp32 inside (upcast)**: it accumulates and stores S and P in fp32 (PyTorch's docs: "the Math
+   backend by default accumulates in float32"), so its bf16 rows are shown with that label (`upcast`)
+   and never decide the 16-bit claim.
 2. **A GPT-2-medium training step** (`training_step`): 24 layers, d_model 1024, 16 heads of 64,
    vocabulary 50,257, N = 1024 (the configuration the FlashAttention paper trains, Table 2;
    Hugging Face `gpt2-medium` config). Per sequence the step runs the attention core 24 times
@@ -14,19 +20,18 @@ Two steps, every number read from committed files (data/measurements/current/):
    (forward 2, backward 4) over 24·12·d² layer weights plus the d·V LM head, at the measured joules
    per FLOP of a bf16 GEMM (the 8192³ matmul of the calibration, static power included). The rest
    is therefore a *lower* bound (no layer norm, GELU, dropout, optimizer traffic), so attention's
-   share and the saving are *upper* bounds. Attention per sequence = the measured call (B·H = 128
-   at N = 1024: 8 sequences of 16 heads) / 8.
+   share and the saving are *upper* bounds. Attention per sequence = the measured call / (B·H / 16)
+   (B·H = 256 at N = 1024 in the 16-bit run: 16 sequences of 16 heads).
 
    saving = (E_attn,std − E_attn,flash) / (E_attn,std + E_rest)
 
-In fp32 the pair is SDPA math against SDPA memory-efficient (measured) and the rest of the step is
-priced at the FFMA chains' joules per FLOP (registers only: again a lower bound). A third standard
-is modelled, not measured by NVML: the eager fp16 attention of the paper's
-baseline (helper E's figure2_h200.csv: DRAM and L2 bytes under Nsight Compute, CUDA-event time, of
-`attention_ref` and FA2 at B = 64, H = 16, N = 1024, forward + backward, dropout 0), priced with the
-calibrated table (`ncu_priced_step`): DRAM bytes at the HBM figure, the L1-side L2 bytes that hit
-(ncu's lts bytes / 1.5, the two-partition factor of simlib.physical, less DRAM) at the L2 figure, the
-FLOPs at the bf16 GEMM figure, the static power for the measured time.
+In fp32 the rest of the step is priced at the FFMA chains' joules per FLOP (registers only: again a
+lower bound). One more 16-bit standard is modelled, not measured by NVML: the eager fp16 attention of
+the paper's baseline (helper E's figure2_h200.csv: DRAM and L2 bytes under Nsight Compute, CUDA-event
+time, of `attention_ref` and FA2 at B = 64, H = 16, N = 1024, forward + backward, dropout 0), priced
+with the calibrated table (`ncu_priced_step`): DRAM bytes at the HBM figure, the L1-side L2 bytes that
+hit (ncu's lts bytes / 1.5, the two-partition factor of simlib.physical, less DRAM) at the L2 figure,
+the FLOPs at the bf16 GEMM figure, the static power for the measured time.
 """
 
 from __future__ import annotations
@@ -44,25 +49,49 @@ from .energy_check import ATTENTION_CSV, read_attention
 
 FIGURE2_CSV = MEASUREMENTS / "figure2_h200.csv"
 CALIBRATION_CSV = MEASUREMENTS / "energy_calibration_h200.csv"
+EAGER16_CSV = MEASUREMENTS / "eager16_energy_h200.csv"
 #: GPT-2 medium (Hugging Face openai-community/gpt2-medium config.json: n_layer 24, n_embd 1024,
 #: n_head 16, vocab_size 50257, n_ctx 1024).
 GPT2_MEDIUM = {"layers": 24, "d_model": 1024, "heads": 16, "vocab": 50257, "seq_len": 1024}
-#: (standard, FlashAttention) per dtype in the energy run.
-PAIRS = {"bf16": ("torch_math", "torch_flash"), "fp32": ("torch_math", "torch_efficient")}
+#: The 16-bit standard attention practitioners run (eager16_energy_h200.csv), each against SDPA flash.
+STANDARD16 = ("eager", "eager_hf", "attention_ref")
+#: (dtype, standard, FlashAttention, file): the 16-bit pairs of the eager16 run, the fp32 pair of the
+#: energy run ("eager16": EAGER16_CSV, "energy": ATTENTION_CSV).
+PAIRS = (
+    *((dt, std, "torch_flash", "eager16") for dt in ("bf16", "fp16") for std in STANDARD16),
+    ("fp32", "torch_math", "torch_efficient", "energy"),
+)
+#: SDPA math on bf16 inputs against flash (the energy run): fp32 inside, shown with that label only.
+UPCAST_PAIR = ("bf16", "torch_math", "torch_flash", "energy")
+UPCAST_LABEL = "fp32 inside (upcast)"
 CLAIM = (0.35, 0.40)
 #: N×N×d matmuls of one forward + backward: 2 forward, 4 backward (dV, dP, dQ, dK), FA2 one more
 #: (it recomputes S in the backward pass).
 MATMULS = {"standard": 6, "fa2_varlen": 7}
 
 
-def attention_calls(path: Path = ATTENTION_CSV) -> pd.DataFrame:
-    """Measured joules per call, standard vs FlashAttention, per dtype, pass and N, and their ratio."""
-    rows = {(r["variant"], r["dtype"], r["pass"], int(r["seq_len"])): r for r in read_attention(path)}
+def attention_calls(
+    path: Path = ATTENTION_CSV, eager16_path: Path | None = EAGER16_CSV, upcast: bool = False
+) -> pd.DataFrame:
+    """Measured joules per call, standard vs FlashAttention, per pair of PAIRS (and, with `upcast`, the
+    labelled UPCAST_PAIR), pass and N, and their ratio. `path` is the energy run's file (the fp32 pair),
+    `eager16_path` the 16-bit baseline's (None leaves its pairs out)."""
+    files = {"energy": path, "eager16": eager16_path}
+    rows = {
+        key: {
+            (r["variant"], r["dtype"], r["pass"], int(r["seq_len"])): r
+            for r in read_attention(f)
+            if r["seq_len"]
+        }
+        for key, f in files.items()
+        if f is not None
+    }
     out = []
-    for dtype, (std, flash) in PAIRS.items():
-        for (v, dt, pas, n), r in sorted(rows.items(), key=lambda kv: (kv[0][2], kv[0][3])):
-            if v == std and dt == dtype and (flash, dtype, pas, n) in rows:
-                f = rows[(flash, dtype, pas, n)]
+    for dtype, std, flash, key in (*PAIRS, *([UPCAST_PAIR] if upcast else [])):
+        found = rows.get(key, {})
+        for (v, dt, pas, n), r in sorted(found.items(), key=lambda kv: (kv[0][2], kv[0][3])):
+            if v == std and dt == dtype and (flash, dtype, pas, n) in found:
+                f = found[(flash, dtype, pas, n)]
                 js, jf = float(r["joules_per_call"]), float(f["joules_per_call"])
                 out.append(
                     {
@@ -72,6 +101,8 @@ def attention_calls(path: Path = ATTENTION_CSV) -> pd.DataFrame:
                         "batch_heads": int(r["batch"]) * int(r["heads"]),
                         "standard": std,
                         "flash": flash,
+                        "upcast": (dtype, std, flash, key) == UPCAST_PAIR,
+                        "run_file": r["run_file"],
                         "standard_j": js,
                         "flash_j": jf,
                         "standard_ms": float(r["ms_per_call"]),
@@ -164,65 +195,107 @@ def training_step(
     }
 
 
-def energy_claim_verdict() -> dict[str, Any]:
-    """The claim judged: `cases`, the steps in the posts' regime (fp16/bf16: measured and ncu-priced);
-    `fp32_cases`, the fp32 pair; the measured attention calls; and a one-line verdict."""
-    calls = attention_calls()
+def measured_cases(calls: pd.DataFrame, rest_j_per_flop: dict[str, float]) -> list[dict[str, Any]]:
+    """One training step per measured forward + backward pair at the step's N (`calls` from
+    `attention_calls`), its rest priced at `rest_j_per_flop[dtype]` ("16": the 16-bit pairs)."""
     seq = GPT2_MEDIUM["seq_len"]
+    out = []
+    fb = calls[(calls["pass"] == "fwd_bwd") & (calls["seq_len"] == seq)]
+    for _, r in fb.iterrows():
+        per_seq = r["batch_heads"] // GPT2_MEDIUM["heads"]
+        label = UPCAST_LABEL if r["upcast"] else ""
+        what = (
+            f"{r['standard']} {r['dtype']}{' (' + label + ')' if label else ''} vs {r['flash']} {r['dtype']}"
+        )
+        rest = rest_j_per_flop["fp32" if r["dtype"] == "fp32" else "16"]
+        out.append(
+            {
+                "case": f"measured (NVML): {what}",
+                "dtype": r["dtype"],
+                "standard": r["standard"],
+                "upcast": bool(r["upcast"]),
+                **training_step(r["standard_j"] / per_seq, r["flash_j"] / per_seq, rest),
+            }
+        )
+    return out
+
+
+def _pct(values) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.0%}" if f"{lo:.0%}" == f"{hi:.0%}" else f"{lo:.0%}–{hi:.0%}"
+
+
+def verdict_text(cases: list[dict[str, Any]], fp32_cases: list[dict[str, Any]], calls: pd.DataFrame) -> str:
+    """The one-line verdict from the 16-bit `cases` (upper bounds on the step saving): which baselines can
+    reach the claim's 35 % and how much the rest of the step must cost for the saving to fall to 35–40 %."""
+    seq = GPT2_MEDIUM["seq_len"]
+    reach = [c for c in cases if c["saving"] >= CLAIM[0]]
+    short = [c for c in cases if c["saving"] < CLAIM[0]]
+    fb = calls[(calls["pass"] == "fwd_bwd") & (calls["seq_len"] == seq) & ~calls["upcast"]]
+    fb = fb[fb["dtype"] != "fp32"]
+    per_call = (
+        f"; per attention call (fwd+bwd, N = {seq}) FlashAttention saves {_pct(fb['saving'])}"
+        if len(fb)
+        else ""
+    )
+    fp32 = [c["saving"] for c in fp32_cases]
+    tail = f"; in fp32 (no tensor cores) at most {max(fp32):.0%}" if fp32 else ""
+    if not reach:
+        return (
+            f"not supported: at most {_pct([c['saving'] for c in cases])} less energy per GPT-2-medium step at "
+            f"N = {seq} in fp16/bf16, below 35 %{per_call}{tail}"
+        )
+    names = sorted({c["standard"] for c in reach})
+    text = (
+        f"right only under a condition: against {', '.join(names)} (16-bit, the rest of the step costed as bare "
+        f"bf16 GEMMs, a lower bound) a GPT-2-medium step at N = {seq} takes at most "
+        f"{_pct([c['saving'] for c in reach])} less energy with FlashAttention, which falls to 40 % / 35 % once the "
+        f"rest of the step costs {_pct_x([c['rest_multiple_for_40pct'] for c in reach])} / "
+        f"{_pct_x([c['rest_multiple_for_35pct'] for c in reach])} those GEMMs' energy"
+    )
+    if short:
+        text += (
+            f"; against {', '.join(sorted({c['standard'] for c in short}))} (softmax in the 16-bit type) at most "
+            f"{_pct([c['saving'] for c in short])}, below 35 % however little the rest costs"
+        )
+    return text + per_call + tail
+
+
+def _pct_x(values) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.1f}×" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}–{hi:.1f}×"
+
+
+def energy_claim_verdict() -> dict[str, Any]:
+    """The claim judged: `cases`, the steps in the posts' regime (fp16/bf16: the practitioners' 16-bit
+    standard attention measured, and attention_ref priced from ncu counts); `fp32_cases`, the fp32 pair;
+    `upcast_cases`, SDPA math bf16 (fp32 inside), shown and not judged; the measured attention calls;
+    and a one-line verdict."""
+    calls = attention_calls(upcast=True)
     per_gemm = gemm_joules_per_flop()
-    cases: list[dict[str, Any]] = []
-    for dtype, rest, what in (
-        ("bf16", per_gemm, "SDPA math bf16 (fp32 accumulation) vs SDPA flash bf16"),
-        (
-            "fp32",
-            gemm_joules_per_flop(bench="fp32_fma"),
-            "SDPA math fp32 vs SDPA memory-efficient fp32, rest at the FFMA figure",
-        ),
-    ):
-        fb = calls[(calls["pass"] == "fwd_bwd") & (calls["seq_len"] == seq) & (calls["dtype"] == dtype)]
-        if len(fb):
-            r = fb.iloc[0]
-            per_seq = r["batch_heads"] // GPT2_MEDIUM["heads"]
-            cases.append(
-                {
-                    "case": f"measured (NVML): {what}",
-                    "dtype": dtype,
-                    **training_step(r["standard_j"] / per_seq, r["flash_j"] / per_seq, rest),
-                }
-            )
+    rest = {"16": per_gemm, "fp32": gemm_joules_per_flop(bench="fp32_fma")}
+    measured = measured_cases(calls, rest)
+    cases = [c for c in measured if c["dtype"] != "fp32" and not c["upcast"]]
     try:
         std, fa = ncu_priced_step("standard"), ncu_priced_step("fa2_varlen")
         cases.append(
             {
                 "case": "modelled from ncu counts: eager fp16 attention_ref vs FA2 (figure 2 run)",
                 "dtype": "fp16",
+                "standard": "attention_ref",
+                "upcast": False,
                 **training_step(std["joules_per_sequence_layer"], fa["joules_per_sequence_layer"], per_gemm),
             }
         )
     except (FileNotFoundError, StopIteration):
         pass
-    half = [c for c in cases if c["dtype"] != "fp32"]
-    fp32_cases = [c for c in cases if c["dtype"] == "fp32"]
-    fp32 = [c["saving"] for c in fp32_cases]
-    savings = [c["saving"] for c in half]
-    lo, hi = min(savings), max(savings)
-    m40 = min(c["rest_multiple_for_40pct"] for c in half)
-    m35 = min(c["rest_multiple_for_35pct"] for c in half)
-    tail = f"; in fp32 (no tensor cores) at most {max(fp32):.0%}" if fp32 else ""
-    if hi < CLAIM[0]:
-        verdict = f"not supported: at most {hi:.0%} less energy per GPT-2-medium step at N = {seq}, below 35 %{tail}"
-    else:
-        verdict = (
-            f"right only under a condition: with the rest of the step costed as bare bf16 GEMMs (a lower bound) a "
-            f"GPT-2-medium step at N = {seq} in fp16/bf16 takes {lo:.0%}–{hi:.0%} less energy with "
-            f"FlashAttention; the saving is 40 % / 35 % once the rest of the step costs {m40:.1f}× / {m35:.1f}× "
-            f"those GEMMs' energy (the smaller of the cases): 35–40 % per run holds if layer norm, GELU, "
-            f"dropout, the optimizer and the data pipeline add about that much; if they add less the saving "
-            f"is larger, if more, smaller{tail}"
-        )
+    fp32_cases = [c for c in measured if c["dtype"] == "fp32"]
+    upcast_cases = [c for c in measured if c["upcast"]]
+    verdict = verdict_text(cases, fp32_cases, calls)
     return {
-        "cases": half,
+        "cases": cases,
         "fp32_cases": fp32_cases,
+        "upcast_cases": upcast_cases,
         "attention_calls": calls.to_dict("records"),
         "rest_j_per_flop": per_gemm,
         "verdict": verdict,

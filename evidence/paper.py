@@ -22,6 +22,17 @@ def flashattention():
     return json.loads(PAPERS.read_text())["flashattention"]
 
 
+@cache
+def flashattention_root():
+    """The whole of data/papers.json (the paper's entry, the training-memory accounting, the unverified)."""
+    return json.loads(PAPERS.read_text())
+
+
+def unverified():
+    """The claims no public number decides: [{key, claim, why}] (data/papers.json, "unverified")."""
+    return list(flashattention_root()["unverified"])
+
+
 def section(key):
     """One cited section of the paper's entry; KeyError naming the file and the key if absent."""
     entries = flashattention()
@@ -30,14 +41,15 @@ def section(key):
     return entries[key]
 
 
-APPENDIX = "appendix_e5_benchmarks_a100_40gb"
+APPENDIX = "appendix_e6_benchmarks_a100_40gb"
 #: Short names of the cited sections (the full citation is in data/papers.json).
 WHERE = {
     "section_2_1_a100": "§2.1",
     "figure_1_left_memory_hierarchy": "Figure 1 (left)",
     "table_2_gpt2_training": "Table 2",
     "table_3_lra": "Table 3",
-    APPENDIX: "Appendix E.5",
+    APPENDIX: "Appendix E.6",
+    "figure_2_left": "Figure 2 (left)",
 }
 
 
@@ -48,9 +60,9 @@ def cite(key):
 
 
 def speedups(table):
-    """PyTorch / FlashAttention time per N of one Appendix E.5 table (A100 40 GB, fp16); NaN = PyTorch OOM."""
-    e5 = section(APPENDIX)
-    t = e5[table]
+    """PyTorch / FlashAttention time per N of one Appendix E.6 table (A100 40 GB, fp16); NaN = PyTorch OOM."""
+    e6 = section(APPENDIX)
+    t = e6[table]
     rows = [
         {
             "N": n,
@@ -58,25 +70,25 @@ def speedups(table):
             "flashattention_ms": f,
             "speed-up": (p / f) if p is not None else float("nan"),
         }
-        for n, p, f in zip(e5["seq_lens"], t["pytorch"], t["flashattention"])
+        for n, p, f in zip(e6["seq_lens"], t["pytorch"], t["flashattention"])
     ]
     return pd.DataFrame(rows)
 
 
 def standard_oom_seq_len():
     """The shortest N at which the paper's PyTorch standard attention ran out of memory (Table 21)."""
-    e5 = section(APPENDIX)
-    return min(n for n, mb in zip(e5["seq_lens"], e5["table_21_memory_mb"]["pytorch"]) if mb is None)
+    e6 = section(APPENDIX)
+    return min(n for n, mb in zip(e6["seq_lens"], e6["table_21_memory_mb"]["pytorch"]) if mb is None)
 
 
 def memory_ratios():
     """Standard / FlashAttention memory per N (Table 21, MB, forward + backward)."""
-    e5 = section(APPENDIX)
-    t = e5["table_21_memory_mb"]
+    e6 = section(APPENDIX)
+    t = e6["table_21_memory_mb"]
     return pd.DataFrame(
         [
             {"N": n, "standard (MB)": p, "FlashAttention (MB)": f, "ratio": p / f}
-            for n, p, f in zip(e5["seq_lens"], t["pytorch"], t["flashattention"])
+            for n, p, f in zip(e6["seq_lens"], t["pytorch"], t["flashattention"])
             if p is not None
         ]
     )

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from measurements import eager16 as eager16_schema
 from measurements.manifest import lookup, sidecar_of
 from simlib import Workload, count, roofline
 from simlib.physical import metrics
@@ -147,8 +148,24 @@ TC_PAIRS = (("torch_math", "torch_flash"), ("naive_tc", "fa2_tc"))
 ENERGY = "energy_attention_h200.csv"
 ENERGY_HEAD_DIM = 64
 TC_COLUMNS = ["run", "baseline", "kernel", "dtype", "seq_len", "head_dim", "dropout_p", "speed-up"]
-#: The standard attention the posts compare with (PyTorch's); naive_tc / fa2_tc are our kernels (context).
-STANDARD = ("attention_ref", "torch_math")
+#: benchmarks/eager16_h200.py -> eager16_h200.csv (CUDA-event time) and eager16_energy_h200.csv (NVML):
+#: the 16-bit standard attention practitioners run, every N×N tensor in the dtype and both products on
+#: the tensor cores, next to SDPA flash on the same inputs (columns: data/measurements/README.md).
+EAGER16 = "eager16_h200.csv"
+EAGER16_ENERGY = "eager16_energy_h200.csv"
+#: the columns these readers use, named by the writer's schema (measurements.eager16)
+EAGER16_COLUMNS = (*eager16_schema.KEY, "median_ms", "ok", "rel_err_o", "extra_alloc_bytes")
+#: The 16-bit standard attention practitioners run (eager16_h200.csv): plain eager (softmax in the
+#: dtype), Hugging Face's eager (softmax in fp32, cast back), the paper's attention_ref; each is
+#: paired with FLASH16. naive_tc / fa2_tc are our kernels (context).
+EAGER16_STANDARD = ("eager", "eager_hf", "attention_ref")
+FLASH16 = "torch_flash"
+#: The standard attention the posts compare with, in 16 bits.
+STANDARD = EAGER16_STANDARD
+#: SDPA's math backend upcasts fp16/bf16 inputs (S, P and its products in fp32; PyTorch's docs: "the
+#: Math backend by default accumulates in float32"): never the 16-bit baseline, always labelled so.
+UPCAST = "torch_math"
+UPCAST_LABEL = "fp32 inside (upcast)"
 
 
 def _current(name):
@@ -217,9 +234,9 @@ def tc_bench_speedups(path, run="tensor-core bench, fwd"):
 
 def energy_run_speedups(path):
     """SDPA math / flash time per call, bf16, from the NVML energy run (energy_attention_h200.csv, read
-    by evidence.energy_claim): the math backend accumulates in fp32, the flash backend is FA2."""
-    calls = energy_claim.attention_calls(path)
-    calls = calls[calls.dtype == "bf16"]
+    by evidence.energy_claim): the math backend is fp32 inside (upcast), the flash backend is FA2."""
+    calls = energy_claim.attention_calls(path, eager16_path=None, upcast=True)
+    calls = calls[calls.upcast]
     return pd.DataFrame(
         [
             {
@@ -238,15 +255,74 @@ def energy_run_speedups(path):
     )
 
 
-def tensor_core_speedups(figure2="current", tc_bench="current", energy="current", side_by_side="current"):
+def eager16_times(path=None):
+    """The timed, checked rows of the 16-bit baseline run (`eager16_h200.csv`): kernel (= variant), dtype,
+    pass, causal (bool), SHAPE, time_ms; rows past the run's time budget (no time) or failing their
+    float64 check left out."""
+    frame = read_csv(path if path is not None else lookup(EAGER16), EAGER16_COLUMNS)
+    frame = frame.assign(
+        causal=frame["causal"].astype(str) == "True",
+        ok=frame["ok"].astype(str) == "True",
+        time_ms=pd.to_numeric(frame["median_ms"], errors="coerce"),
+    )
+    frame = frame[frame.ok & frame.time_ms.notna()].rename(columns={"variant": "kernel"})
+    return frame[["kernel", "dtype", "pass", "causal", *SHAPE, "time_ms"]].reset_index(drop=True)
+
+
+def eager16_speedups(path=None, standards=EAGER16_STANDARD):
+    """standard / flash time per (standard, dtype, pass, causal, N, d) of the 16-bit baseline run: every
+    variant of `standards` against FLASH16 at the shapes where both were timed.
+
+    >>> import io
+    >>> text = ("variant,dtype,pass,causal,batch,heads,seq_len,head_dim,median_ms,ok,rel_err_o,extra_alloc_bytes\\n"
+    ...         "eager,bf16,fwd,False,4,16,4096,64,6.0,True,,\\ntorch_flash,bf16,fwd,False,4,16,4096,64,1.5,True,,\\n")
+    >>> eager16_speedups(io.StringIO(text))["speed-up"].item()
+    4.0
+    """
+    t = eager16_times(path)
+    keys = ["dtype", "pass", "causal", *SHAPE]
+    flash = t[t.kernel == FLASH16][keys + ["time_ms"]].rename(columns={"time_ms": "kernel_ms"})
+    parts = []
+    for std in standards:
+        base = t[t.kernel == std][keys + ["time_ms"]].rename(columns={"time_ms": "baseline_ms"})
+        both = base.merge(flash, on=keys).assign(baseline=std, kernel=FLASH16)
+        parts.append(both.assign(**{"speed-up": both.baseline_ms / both.kernel_ms}))
+    columns = ["baseline", "kernel", *keys, "baseline_ms", "kernel_ms", "speed-up"]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+def eager16_tc_speedups(path):
+    """`eager16_speedups` (non-causal) in TC_COLUMNS, one run name per pass."""
+    s = eager16_speedups(path)
+    s = s[~s.causal]
+    return pd.DataFrame(
+        {
+            "run": "16-bit baseline, " + s["pass"].str.replace("_", "+"),
+            "baseline": s.baseline,
+            "kernel": s.kernel,
+            "dtype": s.dtype,
+            "seq_len": s.seq_len.astype(int),
+            "head_dim": s.head_dim.astype(int),
+            "dropout_p": 0.0,
+            "speed-up": s["speed-up"],
+        },
+        columns=TC_COLUMNS,
+    )
+
+
+def tensor_core_speedups(
+    figure2="current", tc_bench="current", energy="current", side_by_side="current", eager16="current"
+):
     """Every fp16/bf16 tensor-core speed-up of standard attention over FlashAttention-2 measured on the
-    H200: from the files in data/measurements/current/ ("current"), a path, or None to leave a run
+    H200 (the 16-bit baseline's pairs first; SDPA math's, fp32 inside, as `UPCAST`): from the files in data/measurements/current/ ("current"), a path, or None to leave a run
     out; an empty frame when no run is there."""
     figure2 = _current(FIGURE2) if figure2 == "current" else figure2
     tc_bench = _current(TC_BENCH) if tc_bench == "current" else tc_bench
     energy = _current(ENERGY) if energy == "current" else energy
     side_by_side = _current(TC_SIDE_BY_SIDE) if side_by_side == "current" else side_by_side
+    eager16 = _current(EAGER16) if eager16 == "current" else eager16
     parts = [
+        eager16_tc_speedups(eager16) if eager16 is not None else None,
         figure2_speedups(figure2) if figure2 is not None else None,
         tc_bench_speedups(tc_bench) if tc_bench is not None else None,
         tc_bench_speedups(side_by_side, "tensor-core side by side, fwd")
@@ -446,10 +522,11 @@ def speedup_table(times, pairs, dtype, labels):
     return table
 
 
-def roofline_speedups(times, naive, flash, hardware):
+def roofline_speedups(times, naive, flash, hardware, flash_params=None):
     """Per shape of `times` (one dtype) with both `naive` and `flash` timed (their names are also
     simlib schedules): the roofline's predicted time ratio naive / flash from simlib's counts on
-    `hardware`, next to the measured one."""
+    `hardware`, next to the measured one. `flash_params` are the flash schedule's parameters of the
+    version that was timed (e.g. fa2_tc version 3's layout for the committed side by side)."""
     rows = []
     dtype = times["dtype"].iloc[0]
     for (n, d, b, h), grp in times.groupby(["seq_len", "head_dim", "batch", "heads"]):
@@ -457,7 +534,10 @@ def roofline_speedups(times, naive, flash, hardware):
         if naive not in t or flash not in t:
             continue
         w = Workload(seq_len=int(n), head_dim=int(d), batch=int(b), heads=int(h), dtype=dtype)
-        model = roofline(count(naive, w), hardware).time_s / roofline(count(flash, w), hardware).time_s
+        model = (
+            roofline(count(naive, w), hardware).time_s
+            / roofline(count(flash, w, **(flash_params or {})), hardware).time_s
+        )
         rows.append(
             {"N": int(n), "d": int(d), "B·H": int(b * h), f"{naive} ms": t[naive], f"{flash} ms": t[flash]}
             | {"model speed-up": model, "measured speed-up": t[naive] / t[flash]}

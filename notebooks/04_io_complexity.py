@@ -182,18 +182,20 @@ display(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The tiles on each GPU
 #
-# FlashAttention-2's default Br, Bc, Tr, Tc for the per-block shared memory of every preset, at
-# N = 4096.
+# FlashAttention-2's default Br, Bc, Tr, Tc on every preset (its kernel table, read for the preset's
+# architecture and per-block shared memory), at N = 4096.
 
 # %% tags=["remove-input"]
 rows = []
 for key in preset_keys():
     hw = load_preset(key)
     for d in (64, 128):
-        r = count("fa2", Workload(N, d), sram_bytes=hw.sram_bytes)
+        r = count("fa2", Workload(N, d), hardware=hw)
         rows.append(
             {
                 "GPU": hw.name,
+                "compute capability": hw.compute_capability,
+                "FA2 kernel runs": "yes" if float(hw.compute_capability) >= 8.0 else "no (Turing: FA1 only)",
                 "d": d,
                 "shared + L1 per SM (KiB)": hw.level("SRAM").capacity_bytes / 1024,
                 "SRAM per block (KiB)": hw.sram_bytes / 1024,
@@ -217,7 +219,11 @@ display(
         f"block** may allocate, {a100.sram_bytes / 1024:g} KiB on the A100 (the CUDA programming guide's "
         f"per-block limit, cited in the preset). simlib's M is the second: lectures that quote the first say so. "
         f"FlashAttention-2's tiles are {'the same on every preset' if same_tiles else 'not the same on every preset'} "
-        f"for a given d: its kernel table picks them by head dimension, not by M (FA1's Algorithm-1 rule does use M)."
+        f"for a given d: its kernel table picks them by head dimension and architecture, not by M (at d = 128 "
+        f"{', '.join(f'{r.GPU} {r.Br}×{r.Bc}' for r in tiles[tiles.d == 128].drop_duplicates(['Br', 'Bc']).itertuples())}; "
+        f"FA1's Algorithm-1 rule does use M). And FlashAttention-2 does not run on Turing "
+        f"({', '.join(sorted(set(tiles[tiles['FA2 kernel runs'] != 'yes'].GPU)))}): the authors point Turing users "
+        f"to FlashAttention 1.x, so its row is the model's count of the algorithm, not of a kernel that exists there."
     )
 )
 
@@ -584,8 +590,10 @@ display(
 #
 # **Theorem 2** (Dao et al. 2022): standard attention (Algorithm 0) makes Θ(Nd + N²) HBM accesses;
 # FlashAttention (Algorithm 1) makes Θ(N²d²M⁻¹). **Proposition 3**: no exact attention algorithm makes
-# o(N²d²M⁻¹) HBM accesses for all M in [d, Nd] — FlashAttention is optimal up to a constant. The
-# exact counts against both expressions (elements):
+# o(N²d²M⁻¹) HBM accesses for *all* M in [d, Nd]. That excludes only an algorithm that beats the bound at
+# every M; one that beats it for some M is not excluded, so Proposition 3 alone does not make
+# FlashAttention optimal. A lower bound that matches for M ≥ d² is Saha and Ye's (2024, arXiv:2402.07443).
+# The exact counts against both expressions (elements):
 
 # %%
 theorem = pd.DataFrame(
@@ -607,7 +615,9 @@ display(
         f"Both ratios settle to constants as N grows (naive → {theorem['naive / (Nd + N²)'].iloc[-1]:.2f}: its "
         f"4N² element accesses over N²; FA1 → {theorem['fa1 / (N²d²/M)'].iloc[-1]:.1f}, FA2 → "
         f"{theorem['fa2 / (N²d²/M)'].iloc[-1]:.1f} on the {GPU.name}, M = {SRAM // 2:,} elements): the theorem's Θ "
-        f"hides exactly these constants. FA2's is larger because its K/V re-reads are set by Br, not by M."
+        f"hides exactly these constants. FA2's is larger because its K/V re-reads are set by Br, not by M: with "
+        f"its table tiles FlashAttention-2 moves Θ(N²d/Br) whatever M is, so its ratio to N²d²/M grows with M "
+        f"(the SRAM sweep above: slope ≈ 0)."
     )
 )
 
@@ -641,7 +651,9 @@ big = ratio[ratio.N == 32768]["fa1 elements / (N²d²/M)"]
 display(
     Markdown(
         f"At N = 32768 the ratio lies between {big.min():.1f} and {big.max():.1f}: FA1's traffic is a "
-        f"fixed multiple of N²d²/M, i.e. optimal up to a constant, which is what Saha and Ye prove. Over the "
+        f"fixed multiple of N²d²/M, so Theorem 2's upper bound is tight for Algorithm 1. That is not "
+        f"optimality: that no exact algorithm can do better (for M ≥ d²) is a lower bound, proved separately by "
+        f"Saha and Ye (2024). Over the "
         f"whole grid it ranges from {col.min():.1f} to {col.max():.1f} (small N: the compulsory 4Nd and the "
         f"rounding of Tc = ⌈N/Bc⌉ still matter)."
     )
@@ -656,7 +668,7 @@ display(
 #    `count()`; a causal mask skips the tiles above the diagonal and computes the diagonal ones whole.
 # 3. Tiling does not change the exponent: FlashAttention's HBM traffic is still quadratic in N, with a
 #    constant ∝ d²/M for FA1 (more SRAM, fewer re-reads) and ∝ d/Br for FA2 (taller Q blocks, fewer
-#    re-reads).
+#    re-reads): FA2 with its table tiles moves Θ(N²d/Br), independent of M.
 # 4. Its *extra memory* is linear in N: that part of "O(N)" is right; the traffic part is wrong.
 # 5. What FlashAttention-2 changed beyond the loop order (parallelism over the sequence, fewer
 #    non-matmul FLOPs, split-Q across warps) buys speed on the tensor cores, not fewer bytes; on a GPU

@@ -389,8 +389,23 @@ for key in ("llama-2-7b", "llama-3-8b", "mistral-7b"):
         gib = memory_table(m, contexts, batch=batch)["total_bytes"] / GIB
         ax.plot(contexts / 1024, gib, ls=ls, color=color, label=f"{m.name}, B = {batch}")
 t4_gib = T4.level("HBM").capacity_bytes / GIB
-ax.axhline(t4_gib, color="black", lw=1)
-ax.text(0.98, t4_gib + 0.2, f"{T4.name}: {t4_gib:.0f} GiB", ha="right", transform=ax.get_yaxis_transform())
+usable_gib = claims.usable_bytes("t4") / GIB  # what CUDA exposes with ECC on, the T4's default
+ax.axhline(t4_gib, color="black", lw=1, ls=":")
+ax.axhline(usable_gib, color="black", lw=1)
+ax.text(
+    0.98,
+    t4_gib + 0.2,
+    f"{T4.name}: {t4_gib:.0f} GiB on the box",
+    ha="right",
+    transform=ax.get_yaxis_transform(),
+)
+ax.text(
+    0.98,
+    usable_gib - 0.9,
+    f"with ECC on: {usable_gib:.1f} GiB",
+    ha="right",
+    transform=ax.get_yaxis_transform(),
+)
 ax.set_xlabel("conversation length (K tokens, 1K = 1024)")
 ax.set_ylabel("fp16 weights + fp16 KV cache (GiB)")
 ax.set_title("each curve stops at the model's context; Mistral's cache stops at its window", fontsize=10)
@@ -399,24 +414,28 @@ plt.show()
 
 # %% tags=["remove-input"]
 m8, m7, mistral = load_model("llama-3-8b"), load_model("llama-2-7b"), load_model("mistral-7b")
-t4_bytes = T4.level("HBM").capacity_bytes
+t4_nominal = T4.level("HBM").capacity_bytes
+t4_bytes = claims.usable_bytes("t4")  # with ECC on, the T4's default (data/hardware/t4.json)
 fits_fp16 = max_context(m8, t4_bytes)
+fits_nominal = max_context(m8, t4_nominal)
 r_claim = claims.claim_r("llama-3-8b", "t4")  # the same GPU and model, with the context and activations
-assert r_claim.tokens_weights_only == fits_fp16 and r_claim.tokens_all < m8.max_position_embeddings
+assert r_claim.tokens_weights_only == fits_fp16 == 0 and m8.weight_bytes() > t4_bytes
 at_context = memory_table(m7, [m7.max_position_embeddings], batch=8)["total_bytes"].item()
 windowed = memory_table(mistral, [mistral.max_position_embeddings])["kv_cache_bytes"].item()
-# what the prose below says: Llama-3-8B's context fits at batch 1, Llama-2-7B's too, but not at batch 8
-assert fits_fp16 >= m8.max_position_embeddings and at_context > t4_bytes
+# what the prose below says: Llama-3-8B's weights alone do not fit what the T4 exposes (its context would
+# fit the 16 GiB on the box); Llama-2-7B's context fits at batch 1, not at batch 8
+assert fits_nominal >= m8.max_position_embeddings and at_context > t4_bytes
 assert memory_table(m7, [m7.max_position_embeddings])["total_bytes"].item() <= t4_bytes
 display(
     Markdown(
-        f"**Llama-3-8B on the {T4.name}'s {t4_bytes / GIB:.0f} GiB**: {m8.params / 1e9:.2f} B parameters are "
-        f"{m8.weight_bytes() / GIB:.2f} GiB in fp16, leaving room for **{fits_fp16:,} tokens** of fp16 KV cache "
-        f"({m8.kv_bytes_per_token() // 1024} KiB each) at batch 1, before activations and the CUDA context: "
-        f"just above its {m8.max_position_embeddings:,}-token context. Take off the CUDA context measured on the "
-        f"H200 ({charts.fmt_bytes(r_claim.context_bytes)}) and one {r_claim.chunk_tokens}-token prefill chunk's "
-        f"activations ({charts.fmt_bytes(r_claim.prefill_activation_bytes)}) and only **{r_claim.tokens_all:,} "
-        f"tokens** fit: claim (r) of Lecture 6 holds. Llama-2-7B has no GQA "
+        f"**Llama-3-8B on the {T4.name}**: {m8.params / 1e9:.2f} B parameters are "
+        f"{m8.weight_bytes() / 2**20:,.0f} MiB in fp16, more than the {t4_bytes / 2**20:,.0f} MiB of its "
+        f"{t4_nominal / GIB:.0f} GiB that CUDA exposes with ECC on (the T4's default): **no token** of KV cache "
+        f"fits, before the activations and the CUDA context, and claim (r) of Lecture 6 holds. With ECC off the "
+        f"whole 16 GiB would leave room for {fits_nominal:,} tokens ({m8.kv_bytes_per_token() // 1024} KiB each) at "
+        f"batch 1, just above its {m8.max_position_embeddings:,}-token context, until the CUDA context measured on "
+        f"the H200 ({charts.fmt_bytes(r_claim.context_bytes)}) and one {r_claim.chunk_tokens}-token prefill chunk's "
+        f"activations ({charts.fmt_bytes(r_claim.prefill_activation_bytes)}) take that away. Llama-2-7B has no GQA "
         f"({m7.kv_bytes_per_token() // 1024} KiB per token) but only a {m7.max_position_embeddings:,}-token "
         f"context: at batch 1 it fits, at batch 8 its full context needs {at_context / GIB:.1f} GiB. Mistral-7B "
         f"attends a sliding window of {mistral.sliding_window:,} tokens, and its rolling-buffer cache keeps only "

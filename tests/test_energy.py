@@ -381,11 +381,24 @@ def test_claim_numbers_by_hand():
         for r in rows_of(ATTENTION)
         if r["status"] == "ok"
     }
-    calls = attention_calls()
-    one = calls[(calls.dtype == "bf16") & (calls["pass"] == "fwd") & (calls.seq_len == 4096)].iloc[0]
+    calls = attention_calls(upcast=True)
+    at = calls[(calls.dtype == "bf16") & (calls["pass"] == "fwd") & (calls.seq_len == 4096)]
+    one = at[at.upcast].iloc[0]  # SDPA math bf16: fp32 inside, labelled, never the 16-bit baseline
     std = float(rows[("torch_math", "bf16", "fwd", "4096")]["joules_per_call"])
     fla = float(rows[("torch_flash", "bf16", "fwd", "4096")]["joules_per_call"])
     assert one["flash_over_standard"] == pytest.approx(fla / std)
+    eager16 = {
+        (r["variant"], r["dtype"], r["pass"], r["seq_len"]): float(r["joules_per_call"])
+        for r in rows_of(ROOT / "data" / "measurements" / "current" / "eager16_energy_h200.csv")
+        if r["status"] == "ok" and r["variant"] != "idle"
+    }
+    for std_name in ("eager", "eager_hf", "attention_ref"):
+        row = at[at.standard == std_name].iloc[0]
+        assert not row.upcast and row.flash == "torch_flash"
+        assert row.saving == pytest.approx(
+            1 - eager16[("torch_flash", "bf16", "fwd", "4096")] / eager16[(std_name, "bf16", "fwd", "4096")]
+        )
+    assert "torch_math" not in set(attention_calls().query("dtype != 'fp32'").standard)
 
 
 def test_claim_verdict_is_stated_with_its_numbers():
@@ -396,6 +409,7 @@ def test_claim_verdict_is_stated_with_its_numbers():
     assert {c["dtype"] for c in v["cases"]} <= {"fp16", "bf16"} and [c["dtype"] for c in v["fp32_cases"]] == [
         "fp32"
     ]
+    assert not any(c["upcast"] for c in v["cases"]) and all(c["upcast"] for c in v["upcast_cases"])
     for c in [*v["cases"], *v["fp32_cases"]]:
         assert 0 < c["saving"] < 1 and 0 < c["attention_share_standard"] < 1
 

@@ -1,8 +1,9 @@
 """The 16-bit side by side, in one run: numba's fa2_tc and naive_tc against cupy's naive attention and
-torch SDPA's math, flash (FlashAttention-2), cuDNN and memory-efficient backends, in bf16 and fp16,
-non-causal and causal (``python -m gpu_kernels side-by-side``; ``python -m gpu_kernels.measure.side_by_side``);
-decode shapes (a few queries against a long KV cache) add numba's decode_tc and the HBM copy bandwidth
-(``decode_side_by_side.py``).
+torch SDPA's math (fp32 inside: it upcasts 16-bit inputs, so it is not the 16-bit standard attention;
+benchmarks/eager16_h200.py measures that), flash (FlashAttention-2), cuDNN and memory-efficient
+backends, in bf16 and fp16, non-causal and causal (``python -m gpu_kernels side-by-side``;
+``python -m gpu_kernels.measure.side_by_side``); decode shapes (a few queries against a long KV cache)
+add numba's decode_tc and the HBM copy bandwidth (``decode_side_by_side.py``).
 
     python -m gpu_kernels side-by-side --out DIR [--dtypes bf16,fp16] [--causal no,yes]
         [--seq-lens 512,...,16384] [--head-dims 64,128] [--batch B --heads H] [--kv-heads H_kv]
@@ -312,7 +313,7 @@ def launchers(sh, names, torch):
         + [("fa2_tc", cfg.name, fa2(cfg)) for cfg in (TcConfig(d, **kw).check() for kw in ALTERNATIVES[d])],
         "naive_tc": [("naive_tc", "w4_bc64", naive)],
         "cupy_naive": [("cupy_naive", f"cublasGemmStridedBatchedEx {sh.dtype}, fp32 acc.", cupy)],
-        "torch_math": [("torch_math", "", sdpa(SDPBackend.MATH))],
+        "torch_math": [("torch_math", "fp32 inside (upcast)", sdpa(SDPBackend.MATH))],
         "torch_flash": [("torch_flash", "", sdpa(SDPBackend.FLASH_ATTENTION))],
         "torch_cudnn": [("torch_cudnn", "", sdpa(SDPBackend.CUDNN_ATTENTION))],
         "torch_efficient": [("torch_efficient", "", sdpa(SDPBackend.EFFICIENT_ATTENTION))],

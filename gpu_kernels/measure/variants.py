@@ -6,7 +6,7 @@
     numba_tiled_wide the same kernel with more threads per block (kernel_layout.tiled_wide_blocks)
     numba_fast       gpu_kernels.kernels.fast: the optimised FlashAttention-2 kernel (register tiling)
     cupy_naive       cuBLAS matmuls (fp32, no TF32) + elementwise stable softmax, S in HBM
-    torch_math       torch SDPA, math backend (fp32 matmuls, TF32 off)
+    torch_math       torch SDPA, math backend (fp32 matmuls, TF32 off; fp32 inside (upcast) for 16-bit inputs)
     torch_efficient  torch SDPA, memory-efficient backend (CUTLASS fp32 kernel)
 
 The 16-bit variants (numba fa2_tc and naive_tc on tensor cores, cupy's naive attention in the dtype,

@@ -1,0 +1,109 @@
+"""benchmarks/eager16_h200.py without a GPU: its plan, FLOP counts, tolerances, arguments and files.
+
+The device run itself (run eager16-20261201) is checked through what it wrote: the committed CSVs'
+headers are the script's columns, and every timed row passed its float64 check."""
+
+import csv
+import doctest
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import eager16_h200 as e
+from evidence import readers
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_doctests():
+    result = doctest.testmod(e)
+    assert result.failed == 0 and result.attempted >= 4
+
+
+def test_plan_covers_the_side_by_side_shapes_in_order():
+    shapes = e.time_plan(["bf16", "fp16"], [False, True], [64, 128], list(e.SEQ_LENS))
+    assert len(shapes) == 2 * 2 * 2 * 6 and shapes[0] == ("bf16", False, 64, 512)
+    assert shapes[-1] == ("fp16", True, 128, 16384)
+    # B·H·N = 2¹⁸ with H = 16, as the side by side: N = 512 -> B = 32, N = 16384 -> B = 1
+    assert e.batch_heads(512) == (32, 16) and e.batch_heads(16384) == (1, 16)
+
+
+def test_energy_plan_runs_the_training_step_case_first_in_both_dtypes():
+    plan = e.energy_plan(["bf16", "fp16"], [1024, 4096, 16384], list(e.VARIANTS))
+    assert len(plan) == 2 * 6 * 4
+    assert plan[:8] == [(dt, "fwd_bwd", 1024, v) for dt in ("bf16", "fp16") for v in e.VARIANTS]
+
+
+def test_matmul_flops_by_hand():
+    n, d, bh = 4096, 64, 64
+    assert e.matmul_flops("eager", "fwd", n, d, bh, False) == 2 * 2 * n * n * d * bh  # QKᵀ and PV
+    assert (
+        e.matmul_flops("eager", "fwd_bwd", n, d, bh, True) == 6 * 2 * n * n * d * bh
+    )  # masked, all computed
+    assert e.matmul_flops("torch_flash", "fwd_bwd", n, d, bh, True) == 7 * 2 * n * n * d * bh // 2
+
+
+def test_tolerances_are_four_and_eight_unit_roundoffs():
+    assert e.tolerances("bf16") == (4 * 2**-8, 8 * 2**-8)
+    assert e.tolerances("fp16") == (4 * 2**-11, 8 * 2**-11)
+
+
+def test_flash_ratios_pair_the_same_shape():
+    rows = [
+        {"variant": "eager", "dtype": "bf16", "pass": "fwd", "causal": False, "seq_len": 4096, "head_dim": 64}
+        | {"median_ms": "6.0"},
+        {"variant": "torch_flash", "dtype": "bf16", "pass": "fwd", "causal": False, "seq_len": 4096}
+        | {"head_dim": 64, "median_ms": "1.5"},
+        {"variant": "eager", "dtype": "fp16", "pass": "fwd", "causal": False, "seq_len": 4096, "head_dim": 64}
+        | {"median_ms": "6.0"},  # no fp16 flash row: no ratio
+    ]
+    e.with_flash_ratios(rows)
+    assert [r.get("ratio_to_torch_flash") for r in rows] == ["4.000", "1.000", None]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--energy-s", "0.5"], "--energy-s"),
+        (["--variants", "nope"], "--variants"),
+        (["--min-reps", "9", "--max-reps", "3"], "--min-reps"),
+        (["--budget-s", "0"], "--budget-s"),
+    ],
+)
+def test_bad_arguments_exit_2_naming_the_flag(args, message, tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "eager16_h200.py"), "--out", str(tmp_path), *args],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2 and message in out.stderr.splitlines()[-1]
+
+
+def test_dry_run_prints_the_plan_without_a_gpu(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "eager16_h200.py"), "--out", str(tmp_path), "--dry-run"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = out.stdout.splitlines()
+    assert lines[0] == "part 1: 48 shapes x 4 variants x 2 passes" and len(lines) == 1 + 48 + 48
+
+
+def test_committed_files_have_the_scripts_columns_and_passed_their_checks():
+    for name, fields in ((readers.EAGER16, e.TIME_FIELDS), (readers.EAGER16_ENERGY, e.ENERGY_FIELDS)):
+        with open(readers.lookup(name), newline="") as f:
+            reader = csv.DictReader(f)
+            assert reader.fieldnames == fields
+            rows = list(reader)
+        assert rows
+    assert set(readers.EAGER16_COLUMNS) <= set(e.TIME_FIELDS)
+    with open(readers.lookup(readers.EAGER16), newline="") as f:
+        timed = [r for r in csv.DictReader(f) if r["median_ms"]]
+    assert timed and all(r["ok"] == "True" for r in timed)
+    for r in timed:  # the check's numbers are in the row: error below the row's tolerance
+        assert float(r["rel_err_o"]) <= float(r["tol_o"])
+        if r["pass"] == "fwd_bwd":
+            assert float(r["rel_err_grad"]) <= float(r["tol_grad"])
