@@ -73,7 +73,9 @@ def summary(path=None) -> pd.DataFrame:
         best_sdpa = sdpa.loc[sdpa.median_ms.idxmin()] if not sdpa.empty else None
         s = int(default.splits.iloc[0])
         wl = Workload(n, d, b, h, dtype=str(default.dtype.iloc[0]), kv_heads=hkv, query_len=ql)
-        times = {k: float(r.median_ms) * 1e3 for k, r in group.set_index("kernel").iterrows() if k != "decode_tc"}
+        times = {
+            k: float(r.median_ms) * 1e3 for k, r in group.set_index("kernel").iterrows() if k != "decode_tc"
+        }
         rows.append(
             {
                 "B": b,

@@ -10,6 +10,7 @@ metric: model, ncu, ratio = model / ncu, whether it is within ±5 %, whether it 
 
 from simlib.hardware import DATA_DIR, load_preset
 from simlib.physical import kernels as K
+from simlib.physical.fa2_tc_model import V3_LAYOUT
 from simlib.physical.metrics import REGISTERS
 from simlib.workload import Workload
 
@@ -119,6 +120,8 @@ def compare(profile_csv=PROFILE_CSV, hardware_key="h200"):
         measured = dict(zip(group["metric"], group["value"].astype(float)))
         registers = measured.get(REGISTERS)
         mapping = _params(params)
+        if kernel == "fa2_tc":  # a profile without the layout measured version 3 (tc_run4): compare with it
+            mapping = {**V3_LAYOUT, **mapping}
         workload = Workload(
             seq_len=int(n),
             head_dim=int(d),

@@ -91,7 +91,7 @@ class DecodeShape:
     """Input sets, outputs and the fp32 reference of one decode call."""
 
     def __init__(self, dtype, b, h, hkv, ql, n, d, torch):
-        from .side_by_side import bits_view
+        from .torch_views import bits_view
 
         self.dtype, self.b, self.h, self.hkv, self.ql, self.n, self.d = dtype, b, h, hkv, ql, n, d
         self.tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -178,7 +178,7 @@ def launchers(sh, torch, splits_default):
     from ..kernels.decode_tc import DecodePlan, default_config
     from ..kernels.fa2_tc import Fa2TcPlan
     from ..kernels.fa2_tc import default_config as fa2_config
-    from .side_by_side import bits_view
+    from .torch_views import bits_view
 
     counters = new_counters()
     rows = (sh.h // sh.hkv) * sh.ql
@@ -242,7 +242,7 @@ def bench_decode_shape(sh, names, copy, torch, log):
     from simlib import Workload, count
 
     from ..kernels.decode_tc import default_config, default_splits
-    from .side_by_side import tolerance
+    from .torch_views import tolerance
 
     rows_r = (sh.h // sh.hkv) * sh.ql
     s0 = default_splits(sh.b, sh.hkv, sh.n, sh.d, rows_r, sh.dtype)

@@ -44,8 +44,9 @@ import sys
 import time
 import traceback
 
-from ..tensor_core.dtypes import DTYPES, UNIT_ROUNDOFF
+from ..tensor_core.dtypes import DTYPES
 from .decode_side_by_side import DECODE_VARIANTS
+from .torch_views import bits_view, tolerance  # noqa: F401 (bits_view: the benchmarks take it from here)
 
 FIELDS = [
     "kernel",
@@ -83,10 +84,6 @@ ALTERNATIVES = {
 }
 
 
-def tolerance(dtype):
-    return 2 * UNIT_ROUNDOFF[dtype]
-
-
 def batch_heads(n):
     """(B, H) with B·H·N = TOKENS and H = 16 (fewer heads only if B·H < 16)."""
     bh = max(1, TOKENS // n)
@@ -112,21 +109,6 @@ def _events_time(launch, reps, per_event, torch):
         if r:
             times.append(start.elapsed_time(end) / per_event)
     return times
-
-
-def bits_view(t):
-    """A numba device array of uint16 over a torch bf16/fp16 (or fp32) tensor's memory, no copy."""
-    from numba import cuda
-
-    typestr = {2: "<u2", 4: "<f4"}[t.element_size()]
-    desc = {
-        "shape": (t.numel(),),
-        "typestr": typestr,
-        "data": (t.data_ptr(), False),
-        "version": 3,
-        "strides": None,
-    }
-    return cuda.from_cuda_array_interface(desc, owner=t, sync=False)
 
 
 def enable_cupy_bfloat16():
