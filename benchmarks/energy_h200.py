@@ -56,50 +56,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CALIB_FIELDS = [
-    "bench",
-    "repeat",
-    "units",
-    "unit",
-    "calls",
-    "seconds",
-    "joules",
-    "watts",
-    "steps_seen",
-    "sm_mhz",
-    "sm_mhz_min",
-    "sm_mhz_max",
-    "mem_mhz",
-    "temp_c_start",
-    "temp_c",
-    "power_w",
-    "rate_per_s",
-    "note",
-]
-ATTN_FIELDS = [
-    "variant",
-    "dtype",
-    "pass",
-    "batch",
-    "heads",
-    "seq_len",
-    "head_dim",
-    "status",
-    "rel_err",
-    "calls",
-    "seconds",
-    "ms_per_call",
-    "joules",
-    "watts",
-    "joules_per_call",
-    "steps_seen",
-    "sm_mhz",
-    "sm_mhz_min",
-    "mem_mhz",
-    "temp_c",
-    "params",
-    "note",
-]
+from measurements.schemas import ENERGY_ATTENTION, ENERGY_CALIBRATION  # noqa: E402
+
+CALIB_FIELDS = list(ENERGY_CALIBRATION.columns)  # measurements.schemas: one definition for writer and reader
+ATTN_FIELDS = list(ENERGY_ATTENTION.columns)
 HEADS, HEAD_DIM = 16, 64
 BATCH_HEADS = {1024: 128, 4096: 32, 16384: 16}
 BF16_TOL, FP32_TOL = 2e-2, 1e-4

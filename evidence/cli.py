@@ -65,7 +65,7 @@ def run_model_vs_ncu(args: argparse.Namespace) -> None:
     """The physical model next to the profile, written with a sidecar naming the profile's run and sha256."""
     profile = args.profile or str(model_vs_ncu.PROFILE_CSV)
     out = args.out or str(model_vs_ncu.OUT_CSV)
-    check_destination(out, "--out")
+    check_destination(out, "--out", inputs={"--profile": profile})
     if not os.path.isfile(profile):
         raise ValueError(f"--profile: {profile!r} is not a file")
     try:

@@ -18,23 +18,22 @@ import dataclasses
 
 import pandas as pd
 
-from gpu_kernels.measure.decode_side_by_side import DECODE_FIELDS
 from measurements.manifest import lookup
+from measurements.readers import read_frame
+from measurements.schemas import DECODE_SIDE_BY_SIDE as SCHEMA
 from simlib import Workload, load_preset
 from simlib.decode_time import split_k_time
 
-from .readers import read_csv
-
 DECODE_SIDE_BY_SIDE = "decode_side_by_side_h200.csv"
-COLUMNS = tuple(DECODE_FIELDS)  # the writer's own list
 SHAPE = ["batch", "heads", "kv_heads", "query_len", "seq_len", "head_dim"]
 #: The fraction of the copy bandwidth issue 22 asks of decode_tc at L >= 8K.
 TARGET = 0.85
 
 
 def read(path=None) -> pd.DataFrame:
-    """The measured rows (checked ones and the copies), numbers as numbers."""
-    frame = read_csv(path if path is not None else lookup(DECODE_SIDE_BY_SIDE), COLUMNS)
+    """The measured rows (checked ones and the copies), numbers as numbers; a damaged file raises
+    measurements.readers.MeasurementFileError naming it."""
+    frame = read_frame(path if path is not None else lookup(DECODE_SIDE_BY_SIDE), SCHEMA)
     frame = frame[frame["ok"].astype(str) == "True"].copy()
     for col in ("median_ms", "gbps", "copy_gbps", "frac_of_copy", "hbm_bytes"):
         frame[col] = pd.to_numeric(frame[col])

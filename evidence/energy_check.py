@@ -26,13 +26,14 @@ Worked number (the first line of the table): numba_naive, N = 4096, B·H = 32, p
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from measurements.readers import read_rows
+from measurements.schemas import ENERGY_ATTENTION, Schema
 from simlib.counts import Result, count
 from simlib.energy import (
     MEASUREMENTS,
@@ -309,10 +310,11 @@ def _finish(row: dict[str, Any], terms: dict[str, float], static_j: float) -> di
     return row
 
 
-def read_attention(path: Path = ATTENTION_CSV) -> list[dict[str, str]]:
-    """The rows of an energy_attention CSV that passed their check, each with its file's name."""
-    with Path(path).open(newline="") as f:
-        return [{**r, "run_file": Path(path).name} for r in csv.DictReader(f) if r["status"] == "ok"]
+def read_attention(path: Path = ATTENTION_CSV, schema: Schema = ENERGY_ATTENTION) -> list[dict[str, str]]:
+    """The rows of an energy CSV (the energy run's, or with `schema` another run's, e.g. the 16-bit
+    baseline's EAGER16_ENERGY) that passed their check, each with its file's name."""
+    rows = read_rows(path, schema)
+    return [{**r, "run_file": Path(path).name} for r in rows if r["status"] == "ok"]
 
 
 def model_vs_measured(path: Path = ATTENTION_CSV, table: EnergyTable | None = None) -> pd.DataFrame:

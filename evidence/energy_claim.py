@@ -36,12 +36,13 @@ the FLOPs at the bf16 GEMM figure, the static power for the measured time.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from measurements.readers import read_rows
+from measurements.schemas import EAGER16_ENERGY, ENERGY_ATTENTION, FIGURE2
 from simlib.energy import MEASUREMENTS, PJ, load_energy_table, read_calibration
 from simlib.physical.l2 import l2_partition_factor
 
@@ -70,6 +71,10 @@ CLAIM = (0.35, 0.40)
 MATMULS = {"standard": 6, "fa2_varlen": 7}
 
 
+#: the schema of each file of `attention_calls`
+SCHEMAS = {"energy": ENERGY_ATTENTION, "eager16": EAGER16_ENERGY}
+
+
 def attention_calls(
     path: Path = ATTENTION_CSV, eager16_path: Path | None = EAGER16_CSV, upcast: bool = False
 ) -> pd.DataFrame:
@@ -80,7 +85,7 @@ def attention_calls(
     rows = {
         key: {
             (r["variant"], r["dtype"], r["pass"], int(r["seq_len"])): r
-            for r in read_attention(f)
+            for r in read_attention(f, SCHEMAS[key])
             if r["seq_len"]
         }
         for key, f in files.items()
@@ -137,8 +142,9 @@ def rest_of_step_flops(model: dict[str, int] = GPT2_MEDIUM) -> int:
 def ncu_priced_step(variant: str, path: Path = FIGURE2_CSV) -> dict[str, float]:
     """Joules of one figure-2 step (dropout 0) priced from its ncu counts and time, per sequence·layer."""
     table = load_energy_table("h200")
-    with Path(path).open(newline="") as f:
-        row = next(r for r in csv.DictReader(f) if r["variant"] == variant and float(r["dropout_p"]) == 0.0)
+    row = next(
+        r for r in read_rows(path, FIGURE2) if r["variant"] == variant and float(r["dropout_p"]) == 0.0
+    )
     dram = float(row["dram_read_bytes"]) + float(row["dram_write_bytes"])
     l1_side = (float(row["l2_read_bytes"]) + float(row["l2_write_bytes"])) / l2_partition_factor()
     hits = max(l1_side - dram, 0.0)

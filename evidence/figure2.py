@@ -34,7 +34,6 @@ history, from its first release on 2022-05-20, has fp32 ones only.)
 (46.98, 6.04)
 """
 
-import csv
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -42,6 +41,8 @@ from typing import Any
 
 import pandas as pd
 
+from measurements import schemas
+from measurements.readers import read_rows
 from simlib.counts import Result, count
 from simlib.hardware import load_preset
 from simlib.presets import DATA_DIR
@@ -252,8 +253,7 @@ def figure2_flops(workload: Workload = FIGURE2, lengths: Sequence[int] | None = 
 
 def measured_h200(path=MEASURED) -> pd.DataFrame:
     """Run figure2-h200's per-variant table (benchmarks/figure2_torch.py), DRAM and L2 GB added."""
-    with open(path, newline="") as f:
-        frame = pd.DataFrame(list(csv.DictReader(f)))
+    frame = pd.DataFrame(read_rows(path, schemas.FIGURE2))
     for column in (
         "dropout_p",
         "wall_ms_median",
@@ -405,10 +405,11 @@ def figure2_h200_kernels(path=MEASURED_KERNELS) -> pd.DataFrame:
     for FlashAttention-2 varlen on the run's token count. The (B, N) key mask's `bitwise_not`
     (64 KiB) has no model row.
     """
-    with open(path, newline="") as f:
-        kernels = [
-            k for k in csv.DictReader(f) if not any(name in k["kernel"] for name in UNMODELLED_KERNELS)
-        ]
+    kernels = [
+        k
+        for k in read_rows(path, schemas.FIGURE2_KERNELS)
+        if not any(name in k["kernel"] for name in UNMODELLED_KERNELS)
+    ]
     tokens = measured_h200().set_index(["variant", "dropout_p"])["real_tokens"]
     rows = []
     for variant, p in (("standard", 0.1), ("standard", 0.0), ("fa2_varlen", 0.1), ("fa2_varlen", 0.0)):

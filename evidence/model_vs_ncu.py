@@ -8,6 +8,8 @@ metric: model, ncu, ratio = model / ncu, whether it is within ±5 %, whether it 
 (the profile's run and checksum), atomically.
 """
 
+from measurements.readers import read_frame
+from measurements.schemas import MODEL_VS_NCU, PROFILE
 from simlib.hardware import DATA_DIR, load_preset
 from simlib.physical import kernels as K
 from simlib.physical.fa2_tc_model import V3_LAYOUT
@@ -26,22 +28,7 @@ TARGET_METRICS = (K.DRAM_READ, K.L1_LD)
 #: The tensor-core kernels' targets add the shared-memory load wavefronts (ldmatrix included).
 TC_KERNELS = ("fa2_tc", "naive_tc")
 TARGET_MIN_N = 4096
-COLUMNS = (
-    "kernel",
-    "launch",
-    "batch",
-    "heads",
-    "seq_len",
-    "head_dim",
-    "params",
-    "metric",
-    "model",
-    "ncu",
-    "ratio",
-    "within_5pct",
-    "target",
-    "cause",
-)
+COLUMNS = MODEL_VS_NCU.columns  # measurements.schemas: the one definition, the readers check it
 
 #: Why a metric misses, by (metric, kernel, launch); a cause is written only where the ratio is
 #: outside ±5 %. Evidence for each is in docs/L2_INVESTIGATION.md.
@@ -110,7 +97,7 @@ def compare(profile_csv=PROFILE_CSV, hardware_key="h200"):
     """DataFrame with one row per (kernel, launch, shape, metric) of the profile's ncu rows."""
     import pandas as pd
 
-    profile = pd.read_csv(profile_csv)
+    profile = read_frame(profile_csv, PROFILE)
     ncu = profile[(profile["source"] == "ncu") & (profile["launch"] != "total")]
     hardware = load_preset(hardware_key)
     rows = []

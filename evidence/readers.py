@@ -1,69 +1,45 @@
-"""Readers of the project's own measurement files, each with the one schema its writer produces.
+"""What the lectures read of the project's measurement files, through the validating readers.
 
 The files live in data/measurements/current/ (or archive/<run_id>/), found with
-`measurements.manifest.lookup`; nothing here guesses a column name or a unit. A file whose
-columns differ from its writer's raises `MeasurementFileError` naming the file and the missing
-columns, so a changed writer breaks the lecture loudly instead of silently dropping a number.
+`measurements.manifest.lookup`, and are read with `measurements.readers` against the one schema their
+writer writes (`measurements.schemas`): a file whose columns differ from its writer's, that is cut off,
+empty, changed since its run (its sidecar's sha256 and row count) or holds a time that is not a finite
+number above zero raises `MeasurementFileError` naming the file, so nothing here charts damaged data.
+Nothing here guesses a column name or a unit.
 
 Schemas (long format: one row per kernel, shape and metric):
 
-* `bench_h200.csv` (`python -m gpu_kernels bench`): BENCH_COLUMNS; wall time = metric
+* `bench_h200.csv` (`python -m gpu_kernels bench`, run 8): schemas.BENCH; wall time = metric
   `time_ms_median` in ms.
-* `compare_h200.csv`, `compare_h200_fast.csv` (`python -m gpu_kernels bench --compare`):
-  COMPARE_COLUMNS; wall time = metric `ms` (the median) in ms.
-* the fp16/bf16 tensor-core runs (`tensor_core_speedups`): `figure2_h200.csv` (FIGURE2_COLUMNS),
-  `tc_bench_h200.csv` (TC_BENCH_COLUMNS) and the energy run's `energy_attention_h200.csv` (read by
-  evidence.energy_claim).
+* `compare_h200.csv`, `compare_h200_fast.csv` (`python -m gpu_kernels compare`): schemas.HARNESS;
+  wall time = metric `ms` (the median) in ms.
+* the fp16/bf16 tensor-core runs (`tensor_core_speedups`): `figure2_h200.csv` (schemas.FIGURE2),
+  `tc_bench_h200.csv` and `tc_side_by_side_h200.csv` (schemas.SIDE_BY_SIDE) and the energy run's
+  `energy_attention_h200.csv` (read by evidence.energy_claim).
 
->>> import io
->>> text = "kernel,batch,heads,seq_len,head_dim,params,metric,value,unit,note\\n" \\
-...        "tiled,1,16,4096,64,Br=64,time_ms_median,2.5,ms,\\n"
->>> median_times(read_csv(io.StringIO(text), BENCH_COLUMNS), "kernel", BENCH_TIME_METRIC).time_ms.item()
+>>> import os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "bench.csv")
+>>> _ = open(path, "w").write("kernel,batch,heads,seq_len,head_dim,params,metric,value,unit,note\\n"
+...                           "tiled,1,16,4096,64,Br=64,time_ms_median,2.5,ms,\\n")
+>>> median_times(read_frame(path, schemas.BENCH), "kernel", BENCH_TIME_METRIC).time_ms.item()
 2.5
 """
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
-from measurements import eager16 as eager16_schema
-from measurements.manifest import lookup, sidecar_of
+from measurements import schemas
+from measurements.manifest import lookup
+from measurements.readers import keys_of, read_frame, read_json
 from simlib import Workload, count, roofline
 from simlib.physical import metrics
 
-from . import energy_claim, model_vs_ncu
+from . import energy_claim
 
-SHAPE_COLUMNS = ("batch", "heads", "seq_len", "head_dim", "params", "metric", "value", "unit", "note")
-BENCH_COLUMNS = ("kernel", *SHAPE_COLUMNS)
-COMPARE_COLUMNS = ("variant", *SHAPE_COLUMNS)
 BENCH_TIME_METRIC = "time_ms_median"
 COMPARE_TIME_METRIC = "ms"
-SHAPE = ["batch", "heads", "seq_len", "head_dim"]
-
-
-class MeasurementFileError(ValueError):
-    """A measurement file that does not have its writer's schema; the message names the file."""
-
-
-def read_csv(path, columns):
-    """The CSV at `path` with at least `columns`; MeasurementFileError naming the file and the
-    missing columns otherwise."""
-    frame = pd.read_csv(path)
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise MeasurementFileError(
-            f"{path}: missing column(s) {', '.join(missing)} (its writer's columns: {', '.join(columns)})"
-        )
-    return frame
-
-
-def read_provenance(path):
-    """The sidecar of the measurement file at `path` (F.provenance.json or <stem>.provenance.json)."""
-    side = sidecar_of(path)
-    if side is None:
-        raise FileNotFoundError(f"{path}: no provenance sidecar beside it")
-    return json.loads(side.read_text())
+SHAPE = list(schemas.SHAPE)
 
 
 def median_times(frame, name_column, metric):
@@ -84,12 +60,12 @@ def fastest(times):
 
 def read_bench(path=None):
     """`bench_h200.csv` (`python -m gpu_kernels bench`) as written: every kernel, shape and metric."""
-    return read_csv(path if path is not None else lookup("bench_h200.csv"), BENCH_COLUMNS)
+    return read_frame(path if path is not None else lookup("bench_h200.csv"), schemas.BENCH)
 
 
 def read_compare(path=None):
-    """`compare_h200.csv` (`python -m gpu_kernels bench --compare`) as written."""
-    return read_csv(path if path is not None else lookup("compare_h200.csv"), COMPARE_COLUMNS)
+    """`compare_h200.csv` (`python -m gpu_kernels compare`) as written."""
+    return read_frame(path if path is not None else lookup("compare_h200.csv"), schemas.HARNESS)
 
 
 def bench_times(path=None):
@@ -128,20 +104,8 @@ def speedups(times, pairs):
 #: (forward, bf16/fp16; PyTorch's math vs flash SDPA backends, and our naive_tc vs fa2_tc kernels in
 #: their default configuration).
 FIGURE2 = "figure2_h200.csv"
-FIGURE2_COLUMNS = ("variant", "dropout_p", "batch", "seq_len", "heads", "head_dim", "dtype", "wall_ms_median")
 TC_BENCH = "tc_bench_h200.csv"
 TC_SIDE_BY_SIDE = "tc_side_by_side_h200.csv"
-TC_BENCH_COLUMNS = (
-    "kernel",
-    "config",
-    "dtype",
-    "batch",
-    "heads",
-    "seq_len",
-    "head_dim",
-    "causal",
-    "median_ms",
-)
 TC_PAIRS = (("torch_math", "torch_flash"), ("naive_tc", "fa2_tc"))
 #: benchmarks/energy_h200.py -> energy_attention_h200.csv (NVML energy and time per call; d = 64 in
 #: every row of that run, stated in its sidecar's `what`).
@@ -153,8 +117,6 @@ TC_COLUMNS = ["run", "baseline", "kernel", "dtype", "seq_len", "head_dim", "drop
 #: the tensor cores, next to SDPA flash on the same inputs (columns: data/measurements/README.md).
 EAGER16 = "eager16_h200.csv"
 EAGER16_ENERGY = "eager16_energy_h200.csv"
-#: the columns these readers use, named by the writer's schema (measurements.eager16)
-EAGER16_COLUMNS = (*eager16_schema.KEY, "median_ms", "ok", "rel_err_o", "extra_alloc_bytes")
 #: The 16-bit standard attention practitioners run (eager16_h200.csv): plain eager (softmax in the
 #: dtype), Hugging Face's eager (softmax in fp32, cast back), the paper's attention_ref; each is
 #: paired with FLASH16. naive_tc / fa2_tc are our kernels (context).
@@ -177,7 +139,7 @@ def _current(name):
 
 def figure2_speedups(path):
     """standard / FA2-varlen step time per dropout from figure2_h200.csv."""
-    frame = read_csv(path, FIGURE2_COLUMNS)
+    frame = read_frame(path, schemas.FIGURE2)
     frame = frame.assign(wall_ms_median=pd.to_numeric(frame["wall_ms_median"], errors="raise"))
     std = frame[frame.variant == "standard"].set_index("dropout_p")
     fa2 = frame[frame.variant == "fa2_varlen"].set_index("dropout_p")
@@ -204,7 +166,7 @@ def tc_bench_speedups(path, run="tensor-core bench, fwd"):
     (tc_bench_h200.csv, or its successor tc_side_by_side_h200.csv: the same columns and more).
     Non-causal rows only; fa2_tc in its default configuration; a variant out of memory has no time
     and so no pair."""
-    frame = read_csv(path, TC_BENCH_COLUMNS)
+    frame = read_frame(path, schemas.SIDE_BY_SIDE)
     frame = frame[
         (frame.causal.astype(str) == "False")
         & ((frame.kernel != "fa2_tc") | frame.config.astype(str).str.contains("default"))
@@ -259,7 +221,7 @@ def eager16_times(path=None):
     """The timed, checked rows of the 16-bit baseline run (`eager16_h200.csv`): kernel (= variant), dtype,
     pass, causal (bool), SHAPE, time_ms; rows past the run's time budget (no time) or failing their
     float64 check left out."""
-    frame = read_csv(path if path is not None else lookup(EAGER16), EAGER16_COLUMNS)
+    frame = read_frame(path if path is not None else lookup(EAGER16), schemas.EAGER16)
     frame = frame.assign(
         causal=frame["causal"].astype(str) == "True",
         ok=frame["ok"].astype(str) == "True",
@@ -345,8 +307,6 @@ TC_PROFILE = "profile_h200_tc.csv"
 MODEL_VS_NCU = "model_vs_ncu_h200.csv"
 TC_MODEL_VS_NCU = "model_vs_ncu_h200_tc.csv"
 CEILINGS = "ceilings_h200.json"
-PROFILE_COLUMNS = ("kernel", "launch", *SHAPE, "params", "metric", "value", "unit", "source", "note")
-MODEL_VS_NCU_COLUMNS = model_vs_ncu.COLUMNS  # the writer's own list
 #: the pairs (kernel counter, simlib prediction) of a profile's counting build
 COUNTERS = ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes")
 #: ncu metric names, from simlib.physical.metrics (the profiler's and the model's one list)
@@ -357,13 +317,13 @@ SECTOR_BYTES = 32
 
 def read_profile(path):
     """A profile CSV (`python -m gpu_kernels profile`) with numeric `value` (ncu's 'n/a' → NaN)."""
-    frame = read_csv(path, PROFILE_COLUMNS)
+    frame = read_frame(path, schemas.PROFILE)
     return frame.assign(value=pd.to_numeric(frame["value"], errors="coerce"))
 
 
 def read_model_vs_ncu(path):
     """A model-vs-ncu table (`python -m gpu_kernels model-vs-ncu`) as written."""
-    return read_csv(path, MODEL_VS_NCU_COLUMNS)
+    return read_frame(path, schemas.MODEL_VS_NCU)
 
 
 def counter_differences(profile):
@@ -419,12 +379,13 @@ def bytes_by_level(profile, model_vs_ncu):
 def read_ceilings(path=None):
     """The card's measured ceilings (`python -m gpu_kernels ceilings`): FLOP/s of the mma.sync
     register loop per 16-bit dtype and of the FFMA loop (fp32), and the copy bandwidth in B/s."""
-    raw = json.loads((path if path is not None else lookup(CEILINGS)).read_text())
+    path = path if path is not None else lookup(CEILINGS)
+    raw = read_json(path)
     return {
-        "bf16": raw["mma_bf16"]["tflops"] * 1e12,
-        "fp16": raw["mma_fp16"]["tflops"] * 1e12,
-        "fp32": raw["ffma_fp32"]["tflops"] * 1e12,
-        "copy_bytes_per_s": raw["copy"]["gbps"] * 1e9,
+        "bf16": keys_of(raw, path, "mma_bf16", "tflops") * 1e12,
+        "fp16": keys_of(raw, path, "mma_fp16", "tflops") * 1e12,
+        "fp32": keys_of(raw, path, "ffma_fp32", "tflops") * 1e12,
+        "copy_bytes_per_s": keys_of(raw, path, "copy", "gbps") * 1e9,
     }
 
 
@@ -434,13 +395,13 @@ TC_SIDE_BY_SIDE_CAUSAL = "tc_side_by_side_h200_causal.csv"
 
 
 def _tc_rows(path, causal_path):
-    frame = read_csv(path if path is not None else lookup(TC_SIDE_BY_SIDE), TC_BENCH_COLUMNS)
+    frame = read_frame(path if path is not None else lookup(TC_SIDE_BY_SIDE), schemas.SIDE_BY_SIDE)
     frame = frame.assign(causal=frame["causal"].astype(str) == "True")
     variant_run = _current(TC_SIDE_BY_SIDE_CUPY) if path is None and causal_path is None else None
     if path is None and causal_path is None:
         causal_path = _current(TC_SIDE_BY_SIDE_CAUSAL)
     if causal_path is not None:
-        causal = read_csv(causal_path, TC_BENCH_COLUMNS)
+        causal = read_frame(causal_path, schemas.SIDE_BY_SIDE)
         causal = causal.assign(causal=causal["causal"].astype(str) == "True")
         frame = pd.concat([frame[~frame["causal"]], causal[causal["causal"]]], ignore_index=True)
     frame = with_variant_run(frame, variant_run)
@@ -638,7 +599,7 @@ def with_variant_run(frame, run_path):
     `run_path` holds replaced by that run's rows; `frame` itself when `run_path` is None."""
     if run_path is None:
         return frame
-    run = read_csv(run_path, TC_BENCH_COLUMNS)
+    run = read_frame(run_path, schemas.SIDE_BY_SIDE)
     run = run.assign(causal=run["causal"].astype(str) == "True")
     return pd.concat([frame[~frame["kernel"].isin(set(run["kernel"]))], run], ignore_index=True)
 
@@ -651,35 +612,26 @@ def read_cuda_context(path=None):
     """The CUDA-context run: GPU, driver, and the median bytes per (framework, stage), e.g.
     ("torch", "sdpa"): the context after a first cuBLAS product and a first SDPA call, beyond what
     the framework's allocator holds."""
-    raw = json.loads(Path(path if path is not None else lookup(CUDA_CONTEXT)).read_text())
+    path = Path(path if path is not None else lookup(CUDA_CONTEXT))
+    raw = read_json(path)
+    summary = keys_of(raw, path, "summary")
     return {
-        "gpu_name": raw["gpu_name"],
-        "driver_version": raw["driver_version"],
+        "gpu_name": keys_of(raw, path, "gpu_name"),
+        "driver_version": keys_of(raw, path, "driver_version"),
         "bytes": {
-            (fw, st): v["median_bytes"] for fw, stages in raw["summary"].items() for st, v in stages.items()
+            (fw, st): keys_of(summary, path, fw, st, "median_bytes") for fw in summary for st in summary[fw]
         },
     }
 
 
 #: fa2_tc version 4 against torch flash and cuDNN (benchmarks/fa2_tc_speed.py, issue 22).
 FA2_TC_SPEED = "fa2_tc_speed.csv"
-FA2_TC_SPEED_COLUMNS = (
-    "kernel",
-    "config",
-    "dtype",
-    "seq_len",
-    "head_dim",
-    "causal",
-    "median_ms",
-    "tflops",
-    "ok",
-)
 
 
 def fa2_tc_speed(path=None):
     """fa2_tc's default build next to torch flash and cuDNN, one row per (dtype, causal, d, N): ms of
     each and fa2_tc / flash, as `benchmarks/fa2_tc_speed.py` measured them (checked rows only)."""
-    frame = read_csv(path if path is not None else lookup(FA2_TC_SPEED), FA2_TC_SPEED_COLUMNS)
+    frame = read_frame(path if path is not None else lookup(FA2_TC_SPEED), schemas.FA2_TC_SPEED)
     frame = frame[frame["ok"].astype(str) == "True"]
     frame = frame[(frame.kernel != "fa2_tc") | frame.config.astype(str).str.startswith("default")]
     wide = frame.pivot_table(

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from measurements import schemas
+from measurements.readers import read_frame
 from simlib import Workload, count, load_preset
 from simlib.kvcache import load_model
 
@@ -785,7 +787,7 @@ def verdict_t():
     f2 = readers._current(readers.FIGURE2)
     measured = NOT_MEASURED
     if f2 is not None:
-        frame = readers.read_csv(f2, readers.FIGURE2_COLUMNS)
+        frame = read_frame(f2, schemas.FIGURE2)
         std = frame[(frame.variant == "standard") & (frame.dropout_p == 0)].iloc[0]
         var = frame[(frame.variant == "fa2_varlen") & (frame.dropout_p == 0)].iloc[0]
         measured = (
@@ -835,7 +837,7 @@ def verdict_v(eager16="current"):
     path = readers._current(readers.EAGER16) if eager16 == "current" else eager16
     measured = NOT_MEASURED
     if path is not None:
-        raw = readers.read_csv(path, readers.EAGER16_COLUMNS)
+        raw = read_frame(path, schemas.EAGER16)
         raw = raw[(raw["pass"] == "fwd_bwd") & (raw.causal.astype(str) == "False") & (raw.seq_len == 16384)]
         raw = raw[raw.dtype == "bf16"]
         if len(raw):
@@ -935,7 +937,7 @@ def verdict_z(eager16="current"):
     path = readers._current(readers.EAGER16) if eager16 == "current" else eager16
     measured, number = NOT_MEASURED, "exact (Theorem 1)"
     if path is not None:
-        raw = readers.read_csv(path, readers.EAGER16_COLUMNS)
+        raw = read_frame(path, schemas.EAGER16)
         raw = raw[pd.to_numeric(raw.rel_err_o, errors="coerce").notna()]
         err = raw.assign(e=pd.to_numeric(raw.rel_err_o)).groupby(["dtype", "variant"])["e"].max()
         parts = []

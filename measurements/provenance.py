@@ -1,8 +1,9 @@
 """Where a measurement came from, written with it: every data file F gets F.provenance.json.
 
 A run has one ``run_id`` (``--run-id``, FLASHIO_RUN_ID, or the UTC time and commit); each sidecar
-records it and the ``sha256`` of F's bytes, so a reader (measurements.manifest) can never
-pair a file with another run's provenance. Both files are written to temporary names first (mode
+records it and the ``sha256`` of F's bytes (and, for a CSV, its number of ``rows``), so a reader
+(measurements.manifest, measurements.readers) can never pair a file with another run's provenance
+nor read a file cut after its run. Both files are written to temporary names first (mode
 0644) and renamed one right after the other; a run that is cut off between two configurations
 leaves the last complete pair. The atomic writer is simlib's (``simlib.safe_write``): one for
 the whole project.
@@ -169,6 +170,8 @@ def write_measurement(path: str, text: str, record: dict) -> str:
         "sha256": hashlib.sha256(data).hexdigest(),
         "bytes": len(data),
     }
+    if path.endswith(".csv"):  # the readers check the row count too (measurements.readers)
+        side["rows"] = max(sum(1 for fields in csv.reader(io.StringIO(text, newline="")) if fields) - 1, 0)
     write_atomic(path, text)
     write_atomic(sidecar_path(path), json.dumps(side, indent=1, default=str) + "\n")
     return path

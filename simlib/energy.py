@@ -63,6 +63,28 @@ BENCH_ENTRY = {
     "tc_matmul": ("tensor_core_gemm", "flop"),
     "fp32_matmul": ("fp32_gemm", "flop"),
 }
+#: The columns of energy_calibration_<gpu>.csv, as benchmarks/energy_h200.py writes them (the
+#: measurement layer's schema of that file, measurements.schemas.ENERGY_CALIBRATION, is this list).
+CALIBRATION_COLUMNS = (
+    "bench",
+    "repeat",
+    "units",
+    "unit",
+    "calls",
+    "seconds",
+    "joules",
+    "watts",
+    "steps_seen",
+    "sm_mhz",
+    "sm_mhz_min",
+    "sm_mhz_max",
+    "mem_mhz",
+    "temp_c_start",
+    "temp_c",
+    "power_w",
+    "rate_per_s",
+    "note",
+)
 #: The L2 and shared-memory benchmarks add one FP32 instruction (FADD) per 4 bytes loaded; an
 #: FP32 instruction is charged as one FFMA, i.e. 2 FLOPs of the fp32_fma figure.
 FADD_BYTES = 4

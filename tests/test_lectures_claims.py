@@ -10,6 +10,7 @@ import pytest
 
 from evidence import claims, intensity, readers, verdicts
 from evidence.verdicts import CONDITIONS, FAILS, HOLDS, NOT_CHECKED
+from measurements import schemas
 from simlib import load_preset
 
 N, D = 4096, 64
@@ -185,12 +186,12 @@ def write_csv(path, columns, rows):
     return path
 
 
-def figure2(tmp_path, rows, columns=readers.FIGURE2_COLUMNS):
+def figure2(tmp_path, rows, columns=schemas.FIGURE2.required):
     return write_csv(tmp_path / "figure2_h200.csv", columns, rows)
 
 
 def tc_bench(tmp_path, rows):
-    return write_csv(tmp_path / "tc_bench_h200.csv", readers.TC_BENCH_COLUMNS, rows)
+    return write_csv(tmp_path / "tc_bench_h200.csv", schemas.SIDE_BY_SIDE.required, rows)
 
 
 def test_figure2_run_is_shown_but_n_1k_is_not_long(tmp_path):
@@ -214,8 +215,8 @@ def eager16(tmp_path, rows):
     full = []
     for v, dt, p, n, ms in rows:
         values = dict(zip(given, (v, dt, p, False, 2**18 // n // 16, 16, n, 64, ms, True)))
-        full.append([values.get(c, "") for c in readers.EAGER16_COLUMNS])
-    return write_csv(tmp_path / "eager16_h200.csv", readers.EAGER16_COLUMNS, full)
+        full.append([values.get(c, "") for c in schemas.EAGER16.required])
+    return write_csv(tmp_path / "eager16_h200.csv", schemas.EAGER16.required, full)
 
 
 def test_the_16_bit_baseline_decides_e_at_long_sequences(tmp_path):
@@ -458,7 +459,7 @@ def test_e_the_16_bit_baseline_decides_over_the_side_by_side(tmp_path):
         ("torch_math", "", "bf16", 4, 16, 4096, 64, False, 30.0),
         ("torch_flash", "", "bf16", 4, 16, 4096, 64, False, 1.0),  # SDPA math 30×: fp32 inside, shown only
     ]
-    side = write_csv(tmp_path / "tc_side_by_side_h200.csv", readers.TC_BENCH_COLUMNS, rows)
+    side = write_csv(tmp_path / "tc_side_by_side_h200.csv", schemas.SIDE_BY_SIDE.required, rows)
     base = eager16(tmp_path, [("eager", "bf16", "fwd", 4096, 3.0), ("torch_flash", "bf16", "fwd", 4096, 1.0)])
     v = verdicts.verdict_e(
         tensor_core=readers.tensor_core_speedups(None, None, None, side, base),

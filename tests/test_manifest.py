@@ -101,13 +101,25 @@ def test_a_file_without_sidecar_is_refused(tmp_path):
         mf.verify(folder, "run16")
 
 
-def test_a_shared_sidecar_without_hash_covers_a_csv_and_its_log(tmp_path):
+def test_a_shared_sidecar_without_its_own_file_or_hash_is_refused(tmp_path):
+    """The runs before the sidecar rule shared <stem>.provenance.json (no sha256) between a CSV and its
+    log; `sidecar_of` still reads those in the tree, but a new run must bring F.provenance.json per file."""
     folder = tmp_path / "out"
     folder.mkdir()
     (folder / "l2_h200.csv").write_text("a\n")
     (folder / "l2_h200.log").write_text("")
     (folder / "l2_h200.provenance.json").write_text(json.dumps({"run_id": "run09"}))
-    assert list(mf.verify(folder, "run09")) == [folder / "l2_h200.provenance.json"]
+    with pytest.raises(mf.ManifestError, match=r"l2_h200.csv: no sidecar \(l2_h200.csv.provenance.json\)"):
+        mf.verify(folder, "run09")
+    sha = hashlib.sha256(b"a\n").hexdigest()
+    (folder / "l2_h200.csv.provenance.json").write_text(json.dumps({"run_id": "run09", "sha256": sha}))
+    with pytest.raises(mf.ManifestError, match="l2_h200.provenance.json: a sidecar without its file"):
+        mf.verify(folder, "run09")
+    (folder / "l2_h200.provenance.json").unlink()
+    assert list(mf.verify(folder, "run09")) == [folder / "l2_h200.csv.provenance.json"]  # the log is covered
+    (folder / "l2_h200.csv.provenance.json").write_text(json.dumps({"run_id": "run09"}))
+    with pytest.raises(mf.ManifestError, match="l2_h200.csv.provenance.json: no sha256 of l2_h200.csv"):
+        mf.verify(folder, "run09")
 
 
 def test_a_log_is_covered_by_its_csvs_sidecar_whose_hash_is_the_csvs(tmp_path):

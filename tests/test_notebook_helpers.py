@@ -24,6 +24,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from course import charts
 from evidence import claims, intensity, numbers, paper, readers, verdicts  # noqa: E402
+from measurements import readers as measurement_readers
+from measurements import schemas
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -251,13 +253,14 @@ def test_bench_reader_keeps_the_median_of_the_fastest_params(tmp_path):
 def test_a_file_without_its_writers_columns_fails_loudly_naming_file_and_column(tmp_path):
     path = write(tmp_path, "kernel,N,d,time_ms\nnaive,8192,64,12\n")
     with pytest.raises(
-        readers.MeasurementFileError, match=r"bench.csv: missing column\(s\) batch, heads, seq_len"
+        measurement_readers.MeasurementFileError,
+        match=r"bench.csv: missing column\(s\) batch, heads, seq_len",
     ):
         readers.bench_times(path)
     path = write(
         tmp_path, "kernel,batch,heads,seq_len,head_dim,params,metric,value,unit,note\n", name="cmp.csv"
     )
-    with pytest.raises(readers.MeasurementFileError, match="cmp.csv: missing column.s. variant"):
+    with pytest.raises(measurement_readers.MeasurementFileError, match="cmp.csv: missing column.s. variant"):
         readers.compare_times(path)
 
 
@@ -270,9 +273,9 @@ def test_a_non_numeric_time_fails_loudly(tmp_path):
 def test_provenance_sidecar(tmp_path):
     path = write(tmp_path, "x\n")
     with pytest.raises(FileNotFoundError, match="bench.csv: no provenance sidecar"):
-        readers.read_provenance(path)
+        measurement_readers.read_provenance(path)
     (tmp_path / "bench.provenance.json").write_text('{"gpu_name": "X"}')
-    assert readers.read_provenance(path) == {"gpu_name": "X"}
+    assert measurement_readers.read_provenance(path) == {"gpu_name": "X"}
 
 
 def test_committed_measurements_read_with_their_schemas():
@@ -562,7 +565,7 @@ def test_a_variant_run_replaces_every_row_of_its_variants_and_nothing_else(tmp_p
         "cupy_naive,GemmEx fp16,fp16,16,16,1024,64,True,5.0,,\n",
         name="tc_cupy.csv",
     )
-    frame = readers.read_csv(main, readers.TC_BENCH_COLUMNS)
+    frame = measurement_readers.read_frame(main, schemas.SIDE_BY_SIDE)
     frame = frame.assign(causal=frame["causal"].astype(str) == "True")
     out = readers.with_variant_run(frame, run)
     # torch_flash kept; both old cupy rows (the untimed bf16 one and the timed fp16 one) gone

@@ -29,32 +29,9 @@ import statistics
 import time
 import traceback
 
-DECODE_FIELDS = [
-    "kernel",
-    "config",
-    "dtype",
-    "batch",
-    "heads",
-    "kv_heads",
-    "query_len",
-    "seq_len",
-    "head_dim",
-    "splits",
-    "median_ms",
-    "min_ms",
-    "max_ms",
-    "reps",
-    "hbm_bytes",
-    "kernel_hbm_bytes",
-    "gbps",
-    "copy_gbps",
-    "frac_of_copy",
-    "ratio_to_best_sdpa",
-    "rel_err",
-    "tol",
-    "ok",
-    "note",
-]
+from measurements.schemas import DECODE_SIDE_BY_SIDE
+
+DECODE_FIELDS = list(DECODE_SIDE_BY_SIDE.columns)  # measurements.schemas: the one definition
 SDPA = ("torch_flash", "torch_cudnn", "torch_efficient", "torch_math")
 DECODE_VARIANTS = ("decode_tc", "fa2_tc", *SDPA)
 COPY_BYTES = 2 * 2**30  # per buffer: 2 GiB copied, 4 GiB moved

@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from measurements.provenance import csv_text, provenance, write_measurement
+from measurements.schemas import HARNESS
 from simlib.workload import Workload
 
 from ..device import l2_bytes
@@ -27,7 +28,7 @@ from .ceilings import floors, measure_copy_bandwidth, measure_ffma_peak, measure
 from .timing import measure_variant
 from .variants import SIMLIB_SCHEDULE, VARIANTS, available, intermediate_bytes
 
-FIELDS = ["variant", "batch", "heads", "seq_len", "head_dim", "params", "metric", "value", "unit", "note"]
+FIELDS = list(HARNESS.columns)  # measurements.schemas: the one definition, the readers check it
 MEMORY_FRACTION = 0.45
 METRIC_UNITS = (
     ("ms", "ms (median)"),

@@ -29,6 +29,7 @@ import time
 
 from measurements.ncu_csv import parse_ncu_csv
 from measurements.provenance import csv_text, provenance, write_measurement
+from measurements.schemas import PROFILE
 from simlib.physical.metrics import PROFILE_METRICS
 
 from ..counting import COUNT_KEYS
@@ -40,20 +41,7 @@ SUMMABLE = [m for m in METRICS if m.endswith(".sum")]
 KERNEL_REGEX = "regex:fa2_forward|matmul_t|softmax_t|fa2_tc_|naive_tc_"
 #: Bytes per element of each kernel's Q, K, V, O (the tensor-core kernels run bf16).
 ITEM = {"naive": 4, "tiled": 4, "fa2_tc": 2, "naive_tc": 2}
-FIELDS = [
-    "kernel",
-    "launch",
-    "batch",
-    "heads",
-    "seq_len",
-    "head_dim",
-    "params",
-    "metric",
-    "value",
-    "unit",
-    "source",
-    "note",
-]
+FIELDS = list(PROFILE.columns)  # measurements.schemas: the one definition, the readers check it
 
 
 def _launch_kind(name: str) -> str:

@@ -44,34 +44,13 @@ import sys
 import time
 import traceback
 
+from measurements.schemas import SIDE_BY_SIDE
+
 from ..tensor_core.dtypes import DTYPES
 from .decode_side_by_side import DECODE_VARIANTS
 from .torch_views import bits_view, tolerance  # noqa: F401 (bits_view: the benchmarks take it from here)
 
-FIELDS = [
-    "kernel",
-    "config",
-    "dtype",
-    "batch",
-    "heads",
-    "seq_len",
-    "head_dim",
-    "causal",
-    "median_ms",
-    "min_ms",
-    "max_ms",
-    "reps",
-    "per_event",
-    "flops",
-    "tflops",
-    "rel_err",
-    "tol",
-    "ok",
-    "checked_heads",
-    "kv_heads",
-    "ratio_to_torch_flash",
-    "note",
-]
+FIELDS = list(SIDE_BY_SIDE.columns)  # measurements.schemas: the one definition, the readers check it
 VARIANTS = ("fa2_tc", "naive_tc", "cupy_naive", "torch_math", "torch_flash", "torch_cudnn", "torch_efficient")
 TOKENS = 2**18
 HEADS = 16
