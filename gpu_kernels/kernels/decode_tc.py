@@ -54,6 +54,7 @@ from ..counting import new_counters, simulator_enabled
 from ..flush import flush_counters
 from ..tensor_core.addressed_ops import addressed_ops, cp_wait_group
 from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
+from ..tensor_core.flash_tile import flash_tile_ops
 from ..tensor_core.plan import counts_from_bytes, upload
 from ..tensor_core.tiles import block_copiers
 from ..tensor_core.warp_ops import lane_broadcast, warp_ops
@@ -128,8 +129,8 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
     F_L = F_M + W * QR
     CPR = D // MERGE_COLS  # merge items per row
     COUNTING = counting
-    mma, _, _, _, _, _, pack2, _, quad_max, quad_sum, _, _ = warp_ops(dtype, simulator)
-    smem_base, ldsm_x4, ldsm_x4_t, cp16, cp16z, _, ex2, fmax = addressed_ops(dtype, simulator)
+    _, _, _, _, _, _, pack2, _, _, quad_sum, _, _ = warp_ops(dtype, simulator)
+    smem_base, ldsm_x4, _, cp16, cp16z, _, ex2, fmax = addressed_ops(dtype, simulator)
     copy_q, copy_q_ragged = block_copiers(cp16, cp16z, QR, D, NT, simulator)
     copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator)
     cp_commit = warp_ops(dtype, simulator).cp_commit
@@ -137,11 +138,25 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
     cp_wait_ring = cp_wait_group(STAGES - 2, simulator)
     ALIGN = None if simulator else 128
     C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
+    load_q, qk_step, softmax_update, pack_p, pv_products = flash_tile_ops(dtype, simulator, MT, NS, NO, D, C)
     NEG_INF = np.float32(-np.inf)
     ZERO = np.float32(0.0)
     ONE = np.float32(1.0)
     LOW = np.uint32(0xFFFF)
     SIXTEEN = np.uint32(16)
+
+    def issue_tile(base, so, k, v, g, ck, tid):
+        """My cp.async copies of one tile of K and V (rows from element g, ck of them valid: the rest
+        zero-filled) into the stage at element so; (global bytes read, shared bytes written)."""
+        if ck == BC:
+            got, put = copy_kv(base, so, k, g, tid)
+            got2, put2 = copy_kv(base, so + BC * D, v, g, tid)
+        else:
+            got, put = copy_kv_ragged(base, so, k, g, ck, tid)
+            got2, put2 = copy_kv_ragged(base, so + BC * D, v, g, ck, tid)
+        return got + got2, put + put2
+
+    issue_tile = (cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True))(issue_tile)
 
     def decode_split(q, k, v, o, o_part, lse_part, counters, n_k, chunk, n_splits, rows):
         # q, o: flat (units·R·d,) uint16 bits; k, v: flat (units·L·d,); o_part: (units·R·s·d,) fp32,
@@ -183,17 +198,12 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
             n_sw += put
         for st in range(STAGES - 1):
             if st < nt:
-                ck = min(BC, c - st * BC)
-                so = Q_ELEMS + st * STAGE
-                if ck == BC:
-                    got, put = copy_kv(base, so, k, kvg + st * BC * D, tid)
-                    got2, put2 = copy_kv(base, so + BC * D, v, kvg + st * BC * D, tid)
-                else:
-                    got, put = copy_kv_ragged(base, so, k, kvg + st * BC * D, ck, tid)
-                    got2, put2 = copy_kv_ragged(base, so + BC * D, v, kvg + st * BC * D, ck, tid)
+                got, put = issue_tile(
+                    base, Q_ELEMS + st * STAGE, k, v, kvg + st * BC * D, min(BC, c - st * BC), tid
+                )
                 if COUNTING:
-                    n_gr += got + got2
-                    n_sw += put + put2
+                    n_gr += got
+                    n_sw += put
             cp_commit()  # an empty group past the end keeps the count of groups the same
 
         # ldmatrix lane roles and swizzled offsets as in fa2_tc (every row index used is ≡ lane mod 8)
@@ -216,26 +226,16 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
             cp_wait_ring()  # my copies of tile j (and Q) have landed
             cuda.syncthreads()  # everyone's; and everyone is done with tile j − 1's stage
             if j == 0:
-                for mt in range(MT):
-                    for kk in range(KQ):
-                        qa[mt * KQ + kk, 0], qa[mt * KQ + kk, 1], qa[mt * KQ + kk, 2], qa[mt * KQ + kk, 3] = (
-                            ldsm_x4(base, q_lane + 16 * mt * D + xa[kk & 3] + (kk >> 2) * 64)
-                        )
+                load_q(qa, base, q_lane, xa)
                 if COUNTING:
                     n_sr += 16 * MT * KQ
             nx = j + STAGES - 1  # refill the stage tile j − 1 used
             if nx < nt:
-                ck = min(BC, c - nx * BC)
                 so = Q_ELEMS + (nx % STAGES) * STAGE
-                if ck == BC:
-                    got, put = copy_kv(base, so, k, kvg + nx * BC * D, tid)
-                    got2, put2 = copy_kv(base, so + BC * D, v, kvg + nx * BC * D, tid)
-                else:
-                    got, put = copy_kv_ragged(base, so, k, kvg + nx * BC * D, ck, tid)
-                    got2, put2 = copy_kv_ragged(base, so + BC * D, v, kvg + nx * BC * D, ck, tid)
+                got, put = issue_tile(base, so, k, v, kvg + nx * BC * D, min(BC, c - nx * BC), tid)
                 if COUNTING:
-                    n_gr += got + got2
-                    n_sw += put + put2
+                    n_gr += got
+                    n_sw += put
             cp_commit()
             so = Q_ELEMS + (j % STAGES) * STAGE
 
@@ -244,22 +244,7 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
                 for e in range(4):
                     s[t, e] = ZERO
             for kk in range(KQ):
-                for p in range(NS // 2):
-                    b0, b1, b2, b3 = ldsm_x4(base, so + k_lane + 16 * p * D + xk[kk & 3] + (kk >> 2) * 64)
-                    for mt in range(MT):
-                        a0, a1, a2, a3 = (
-                            qa[mt * KQ + kk, 0],
-                            qa[mt * KQ + kk, 1],
-                            qa[mt * KQ + kk, 2],
-                            qa[mt * KQ + kk, 3],
-                        )
-                        t0 = mt * NS + 2 * p
-                        s[t0, 0], s[t0, 1], s[t0, 2], s[t0, 3] = mma(
-                            a0, a1, a2, a3, b0, b1, s[t0, 0], s[t0, 1], s[t0, 2], s[t0, 3]
-                        )
-                        s[t0 + 1, 0], s[t0 + 1, 1], s[t0 + 1, 2], s[t0 + 1, 3] = mma(
-                            a0, a1, a2, a3, b2, b3, s[t0 + 1, 0], s[t0 + 1, 1], s[t0 + 1, 2], s[t0 + 1, 3]
-                        )
+                qk_step(s, qa, kk, KQ, base, so + k_lane, xk, kk)
             if COUNTING:
                 n_sr += 16 * KQ * (NS // 2)
 
@@ -273,61 +258,12 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
                                 s[mt * NS + t, e] = NEG_INF
                                 s[mt * NS + t, 2 + e] = NEG_INF
 
-            # --- online softmax of my 2·MT rows over my keys; the 4 lanes of a quad share a row
-            for mt in range(MT):
-                for h in range(2):
-                    mx = NEG_INF
-                    for t in range(NS):
-                        mx = fmax(mx, fmax(s[mt * NS + t, 2 * h], s[mt * NS + t, 2 * h + 1]))
-                    m_new = fmax(m[2 * mt + h], quad_max(mx) * C)
-                    mu = ZERO if m_new == NEG_INF else m_new  # a warp that saw only masked keys: p = 0
-                    al = ex2(m[2 * mt + h] - mu)
-                    m[2 * mt + h] = m_new
-                    total = ZERO
-                    for t in range(NS):
-                        for e in range(2):
-                            pv = ex2(cuda.fma(s[mt * NS + t, 2 * h + e], C, -mu))
-                            s[mt * NS + t, 2 * h + e] = pv
-                            total += pv
-                    lsum[2 * mt + h] = lsum[2 * mt + h] * al + total
-                    for t in range(NO):
-                        acc[mt * NO + t, 2 * h] *= al
-                        acc[mt * NO + t, 2 * h + 1] *= al
-            for mt in range(MT):
-                for kk in range(KP):
-                    t0 = mt * NS + 2 * kk
-                    pa[mt * KP + kk, 0] = pack2(s[t0, 0], s[t0, 1])
-                    pa[mt * KP + kk, 1] = pack2(s[t0, 2], s[t0, 3])
-                    pa[mt * KP + kk, 2] = pack2(s[t0 + 1, 0], s[t0 + 1, 1])
-                    pa[mt * KP + kk, 3] = pack2(s[t0 + 1, 2], s[t0 + 1, 3])
+            # --- online softmax of my 2·MT rows over my keys (a quad of lanes shares a row), P in the dtype
+            softmax_update(s, m, lsum, acc)
+            pack_p(s, pa)
 
             # --- O += P V_j over my KW keys
-            for kk in range(KP):
-                for p in range(NO // 2):
-                    b0, b1, b2, b3 = ldsm_x4_t(base, so + v_lane + 16 * kk * D + xa[p & 3] + (p >> 2) * 64)
-                    for mt in range(MT):
-                        t0 = mt * NO + 2 * p
-                        a0, a1, a2, a3 = (
-                            pa[mt * KP + kk, 0],
-                            pa[mt * KP + kk, 1],
-                            pa[mt * KP + kk, 2],
-                            pa[mt * KP + kk, 3],
-                        )
-                        acc[t0, 0], acc[t0, 1], acc[t0, 2], acc[t0, 3] = mma(
-                            a0, a1, a2, a3, b0, b1, acc[t0, 0], acc[t0, 1], acc[t0, 2], acc[t0, 3]
-                        )
-                        acc[t0 + 1, 0], acc[t0 + 1, 1], acc[t0 + 1, 2], acc[t0 + 1, 3] = mma(
-                            a0,
-                            a1,
-                            a2,
-                            a3,
-                            b2,
-                            b3,
-                            acc[t0 + 1, 0],
-                            acc[t0 + 1, 1],
-                            acc[t0 + 1, 2],
-                            acc[t0 + 1, 3],
-                        )
+            pv_products(acc, pa, base, so + v_lane, xa)
             if COUNTING:
                 n_sr += 16 * KP * (NO // 2)
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import statistics
 import time
-import traceback
 
 from measurements.schemas import DECODE_SIDE_BY_SIDE
 
@@ -219,7 +218,7 @@ def bench_decode_shape(sh, names, copy, torch, log):
     from simlib import Workload, count
 
     from ..kernels.decode_tc import default_config, default_splits
-    from .torch_views import tolerance
+    from .torch_views import checked_first_call, not_timed, tolerance
 
     rows_r = (sh.h // sh.hkv) * sh.ql
     s0 = default_splits(sh.b, sh.hkv, sh.n, sh.d, rows_r, sh.dtype)
@@ -248,19 +247,12 @@ def bench_decode_shape(sh, names, copy, torch, log):
             row["kernel_hbm_bytes"] = int(count("decode_tc", wl, **kw).hbm_bytes)
         try:
             launch = make()
-            sh.out.fill_(float("nan"))
-            t0 = time.perf_counter()
-            o = launch(0)
-            torch.cuda.synchronize()
-            first_ms = (time.perf_counter() - t0) * 1e3
-            e = sh.err(o, torch)
-            del o
+            first_ms, e = checked_first_call(sh, launch, torch)
             t, reps, ahead = queued_times(launch, sh.n_sets, torch)
         except Exception as ex:  # a backend that refuses the shape, out of memory: say so, go on
-            msg = f"{type(ex).__name__}: {str(ex).splitlines()[0][:160] if str(ex) else ''}"
-            at = traceback.extract_tb(ex.__traceback__)[-1]
+            msg, at = not_timed(ex)
             log(
-                f"decode {sh.dtype} B={sh.b} H={sh.h}/{sh.hkv} L={sh.n} d={sh.d} {name}: not timed ({msg}; at {at.lineno})"
+                f"decode {sh.dtype} B={sh.b} H={sh.h}/{sh.hkv} L={sh.n} d={sh.d} {name}: not timed ({msg}; at {at})"
             )
             rows.append({**row, "ok": False, "note": "not timed: " + msg})
             torch.cuda.empty_cache()

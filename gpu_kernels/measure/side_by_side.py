@@ -37,18 +37,16 @@ import argparse
 import csv
 import io
 import math
-import os
 import re
 import statistics
 import sys
 import time
-import traceback
 
 from measurements.schemas import SIDE_BY_SIDE
 
 from ..tensor_core.dtypes import DTYPES
 from .decode_side_by_side import DECODE_VARIANTS
-from .torch_views import bits_view, tolerance  # noqa: F401 (bits_view: the benchmarks take it from here)
+from .torch_views import bits_view, checked_first_call, not_timed, tolerance  # noqa: F401 (bits_view: the benchmarks')
 
 FIELDS = list(SIDE_BY_SIDE.columns)  # measurements.schemas: the one definition, the readers check it
 VARIANTS = ("fa2_tc", "naive_tc", "cupy_naive", "torch_math", "torch_flash", "torch_cudnn", "torch_efficient")
@@ -304,13 +302,7 @@ def bench_shape(sh, names, min_reps, max_reps, torch, log):
         row = {**base, "kernel": name, "config": config, "flops": flops, "reps": 0}
         try:
             launch = make()
-            sh.out.fill_(float("nan"))  # poisoned: an unwritten element fails the check
-            t0 = time.perf_counter()
-            o = launch(0)
-            torch.cuda.synchronize()
-            first_ms = (time.perf_counter() - t0) * 1e3
-            e = sh.err(o, torch)
-            del o
+            first_ms, e = checked_first_call(sh, launch, torch)
             launch(1)  # warm (compiled by the first): the next call's time sets the reps
             torch.cuda.synchronize()
             t1 = time.perf_counter()
@@ -321,11 +313,9 @@ def bench_shape(sh, names, min_reps, max_reps, torch, log):
             reps = max(min_reps, min(max_reps, int(TARGET_S * 1e3 / (est * per_event))))
             t = _events_time(launch, reps, per_event, torch)
         except Exception as ex:  # out of memory, a backend that refuses the shape, a cupy dtype: say so
-            msg = f"{type(ex).__name__}: {str(ex).splitlines()[0][:160] if str(ex) else ''}"
-            at = traceback.extract_tb(ex.__traceback__)[-1]
+            msg, at = not_timed(ex)
             log(
-                f"{sh.dtype} causal={sh.causal} d={sh.d} N={sh.n} {name} {config}: not timed ({msg}; raised at "
-                f"{os.path.basename(at.filename)}:{at.lineno})"
+                f"{sh.dtype} causal={sh.causal} d={sh.d} N={sh.n} {name} {config}: not timed ({msg}; raised at {at})"
             )
             rows.append({**row, "ok": False, "note": "not timed: " + msg})
             keep.clear()

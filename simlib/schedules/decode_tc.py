@@ -47,7 +47,7 @@ from ..traffic import Event, Traffic, TrafficKey
 from ..workload import Workload
 from . import decode
 from .decode import SPLITS, packed_rows, split_lengths
-from .fa2_tc import WARPS
+from .fa2_tc import WARPS, check_tensor_core_workload
 
 #: The kernel's head dims, warps and tiles (gpu_kernels/kernels/decode_tc.py: DecodeConfig).
 HEAD_DIMS = (64, 128)
@@ -101,12 +101,7 @@ def build(
     splits: int | None = None,
     stages: int | None = None,
 ) -> DecodeTcMapping:
-    if workload.dtype not in ("fp16", "bf16"):
-        raise ValueError(
-            f"dtype: decode_tc runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}"
-        )
-    if workload.head_dim not in HEAD_DIMS:
-        raise ValueError(f"head_dim={workload.head_dim}: the decode_tc kernel supports head_dim 64 and 128")
+    check_tensor_core_workload(workload, "decode_tc")
     if workload.causal:
         raise ValueError("causal: a decode step attends the whole cache; use causal with prefill algorithms")
     r = packed_rows(workload)

@@ -76,6 +76,15 @@ class TcMapping(Tiling):
         return f"{super().summary()}; {self.warps} warps of {self.warp_rows} query rows{q}"
 
 
+def check_tensor_core_workload(workload: Workload, kernel: str) -> None:
+    """The tensor-core kernels' common ground: fp16 or bf16 inputs, head dim 64 or 128 (ValueError
+    naming the parameter and `kernel` otherwise)."""
+    if workload.dtype not in ("fp16", "bf16"):
+        raise ValueError(f"dtype: {kernel} runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}")
+    if workload.head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim={workload.head_dim}: the {kernel} kernel supports head_dim 64 and 128")
+
+
 def build(
     workload: Workload,
     sram_bytes: int | None,
@@ -84,12 +93,7 @@ def build(
     warp_rows: int | None = None,
     q_reload: bool | None = None,
 ) -> TcMapping:
-    if workload.dtype not in ("fp16", "bf16"):
-        raise ValueError(
-            f"dtype: fa2_tc runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}"
-        )
-    if workload.head_dim not in HEAD_DIMS:
-        raise ValueError(f"head_dim={workload.head_dim}: the fa2_tc kernel supports head_dim 64 and 128")
+    check_tensor_core_workload(workload, "fa2_tc")
     w = DEFAULT_WARPS if warps is None else warps
     bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
     if bc % 16:
