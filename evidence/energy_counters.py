@@ -36,6 +36,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from simlib.cost.hardware import shared_split  # noqa: F401  (re-exported: energy_check and energy_report use it)
 from simlib.energy import MEASUREMENTS, PJ, EnergyTable
 
 DRAM = ("dram__bytes_read.sum", "dram__bytes_write.sum")
@@ -59,13 +60,6 @@ FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
 TENSOR_CORE = {"fa2_tc", "naive_tc", "naive_tc_scores", "naive_tc_pv", "torch_flash", "torch_cudnn"}
 #: naive_tc's launches measured one at a time, and the kernel name each has under ncu.
 NAIVE_TC_LAUNCHES = {"naive_tc_scores": "scores", "naive_tc_softmax": "softmax", "naive_tc_pv": "pv"}
-
-
-def shared_split(lds32: float, lds128: float) -> tuple[float, float]:
-    """(pJ per shared-memory warp instruction, pJ per byte) from the pJ/B of conflict-free LDS.32
-    (128 B per instruction) and LDS.128 (512 B): a + 128·b = 128·lds32 and a + 512·b = 512·lds128."""
-    b = (512 * lds128 - 128 * lds32) / 384
-    return 128 * (lds32 - b), b
 
 
 def _files(kernels: bool) -> list[Path]:

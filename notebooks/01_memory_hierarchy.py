@@ -43,10 +43,11 @@
 # | 5 | The warehouse and the workbench |
 # | 10 | The presets: capacities, bandwidths, units |
 # | 10 | The roofline and the ridge point |
-# | 10 | The punchline: FlashAttention turns attention compute bound |
+# | 8 | The punchline: FlashAttention turns attention compute bound |
 # | 5 | Why the trips, not the arithmetic, cost the time |
-# | 5 | A caveat: the workbench has a bandwidth too |
-# | 5 | Summary and exercises |
+# | 7 | A sequence is not one roofline: each launch against its own roofs |
+# | 3 | A caveat: the workbench has a bandwidth too |
+# | 2 | Summary and exercises |
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Open with the analogy before any formula. The warehouse is huge but every trip costs time; the
@@ -447,6 +448,64 @@ display(
 )
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ## A sequence is not one roofline: each launch against its own roofs
+#
+# `roofline()` treats naive attention as one kernel with one pile of FLOPs and one pile of bytes. It
+# is a sequence of launches, and each launch waits on its own slowest unit: a matmul on the tensor
+# cores or on instruction issue, the softmax on device memory or on issue, FlashAttention on its
+# matmuls and its exponentials, which a warp issues one after the other. The cost model
+# (`simlib.cost`, `python -m simlib predict`) gives every launch its per-unit times on the H200 — each
+# unit's work over the rate a micro-benchmark reached — names the binding roof, and adds the launches.
+# Its calibration and its test on shapes measured after it was frozen are in Lecture 5.
+
+# %% tags=["remove-input"]
+from course import predictions  # noqa: E402  (the cost model's lecture helpers)
+
+per_launch = {
+    name: predictions.launches(name, Workload(4096, D, batch=2, heads=16, dtype=dtype))
+    for name, dtype in (
+        ("eager_bf16", "bf16"),
+        ("torch_flash", "bf16"),
+        ("numba_naive", "fp32"),
+        ("numba_fast", "fp32"),
+    )
+}
+table = pd.concat(
+    {k: v.set_index("launch") for k, v in per_launch.items()}, names=["implementation", "launch"]
+)
+table.round(2)
+
+# %% tags=["remove-input"]
+one = count("naive", Workload(4096, D, batch=2, heads=16, dtype="fp32"))
+whole = roofline(one, h200)
+eager, flash = per_launch["eager_bf16"], per_launch["torch_flash"].iloc[0]
+naive32 = per_launch["numba_naive"]
+display(
+    Markdown(
+        f"At N = 4096, d = {D}, B·H = 32: `roofline()` calls fp32 naive attention **{whole.bound}** "
+        f"({whole.time_s * 1e3:.2f} ms); launch by launch the binding roofs are "
+        + ", ".join(f"{launch} **{bound}**" for launch, bound in zip(naive32.launch, naive32["binding roof"]))
+        + f", {naive32['predicted (µs)'].sum() / 1e3:.1f} ms in all "
+        f"({naive32['predicted (µs)'].sum() / 1e3 / whole.time_s:.0f}× the single roofline): the numba "
+        "matmul issues dozens of instructions per multiply-add. In bf16 as practitioners run it (eager "
+        f"attention), the launches take {eager['predicted (µs)'].sum() / 1e3:.2f} ms, the slowest being "
+        f"**{eager.loc[eager['predicted (µs)'].idxmax(), 'launch']}** "
+        f"({eager.loc[eager['predicted (µs)'].idxmax(), 'binding roof']}-bound). FlashAttention-2 (PyTorch's "
+        f"kernel) no longer waits on DRAM ({flash['DRAM (µs)']:.0f} µs of it): it waits on its tensor cores "
+        f"({flash['tensor cores (µs)']:.0f} µs) and its exponentials ({flash['exp (MUFU) (µs)']:.0f} µs), "
+        f"which one warp issues in turn, next to instruction issue ({flash['instruction issue (µs)']:.0f} µs), "
+        f"at {flash['eta']:.0%} of that roof with 2 blocks (8 warps) per SM: "
+        f"{flash['predicted (µs)'] / 1e3:.2f} ms predicted."
+    )
+)
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The ratio "× the next roof" says how much faster the binding unit would have to become before
+# another one binds. For FlashAttention-2 the exponential unit is the new wall: the table's tensor-core
+# and exp columns are of the same order at d = 64, and a warp cannot overlap them (FlashAttention-3,
+# §3, is built around that); what remains is latency that 8 warps per SM cannot hide (eta).
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## A caveat: the workbench has a bandwidth too
 #
 # `roofline()` also reports how long the shared-memory (SRAM) bytes would take (`level_s["SRAM"]`).
@@ -496,8 +555,10 @@ display(
 # 3. Standard attention sits left of the fp16 ridge on every preset: its time is set by memory trips,
 #    most of them S and P going out and coming back.
 # 4. FlashAttention does the same arithmetic with fewer trips; tiling moves it right, across the ridge
-#    once the L2 absorbs its K/V re-reads (measured on the H200). In fp32 on the H200's CUDA cores the
-#    ridge is so low that even naive attention is compute bound — not the posts' regime.
+#    once the L2 absorbs its K/V re-reads (measured on the H200). In fp32 the single roofline puts even
+#    naive attention right of the ridge — but a kernel sequence is never one roofline: launch by launch
+#    each kernel waits on its own unit (the cost model names it), and FlashAttention, free of DRAM,
+#    waits on its matmuls and exponentials.
 # 5. A scalar kernel that reads every operand from shared memory has a second bottleneck: SRAM bandwidth.
 #    Next: where naive attention's trips come from (Lecture 2).
 

@@ -1,4 +1,4 @@
-"""Command line: `python -m simlib count|sweep|kvcache|figure2 ...`.
+"""Command line: `python -m simlib count|sweep|kvcache|figure2|energy|predict ...`.
 
 The schedule flags (--block-rows, --matmul-tile, --splits, --dropout/--no-dropout, --threads, ...)
 are made from the schedules' own `Parameter`s (simlib/schedules/), so a new schedule's parameters
@@ -28,6 +28,7 @@ import pandas as pd
 
 from .cli_evaluate import evaluate, options_of, workload_of
 from .cli_values import NoLoneDashValue, int_type, key_type, pair_type, size_type
+from .cost.cli import add_predict_command, run_predict_command
 from .counts import ALGORITHMS, Result, all_parameters, schedule_of
 from .energy_cli import add_energy_command, run_energy_command
 from .hardware import load_preset, preset_keys
@@ -143,6 +144,7 @@ def build_parser() -> Parser:
     )
     sub.add_parser("claims", help="every claim of the posts: model, paper, H200, verdict", add_help=False)
     add_energy_command(sub, _add_common)
+    add_predict_command(sub)
     return parser
 
 
@@ -395,6 +397,7 @@ COMMANDS = {
     "sweep": run_sweep,
     "kvcache": run_kvcache,
     "energy": run_energy_command,
+    "predict": run_predict_command,
 }
 
 

@@ -65,7 +65,7 @@ class Result(Counted):
     traffic: Traffic  # per unit of work (batch·head), in elements
     working_set: WorkingSet | None = None  # what one thread block holds on chip (None: not modelled)
     sram_overshoot_bytes: int | None = None  # bytes the paper's tile rule needs beyond sram_bytes
-    register_overshoot_bytes: int | None = None  # ... beyond the preset's register file per SM
+    register_overshoot_bytes: int | None = None  # ... beyond the registers per thread (or per SM)
 
     @property
     def schedule(self) -> Schedule:
@@ -208,13 +208,21 @@ def check_onchip(
         )
         or "its tiles"
     )
+    per_thread = bool(ws.threads and hardware and hardware.max_registers_per_thread)
+    if per_thread:  # registers per thread: the compiler's limit (255 on CC 9.0) × 4 B × the block's threads
+        assert hardware is not None and hardware.max_registers_per_thread is not None and ws.threads
+        limit = hardware.max_registers_per_thread
+        register_capacity: int | None = limit * 4 * ws.threads
+        holds_registers = (
+            f"{hardware.key}'s {limit} registers per thread hold {{:,}} B for {ws.threads} threads "
+            f"({-(-ws.bytes('registers') // (4 * ws.threads)):,} registers per thread needed)"
+        )
+    else:
+        register_capacity = hardware.register_file_bytes if hardware else None
+        holds_registers = f"{hardware.key if hardware else ''}'s register file holds {{:,}} B per SM"
     capacities = (
         ("SRAM", sram, "sram_bytes holds {:,} B"),
-        (
-            "registers",
-            hardware.register_file_bytes if hardware else None,
-            f"{hardware.key if hardware else ''}'s register file holds {{:,}} B per SM",
-        ),
+        ("registers", register_capacity, holds_registers),
     )
     overshoots: list[int | None] = []
     for level, capacity, holds in capacities:

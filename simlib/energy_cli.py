@@ -2,10 +2,12 @@
 
     python -m simlib energy --algorithm fa2 --seq-len 4096 --head-dim 64 --heads 16 --gpu h200 [--json]
 
-Takes every flag of `count` (the same parser helper), needs --gpu (the energy figures are per
-preset: data/energy/<gpu>.json), and adds --time-s (seconds the call takes, for the static power;
-default the roofline time) and --published (the H200's published figures instead of its measured
-ones). Bad input: one line on stderr, exit 2, as every simlib command.
+Takes every flag of `count` (the same parser helper), needs --gpu, and --model: ``cost`` (the
+default where the GPU has measured cost figures, the H200; simlib.cost: the implementation that runs
+the algorithm, every launch predicted) or ``logical`` (the default elsewhere) (the paper's three-level count priced by simlib.energy, data/energy/<gpu>.json,
+with --register-tile R: each SRAM operand element serves R outputs from registers; --time-s, the
+seconds the call takes for the static power, default the roofline time; --published, the H200's
+published figures instead of its measured ones). Bad input: one line on stderr, exit 2.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .cli_evaluate import evaluate, options_of, workload_of
+from .cli_values import int_type
 from .energy import energy, load_energy_table
 from .hardware import load_preset
 
@@ -27,6 +30,19 @@ def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, 
         "--time-s", type=float, help="seconds the call takes, for the static power (default: roofline)"
     )
     p.add_argument("--published", action="store_true", help="published figures, not the measured ones (h200)")
+    p.add_argument(
+        "--model",
+        choices=("cost", "logical"),
+        default=None,
+        help="cost (the default on a GPU with measured cost figures: h200): the cost model's prediction; "
+        "logical (the default elsewhere): the paper's HBM/SRAM count",
+    )
+    p.add_argument(
+        "--register-tile",
+        type=int_type("--register-tile", 1024, False),
+        default=1,
+        help="logical model: outputs per thread each SRAM operand element serves (1: the paper's count)",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
@@ -35,6 +51,27 @@ def run_energy_command(args: argparse.Namespace) -> None:
         raise ValueError("--gpu is required: the energy figures are per preset (data/energy/<gpu>.json)")
     if args.time_s is not None and not args.time_s >= 0:
         raise ValueError(f"--time-s must be a number ≥ 0, got {args.time_s}")
+    from .cost.hardware import cost_keys
+
+    model = args.model or ("cost" if args.gpu in cost_keys() else "logical")
+    if model == "cost":
+        from .cost.cli import energy_of_algorithm, text
+
+        if args.published or args.time_s is not None or args.register_tile != 1:
+            raise ValueError("--published, --time-s and --register-tile apply to --model logical")
+        p = energy_of_algorithm(args.algorithm, workload_of(args), args.gpu)
+        if args.json:
+            print(
+                json.dumps(
+                    {"model": "cost", "algorithm": args.algorithm, "total_j": p.energy_j, **p.to_dict()}
+                )
+            )
+        else:
+            print(f"model: cost (simlib.cost), {args.algorithm} as {p.implementation}")
+            print(text(p))
+        return
+    from .cost.logical import register_tiled
+
     table = load_energy_table(args.gpu, measured=not args.published)
     result, row = evaluate(
         args.algorithm,
@@ -44,7 +81,7 @@ def run_energy_command(args: argparse.Namespace) -> None:
         options_of(args, args.algorithm, only_applicable=False),
         args.trace,
     )
-    e = energy(result, table, time_s=args.time_s)
+    e = register_tiled(energy(result, table, time_s=args.time_s), args.register_tile)
     figures = {
         "pj_per_byte": table.pj_per_byte,
         "pj_per_flop": table.pj_per_flop,
@@ -62,8 +99,21 @@ def run_energy_command(args: argparse.Namespace) -> None:
         "total_j": e.total_j,
     }
     if args.json:
-        print(json.dumps({**row, **totals, "energy_table": figures}))
+        print(
+            json.dumps(
+                {
+                    **row,
+                    **totals,
+                    "model": "logical",
+                    "register_tile": args.register_tile,
+                    "energy_table": figures,
+                }
+            )
+        )
         return
+    from .cost.cli import LOGICAL_LEAVES_OUT
+
+    print(LOGICAL_LEAVES_OUT)
     w = result.workload
     print(
         f"{result.algorithm}: N={w.seq_len} d={w.head_dim} B={w.batch} H={w.heads} {w.dtype} on {args.gpu} "

@@ -96,8 +96,10 @@ class Mapping(Protocol):
 class WorkingSet:
     """What one thread block holds on chip at once: (what, level, bytes) per buffer.
 
-    Levels are "SRAM" (shared memory, checked against the SRAM size) and "registers" (checked
-    against the register file per SM of a hardware preset).
+    Levels are "SRAM" (shared memory, checked against the SRAM size) and "registers" (checked per
+    thread when `threads`, the threads of the block that hold them, is known: at most the preset's
+    registers per thread (255 on compute capability 9.0) × 4 B each; else against the register file
+    per SM).
 
     >>> ws = WorkingSet((("Q_i", "SRAM", 16384), ("K_j, V_j", "SRAM", 32768), ("S/P (fp32)", "registers", 65536)))
     >>> ws.bytes("SRAM"), ws.describe("SRAM")
@@ -106,6 +108,7 @@ class WorkingSet:
 
     items: tuple[tuple[str, str, int], ...]
     note: str = ""
+    threads: int | None = None
 
     def bytes(self, level: str) -> int:
         return sum(n for _, lv, n in self.items if lv == level)

@@ -175,9 +175,22 @@ def test_cli_json_by_hand():
 
 
 def test_cli_text_names_every_term():
-    out = cli("--algorithm", "fa2", "--seq-len", "1024", "--head-dim", "64", "--gpu", "h200", "--heads", "4")
+    out = cli(
+        "--algorithm",
+        "fa2",
+        "--seq-len",
+        "1024",
+        "--head-dim",
+        "64",
+        "--gpu",
+        "h200",
+        "--heads",
+        "4",
+        "--model",
+        "logical",
+    )
     assert out.returncode == 0, out.stderr
-    for word in ("HBM", "SRAM", "compute", "static", "total", "measured"):
+    for word in ("HBM", "SRAM", "compute", "static", "total", "measured", "leaves out"):
         assert word in out.stdout
 
 

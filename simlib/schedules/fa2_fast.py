@@ -120,7 +120,8 @@ def working_set(workload: Workload, mapping: FastMapping) -> WorkingSet:
             ("Qs, Ks, Vs, Ps, Red (padded)", "SRAM", config.smem_elements * workload.element_bytes),
             ("S micro-tiles (fp32)", "registers", br * bc * 4),
             ("O micro-tiles (fp32)", "registers", br * d * 4),
-        )
+        ),
+        threads=mapping.thread_rows * mapping.thread_cols,
     )
 
 

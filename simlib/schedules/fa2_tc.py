@@ -118,7 +118,8 @@ def working_set(workload: Workload, mapping: TcMapping) -> WorkingSet:
             ("S/P (fp32)", "registers", br * bc * 4),
             ("O_i (fp32)", "registers", br * d * 4),
         )
-        + regs
+        + regs,
+        threads=32 * mapping.warps,  # the warps' threads hold S/P, O (and Q's fragments)
     )
 
 

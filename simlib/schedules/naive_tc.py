@@ -85,7 +85,7 @@ def working_set(workload: Workload, m: NaiveTcMapping) -> WorkingSet:
     bm, bc, d, eb = m.block_rows, m.block_cols, workload.head_dim, workload.element_bytes
     scores, pv = (bm + bc) * d * eb, (bm * bc + bc * d) * eb
     tiles = ("Q and K tiles (scores)", "SRAM", scores) if scores >= pv else ("P and V tiles (pv)", "SRAM", pv)
-    return WorkingSet((tiles, ("accumulator (fp32)", "registers", bm * max(bc, d) * 4)))
+    return WorkingSet((tiles, ("accumulator (fp32)", "registers", bm * max(bc, d) * 4)), threads=2 * bm)
 
 
 def units(workload: Workload) -> int:

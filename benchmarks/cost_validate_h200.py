@@ -1,0 +1,348 @@
+"""Measure the cost model's implementations at shapes chosen after the model was frozen (one device call).
+
+    python3 benchmarks/cost_validate_h200.py --out $OUT --shapes "3,12,1536,64,0;2,10,3000,128,0;..." \\
+        [--seconds 1.1] [--budget-s 220]
+
+Each shape is ``B,H,N,d,causal``. For every implementation the cost model predicts (data/cost/
+predictions_after_freeze.csv lists them), in fp32 (numba naive, tiled, fast; torch SDPA math; cupy)
+and bf16 (numba naive_tc, fa2_tc; torch SDPA flash and math; eager bf16 attention): the output is
+poisoned, one call is checked against a float64 reference of the first and the last head (torch
+SDPA in double, causal as the call), then the call is repeated for ``--seconds`` between two steps
+of NVML's energy counter (gpu_kernels.measure.nvml_energy) on rotating input sets that exceed twice
+the L2. ``cost_validate_h200.csv`` has energy_attention_h200.csv's columns plus ``causal``;
+ms_per_call is the loop's wall time per call. The last lines are a short table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.energy_h200 import ATTN_FIELDS  # noqa: E402  (the energy run's columns)
+
+FIELDS = [
+    *ATTN_FIELDS[: ATTN_FIELDS.index("head_dim") + 1],
+    "causal",
+    *ATTN_FIELDS[ATTN_FIELDS.index("head_dim") + 1 :],
+]
+FP32 = ("numba_naive", "numba_tiled", "numba_fast", "torch_math", "cupy_naive")
+BF16 = ("naive_tc", "fa2_tc", "torch_flash", "torch_math", "eager_bf16")
+NO_CAUSAL = ("numba_fast", "cupy_naive")
+TOL = {"fp32": 1e-4, "bf16": 2e-2}
+
+
+def parse_shapes(text):
+    out = []
+    for part in text.split(";"):
+        b, h, n, d, c = (int(x) for x in part.split(","))
+        out.append((b, h, n, d, bool(c)))
+    return out
+
+
+class Inputs:
+    """Rotating (Q, K, V) sets of one shape and dtype, and the float64 reference of two heads."""
+
+    def __init__(self, b, h, n, d, causal, dtype, torch):
+        import torch.nn.functional as F
+
+        self.b, self.h, self.n, self.d, self.causal = b, h, n, d, causal
+        tdt = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+        per_set = 3 * b * h * n * d * (4 if dtype == "fp32" else 2)
+        count = max(2, -(-2 * 62914560 // per_set))
+        self.sets = [[torch.randn(b, h, n, d, device="cuda").to(tdt) for _ in range(3)] for _ in range(count)]
+        q, k, v = (x.reshape(b * h, n, d) for x in self.sets[0])
+        self.heads = [0, b * h - 1]
+        self.ref = [
+            F.scaled_dot_product_attention(
+                q[i].double()[None], k[i].double()[None], v[i].double()[None], is_causal=causal
+            )[0]
+            for i in self.heads
+        ]
+
+    def err(self, o, torch):
+        o = o.reshape(self.b * self.h, self.n, self.d)
+        num = sum(float(torch.linalg.norm(o[i].double() - r)) ** 2 for i, r in zip(self.heads, self.ref))
+        den = sum(float(torch.linalg.norm(r)) ** 2 for r in self.ref)
+        return math.sqrt(num / den) if math.isfinite(num) else math.inf
+
+
+def eager_call(inp, torch):
+    """The Hugging Face eager attention: softmax(QKᵀ·s + mask, dtype=float32).to(bf16) @ V."""
+    scale = 1 / math.sqrt(inp.d)
+    mask = None
+    if inp.causal:
+        mask = torch.triu(torch.full((inp.n, inp.n), float("-inf"), device="cuda"), 1).to(torch.bfloat16)[
+            None, None
+        ]
+
+    def call(i):
+        q, k, v = inp.sets[i % len(inp.sets)]
+        s = torch.matmul(q, k.transpose(-2, -1)) * scale
+        if mask is not None:
+            s = s + mask
+        p = torch.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype)
+        return torch.matmul(p, v)
+
+    return call, {"softmax_dtype": "float32", "mask": "additive (1,1,N,N) bf16" if inp.causal else "none"}
+
+
+def sdpa_call(inp, backend_name, torch):
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = getattr(SDPBackend, backend_name)
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+    def call(i):
+        with sdpa_kernel([backend]):
+            return F.scaled_dot_product_attention(*inp.sets[i % len(inp.sets)], is_causal=inp.causal)
+
+    return call, {"backend": backend_name, "torch": torch.__version__, "allow_tf32": False}
+
+
+def tc_call(inp, name, torch):
+    from gpu_kernels.counting import new_counters
+    from gpu_kernels.kernels.fa2_tc import Fa2TcPlan, TcConfig
+    from gpu_kernels.kernels.naive_tc import NaiveTcConfig, NaiveTcPlan, row_stride
+    from gpu_kernels.measure.side_by_side import bits_view
+
+    b, h, n, d = inp.b, inp.h, inp.n, inp.d
+    shape = (b, h, h, n, n, d)
+    views = [[bits_view(x) for x in s] for s in inp.sets]
+    out = torch.full((b, h, n, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+    lse = torch.empty(b, h, n, device="cuda", dtype=torch.float32)
+    ov, lv = bits_view(out), bits_view(lse)
+    counters = new_counters()
+    if name == "fa2_tc":
+        # version 3's layout (4 warps of 16 rows, Bc = 64, Q in registers): the build the cost model's
+        # fa2_tc describes and run cost-validate-20261202 measured (commit 20d920b)
+        cfg = TcConfig(d, 4, 64, 16, True).check()
+        plan = Fa2TcPlan(shape, cfg, "bf16", causal=inp.causal)
+
+        def call(i):
+            plan.launch(*views[i % len(views)], ov, lv, counters)
+            return out
+
+        return call, {"block_rows": cfg.block_rows, "block_cols": cfg.block_cols}, (lse,)
+    cfg = NaiveTcConfig(d).check()
+    plan = NaiveTcPlan(shape, cfg, "bf16", causal=inp.causal)
+    sp = [torch.empty(b * h * n * row_stride(n), device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+    s, p = (bits_view(x) for x in sp)
+
+    def call(i):
+        plan.launch(*views[i % len(views)], s, p, ov, (counters,) * 3)
+        return out
+
+    return (
+        call,
+        {"warps": cfg.warps, "block_cols": cfg.block_cols, "softmax_threads": plan.softmax_threads},
+        (sp, lse),
+    )
+
+
+def numba_call(inp, name, torch):
+    from numba import cuda
+
+    from gpu_kernels.checks import resolve_naive_params
+    from simlib import Workload
+    from simlib.kernel_layout import tiled_default_blocks
+
+    b, h, n, d = inp.b, inp.h, inp.n, inp.d
+    w = Workload(n, d, batch=b, heads=h, dtype="fp32", causal=inp.causal)
+    out = torch.full((b, h, n, d), float("nan"), device="cuda", dtype=torch.float32)
+    lse = torch.empty(b, h, n, device="cuda", dtype=torch.float32)
+    dummy = cuda.to_device(__import__("numpy").zeros(4, dtype="int64"))
+    nb = [[cuda.as_cuda_array(x.reshape(b * h, n, d)) for x in s] for s in inp.sets]
+    o3, l2 = cuda.as_cuda_array(out.reshape(b * h, n, d)), cuda.as_cuda_array(lse.reshape(b * h, n))
+    if name == "numba_naive":
+        from gpu_kernels.kernels.naive import NaivePlan
+
+        t_mm, t_sm = resolve_naive_params(w)
+        plan = NaivePlan(workload=w, matmul_tile=t_mm, softmax_threads=t_sm)
+        sbuf = cuda.device_array((b * h, n, n), dtype="float32")
+        pbuf = cuda.device_array((b * h, n, n), dtype="float32")
+
+        def call(i):
+            plan.launch(*nb[i % len(nb)], sbuf, pbuf, o3, (dummy, dummy, dummy))
+            return out
+
+        return call, {"matmul_tile": t_mm, "softmax_threads": t_sm}, (sbuf, pbuf, lse)
+    if name == "numba_tiled":
+        from gpu_kernels.kernels.tiled import TiledPlan
+
+        br, bc = tiled_default_blocks(n, d)
+        plan = TiledPlan(workload=w, block_rows=br, block_cols=bc)
+
+        def call(i):
+            plan.launch(*nb[i % len(nb)], o3, l2, dummy)
+            return out
+
+        return call, {"block_rows": br, "block_cols": bc}, (lse,)
+    from gpu_kernels.kernels.fast import fast_plan
+    from gpu_kernels.measure.variants import fast_params
+
+    plan = fast_plan(w, None)
+    flat = [[cuda.as_cuda_array(x.reshape(-1)) for x in s] for s in inp.sets]
+    of, lf = cuda.as_cuda_array(out.reshape(-1)), cuda.as_cuda_array(lse.reshape(-1))
+
+    def call(i):
+        plan.launch(*flat[i % len(flat)], of, lf, dummy)
+        return out
+
+    return call, fast_params(plan.config), (lse,)
+
+
+def cupy_call(inp, torch):
+    import cupy as cp
+
+    from gpu_kernels.measure.variants import cupy_naive_attention
+
+    b, h, n, d = inp.b, inp.h, inp.n, inp.d
+    sets = [[cp.from_dlpack(x) for x in s] for s in inp.sets]
+    out = torch.full((b, h, n, d), float("nan"), device="cuda", dtype=torch.float32)
+    o = cp.from_dlpack(out)
+    s = cp.empty((b, h, n, n), dtype=cp.float32)
+
+    def call(i):
+        cupy_naive_attention(*sets[i % len(sets)], o, s, 1 / math.sqrt(d))
+        return out
+
+    return call, {"tf32": False}, (s,)
+
+
+def build(name, dtype, inp, torch):
+    keep = ()
+    if name == "eager_bf16":
+        call, params = eager_call(inp, torch)
+    elif name == "torch_math":
+        call, params = sdpa_call(inp, "MATH", torch)
+    elif name == "torch_flash":
+        call, params = sdpa_call(inp, "FLASH_ATTENTION", torch)
+    elif name in ("fa2_tc", "naive_tc"):
+        call, params, keep = tc_call(inp, name, torch)
+    elif name == "cupy_naive":
+        call, params, keep = cupy_call(inp, torch)
+    else:
+        call, params, keep = numba_call(inp, name, torch)
+    return call, params, keep
+
+
+def sync_all(torch):
+    from numba import cuda
+
+    cuda.synchronize()
+    torch.cuda.synchronize()
+
+
+def measure_one(name, dtype, inp, counter, seconds, torch):
+    from gpu_kernels.measure import nvml_energy as energy
+
+    call, params, _keep = build(name, dtype, inp, torch)
+    o = call(0)
+    sync_all(torch)
+    err = inp.err(o, torch)
+    del o
+    t0 = time.perf_counter()
+    call(1)
+    sync_all(torch)
+    one = time.perf_counter() - t0
+    idx = [0]
+
+    def step():
+        idx[0] += 1
+        call(idx[0])
+
+    res = energy.measure(step, lambda: sync_all(torch), counter, seconds, call_seconds=one)
+    return {
+        **res,
+        "status": "ok" if err <= TOL[dtype] else "WRONG RESULT",
+        "rel_err": err,
+        "ms_per_call": 1e3 * res["seconds"] / res["calls"],
+        "joules_per_call": res["joules"] / res["calls"],
+        "params": ";".join(f"{k}={v}" for k, v in params.items()),
+    }
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--shapes", required=True, help="B,H,N,d,causal;... (causal 0 or 1)")
+    p.add_argument("--seconds", type=float, default=1.1)
+    p.add_argument("--budget-s", type=float, default=220.0)
+    args = p.parse_args(argv)
+    shapes = parse_shapes(args.shapes)
+    deadline = time.monotonic() + args.budget_s
+    import torch
+
+    from gpu_kernels.device import silence_performance_warning
+    from gpu_kernels.measure import nvml_energy as energy
+    from measurements.provenance import check_output_dir, csv_text, provenance, write_measurement
+
+    check_output_dir(args.out)
+    os.makedirs(args.out, exist_ok=True)
+    silence_performance_warning()
+    counter = energy.NvmlCounter(0)
+    record = provenance(
+        {
+            "what": "time and NVML board energy per call of the cost model's implementations at shapes chosen after "
+            "the model was frozen (benchmarks/cost_validate_h200.py); idle not subtracted",
+            "shapes": args.shapes,
+            "limits": counter.limits(),
+            "state_at_start": counter.state(),
+            "seconds": args.seconds,
+            "torch": torch.__version__,
+        }
+    )
+    path = os.path.join(args.out, "cost_validate_h200.csv")
+    rows = []
+    plan = [(s, dt, name) for s in shapes for dt, names in (("bf16", BF16), ("fp32", FP32)) for name in names]
+    current = {}
+    for (b, h, n, d, causal), dtype, name in plan:
+        row = {
+            "variant": name,
+            "dtype": dtype,
+            "pass": "fwd",
+            "batch": b,
+            "heads": h,
+            "seq_len": n,
+            "head_dim": d,
+            "causal": causal,
+        }
+        if causal and name in NO_CAUSAL:
+            continue
+        left = deadline - time.monotonic()
+        if left < args.seconds + 8:
+            row.update(status="skipped", note=f"time budget: {left:.0f} s left")
+        else:
+            try:
+                key = (b, h, n, d, causal, dtype)
+                if current.get("key") != key:
+                    current.clear()
+                    torch.cuda.empty_cache()
+                    current.update(key=key, inp=Inputs(b, h, n, d, causal, dtype, torch))
+                row.update(measure_one(name, dtype, current["inp"], counter, args.seconds, torch))
+            except Exception as e:  # one implementation's failure must not lose the rest
+                at = traceback.extract_tb(e.__traceback__)[-1]
+                row.update(
+                    status="error",
+                    note=f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''} at {os.path.basename(at.filename)}:{at.lineno}",
+                )
+            torch.cuda.empty_cache()
+        rows.append(row)
+        print(
+            f"{name:12s} {dtype} B={b} H={h} N={n:5d} d={d:3d} causal={int(causal)} {row['status']:6s} "
+            f"{row.get('ms_per_call', 0):9.3f} ms {row.get('joules_per_call', 0):8.4f} J err {row.get('rel_err', '')} {row.get('note', '')}",
+            flush=True,
+        )
+        write_measurement(path, csv_text([{k: r.get(k, "") for k in FIELDS} for r in rows], FIELDS), record)
+    print(f"{len([r for r in rows if r['status'] == 'ok'])} of {len(rows)} measured ok")
+
+
+if __name__ == "__main__":
+    main()

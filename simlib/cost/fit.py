@@ -1,0 +1,641 @@
+"""Calibrate the cost model on committed measurements and freeze it in data/cost/h200_fit.json.
+
+``python -m simlib.cost.fit`` (``--check``: exit 1 if the committed file differs). Two steps:
+
+1. **Instructions** per unit of each launch class's basis, from Nsight Compute's counts of one call
+   of every kernel of the energy run (``energy_counters_h200*_kernels.csv``, d = 64, N = 1K, 4K, 16K):
+   for fused kernels the instructions that scale with d (FFMA, shared-memory, tensor-pipe and
+   global-load instructions: the head-dimension loops) per 32 scores per 64 of d, the rest per 32
+   scores; matmuls all per 32 scores per 64 of d; row softmaxes per score and per warp-row (least
+   squares over N); thread FFMAs outside the matmuls per score. Classes the run did not profile at
+   d = 128 take the d = 64 class of the same kernel source (``from`` in the file).
+2. **eta**, the fraction of its binding roof each class reached: the geometric mean over its
+   committed timings of (predicted roof time × q) / (measured time − launch overhead), where the
+   measured time is Nsight Compute's duration of that kernel (the energy run's profile; the fp16
+   eager GEMMs and softmax of the Figure 2 run), the CUDA-event median of each launch of the eager
+   bf16 attention timed alone (eager_bf16_h200.csv), or for a single-launch kernel whose mapping at
+   d = 128 nobody profiled, its CUDA-event median at d = 128 (bench_h200.csv, compare_h200.csv,
+   tc_side_by_side_h200.csv; non-causal rows only). FlashAttention-type classes fit eta together
+   with t_block, a time per generation of resident blocks, on Nsight Compute's durations and the
+   side-by-side's non-causal medians (N = 512–16384); naive_tc's causal softmax build, which no
+   profile saw, takes its eta from the causal side-by-side's medians less the other two launches.
+
+Nothing is fitted per shape; the committed shapes not used here (causal, the wall-clock and NVML
+rows) test the fit, and so do the shapes measured after the freeze.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import math
+import statistics
+import sys
+from typing import Any
+
+from ..energy import MEASUREMENTS
+from ..workload import Workload
+from .calibration import FIT_FILE, Calibration
+from .common import workload_of_row
+from .hardware import load_cost_hardware
+from .implementations import IMPLEMENTATIONS
+from .library import _elementwise, _gemm
+from .model import launch_cost
+from .work import Launch
+
+NCU_FILES = (
+    "energy_counters_h200_kernels.csv",
+    "energy_counters_h200_16k_other_kernels.csv",
+    "energy_counters_h200_16k_torch_kernels.csv",
+)
+FIGURE2_FILE = "figure2_h200_kernels.csv"
+#: The eager bf16 attention of the unit-calibration run: each launch timed alone (cost-units-20261202).
+EAGER_FILE = "eager_bf16_h200.csv"
+WALL_FILES = ("bench_h200.csv", "compare_h200.csv", "tc_side_by_side_h200.csv")
+INST = "smsp__inst_executed.sum"
+FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+D_SCALING = (
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+    "smsp__sass_inst_executed_op_ldsm.sum",
+    "smsp__sass_inst_executed_op_global_ld.sum",
+    "smsp__sass_inst_executed_op_ldgsts.sum",
+    "smsp__inst_executed_pipe_tensor.sum",
+)
+SHARED_INST = D_SCALING[:3]
+WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+DURATION = "gpu__time_duration.sum"
+#: Classes whose instructions all scale with d (every instruction sits in the k loop of a matmul).
+ALL_D = ("numba_naive.qk", "numba_naive.pv", "sgemm.qk", "sgemm.qk_cupy", "sgemm.pv")
+#: Classes at d = 128 that no Nsight Compute run profiled: instructions from the d = 64 class of the
+#: same kernel source, eta from CUDA-event medians (file, implementation) at d = 128.
+D128 = {
+    "fa2_tc.d128.w4bc64": ("fa2_tc.d64.w4bc64", "fa2_tc"),
+    "numba_tiled.br24bc24": ("numba_tiled.br48bc48", "numba_tiled"),
+    "numba_fast.d128": ("numba_fast.d64", "numba_fast"),
+    "torch_flash.d128.br128bc64": ("torch_flash.d64.br128bc128", "torch_flash"),
+}
+
+
+def _num(x) -> float:
+    return float(x) if x not in (None, "") else 0.0
+
+
+def _ncu_groups() -> dict[tuple[str, str, int, int], list[dict]]:
+    out: dict[tuple[str, str, int, int], list[dict]] = {}
+    for name in NCU_FILES:
+        with (MEASUREMENTS / name).open(newline="") as f:
+            for r in csv.DictReader(f):
+                if r["pass"] != "fwd" or r["variant"] not in IMPLEMENTATIONS:
+                    continue
+                key = (r["variant"], r["dtype"], int(r["seq_len"]), int(r["batch"]) * int(r["heads"]))
+                out.setdefault(key, []).append({**r, "file": name})
+    return out
+
+
+def _assign(variant: str, kernels: list[dict]) -> dict[str, list[dict]]:
+    """ncu's kernels of one call, in launch order, by the model's launch names."""
+    out: dict[str, list[dict]] = {}
+
+    def put(name, k):
+        out.setdefault(name, []).append(k)
+
+    names = [k["kernel"] for k in kernels]
+    if variant == "numba_naive":
+        for k, n in zip(kernels, names):
+            put("qk" if "matmul_t16_bt" in n else "softmax" if "softmax_t" in n else "pv", k)
+    elif variant == "naive_tc":
+        for k, n in zip(kernels, names):
+            put(next(x for x in ("scores", "softmax", "pv") if f"naive_tc_{x}" in n), k)
+    elif variant in ("numba_tiled", "numba_fast", "fa2_tc", "torch_flash"):
+        launch = {
+            "numba_tiled": "fa2",
+            "numba_fast": "fa2_fast",
+            "fa2_tc": "fa2_tc",
+            "torch_flash": "flash_fwd",
+        }[variant]
+        for k in kernels:
+            put(launch, k)
+    elif variant == "torch_math":
+        copies = [k for k, n in zip(kernels, names) if "direct_copy" in n]
+        for i, k in enumerate(copies):
+            put(("upcast_q", "upcast_k", "upcast_v")[i], k)
+        scales = [k for k, n in zip(kernels, names) if "AUnary" in n]
+        for i, k in enumerate(scales):
+            put(("scale_q", "scale_k")[i], k)
+        casts = [k for k, n in zip(kernels, names) if "vectorized_elementwise_kernel<8, native::bfloat" in n]
+        for k in casts[:-1]:
+            put("downcast_p", k)
+        if casts:
+            put("downcast_o", casts[-1])
+        for k, n in zip(kernels, names):
+            if "gemm" in n:
+                put("qk_sgemm" if "_tn_" in n else "pv_sgemm", k)
+            elif "SoftMax" in n or "softmax_warp" in n:
+                put("softmax", k)
+            elif "vectorized_elementwise_kernel<4, native::<unnamed>" in n:
+                put("isneginf", k)
+            elif "reduce_kernel" in n:
+                put("all_rows", k)
+            elif "elementwise_kernel<128, 2" in n:
+                put("where", k)
+    elif variant == "cupy_naive":
+        gemms = iter(("qk_sgemm", "pv_sgemm"))
+        reduces = iter(("row_max", "row_sum"))
+        for k, n in zip(kernels, names):
+            if "gemm" in n:
+                put(next(gemms), k)
+            elif "Reduce" in n or "cupy_cub" in n:
+                put(next(reduces), k)
+            else:
+                op = next(x for x in ("copy", "multiply", "subtract", "exp", "divide") if x in n)
+                put({"copy": "copy_k", "multiply": "scale"}.get(op, op), k)
+    return out
+
+
+def _launches(variant: str, dtype: str, n: int, bh: int, cal: Calibration, causal: bool = False, d: int = 64):
+    w = Workload(n, d, batch=bh // 16, heads=16, dtype=dtype, causal=causal)
+    return IMPLEMENTATIONS[variant].launches(w, cal)
+
+
+def observations() -> list[dict]:
+    """One row per (ncu call, model launch): the launch built at that shape and ncu's summed counts."""
+    empty = Calibration({})
+    rows = []
+    for (variant, dtype, n, bh), kernels in sorted(_ncu_groups().items()):
+        if not IMPLEMENTATIONS[variant].modelled:
+            continue
+        assigned = _assign(variant, kernels)
+        for launch in _launches(variant, dtype, n, bh, empty):
+            ks = assigned.get(launch.name)
+            if not ks:
+                continue
+            summed = {m: sum(_num(k[m]) for k in ks) for m in (INST, FFMA, WAVEFRONTS, DURATION, *D_SCALING)}
+            rows.append(
+                {"variant": variant, "dtype": dtype, "seq_len": n, "bh": bh, "launch": launch, "ncu": summed}
+            )
+    return rows
+
+
+def _least_squares(xs: list[list[float]], ys: list[float]) -> list[float]:
+    """Two-unknown (or one) least squares by the normal equations."""
+    if len(xs[0]) == 1:
+        return [sum(x[0] * y for x, y in zip(xs, ys)) / sum(x[0] ** 2 for x in xs)]
+    a = sum(x[0] ** 2 for x in xs)
+    b = sum(x[0] * x[1] for x in xs)
+    c = sum(x[1] ** 2 for x in xs)
+    p = sum(x[0] * y for x, y in zip(xs, ys))
+    q = sum(x[1] * y for x, y in zip(xs, ys))
+    det = a * c - b * b
+    return [(c * p - b * q) / det, (a * q - b * p) / det]
+
+
+def fit_instructions(obs: list[dict]) -> dict[str, dict[str, Any]]:
+    by_class: dict[str, list[dict]] = {}
+    for o in obs:
+        by_class.setdefault(o["launch"].klass, []).append(o)
+    classes: dict[str, dict[str, Any]] = {}
+    for klass, group in sorted(by_class.items()):
+        b0 = group[0]["launch"].detail["basis"]
+        keys = sorted(b0)
+        c: dict[str, float] = {}
+        if keys == ["el", "el_d"] and klass not in ALL_D:
+            dpart = [sum(o["ncu"][m] for m in D_SCALING) + o["ncu"][FFMA] / 32 for o in group]
+            c["el_d"] = statistics.fmean(
+                p / o["launch"].detail["basis"]["el_d"] for p, o in zip(dpart, group)
+            )
+            c["el"] = statistics.fmean(
+                (o["ncu"][INST] - p) / o["launch"].detail["basis"]["el"] for p, o in zip(dpart, group)
+            )
+        elif (
+            keys == ["el", "row_warps"]
+            and len(
+                {
+                    round(o["launch"].detail["basis"]["el"] / o["launch"].detail["basis"]["row_warps"], 6)
+                    for o in group
+                }
+            )
+            > 1
+        ):
+            c.update(
+                zip(
+                    keys,
+                    _least_squares(
+                        [[o["launch"].detail["basis"][k] for k in keys] for o in group],
+                        [o["ncu"][INST] for o in group],
+                    ),
+                )
+            )
+        else:
+            key = "el_d" if "el_d" in keys else "el"
+            c[key] = statistics.fmean(o["ncu"][INST] / o["launch"].detail["basis"][key] for o in group)
+        elements = [
+            o["launch"].detail["basis"].get("el", o["launch"].detail["basis"].get("el_d", 0)) * 32
+            for o in group
+        ]
+        model_ffma = [o["launch"].work.ffma for o in group]  # the matmuls' FFMAs (the builder's own)
+        extra = [(o["ncu"][FFMA] - m) / e for o, m, e in zip(group, model_ffma, elements)]
+        if not group[0]["launch"].work.gemm_flops and max(abs(x) for x in extra) > 1e-3:
+            c["ffma_el"] = statistics.fmean(extra)
+        if klass.startswith(("numba_fast", "torch_flash")):
+            for what, metric in ((":wavefronts", (WAVEFRONTS,)), (":shared_inst", SHARED_INST)):
+                classes[klass + what] = {
+                    "el_d": statistics.fmean(
+                        sum(o["ncu"][m] for m in metric) / o["launch"].detail["basis"]["el_d"] for o in group
+                    )
+                }
+        c["n_ncu"] = len(group)
+        classes[klass] = c
+    # the spilled numba softmax: its per-row cost as the unspilled one's, the rest per score
+    if "numba_naive.softmax_spilled" in classes and "row_warps" in classes.get("numba_naive.softmax", {}):
+        spilled = [o for o in obs if o["launch"].klass == "numba_naive.softmax_spilled"]
+        a = classes["numba_naive.softmax"]["row_warps"]
+        classes["numba_naive.softmax_spilled"]["row_warps"] = a
+        classes["numba_naive.softmax_spilled"]["el"] = statistics.fmean(
+            (o["ncu"][INST] - a * o["launch"].detail["basis"]["row_warps"])
+            / o["launch"].detail["basis"]["el"]
+            for o in spilled
+        )
+    if (
+        "torch_softmax.block" in classes
+    ):  # the eager softmax to fp32 (no profile): the block softmax's instructions
+        classes["torch_softmax_to_fp32"] = {
+            **{k: v for k, v in classes["torch_softmax.block"].items() if k in ("el", "ffma_el")},
+            "from": "torch_softmax.block",
+        }
+    for klass, (source, _) in D128.items():
+        if source in classes:
+            for suffix in ("", ":wavefronts", ":shared_inst"):
+                if source + suffix in classes:
+                    classes[klass + suffix] = {**classes[source + suffix], "from": source + suffix}
+                    classes[klass + suffix].pop("n_ncu", None)
+    return classes
+
+
+def _figure2_observations(cal: Calibration) -> list[tuple[Launch, float]]:
+    """(launch, ncu seconds) for the Figure 2 run's fp16 eager GEMMs and softmax (no dropout)."""
+    rows = []
+    with (MEASUREMENTS / FIGURE2_FILE).open(newline="") as f:
+        kernels = [
+            r for r in csv.DictReader(f) if r["variant"] == "standard" and float(r["dropout_p"]) == 0.0
+        ]
+    b, h, n, d = 64, 16, 1024, 64  # data/papers.json's Figure 2 configuration
+    el = float(b * h * n * n)
+    flops = 2.0 * el * d
+    forward = [k for k in kernels if int(k["index"]) <= 8]
+    gemms = [k for k in forward if "nvjet" in k["kernel"] or "gemm" in k["kernel"]]
+    soft = [k for k in forward if "softmax_warp_forward" in k["kernel"]]
+    if len(gemms) >= 2:
+        for k, klass, name in ((gemms[0], "cublas16.qk", "qk_gemm"), (gemms[1], "cublas16.pv", "pv_gemm")):
+            dram = _num(k["dram_read_bytes"]) + _num(k["dram_write_bytes"])
+            rows.append(
+                (_gemm(name, klass, "gemm16", flops, dram, d, el, cal), _num(k["ncu_duration_ns"]) * 1e-9)
+            )
+    for k in soft:
+        rows.append(
+            (
+                _elementwise("softmax", "torch_softmax.warp", 2 * el, 2 * el, el, cal, mufu=el),
+                _num(k["ncu_duration_ns"]) * 1e-9,
+            )
+        )
+    return rows
+
+
+def _eager_observations(cal: Calibration) -> list[tuple[Launch, float]]:
+    """(launch, CUDA-event median seconds) of each launch of the eager bf16 attention, timed alone."""
+    path = MEASUREMENTS / EAGER_FILE
+    if not path.is_file():
+        return []
+    rows = []
+    with path.open(newline="") as f:
+        for r in csv.DictReader(f):
+            impl, _, name = r["variant"].partition(":")
+            if not name or r["status"] != "ok":
+                continue
+            w = workload_of_row(r, causal=False)
+            launch = next(x for x in IMPLEMENTATIONS["eager_bf16"].launches(w, cal) if x.name == name)
+            rows.append((launch, float(r["ms_per_call"]) / 1e3))
+    return rows
+
+
+def fit_eager_softmax(classes: dict[str, dict[str, Any]]) -> None:
+    """Instructions of the eager softmax to fp32 (no profile of it exists): from the eager chain's NVML
+    joules, less the static power over its measured time and the other launches' predicted dynamic
+    energy, less the softmax's own DRAM and MUFU energy, at the other-instruction price; per 32
+    scores, the mean over the three shapes."""
+    from .model import energy_terms
+
+    path = MEASUREMENTS / EAGER_FILE
+    if not path.is_file():
+        return
+    hw = load_cost_hardware("h200")
+    cal = Calibration(classes)
+    values = []
+    with path.open(newline="") as f:
+        for r in csv.DictReader(f):
+            if r["variant"] != "eager_bf16" or r["status"] != "ok":
+                continue
+            w = workload_of_row(r, causal=False)
+            launches = IMPLEMENTATIONS["eager_bf16"].launches(w, cal)
+            seconds = float(r["ms_per_call"]) / 1e3
+            rest = float(r["joules_per_call"]) - hw.static_w * seconds
+            for x in launches:
+                terms = energy_terms(x, hw, 0.0)
+                if x.name == "softmax":
+                    rest -= sum(v for k, v in terms.items() if k != "other_instructions")
+                    basis = x.detail["basis"]["el"]
+                else:
+                    rest -= sum(terms.values())
+            values.append(rest / (hw.price["other_instruction"] * 1e-12) / basis)
+    entry = classes["torch_softmax_to_fp32"]
+    entry.update(el=statistics.fmean(values), el_from="eager_bf16_h200.csv NVML joules (no profile)")
+    entry.pop("from", None)
+
+
+def _wall_rows(klass: str, variant: str) -> list[tuple[Workload, float]]:
+    """(workload, CUDA-event median seconds) of `variant` at d = 128, non-causal, from WALL_FILES."""
+    out = []
+    for name in WALL_FILES:
+        path = MEASUREMENTS / name
+        with path.open(newline="") as f:
+            for r in csv.DictReader(f):
+                v = str(r.get("variant") or r.get("kernel"))
+                v = {"naive": "numba_naive", "tiled": "numba_tiled"}.get(v, v)
+                if v != variant or int(r["head_dim"]) != 128 or r.get("causal", "False") == "True":
+                    continue
+                if "metric" in r:
+                    if r["metric"] not in ("ms", "time_ms_median"):
+                        continue
+                    ms, dtype = float(r["value"]), "fp32"
+                else:
+                    config = r.get("config") or ""
+                    if (
+                        not r.get("median_ms")
+                        or r.get("ok") != "True"
+                        or (config and "default" not in config)
+                    ):
+                        continue
+                    ms, dtype = float(r["median_ms"]), r["dtype"]
+                w = Workload(
+                    int(r["seq_len"]), 128, batch=int(r["batch"]), heads=int(r["heads"]), dtype=dtype
+                )
+                out.append((w, ms / 1e3))
+    return out
+
+
+def fit_eta(obs: list[dict], classes: dict[str, dict[str, Any]]) -> None:
+    hw = load_cost_hardware("h200")
+    cal = Calibration(classes)
+    ratios: dict[str, list[float]] = {}
+
+    def add(launch, seconds):
+        c = launch_cost(
+            launch, hw, Calibration({**classes, launch.klass: {**classes.get(launch.klass, {}), "eta": 1.0}})
+        )
+        if seconds > hw.rate["launch_s"]:
+            ratios.setdefault(launch.klass, []).append(
+                (c.time_s - hw.rate["launch_s"]) / (seconds - hw.rate["launch_s"])
+            )
+
+    for o in obs:
+        variant, dtype, n, bh = o["variant"], o["dtype"], o["seq_len"], o["bh"]
+        launch = next(x for x in _launches(variant, dtype, n, bh, cal) if x.name == o["launch"].name)
+        add(launch, o["ncu"][DURATION] * 1e-9)
+    for launch, seconds in _figure2_observations(cal):
+        add(launch, seconds)
+    for launch, seconds in _eager_observations(cal):
+        add(launch, seconds)
+    for klass, (_, variant) in D128.items():
+        for w, seconds in _wall_rows(klass, variant):
+            if w.dtype not in IMPLEMENTATIONS[variant].dtypes:
+                continue
+            try:
+                (launch,) = IMPLEMENTATIONS[variant].launches(w, cal)
+            except ValueError:  # e.g. torch_flash's split-KV regime
+                continue
+            if launch.klass == klass:
+                add(launch, seconds)
+    for klass, values in ratios.items():
+        entry = classes.setdefault(klass, {})
+        entry["eta"] = math.exp(statistics.fmean(math.log(v) for v in values))
+        entry["n_time"] = len(values)
+        entry["eta_spread"] = [min(values), max(values)]
+
+
+#: FlashAttention-type classes whose eta and t_block are fitted together, on Nsight Compute's
+#: durations and the side-by-side's non-causal medians (default tiles).
+V4_FILE = "fa2_tc_speed.csv"
+#: fa2_tc version 4 (issue 22), never profiled: eta and t_block from its committed non-causal medians.
+V4_CLASSES = {"fa2_tc_v4.d64.bc64": 64, "fa2_tc_v4.d128.bc48": 128}
+BLOCK_CLASSES = {
+    "fa2_tc.d64.w4bc64": "fa2_tc",
+    "fa2_tc.d128.w4bc64": "fa2_tc",
+    "torch_flash.d64.br128bc128": "torch_flash",
+    "torch_flash.d128.br128bc64": "torch_flash",
+    **dict.fromkeys(V4_CLASSES, "fa2_tc_v4"),
+}
+SIDE_BY_SIDE = "tc_side_by_side_h200.csv"
+SIDE_BY_SIDE_CAUSAL = "tc_side_by_side_h200_causal.csv"
+
+
+def _side_by_side(variant: str, causal: bool) -> list[tuple[Workload, float]]:
+    name = SIDE_BY_SIDE_CAUSAL if causal else SIDE_BY_SIDE
+    out = []
+    with (MEASUREMENTS / name).open(newline="") as f:
+        for r in csv.DictReader(f):
+            config = (r.get("config") or "").split(" ")[0]
+            if r["kernel"] != variant or not r.get("median_ms") or r.get("ok") != "True":
+                continue
+            if variant in ("fa2_tc", "naive_tc") and config != "w4_bc64":
+                continue
+            w = workload_of_row(r, causal=causal)
+            out.append((w, float(r["median_ms"]) / 1e3))
+    return out
+
+
+def _v4_rows(causal: bool) -> list[tuple[Workload, float]]:
+    """(workload, CUDA-event median seconds) of fa2_tc version 4's default build (fa2_tc_speed.csv)."""
+    path = MEASUREMENTS / V4_FILE
+    if not path.is_file():
+        return []
+    out = []
+    with path.open(newline="") as f:
+        for r in csv.DictReader(f):
+            if r["kernel"] != "fa2_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
+                continue
+            if (r["causal"] == "True") != causal:
+                continue
+            w = workload_of_row(r, causal=causal)
+            out.append((w, float(r["median_ms"]) / 1e3))
+    return out
+
+
+def fit_block_latency(obs: list[dict], classes: dict[str, dict[str, Any]]) -> None:
+    """eta and t_block of the FlashAttention-type classes: weighted least squares of
+    t − t_launch = (roof·q)·(1/eta) + generations·t_block over their non-causal timings."""
+    hw = load_cost_hardware("h200")
+    for klass, variant in BLOCK_CLASSES.items():
+        base = {**classes, klass: {**classes.get(klass, {}), "eta": 1.0, "t_block": 0.0}}
+        cal = Calibration(base)
+        points = []
+        timed = [(o, o["ncu"][DURATION] * 1e-9) for o in obs if o["launch"].klass == klass]
+        for o, seconds in timed:
+            launch = next(
+                x
+                for x in _launches(o["variant"], o["dtype"], o["seq_len"], o["bh"], cal)
+                if x.name == o["launch"].name
+            )
+            points.append((launch, seconds))
+        for w, seconds in _side_by_side(variant, causal=False):
+            (launch,) = IMPLEMENTATIONS[variant].launches(w, cal)
+            if launch.klass == klass:
+                points.append((launch, seconds))
+        if klass in V4_CLASSES:
+            for w, seconds in _v4_rows(causal=False):
+                (launch,) = IMPLEMENTATIONS["fa2_tc_v4"].launches(w, cal)
+                if launch.klass == klass:
+                    points.append((launch, seconds))
+        xs, ys = [], []
+        for launch, seconds in points:
+            c = launch_cost(launch, hw, cal)
+            weight = 1.0 / seconds
+            xs.append([c.roof_s * c.quantization * weight, math.ceil(c.waves) * weight])
+            ys.append((seconds - hw.rate["launch_s"]) * weight)
+        inv_eta, t_block = _least_squares(xs, ys)
+        entry = classes.setdefault(klass, {})
+        entry.update(eta=1.0 / inv_eta, t_block=max(t_block, 0.0), n_time=len(points))
+        entry.pop("eta_spread", None)
+
+
+NAIVE_TC_D128 = ("naive_tc.scores.d128.w4bc64", "naive_tc.pv.d128.w4bc64")
+
+
+def fit_naive_tc_d128(classes: dict[str, dict[str, Any]]) -> None:
+    """naive_tc's two matmul launches at d = 128 (no profile): the d = 64 classes' instructions and
+    eta times one factor, the geometric mean over the side-by-side's non-causal d = 128 medians of
+    (predicted scores + pv) / (measured − predicted softmax)."""
+    hw = load_cost_hardware("h200")
+    for klass in NAIVE_TC_D128:
+        source = klass.replace(".d128.", ".d64.")
+        classes[klass] = {
+            **{k: v for k, v in classes[source].items() if k not in ("n_ncu", "n_time", "eta_spread")},
+            "from": source,
+        }
+    cal = Calibration(classes)
+    ratios = []
+    for w, seconds in _side_by_side("naive_tc", causal=False):
+        if w.head_dim != 128:
+            continue
+        costs = {
+            c.launch.name: c
+            for c in (launch_cost(x, hw, cal) for x in IMPLEMENTATIONS["naive_tc"].launches(w, cal))
+        }
+        rest = seconds - costs["softmax"].time_s
+        ratios.append((costs["scores"].time_s + costs["pv"].time_s) / rest)
+    factor = math.exp(statistics.fmean(math.log(r) for r in ratios))
+    for klass in NAIVE_TC_D128:
+        classes[klass].update(eta=classes[klass]["eta"] * factor, n_time=len(ratios))
+
+
+def fit_causal_softmax(classes: dict[str, dict[str, Any]]) -> None:
+    """eta of naive_tc's causal softmax build: the causal side-by-side's medians less the predicted
+    scores and pv launches (geometric mean over the rows); its instructions are the unmasked build's."""
+    hw = load_cost_hardware("h200")
+    src = classes["naive_tc.softmax"]
+    classes["naive_tc.softmax.causal"] = {k: v for k, v in src.items() if k in ("el", "row_warps", "ffma_el")}
+    classes["naive_tc.softmax.causal"]["from"] = "naive_tc.softmax"
+    cal = Calibration(
+        {**classes, "naive_tc.softmax.causal": {**classes["naive_tc.softmax.causal"], "eta": 1.0}}
+    )
+    ratios = []
+    for w, seconds in _side_by_side("naive_tc", causal=True):
+        costs = {
+            c.launch.name: c
+            for c in (
+                launch_cost(x, hw, cal, balanced=False) for x in IMPLEMENTATIONS["naive_tc"].launches(w, cal)
+            )
+        }
+        rest = seconds - costs["scores"].time_s - costs["pv"].time_s - hw.rate["launch_s"]
+        if rest > 0:
+            ratios.append((costs["softmax"].time_s - hw.rate["launch_s"]) / rest)
+    classes["naive_tc.softmax.causal"].update(
+        eta=math.exp(statistics.fmean(math.log(r) for r in ratios)), n_time=len(ratios)
+    )
+
+
+def inputs() -> list[dict[str, str]]:
+    names = (
+        *NCU_FILES,
+        FIGURE2_FILE,
+        *WALL_FILES,
+        SIDE_BY_SIDE_CAUSAL,
+        "ceilings_h200.json",
+        "energy_calibration_h200.csv",
+        "cost_units_h200.csv",
+    )
+    out = []
+    for name in names:
+        path = MEASUREMENTS / name
+        if path.is_file():
+            out.append(
+                {
+                    "file": f"data/measurements/current/{name}",
+                    "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                }
+            )
+    return out
+
+
+def fit() -> dict:
+    obs = observations()
+    classes = fit_instructions(obs)
+    fit_eager_softmax(classes)
+    fit_eta(obs, classes)
+    fit_block_latency(obs, classes)
+    fit_naive_tc_d128(classes)
+    fit_causal_softmax(classes)
+
+    def sig(x):
+        return float(f"{x:.6g}")
+
+    rounded = {
+        k: {
+            kk: (sig(vv) if isinstance(vv, float) else [sig(x) for x in vv] if isinstance(vv, list) else vv)
+            for kk, vv in v.items()
+        }
+        for k, v in sorted(classes.items())
+    }
+    return {
+        "generated_by": "python -m simlib.cost.fit",
+        "what": __doc__.strip().splitlines()[0],
+        "inputs": inputs(),
+        "classes": rounded,
+    }
+
+
+def text(data: dict) -> str:
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m simlib.cost.fit", description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--check", action="store_true", help="exit 1 if data/cost/h200_fit.json differs from a fresh fit"
+    )
+    args = p.parse_args(argv)
+    fresh = text(fit())
+    if args.check:
+        same = FIT_FILE.is_file() and FIT_FILE.read_text() == fresh
+        print(
+            "data/cost/h200_fit.json is " + ("up to date" if same else "stale: run python -m simlib.cost.fit")
+        )
+        return 0 if same else 1
+    FIT_FILE.write_text(fresh)
+    print(f"wrote {FIT_FILE.relative_to(FIT_FILE.parents[2])}: {len(json.loads(fresh)['classes'])} classes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""Time and energy of a launch, and of an implementation (a sequence of launches).
+
+Per launch, each unit's time is its work over its rate (`CostHardware.rate`):
+
+    t_dram = DRAM bytes / copy bandwidth     t_l2 = L2 bytes / L2 bandwidth
+    t_shared = wavefronts / (1 per clock per SM)      t_issue = warp instructions / issue rate
+    t_ffma, t_tensor, t_mufu, t_gemm = operations / their measured rate
+
+and the launch takes
+
+    t = t_launch + max(t_dram, t_l2, t_shared, t_issue, t_ffma, t_gemm, t_tensor ⊕ t_mufu) × q / η
+          + ⌈blocks / resident blocks⌉ × t_block
+
+where ⊕ is + for launches whose matmuls and exponentials one warp issues in turn (FlashAttention-2
+kernels: `Launch.serial`) and max otherwise; q = ⌈blocks/SMs⌉·SMs/blocks is the busiest SM (blocks
+of equal work, so not for a causal launch); η is the fraction of its binding roof the launch class
+reached in the committed timings, and t_block (FlashAttention-type kernels) the time each generation
+of resident blocks spends loading its Q tile, filling its pipeline and writing O (both
+`simlib.cost.calibration`). The binding roof is named, with its
+margin over the next one. A sequence takes the sum of its launches (a kernel sequence is never
+one roofline: each launch is bound by its own roof).
+
+Energy: every count × its price (`CostHardware.price`), plus the static power × the predicted time:
+
+    E = DRAM·e_dram + (L2 − DRAM)·e_L2 + shared instructions·e_si + wavefronts·128·e_sb
+        + tensor FLOPs·e_tc + FFMAs·e_ffma + MUFU·e_mufu + other instructions·e_other
+        + GEMM FLOPs·e_gemm + P_static·t
+
+(a GEMM's L2, shared-memory and instruction energy is inside its whole-GEMM figure).
+
+Worked number: a launch that only streams 4.2 GB through DRAM at 4.2 TB/s (η = 1, no grid) takes
+1 ms + t_launch (3 µs), and costs 4.2e9 × 119.5 pJ = 0.502 J plus 141.2 W × 1.003 ms = 0.142 J:
+
+>>> from simlib.cost.calibration import Calibration
+>>> from simlib.cost.hardware import load_cost_hardware
+>>> from simlib.cost.work import Launch, Work
+>>> c = launch_cost(Launch("copy", "x", Work(dram_bytes=4.2e9)), load_cost_hardware("h200"), Calibration({}))
+>>> c.bound, round(c.time_s * 1e3, 3), round(c.energy_j, 3)
+('dram', 1.003, 0.644)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .calibration import Calibration
+from .common import resident_blocks
+from .hardware import CostHardware
+from .work import WARP, Launch
+
+#: Units in the order they are printed, and their labels.
+UNITS = {
+    "dram": "DRAM",
+    "l2": "L2",
+    "shared": "shared memory",
+    "issue": "instruction issue",
+    "ffma": "FP32 FMA",
+    "tensor": "tensor cores",
+    "mufu": "exp (MUFU)",
+    "gemm": "library GEMM",
+}
+#: Energy terms in the order they are printed.
+TERMS = ("dram", "l2", "shared", "tensor", "ffma", "mufu", "other_instructions", "gemm", "static")
+L2_PRICE = {"ld": "l2_byte", "ld.v4": "l2_byte_v4", "cp.async": "cp_async_byte"}
+
+
+@dataclass(frozen=True)
+class LaunchCost:
+    launch: Launch
+    unit_s: dict[str, float]
+    roof_s: float
+    bound: str
+    margin: float  # binding roof time / the next one
+    waves: float
+    quantization: float
+    eta: float
+    block_s: float
+    time_s: float
+    energy_terms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def energy_j(self) -> float:
+        return sum(self.energy_terms.values())
+
+    def as_dict(self) -> dict:
+        return {
+            "launch": self.launch.name,
+            "class": self.launch.klass,
+            "time_ms": self.time_s * 1e3,
+            "bound": self.bound,
+            "bound_margin": self.margin,
+            "eta": self.eta,
+            "waves": self.waves,
+            "block_latency_ms": self.block_s * 1e3,
+            "unit_ms": {k: v * 1e3 for k, v in self.unit_s.items()},
+            "energy_j": self.energy_j,
+            "energy_by_unit_j": dict(self.energy_terms),
+            "work": self.launch.work.as_dict(),
+            "blocks": self.launch.blocks,
+            "threads": self.launch.threads,
+            "registers": self.launch.registers,
+            "shared_bytes": self.launch.shared_bytes,
+        }
+
+
+def unit_times(launch: Launch, hw: CostHardware) -> dict[str, float]:
+    w = launch.work
+    r = hw.rate
+    return {
+        "dram": w.dram_bytes / r["dram_bytes"],
+        "l2": w.l2_bytes / r["l2_bytes"],
+        "shared": w.shared_wavefronts / r["shared_wavefronts"],
+        "issue": w.instructions / r["issue"],
+        "ffma": w.ffma / r["ffma"],
+        "tensor": w.tensor_flops / r["tensor_flops"],
+        "mufu": w.mufu / r["mufu"],
+        "gemm": w.gemm_flops / r[w.gemm_unit] if w.gemm_flops else 0.0,
+    }
+
+
+def roof(launch: Launch, unit_s: dict[str, float]) -> tuple[float, str, float]:
+    """(binding time, its name, its margin over the next roof)."""
+    roofs = {k: v for k, v in unit_s.items() if k not in launch.serial}
+    if launch.serial:
+        roofs[" + ".join(launch.serial)] = sum(unit_s[u] for u in launch.serial)
+    ordered = sorted(roofs.items(), key=lambda kv: -kv[1])
+    top, second = ordered[0], ordered[1] if len(ordered) > 1 else (None, 0.0)
+    return top[1], top[0], (top[1] / second[1] if second[1] else math.inf)
+
+
+#: Warps per SM at or below which a launch is latency-bound: with at most 2 warps per scheduler an
+#: SM issues in proportion to its warps (docs: the readable kernel, 8 warps per SM, issues on 35 %
+#: of cycles), so a wave with fewer blocks per SM than the full residency runs slower per block.
+LATENCY_WARPS = 8
+
+
+def waves(launch: Launch, hw: CostHardware, balanced: bool = True) -> tuple[float, float]:
+    """(waves, quantization factor q) of a launch with a known grid; (0, 1) otherwise.
+
+    Blocks go out `resident` at a time; in a wave of b blocks the busiest SM holds ⌈b / SMs⌉ of
+    them and shares its units among them, so the wave takes ⌈b / SMs⌉ blocks' worth of one SM;
+    q = Σ_waves ⌈b / SMs⌉ / (blocks / SMs) (1.03 for 2048 blocks on 132 SMs; 132/128 for 128
+    blocks, one per SM). A latency-bound launch (at most LATENCY_WARPS warps per SM when full) issues
+    in proportion to its warps: a wave holding fewer blocks per SM than full residency counts
+    ⌈b / SMs⌉ × (full / held). `balanced`: blocks of equal work (not under a causal mask: q = 1)."""
+    if not launch.blocks or not launch.threads:
+        return 0.0, 1.0
+    per_sm = resident_blocks(launch.threads, launch.registers, launch.shared_bytes, 1)[0]
+    resident = per_sm * hw.sms
+    n = launch.blocks / resident
+    if not balanced:
+        return n, 1.0
+    latency_bound = per_sm * -(-launch.threads // WARP) <= LATENCY_WARPS
+    total, left = 0.0, launch.blocks
+    while left > 0:
+        b = min(resident, left)
+        held = math.ceil(b / hw.sms)
+        total += held * (per_sm / held if latency_bound else 1.0)
+        left -= b
+    return n, total / (launch.blocks / hw.sms)
+
+
+def energy_terms(launch: Launch, hw: CostHardware, time_s: float) -> dict[str, float]:
+    w, p = launch.work, hw.price
+    pj = 1e-12
+    terms = dict.fromkeys(TERMS, 0.0)
+    terms["dram"] = w.dram_bytes * p["dram_byte"] * pj
+    terms["static"] = hw.static_w * time_s
+    if w.gemm_flops:
+        terms["gemm"] = w.gemm_flops * p[f"{w.gemm_unit}_flop"] * pj
+        return terms
+    terms["l2"] = max(w.l2_bytes - w.dram_bytes, 0.0) * p[L2_PRICE[w.global_path]] * pj
+    terms["shared"] = (
+        w.shared_instructions * p["shared_instruction"] + 128 * w.shared_wavefronts * p["shared_byte"]
+    ) * pj
+    terms["tensor"] = w.tensor_flops * p["tensor_flop"] * pj
+    terms["ffma"] = w.ffma * p["ffma"] * pj
+    terms["mufu"] = w.mufu_instructions * p["mufu_instruction"] * pj
+    width = {"ld": 4, "ld.v4": 16, "cp.async": 16}[w.global_path]
+    global_inst = w.l2_bytes / (WARP * width)
+    other = (
+        w.instructions
+        - w.shared_instructions
+        - w.ffma_instructions
+        - w.mufu_instructions
+        - w.tensor_instructions
+    )
+    terms["other_instructions"] = max(other - global_inst, 0.0) * p["other_instruction"] * pj
+    return terms
+
+
+def launch_cost(launch: Launch, hw: CostHardware, cal: Calibration, balanced: bool = True) -> LaunchCost:
+    unit_s = unit_times(launch, hw)
+    roof_s, bound, margin = roof(launch, unit_s)
+    n, q = waves(launch, hw, balanced)
+    eta = cal.eta(launch.klass)
+    block_s = math.ceil(n) * cal.block_latency(launch.klass) if n else 0.0
+    time_s = hw.rate["launch_s"] + roof_s * q / eta + block_s
+    return LaunchCost(
+        launch, unit_s, roof_s, bound, margin, n, q, eta, block_s, time_s, energy_terms(launch, hw, time_s)
+    )

@@ -1,0 +1,166 @@
+"""The project's 16-bit tensor-core kernels as launches: naive_tc (three launches) and fa2_tc.
+
+Sectors and wavefronts per instruction class come from `simlib.physical` (fa2_tc_model,
+naive_tc_model), which covers non-causal self-attention with N a multiple of the tiles; other N
+are modelled at N rounded up to the tiles (the kernels zero-fill the ragged tile and compute it
+whole), and fa2_tc under a causal mask by the tiles it visits (`common.visited`). DRAM of fa2_tc's
+K/V re-reads follows the wave rule of `common.kv_dram` (the physical model's own rule, "all heads'
+K/V fit in L2 or every re-read misses", is an upper bound). naive_tc computes S whole under a
+causal mask (the softmax masks inside the row), so its work is the unmasked one.
+
+Worked number (fa2_tc, N = 4096, d = 64, B·H = 32): the two products are 4·N²·d·BH =
+137,438,953,472 tensor-core FLOPs; each score takes one exp2 and each row one rescale per K/V tile
+(Tc = 64): N²·BH + N·Tc·BH = 536,870,912 + 8,388,608 exp2:
+
+>>> from simlib import Workload
+>>> from simlib.cost.calibration import Calibration
+>>> (l,) = fa2_tc(Workload(4096, 64, batch=2, heads=16, dtype="bf16"), Calibration({}))
+>>> int(l.work.tensor_flops), int(l.work.mufu), l.blocks
+(137438953472, 545259520, 2048)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from ..hardware import load_preset
+from ..physical.coalescing import SECTOR_BYTES
+from ..physical.fa2_tc_model import fa2_tc_launch
+from ..physical.naive_tc_model import naive_tc_launch
+from ..tiling import ceil_div
+from ..workload import Workload
+from .calibration import Calibration
+from .common import MMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
+from .work import Grid, Launch, Work
+
+ELEMENT = 2
+#: Registers per thread of the compiled kernels (Nsight Compute launch__registers_per_thread, run
+#: tc_run4, data/measurements/current/profile_h200_tc.csv), by head dim: fa2_tc 216 / 255; naive_tc
+#: scores 56 / 59, softmax 48 (t = 256) and 52 (t = 1024), pv 128 / 254.
+FA2_TC_REGISTERS = {64: 216, 128: 255}
+NAIVE_TC_REGISTERS = {"scores": {64: 56, 128: 59}, "softmax": {64: 50, 128: 50}, "pv": {64: 128, 128: 254}}
+#: The kernels' defaults (gpu_kernels.tensor_core: TcConfig, NaiveTcConfig, softmax_threads_for).
+WARPS, BLOCK_COLS, MAX_PER_THREAD = 4, 64, 16
+
+
+def softmax_threads_for(nk: int) -> int:
+    """naive_tc's softmax threads per row: 32·⌈⌈N_k/16⌉/32⌉, at most 1024 (naive_tc_kernel.py)."""
+    return min(1024, 32 * ceil_div(ceil_div(nk, MAX_PER_THREAD), 32))
+
+
+def _padded(w: Workload, multiple: int) -> Workload:
+    n = ceil_div(w.nk, multiple) * multiple
+    return replace(w, seq_len=n, query_len=None, causal=False)
+
+
+def _units(tally) -> dict[str, float]:
+    u = tally.units
+    return {
+        "l2": float(SECTOR_BYTES * (u["global_ld"] + u["global_st"])),
+        "wavefronts": float(u["shared_ld"] + u["shared_st"]),
+    }
+
+
+def fa2_tc(
+    w: Workload, cal: Calibration, *, warps: int = WARPS, block_cols: int = BLOCK_COLS
+) -> list[Launch]:
+    bh, nq, nk, d = w.batch_heads, w.nq, w.nk, w.head_dim
+    br, bc = 16 * warps, block_cols
+    hw = load_preset("h200")
+    pw = _padded(w, max(br, bc))
+    tally, _, _, _ = fa2_tc_launch(pw, warps, bc, hw.level("L2").capacity_bytes)
+    u = _units(tally)
+    seen, _ = visited(w, br, bc)
+    full = pw.nq * pw.nk
+    tiles = seen / full if w.causal else (ceil_div(nq, br) * br * ceil_div(nk, bc) * bc) / full
+    el = bh * seen
+    regs = FA2_TC_REGISTERS.get(d, 255)
+    shared = (br + 2 * bc) * d * ELEMENT
+    resident, limit = resident_blocks(32 * warps, regs, shared, hw.sm_count)
+    tr = ceil_div(nq, br)
+    kv_head = 2 * nk * d * ELEMENT
+    wave_q = min(resident, tr * bh) * br * d * ELEMENT
+    kv, note = kv_dram(w, tr, resident, kv_head, 2 * wave_q, hw.level("L2").capacity_bytes)
+    dram = bh * nq * d * ELEMENT + kv + bh * nq * (d * ELEMENT + 4)
+    if w.causal:  # the re-reads a causal block skips
+        kv = bh * kv_head + (kv - bh * kv_head) * seen / (nq * nk)
+        dram = bh * nq * d * ELEMENT + kv + bh * nq * (d * ELEMENT + 4)
+    klass = f"fa2_tc.d{d}.w{warps}bc{bc}"
+    b = basis(el, d)
+    flops = 4.0 * d * el
+    work = Work(
+        dram_bytes=float(dram),
+        l2_bytes=u["l2"] * tiles,
+        global_path="cp.async",
+        shared_wavefronts=u["wavefronts"] * tiles,
+        shared_instructions=u["wavefronts"] * tiles / 4,  # ldmatrix.x4: 4 wavefronts each, conflict-free
+        register_bytes=flops / 4096 * MMA_REGISTER_BYTES,
+        tensor_flops=flops,
+        ffma=cal.ffma_per_element(klass) * el,
+        mufu=float(el + bh * tr * br * ceil_div(nk, bc)),
+        instructions=cal.instructions(klass, b),
+    )
+    geometry = Grid(bh * tr, 32 * warps, shared)
+    return [
+        geometry.launch(
+            "fa2_tc",
+            klass,
+            work,
+            registers=regs,
+            serial=("tensor", "mufu"),
+            detail={"basis": b, "dram": note, "occupancy": f"{resident} blocks resident ({limit})"},
+        )
+    ]
+
+
+def naive_tc(
+    w: Workload,
+    cal: Calibration,
+    *,
+    warps: int = WARPS,
+    block_cols: int = BLOCK_COLS,
+    softmax_threads: int | None = None,
+) -> list[Launch]:
+    bh, nq, nk, d = w.batch_heads, w.nq, w.nk, w.head_dim
+    bm, bn = 16 * warps, block_cols
+    t = softmax_threads or softmax_threads_for(nk)
+    el = bh * nq * nk
+    out = []
+    for name in ("scores", "softmax", "pv"):
+        # the physical model wants N a multiple of the tiles and of the softmax threads: each launch at N
+        # rounded up to that (the matmuls' ragged tiles are computed whole), scaled back to N_q·N_k scores
+        pw = _padded(w, math.lcm(bm, bn, t))
+        scale = el / (pw.batch_heads * pw.nq * pw.nk)
+        tally, dram_r, dram_w, _ = naive_tc_launch(name, pw, warps, bn, t)
+        u = _units(tally)
+        regs = NAIVE_TC_REGISTERS[name].get(d, 255)
+        if name == "softmax":
+            klass = "naive_tc.softmax" + (".causal" if w.causal else "")
+            b = {"el": el / 32, "row_warps": bh * nq * t / 32}
+            geometry = Grid(bh * nq, t, 8 * t)
+            flops, mufu = 0.0, float(el)
+            shared_inst = float(tally.instructions["shared_ld"] + tally.instructions["shared_st"])
+        else:
+            klass = f"naive_tc.{name}.d{d}.w{warps}bc{bn}"
+            b = basis(el, d)
+            flops = 2.0 * d * el
+            mufu = 0.0
+            shared_inst = u["wavefronts"] / 4
+            blocks = bh * ceil_div(nq, bm) * (ceil_div(nk, bn) if name == "scores" else 1)
+            shared = (bm + bn) * d * ELEMENT if name == "scores" else (bm * bn + bn * d) * ELEMENT
+            geometry = Grid(blocks, 32 * warps, shared)
+        work = Work(
+            dram_bytes=float(dram_r + dram_w) * scale,
+            l2_bytes=u["l2"] * scale,
+            global_path="ld" if name == "softmax" else "cp.async",
+            shared_wavefronts=u["wavefronts"] * scale,
+            shared_instructions=shared_inst * scale,
+            register_bytes=flops / 4096 * MMA_REGISTER_BYTES,
+            tensor_flops=flops,
+            ffma=cal.ffma_per_element(klass) * el,
+            mufu=mufu,
+            instructions=cal.instructions(klass, b),
+        )
+        out.append(geometry.launch(name, klass, work, registers=regs, detail={"basis": b}))
+    return out
