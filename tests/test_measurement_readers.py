@@ -157,6 +157,7 @@ def test_a_cuda_context_without_its_summary_names_the_file(tmp_path):
         ("eager16_h200.csv", schemas.EAGER16),
         ("eager16_energy_h200.csv", schemas.EAGER16_ENERGY),
         ("decode_side_by_side_h200.csv", schemas.DECODE_SIDE_BY_SIDE),
+        ("decode_side_by_side_h200_repeat.csv", schemas.DECODE_SIDE_BY_SIDE),
     ],
 )
 def test_every_committed_file_passes_its_schema(name, schema):
