@@ -80,7 +80,9 @@ def check_tensor_core_workload(workload: Workload, kernel: str) -> None:
     """The tensor-core kernels' common ground: fp16 or bf16 inputs, head dim 64 or 128 (ValueError
     naming the parameter and `kernel` otherwise)."""
     if workload.dtype not in ("fp16", "bf16"):
-        raise ValueError(f"dtype: {kernel} runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}")
+        raise ValueError(
+            f"dtype: {kernel} runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}"
+        )
     if workload.head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim={workload.head_dim}: the {kernel} kernel supports head_dim 64 and 128")
 
