@@ -46,6 +46,7 @@ from simlib.energy import (
 )
 from simlib.hardware import load_preset
 from simlib.physical import predict
+from simlib.physical.fa2_tc_model import V3_LAYOUT
 from simlib.physical.metrics import DRAM_READ, DRAM_WRITE, L1_LD, L1_ST, SHARED_LD, SHARED_ST
 from simlib.presets import DEFAULT_GPU
 from simlib.workload import Workload
@@ -73,7 +74,7 @@ H200_SRAM = 232448
 FA2_BLOCK = 128
 #: The energy runs measured fa2_tc's version 3 (each warp one m16 tile of rows, Q in registers); the
 #: kernel's default since issue 22 is 32 rows per warp, so their counts name the old layout.
-FA2_TC_V3 = {"warp_rows": 16, "q_reload": False}
+FA2_TC_V3 = dict(V3_LAYOUT)
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,11 @@ def physical_parts(variant: str, w: Workload, params: dict[str, str]) -> dict[st
         names = [NAIVE_TC_LAUNCHES[variant]] if variant in NAIVE_TC_LAUNCHES else NAIVE_TC_LAUNCHES.values()
         launches = [("naive_tc", name) for name in names]
     elif variant == "fa2_tc":
-        mapping = {"warps": int(params["block_rows"]) // 16, "block_cols": int(params["block_cols"])}
+        mapping = {
+            "warps": int(params["block_rows"]) // 16,
+            "block_cols": int(params["block_cols"]),
+            **FA2_TC_V3,
+        }
         launches = [("fa2_tc", "fa2_tc")]
     else:
         return None

@@ -12,6 +12,7 @@ from measurements.read import read_frame
 from measurements.schemas import MODEL_VS_NCU, PROFILE
 from simlib.hardware import DATA_DIR, load_preset
 from simlib.physical import launches as K
+from simlib.physical.fa2_tc_model import V3_LAYOUT
 from simlib.physical.metrics import REGISTERS
 from simlib.presets import DEFAULT_GPU
 from simlib.workload import Workload
@@ -107,6 +108,8 @@ def compare(profile_csv=PROFILE_CSV, hardware_key=DEFAULT_GPU):
         measured = dict(zip(group["metric"], group["value"].astype(float)))
         registers = measured.get(REGISTERS)
         mapping = _params(params)
+        if kernel == "fa2_tc":  # a profile without the layout measured version 3 (tc_run4): compare with it
+            mapping = {**V3_LAYOUT, **mapping}
         workload = Workload(
             seq_len=int(n),
             head_dim=int(d),

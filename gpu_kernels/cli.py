@@ -76,12 +76,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--dtype",
         choices=TENSOR_CORE_DTYPES,
         default=None,
-        help="fa2_tc, naive_tc: the 16-bit input type (default bf16; naive and tiled are fp32)",
+        help="fa2_tc, naive_tc, decode_tc: the 16-bit input type (default bf16; naive and tiled are fp32)",
     )
     r.add_argument(
         "--warps",
         type=_positive_int,
-        help="fa2_tc, naive_tc: W warps per block (Br = 32·W for fa2_tc, 16·W for naive_tc; default 4)",
+        help="fa2_tc, naive_tc, decode_tc: W warps per block (Br = 32·W for fa2_tc, 16·W for naive_tc; "
+        "decode_tc: Bc/W keys of every tile per warp; default 4)",
+    )
+    r.add_argument(
+        "--splits",
+        type=_positive_int,
+        help="decode_tc: flash-decoding splits of the cache, at most 128 (default: simlib.decode_time's best)",
+    )
+    r.add_argument(
+        "--stages",
+        type=_positive_int,
+        help="decode_tc: K/V tiles in the cp.async ring, 2..8 (default 4 / 3 at d = 64 / 128)",
     )
     r.add_argument(
         "--seq-len", type=_positive_int, required=True, help="N (keys; queries too unless --query-len)"
@@ -101,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         metavar="NQ",
-        help="query rows N_q (default: --seq-len; with --causal at most --seq-len)",
+        help="query rows N_q (default: --seq-len, 1 for decode_tc; with --causal at most --seq-len)",
     )
     r.add_argument(
         "--causal",

@@ -47,7 +47,9 @@ def _validate_run(args):
     """All checks that need no numba: shape, tiles, and which options belong to which kernel."""
     tc = KERNELS[args.kernel].sixteen_bit
     if not tc and (args.dtype is not None or args.warps is not None):
-        raise UsageError("argument --dtype/--warps: only for --kernel fa2_tc or naive_tc")
+        raise UsageError("argument --dtype/--warps: only for --kernel fa2_tc, naive_tc or decode_tc")
+    if args.kernel != "decode_tc" and (args.splits is not None or args.stages is not None):
+        raise UsageError("argument --splits/--stages: only for --kernel decode_tc")
     if tc and (
         args.block_rows is not None or args.matmul_tile is not None or args.softmax_threads is not None
     ):
@@ -106,6 +108,8 @@ def _checked_shape(args):
 def _validate_tc_run(args):
     """Shape and config of fa2_tc / naive_tc, checked before numba is imported (the configs are plain
     dataclasses; their modules import numba, so only the check's rules are used here via a config)."""
+    if args.kernel == "decode_tc" and args.query_len is None:
+        args.query_len = 1  # one new token per query head
     shape = _checked_shape(args)
     if args.head_dim not in (64, 128):
         raise UsageError(
@@ -113,6 +117,8 @@ def _validate_tc_run(args):
         )
     _check_logit_scale(args.logit_scale, shape.head_dim)
     _check_host_memory(shape, "naive" if args.kernel == "naive_tc" else "tiled")
+    if args.kernel == "decode_tc":
+        return shape, _decode_params(args, shape)
     params = {"dtype": args.dtype or "bf16", "warps": args.warps or 4, "block_cols": args.block_cols or 64}
     if args.kernel == "fa2_tc":  # the kernel's defaults, from simlib's table (no numba import here)
         from simlib.schedules.fa2_tc import DEFAULT_BLOCK_COLS, DEFAULT_Q_RELOAD, DEFAULT_WARP_ROWS
@@ -121,6 +127,39 @@ def _validate_tc_run(args):
         params["block_cols"] = args.block_cols or DEFAULT_BLOCK_COLS[d]
         params.update(warp_rows=DEFAULT_WARP_ROWS, q_reload=DEFAULT_Q_RELOAD[d])
     return shape, params
+
+
+def _decode_params(args, shape):
+    """decode_tc's mapping, checked by simlib's decode_tc schedule (no numba); splits default to the
+    kernel's choice from simlib.decode_time."""
+    from simlib import Workload
+    from simlib.schedules.decode_tc import SCHEDULE
+
+    if args.causal:
+        raise UsageError("argument --causal: a decode step attends the whole cache (decode_tc has no mask)")
+    dtype = args.dtype or "bf16"
+    wl = Workload(
+        shape.seq_len, shape.head_dim, shape.batch, shape.heads, dtype=dtype, kv_heads=shape.kv_heads,
+        query_len=shape.nq,
+    )  # fmt: skip
+    try:
+        m = SCHEDULE.build(wl, None, args.warps, args.block_cols, args.splits, args.stages)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    splits = args.splits
+    if splits is None:
+        from simlib.schedules.decode_tc import default_splits
+
+        splits = default_splits(
+            shape.batch, shape.n_kv_heads, shape.seq_len, shape.head_dim, wl.group * wl.nq, dtype
+        )
+    return {
+        "dtype": dtype,
+        "warps": m.warps,
+        "block_cols": m.block_cols,
+        "stages": m.stages,
+        "splits": splits,
+    }
 
 
 def _dims(shape):
@@ -154,7 +193,7 @@ def _run_kernel(args, shape, params):
         from .tensor_core.dtypes import UNIT_ROUNDOFF, round_to
 
         q, k, v = (round_to(x, dtype) for x in (q, k, v))
-        res = kernel.run(q, k, v, dtype=dtype, config=config, count=args.count, causal=args.causal)
+        res = kernel.run(q, k, v, dtype=dtype, config=config, count=args.count, causal=args.causal, **mapping)
     else:
         res = kernel.run(q, k, v, count=args.count, causal=args.causal, **mapping)
     ref_o, ref_lse = attention_reference(q, k, v, causal=args.causal)

@@ -82,6 +82,38 @@ FA2_TC_SPEED = Schema(
     required=("kernel", "config", "dtype", "seq_len", "head_dim", "causal", "median_ms", "tflops", "ok"),
     positive=SIDE_BY_SIDE.positive,
 )
+#: the decode side by side (`python -m gpu_kernels side-by-side --shape B:H:H_kv:L:d:q_len`,
+#: gpu_kernels/measure/decode_side_by_side.py): decode_tc, fa2_tc and SDPA against the copy bandwidth.
+DECODE_SIDE_BY_SIDE = Schema(
+    "the decode side by side",
+    (
+        "kernel",
+        "config",
+        "dtype",
+        "batch",
+        "heads",
+        "kv_heads",
+        "query_len",
+        "seq_len",
+        "head_dim",
+        "splits",
+        "median_ms",
+        "min_ms",
+        "max_ms",
+        "reps",
+        "hbm_bytes",
+        "kernel_hbm_bytes",
+        "gbps",
+        "copy_gbps",
+        "frac_of_copy",
+        "ratio_to_best_sdpa",
+        "rel_err",
+        "tol",
+        "ok",
+        "note",
+    ),
+    positive=("median_ms", "min_ms", "max_ms", "gbps", "copy_gbps", "frac_of_copy"),
+)
 #: Nsight Compute per launch next to the model and the counters (`python -m gpu_kernels profile`).
 PROFILE = Schema(
     "the Nsight Compute profile",

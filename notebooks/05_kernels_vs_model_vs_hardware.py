@@ -73,7 +73,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from course import charts
-from evidence import readers
+from evidence import decode_speed, readers
 from evidence.energy_check import FA2_TC_V3
 from evidence.model_vs_ncu import TARGET_MIN_N, TOLERANCE
 from gpu_kernels import random_qkv, run_tiled
@@ -513,6 +513,31 @@ Markdown(
     f"{v4[v4.head_dim == 128]['fa2_tc / flash'].min():.2f}–{v4[v4.head_dim == 128]['fa2_tc / flash'].max():.2f})."
 )
 
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ### The other regime: decode_tc, a kernel bound by HBM on purpose
+#
+# A decode step (one new token per head against a long KV cache) has about g FLOP per byte: far below
+# either ridge, so its kernel is judged by bandwidth, not TFLOP/s. `decode_tc` (flash-decoding on the
+# tensor cores, counted equal to simlib's `decode_tc` schedule) against the device-to-device copy of the
+# same run and the fastest SDPA backend on the same call (`evidence.decode_speed`; lecture 08 has the
+# chart and the model):
+
+# %% tags=["remove-input"]
+decode = decode_speed.summary()
+shown = ["B", "H", "H_kv", "q_len", "L", "KV cache (MB)", "decode_tc (µs)", "decode_tc / copy"]
+decode[[*shown, "decode_tc / best SDPA"]].round(2)
+
+# %% tags=["remove-input"]
+big = decode[(decode["KV cache (MB)"] > 250) & (decode.q_len == 1)]
+Markdown(
+    f"With ≥ 250 MB of cache and one query per head decode_tc streams at {big['decode_tc / copy'].min():.0%}–"
+    f"{big['decode_tc / copy'].max():.0%} of the copy bandwidth, taking "
+    f"{big['decode_tc / best SDPA'].min():.2f}–{big['decode_tc / best SDPA'].max():.2f}× the fastest SDPA "
+    f"backend's time (cuDNN); at 34 MB every kernel is bound by launch and latency instead "
+    f"({decode['decode_tc / copy'].min():.0%} of the copy)."
+)
+
+# %% [markdown]
 # ### naive_tc ÷ fa2_tc: the HBM roofline's prediction against the measurement
 #
 # simlib's counts of both kernels at the side by side's workload, on a roofline with the card's
@@ -638,6 +663,8 @@ misses[
 #   magnitude in bf16.
 # * Honest comparisons name both sides and the dtype: our readable tiled kernel beats our naive one
 #   but not cuBLAS; our fa2_tc beats every unfused bf16 implementation but not FlashAttention-2 or cuDNN.
+# * Decode is the regime where attention is memory-bound: our decode_tc streams a large KV cache at
+#   about 90–100 % of the copy bandwidth, in 0.99–1.11× cuDNN's time.
 # * Every kernel's time and energy can be predicted from its shape (the cost model), before it runs;
 #   frozen, then measured at new shapes, it holds wherever blocks do equal work, and its misses (causal
 #   launches, the fp32 kernels' integer instructions) have a stated cause.

@@ -232,6 +232,79 @@ plt.show()
 # need fewer splits.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ### Measured: a decode kernel at the HBM's speed
+#
+# `decode_tc` (`gpu_kernels/kernels/decode_tc.py`) is flash-decoding written in numba: the g query heads
+# of a K/V head packed into the rows of one tensor-core tile (so the cache is read once per K/V head),
+# the cache split s ways with s from the model above, every thread streaming K and V with 16-byte
+# `cp.async` copies, two tiles in flight while one is multiplied, and a combine kernel. Its counters equal
+# the `decode_tc` schedule's count (whose HBM bytes are the `decode` schedule's). The run below measured
+# it on the H200 against torch SDPA's backends on the same call and against a 2 GiB device-to-device copy
+# in the same run; every row is credited with the same compulsory bytes (Q, K, V read once, O written
+# once), so "of copy" compares them on one footing.
+
+# %%
+from evidence import decode_speed
+
+measured = decode_speed.summary()
+copy_gbps = decode_speed.copy_gbps(decode_speed.read())
+columns = ["B", "H", "H_kv", "q_len", "L", "d", "KV cache (MB)", "splits (model)", "decode_tc (µs)"]
+columns += ["decode_tc / copy", "torch_cudnn (µs)", "torch_flash (µs)", "model, copy BW (µs)"]
+measured[columns].round(2)
+
+# %% tags=["remove-input"]
+big = measured[(measured["KV cache (MB)"] > 250) & (measured.q_len == 1)]
+small = measured[measured["KV cache (MB)"] < 50]
+multi = measured[measured.q_len > 1].iloc[0]
+assert big["decode_tc / copy"].min() >= decode_speed.TARGET  # what the prose says
+assert small["decode_tc / copy"].max() < 0.5
+display(
+    Markdown(
+        f"The copy moved {copy_gbps:,.0f} GB/s (bytes read + written). With a cache of a quarter of a "
+        f"gigabyte or more and one query per head, `decode_tc` streams it at "
+        f"{big['decode_tc / copy'].min():.0%}–{big['decode_tc / copy'].max():.0%} of that: decode really is a "
+        f"stream over the cache, as the model says, and a kernel can reach the stream's speed (a stream that "
+        f"only reads even beats a copy). Issue 22's bar, {decode_speed.TARGET:.0%} of the copy, is met there. "
+        f"A small cache is another regime: {float(small['KV cache (MB)'].iloc[0]):.0f} MB take "
+        f"{float(small['decode_tc (µs)'].iloc[0]):.1f} µs, {float(small['decode_tc / copy'].iloc[0]):.0%} of the "
+        f"copy, where the model at the copy's bandwidth says "
+        f"{float(small['model, copy BW (µs)'].iloc[0]):.1f} µs: launches and the first round trip to memory, "
+        f"which the model does not count, are most of a step this short, for cuDNN too "
+        f"({float(small['torch_cudnn (µs)'].iloc[0]):.1f} µs). With {int(multi.q_len)} queries per head "
+        f"(speculative decoding) `decode_tc` packs the {int(multi.H // multi.H_kv * multi.q_len)} rows of a K/V "
+        f"head into one tile and still streams at {multi['decode_tc / copy']:.0%} of the copy, "
+        f"{multi['torch_cudnn (µs)'] / multi['decode_tc (µs)']:.1f}× faster than cuDNN."
+    )
+)
+
+# %% tags=["remove-input"] slideshow={"slide_type": "slide"} alt="Fraction of the measured copy bandwidth reached by decode_tc, torch cuDNN and torch flash against the KV cache size in MB on the H200: decode_tc and cuDNN climb from under half at 34 MB to 0.9 to 1.05 above 250 MB, flash reaches 0.84 to 1.01 there except 0.64 on the batch-16 shape without GQA; lines mark the copy bandwidth and the 85 percent target"
+fig, ax = plt.subplots(figsize=(8.4, 4.0))
+one_query = measured[measured.q_len == 1].sort_values("KV cache (MB)")
+mb = one_query["KV cache (MB)"]
+ours = charts.variant_color("fa2_tc")
+ax.plot(mb, one_query["decode_tc / copy"], "o-", color=ours, label="numba decode_tc (ours)")
+for name in ("torch_cudnn", "torch_flash"):
+    frac = mb * 1e6 / (one_query[f"{name} (µs)"] * 1e-6) / (copy_gbps * 1e9)
+    ax.plot(mb, frac, "s--", color=charts.variant_color(name), label=charts.VARIANT_LABELS[name])
+ax.axhline(1.0, color="grey", lw=1)
+ax.axhline(decode_speed.TARGET, color="grey", lw=1, ls=":")
+ax.text(mb.min(), 1.01, "device-to-device copy", fontsize=8, color="grey", va="bottom")
+ax.text(mb.min(), decode_speed.TARGET - 0.01, "85 % (issue 22's target)", fontsize=8, color="grey", va="top")
+ax.set_xscale("log")
+ax.set_xlabel("KV cache read per step (MB, 10⁶ B)")
+ax.set_ylabel("fraction of the copy bandwidth")
+ax.set_ylim(0, 1.15)
+ax.set_title(f"Decode steps on the {H200.name}, bf16, one query per head (run k22-decode-run1)", fontsize=10)
+ax.legend(loc="lower right", fontsize=9)
+plt.show()
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Each point is one shape: batch 1 with 8K, 32K and 128K cached tokens of a Llama-3-8B layer, batch 8
+# with 8K and 32K, batch 16 of 32 K/V heads (no GQA) and one d = 64 shape. The model chose the splits;
+# at two shapes 16 splits ran 4–6 % faster than its 33 (gpu_kernels/tensor_core/PERFORMANCE.md: each
+# block has a fixed cost the model leaves out).
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. The backward pass: materialised vs recomputed
 #
 # Standard backward (the paper's Algorithm 3) reads the saved N×N matrix P and writes and reads dP and

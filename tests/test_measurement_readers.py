@@ -156,6 +156,8 @@ def test_a_cuda_context_without_its_summary_names_the_file(tmp_path):
         ("energy_calibration_h200.csv", schemas.ENERGY_CALIBRATION),
         ("eager16_h200.csv", schemas.EAGER16),
         ("eager16_energy_h200.csv", schemas.EAGER16_ENERGY),
+        ("decode_side_by_side_h200.csv", schemas.DECODE_SIDE_BY_SIDE),
+        ("decode_side_by_side_h200_repeat.csv", schemas.DECODE_SIDE_BY_SIDE),
     ],
 )
 def test_every_committed_file_passes_its_schema(name, schema):
@@ -164,9 +166,10 @@ def test_every_committed_file_passes_its_schema(name, schema):
 
 def test_the_writers_write_their_schemas_columns():
     from evidence import model_vs_ncu
-    from gpu_kernels.measure import harness, ncu_profile, side_by_side
+    from gpu_kernels.measure import decode_side_by_side, harness, ncu_profile, side_by_side
 
     assert harness.FIELDS == list(schemas.HARNESS.columns)
     assert ncu_profile.FIELDS == list(schemas.PROFILE.columns)
     assert side_by_side.FIELDS == list(schemas.SIDE_BY_SIDE.columns)
+    assert decode_side_by_side.DECODE_FIELDS == list(schemas.DECODE_SIDE_BY_SIDE.columns)
     assert model_vs_ncu.COLUMNS == schemas.MODEL_VS_NCU.columns

@@ -20,9 +20,10 @@ def bf16(n, d, bh=1):
 
 @pytest.mark.parametrize("n,d,w,bc,bh", [(64, 64, 4, 64, 1), (128, 128, 2, 32, 3)])
 def test_fa2_tc_by_hand(n, d, w, bc, bh):
-    br = 16 * w
+    br = 16 * w  # version 3's layout, which tc_run4 profiled: one m16 tile per warp, Q in registers
     tr, tc = n // br, n // bc
-    p = K.predict("fa2_tc", "fa2_tc", bf16(n, d, bh), {"warps": w, "block_cols": bc}, H200)
+    m = {"warps": w, "block_cols": bc, "warp_rows": 16, "q_reload": False}
+    p = K.predict("fa2_tc", "fa2_tc", bf16(n, d, bh), m, H200)
     assert p[K.L1_LD] == bh * (n * d + tr * 2 * n * d) * 2 // 32
     assert p[K.L1_ST] == bh * tr * w * (4 * (d // 8) * 8 + 2)
     ldsm_per_warp = d // 16 + tc * (d // 16 * bc // 16 + bc // 16 * d // 16)
@@ -150,3 +151,39 @@ def test_naive_tc_scores_dram_cause_quotes_the_partial_sector_run():
     for launch in ("softmax", "pv"):
         assert v[(launch, "16384", "lts__t_sectors_op_write_lookup_miss.sum")] < 100
     assert v[("scores", "4096", fill)] < v[("scores", "4096", miss)]  # no excess at N = 4096
+
+
+@pytest.mark.parametrize(
+    "n,d,w,bc,bh,wr,qr",
+    [(128, 64, 4, 64, 1, 32, False), (256, 128, 2, 32, 3, 32, True), (64, 128, 4, 16, 2, 16, True)],
+)
+def test_fa2_tc_warp_rows_and_q_reload_by_hand(n, d, w, bc, bh, wr, qr):
+    """fa2_tc's layout (issue 22, version 4): W warps of R rows (R/16 m16 tiles each), Br = R·W; with Q
+    re-read, every warp loads its R/16 Q fragments per k-step again for every tile. Counted from the
+    kernel's loops: K and V fragments do not depend on R (one ldmatrix of K or V feeds every m-tile)."""
+    br, mt = wr * w, wr // 16
+    tr, tc = n // br, n // bc
+    m = {"warps": w, "block_cols": bc, "warp_rows": wr, "q_reload": qr}
+    p = K.predict("fa2_tc", "fa2_tc", bf16(n, d, bh), m, H200)
+    assert p[K.L1_LD] == bh * (n * d + tr * 2 * n * d) * 2 // 32
+    assert p[K.L1_ST] == bh * tr * w * mt * (4 * (d // 8) * 8 + 2)  # O per m-tile, and L's two row halves
+    q_ldsm = mt * (d // 16)
+    ldsm_per_warp = (tc * q_ldsm if qr else q_ldsm) + tc * 2 * (d // 16) * (bc // 16)
+    assert p[K.SHARED_LD] == bh * tr * w * 4 * ldsm_per_warp  # 4 wavefronts per swizzled ldmatrix.x4
+
+
+def test_fa2_tc_model_defaults_to_the_kernel_that_runs():
+    """Without a layout, predict() describes version 4 (32 rows per warp, Q re-read at d = 128); the
+    committed profile of version 3 (tc_run4) is compared with R = 16 and Q in registers."""
+    from evidence import model_vs_ncu
+    from simlib.physical.fa2_tc_model import V3_LAYOUT
+
+    for d, reload in ((64, False), (128, True)):
+        wl, m = bf16(512, d, 2), {"warps": 4, "block_cols": 64}
+        assert K.predict("fa2_tc", "fa2_tc", wl, m, H200) == K.predict(
+            "fa2_tc", "fa2_tc", wl, {**m, "warp_rows": 32, "q_reload": reload}, H200
+        )
+    assert V3_LAYOUT == {"warp_rows": 16, "q_reload": False}
+    rows = model_vs_ncu.compare(model_vs_ncu.TC_PROFILE_CSV)
+    l1 = rows[(rows.kernel == "fa2_tc") & (rows.metric == K.L1_LD)]
+    assert len(l1) and (l1.model == l1.ncu).all()  # version 3's loads, sector for sector

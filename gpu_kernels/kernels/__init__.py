@@ -1,7 +1,8 @@
 """The attention kernels, one file each, and `KERNELS`: the one registry of them.
 
 `naive` (Algorithm 0, three launches), `tiled` (readable FlashAttention-2), `fast` (register-tiled
-FlashAttention-2), all fp32 on CUDA cores; `naive_tc` and `fa2_tc` in fp16/bf16 on tensor cores. Each
+FlashAttention-2), all fp32 on CUDA cores; `naive_tc`, `fa2_tc` and `decode_tc` (flash-decoding) in
+fp16/bf16 on tensor cores. Each
 entry says which simlib schedule counts the kernel (its counters must equal that schedule's `count()`
 to the byte), which dtypes it runs, its mapping parameters (named as the schedule's), its physical
 model (simlib.physical, by the kernel's name), where the simulator twins of its inline-PTX helpers
@@ -47,6 +48,7 @@ class Kernel:
     config: str | None = None  # 16-bit kernels: the compile-time config class in its module
     tolerance_u: int = 0  # 16-bit kernels: O's error limit in unit roundoffs of the dtype (its roundings)
     in_run_command: bool = True  # offered by `python -m gpu_kernels run`
+    run_parameters: tuple[str, ...] = ()  # mapping parameters the runner takes beside its config
     module: str = ""  # default gpu_kernels.kernels.<name>
 
     @property
@@ -74,6 +76,8 @@ class Kernel:
         bad one."""
         fields = {}
         for name, value in mapping.items():
+            if name in self.run_parameters:
+                continue
             field, convert = CONFIG_FIELDS.get(name, (name, lambda x: x))
             fields[field] = convert(value)
         return getattr(self.load(), self.config)(head_dim, **fields).check()
@@ -85,7 +89,10 @@ class Kernel:
         if self.config is None:
             return runner(q, k, v, count=count, causal=causal, **mapping)
         config = config if config is not None else self.config_for(q.shape[-1], **mapping)
-        return runner(q, k, v, dtype=dtype or self.dtypes[0], config=config, count=count, causal=causal)
+        extra = {name: mapping[name] for name in self.run_parameters if name in mapping}
+        return runner(
+            q, k, v, dtype=dtype or self.dtypes[0], config=config, count=count, causal=causal, **extra
+        )
 
     def counts(self, workload: Workload, **mapping) -> dict[str, int]:
         """simlib's four byte counts (totals over B·H) of this kernel on `workload`, from the mapping
@@ -118,6 +125,16 @@ KERNELS: dict[str, Kernel] = {
             WARP_OPS,
             "NaiveTcConfig",
             tolerance_u=4,  # S, P and O each rounded to the dtype
+        ),
+        Kernel(
+            "decode_tc",
+            "decode_tc",
+            SIXTEEN_BIT,
+            ("warps", "block_cols", "stages", "splits"),
+            WARP_OPS,
+            "DecodeConfig",
+            tolerance_u=2,  # O rounded once to the dtype, P too
+            run_parameters=("splits",),  # how the cache is split is the launch's, not the compiled kernel's
         ),
     )
 }

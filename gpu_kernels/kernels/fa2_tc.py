@@ -57,6 +57,7 @@ from ..counting import counts_from, new_counters, simulator_enabled
 from ..flush import flush_counters
 from ..tensor_core.addressed_ops import addressed_ops
 from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
+from ..tensor_core.flash_tile import flash_tile_ops
 from ..tensor_core.tc_plan import TcPlan, checked_plan, upload
 from ..tensor_core.tiles import block_copiers
 from ..tensor_core.warp_ops import warp_ops
@@ -174,14 +175,15 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
     SM_ELEMS = 0 if cfg.dynamic_smem else (BR + 2 * BC) * D  # 0: dynamic, sized at launch
     COUNTING, CAUSAL = counting, causal
     # numba resolves a closure variable that is a function, not an attribute of a tuple: unpack
-    mma, _, _, _, _, _, pack2, _, quad_max, quad_sum, _, _ = warp_ops(dtype, simulator)
-    smem_base, ldsm_x4, ldsm_x4_t, cp16, cp16z, _, ex2, fmax = addressed_ops(dtype, simulator)
+    _, _, _, _, _, _, pack2, _, _, quad_sum, _, _ = warp_ops(dtype, simulator)
+    smem_base, ldsm_x4, _, cp16, cp16z, _, _, _ = addressed_ops(dtype, simulator)
     copy_q, copy_q_ragged = block_copiers(cp16, cp16z, BR, D, NT, simulator)
     copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator)
     cp_commit = warp_ops(dtype, simulator).cp_commit
     cp_wait_all = warp_ops(dtype, simulator).cp_wait_all
     ALIGN = None if simulator else 128
     C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
+    load_q, qk_step, softmax_update, pack_p, pv_products = flash_tile_ops(dtype, simulator, MT, NS, NO, D, C)
     F_LN2 = np.float32(LN2)
     NEG_INF = np.float32(-np.inf)
     ZERO = np.float32(0.0)
@@ -257,11 +259,7 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
         cp_wait_all()
         cuda.syncthreads()
         if QREGS:
-            for mt in range(MT):
-                for kk in range(KQ):
-                    qa[mt * KQ + kk, 0], qa[mt * KQ + kk, 1], qa[mt * KQ + kk, 2], qa[mt * KQ + kk, 3] = (
-                        ldsm_x4(base, q_lane + 16 * mt * D + xa[kk & 3] + (kk >> 2) * 64)
-                    )
+            load_q(qa, base, q_lane, xa)
             if COUNTING:
                 n_sr += 16 * MT * KQ
 
@@ -293,34 +291,14 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
                 for e in range(4):
                     s[t, e] = ZERO
             for kk in range(KQ):
-                if not QREGS:
+                if QREGS:
+                    qk_step(s, qa, kk, KQ, base, k_lane, xk, kk)
+                else:  # Q's fragments of this k-step again, into pa (free until P is packed)
                     for mt in range(MT):
-                        qa[0, 0], qa[0, 1], qa[0, 2], qa[0, 3] = ldsm_x4(
+                        pa[mt, 0], pa[mt, 1], pa[mt, 2], pa[mt, 3] = ldsm_x4(
                             base, q_lane + 16 * mt * D + xa[kk & 3] + (kk >> 2) * 64
                         )
-                        pa[mt, 0] = qa[0, 0]
-                        pa[mt, 1] = qa[0, 1]
-                        pa[mt, 2] = qa[0, 2]
-                        pa[mt, 3] = qa[0, 3]
-                for p in range(NS // 2):
-                    b0, b1, b2, b3 = ldsm_x4(base, k_lane + 16 * p * D + xk[kk & 3] + (kk >> 2) * 64)
-                    for mt in range(MT):
-                        if QREGS:
-                            a0, a1, a2, a3 = (
-                                qa[mt * KQ + kk, 0],
-                                qa[mt * KQ + kk, 1],
-                                qa[mt * KQ + kk, 2],
-                                qa[mt * KQ + kk, 3],
-                            )
-                        else:
-                            a0, a1, a2, a3 = pa[mt, 0], pa[mt, 1], pa[mt, 2], pa[mt, 3]
-                        t0 = mt * NS + 2 * p
-                        s[t0, 0], s[t0, 1], s[t0, 2], s[t0, 3] = mma(
-                            a0, a1, a2, a3, b0, b1, s[t0, 0], s[t0, 1], s[t0, 2], s[t0, 3]
-                        )
-                        s[t0 + 1, 0], s[t0 + 1, 1], s[t0 + 1, 2], s[t0 + 1, 3] = mma(
-                            a0, a1, a2, a3, b2, b3, s[t0 + 1, 0], s[t0 + 1, 1], s[t0 + 1, 2], s[t0 + 1, 3]
-                        )
+                    qk_step(s, pa, 0, 1, base, k_lane, xk, kk)
             if COUNTING:
                 n_sr += 16 * KQ * (NS // 2)
                 if not QREGS:
@@ -337,36 +315,9 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
                             if col >= n_k or (CAUSAL and col > row0 + 16 * mt + 8 + off):
                                 s[mt * NS + t, 2 + e] = NEG_INF
 
-            # --- online softmax of my 2·MT rows; the 4 lanes of a quad share a row
-            for mt in range(MT):
-                for h in range(2):
-                    mx = NEG_INF
-                    for t in range(NS):
-                        mx = fmax(mx, fmax(s[mt * NS + t, 2 * h], s[mt * NS + t, 2 * h + 1]))
-                    m_new = fmax(m[2 * mt + h], quad_max(mx) * C)
-                    # a row that has seen only masked keys keeps m = −∞: subtract 0 instead, so p =
-                    # exp2(−∞) = 0 and alpha = exp2(−∞) = 0 (l and O are still 0): no −∞ − (−∞) = NaN
-                    mu = ZERO if m_new == NEG_INF else m_new
-                    alpha = ex2(m[2 * mt + h] - mu)
-                    m[2 * mt + h] = m_new
-                    total = ZERO
-                    for t in range(NS):
-                        for e in range(2):
-                            pv = ex2(cuda.fma(s[mt * NS + t, 2 * h + e], C, -mu))
-                            s[mt * NS + t, 2 * h + e] = pv
-                            total += pv
-                    lsum[2 * mt + h] = lsum[2 * mt + h] * alpha + total  # fp32 p, before rounding (FA2)
-                    for t in range(NO):
-                        acc[mt * NO + t, 2 * h] *= alpha
-                        acc[mt * NO + t, 2 * h + 1] *= alpha
-            # P in the dtype: n-tiles 2kk, 2kk + 1 of P are the A fragment of k-step kk
-            for mt in range(MT):
-                for kk in range(KP):
-                    t0 = mt * NS + 2 * kk
-                    pa[mt * KP + kk, 0] = pack2(s[t0, 0], s[t0, 1])
-                    pa[mt * KP + kk, 1] = pack2(s[t0, 2], s[t0, 3])
-                    pa[mt * KP + kk, 2] = pack2(s[t0 + 1, 0], s[t0 + 1, 1])
-                    pa[mt * KP + kk, 3] = pack2(s[t0 + 1, 2], s[t0 + 1, 3])
+            # --- online softmax of my 2·MT rows (the 4 lanes of a quad share a row), P in the dtype
+            softmax_update(s, m, lsum, acc)
+            pack_p(s, pa)
 
             cp_wait_all()  # my copies of V_j have landed
             cuda.syncthreads()  # everyone's; and everyone is done reading K_j
@@ -378,32 +329,7 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
                     n_sw += put
 
             # --- O += P V_j: one ldmatrix.trans of V feeds 2·MT mma
-            for kk in range(KP):
-                for p in range(NO // 2):
-                    b0, b1, b2, b3 = ldsm_x4_t(base, v_lane + 16 * kk * D + xa[p & 3] + (p >> 2) * 64)
-                    for mt in range(MT):
-                        t0 = mt * NO + 2 * p
-                        a0, a1, a2, a3 = (
-                            pa[mt * KP + kk, 0],
-                            pa[mt * KP + kk, 1],
-                            pa[mt * KP + kk, 2],
-                            pa[mt * KP + kk, 3],
-                        )
-                        acc[t0, 0], acc[t0, 1], acc[t0, 2], acc[t0, 3] = mma(
-                            a0, a1, a2, a3, b0, b1, acc[t0, 0], acc[t0, 1], acc[t0, 2], acc[t0, 3]
-                        )
-                        acc[t0 + 1, 0], acc[t0 + 1, 1], acc[t0 + 1, 2], acc[t0 + 1, 3] = mma(
-                            a0,
-                            a1,
-                            a2,
-                            a3,
-                            b2,
-                            b3,
-                            acc[t0 + 1, 0],
-                            acc[t0 + 1, 1],
-                            acc[t0 + 1, 2],
-                            acc[t0 + 1, 3],
-                        )
+            pv_products(acc, pa, base, v_lane, xa)
             if COUNTING:
                 n_sr += 16 * KP * (NO // 2)
 
@@ -436,14 +362,15 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
     return cuda.jit(max_registers=cfg.max_registers)(fa2_tc)
 
 
-def allow_dynamic_smem(dispatcher, nbytes):
+def allow_dynamic_smem(dispatcher, nbytes, signature=None):
     """Raise the compiled kernel's dynamic shared-memory limit to `nbytes` (the driver's default is
-    48 KiB), once per dispatcher; compiles it for ``kernel_signature()`` first."""
+    48 KiB), once per dispatcher; compiles it for `signature` (default ``kernel_signature()``, fa2_tc's)
+    first: the launch must pass arguments of exactly those types."""
     if getattr(dispatcher, "_flashio_dyn_smem", 0) >= nbytes:
         return
     from numba.cuda.cudadrv.driver import binding, driver
 
-    kernel = dispatcher.compile(kernel_signature())
+    kernel = dispatcher.compile(signature or kernel_signature())
     cufunc = kernel._codelibrary.get_cufunc()
     attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)

@@ -2,11 +2,16 @@
 torch SDPA's math (fp32 inside: it upcasts 16-bit inputs, so it is not the 16-bit standard attention;
 benchmarks/eager16_h200.py measures that), flash (FlashAttention-2), cuDNN and memory-efficient
 backends, in bf16 and fp16, non-causal and causal (``python -m gpu_kernels side-by-side``;
-``python -m gpu_kernels.measure.side_by_side``).
+``python -m gpu_kernels.measure.side_by_side``); decode shapes (a few queries against a long KV cache)
+add numba's decode_tc and the HBM copy bandwidth (``decode_side_by_side.py``).
 
     python -m gpu_kernels side-by-side --out DIR [--dtypes bf16,fp16] [--causal no,yes]
         [--seq-lens 512,...,16384] [--head-dims 64,128] [--batch B --heads H] [--kv-heads H_kv]
-        [--budget-s 170]
+        [--shape B:H:H_kv:N:d[:q_len] ...] [--variants ...] [--budget-s 170]
+
+``--shape`` (repeatable) gives each shape whole instead: B:H:H_kv:N:d is a prefill shape (N queries
+and keys), B:H:H_kv:N:d:q_len a decode shape (q_len queries against N keys, non-causal only; its rows
+go to decode_side_by_side_<tag>.csv). Without it the shapes below are used.
 
 Workload per (N, d): B·H·N = TOKENS = 2¹⁸ tokens (N = 512: B·H = 512; N = 4096: 64; N = 16384: 16),
 H = 16, B = B·H/16. Every kernel then has the same 2¹⁸/64 = 4096 query blocks of 64 rows, 31 per SM
@@ -36,12 +41,13 @@ import os
 import statistics
 import sys
 import time
-import traceback
 
 from measurements.schemas import SIDE_BY_SIDE
 from simlib.presets import DEFAULT_GPU
 
-from ..tensor_core.dtypes import DTYPES, UNIT_ROUNDOFF
+from ..tensor_core.dtypes import DTYPES
+from .decode_side_by_side import DECODE_VARIANTS
+from .torch_views import bits_view, checked_first_call, not_timed, tolerance  # noqa: F401 (bits_view: the benchmarks')
 
 FIELDS = list(SIDE_BY_SIDE.columns)  # measurements.schemas: the one definition, the readers check it
 VARIANTS = ("fa2_tc", "naive_tc", "cupy_naive", "torch_math", "torch_flash", "torch_cudnn", "torch_efficient")
@@ -54,10 +60,6 @@ ALTERNATIVES = {
     64: [dict(warps=4, block_cols=64, warp_rows=16)],
     128: [dict(warps=4, block_cols=64, warp_rows=16)],
 }
-
-
-def tolerance(dtype):
-    return 2 * UNIT_ROUNDOFF[dtype]
 
 
 def batch_heads(n):
@@ -85,21 +87,6 @@ def _events_time(launch, reps, per_event, torch):
         if r:
             times.append(start.elapsed_time(end) / per_event)
     return times
-
-
-def bits_view(t):
-    """A numba device array of uint16 over a torch bf16/fp16 (or fp32) tensor's memory, no copy."""
-    from numba import cuda
-
-    typestr = {2: "<u2", 4: "<f4"}[t.element_size()]
-    desc = {
-        "shape": (t.numel(),),
-        "typestr": typestr,
-        "data": (t.data_ptr(), False),
-        "version": 3,
-        "strides": None,
-    }
-    return cuda.from_cuda_array_interface(desc, owner=t, sync=False)
 
 
 def enable_cupy_bfloat16():
@@ -316,13 +303,7 @@ def bench_shape(sh, names, min_reps, max_reps, torch, log):
         row = {**base, "kernel": name, "config": config, "flops": flops, "reps": 0}
         try:
             launch = make()
-            sh.out.fill_(float("nan"))  # poisoned: an unwritten element fails the check
-            t0 = time.perf_counter()
-            o = launch(0)
-            torch.cuda.synchronize()
-            first_ms = (time.perf_counter() - t0) * 1e3
-            e = sh.err(o, torch)
-            del o
+            first_ms, e = checked_first_call(sh, launch, torch)
             launch(1)  # warm (compiled by the first): the next call's time sets the reps
             torch.cuda.synchronize()
             t1 = time.perf_counter()
@@ -333,11 +314,9 @@ def bench_shape(sh, names, min_reps, max_reps, torch, log):
             reps = max(min_reps, min(max_reps, int(TARGET_S * 1e3 / (est * per_event))))
             t = _events_time(launch, reps, per_event, torch)
         except Exception as ex:  # out of memory, a backend that refuses the shape, a cupy dtype: say so
-            msg = f"{type(ex).__name__}: {str(ex).splitlines()[0][:160] if str(ex) else ''}"
-            at = traceback.extract_tb(ex.__traceback__)[-1]
+            msg, at = not_timed(ex)
             log(
-                f"{sh.dtype} causal={sh.causal} d={sh.d} N={sh.n} {name} {config}: not timed ({msg}; raised at "
-                f"{os.path.basename(at.filename)}:{at.lineno})"
+                f"{sh.dtype} causal={sh.causal} d={sh.d} N={sh.n} {name} {config}: not timed ({msg}; raised at {at})"
             )
             rows.append({**row, "ok": False, "note": "not timed: " + msg})
             keep.clear()
@@ -401,6 +380,27 @@ def names_of(allowed):
     return parse
 
 
+def shape_spec(text):
+    """'B:H:H_kv:N:d' (prefill: N queries and keys) or 'B:H:H_kv:N:d:q_len' (decode: q_len queries
+    against N keys) -> a tuple of ints (q_len None for prefill)."""
+    fields = text.split(":")
+    parts = [int(x) for x in fields if x.isascii() and x.isdigit()]  # '1_6', '١٦', '-1', '' refused
+    if len(parts) != len(fields):
+        parts = []
+    if len(parts) not in (5, 6) or min(parts) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected B:H:H_kv:N:d or B:H:H_kv:N:d:q_len (positive integers), got {text!r}"
+        )
+    b, h, hkv, n, d = parts[:5]
+    if h % hkv:
+        raise argparse.ArgumentTypeError(f"{text!r}: H_kv = {hkv} must divide H = {h}")
+    if d not in (64, 128):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the tensor-core kernels support head dims 64 and 128, got {d}"
+        )
+    return (b, h, hkv, n, d, parts[5] if len(parts) == 6 else None)
+
+
 def parse_args(argv=None):
     """The arguments, every one checked (the output folder too) before the GPU is asked for: a bad one
     raises commands.UsageError (one line, exit 2)."""
@@ -415,7 +415,14 @@ def parse_args(argv=None):
     p.add_argument("--causal", type=names_of(("no", "yes")), default=["no", "yes"])
     p.add_argument("--seq-lens", type=positive_ints, default=[512, 1024, 2048, 4096, 8192, 16384])
     p.add_argument("--head-dims", type=head_dims, default=[64, 128])
-    p.add_argument("--variants", type=names_of(VARIANTS), default=list(VARIANTS))
+    p.add_argument(
+        "--shape",
+        type=shape_spec,
+        action="append",
+        help="B:H:H_kv:N:d (prefill) or B:H:H_kv:N:d:q_len (decode: q_len queries against N keys), "
+        "repeatable; replaces --seq-lens/--head-dims/--batch/--heads/--kv-heads",
+    )
+    p.add_argument("--variants", type=names_of(VARIANTS + DECODE_VARIANTS), default=None)
     p.add_argument("--batch", type=lambda x: positive_ints(x)[0], help="B (default: B·H·N = 2^18, H = 16)")
     p.add_argument("--heads", type=lambda x: positive_ints(x)[0], help="H (needs --batch)")
     p.add_argument("--kv-heads", type=lambda x: positive_ints(x)[0], help="H_kv (GQA; divides H)")
@@ -433,7 +440,7 @@ def parse_args(argv=None):
         "--tag",
         type=tag_type("--tag"),
         default=DEFAULT_GPU,
-        help="file name tc_side_by_side_<tag>.csv (h200_causal for a causal run)",
+        help="file names tc_side_by_side_<tag>.csv, decode_side_by_side_<tag>.csv (h200_causal for a causal run)",
     )
     a = p.parse_args(argv)
     if (a.batch is None) != (a.heads is None):
@@ -441,6 +448,8 @@ def parse_args(argv=None):
     h_ = a.heads or HEADS
     if a.kv_heads is not None and (a.kv_heads > h_ or h_ % a.kv_heads):
         p.error(f"argument --kv-heads: {a.kv_heads} must divide the {h_} query heads")
+    if a.shape and (a.batch is not None or a.kv_heads is not None):
+        p.error("argument --shape: give the shapes either with --shape or with --batch/--heads/--kv-heads")
     try:
         check_output_dir(a.out)
     except ValueError as e:
@@ -464,6 +473,8 @@ def main(argv=None):
 
     from measurements.provenance import provenance, write_measurement
 
+    from . import decode_side_by_side as dec
+
     t_start = time.monotonic()
     lines = []
 
@@ -471,59 +482,88 @@ def main(argv=None):
         print(text, flush=True)
         lines.append(text)
 
+    configs = []  # (causal, dtype, (B, H, H_kv, N, d, q_len)), in the order they run
+    for causal in [c == "yes" for c in a.causal]:
+        for dtype in a.dtypes:
+            if a.shape:
+                configs += [(causal, dtype, sp) for sp in a.shape if not (causal and sp[5] is not None)]
+                continue
+            for d in a.head_dims:
+                for n in a.seq_lens:
+                    b, h = batch_heads(n) if a.batch is None else (a.batch, a.heads)
+                    configs.append((causal, dtype, (b, h, a.kv_heads or h, n, d, None)))
+    decoding = any(sp[5] is not None for _, _, sp in configs)
     record = provenance(
         {
-            "what": "16-bit attention forward side by side: fa2_tc, naive_tc (numba, mma.sync), "
-            "cupy naive (cuBLAS in the dtype), torch SDPA math/flash/cuDNN/efficient",
+            "what": "16-bit attention forward side by side: fa2_tc, naive_tc, decode_tc (numba, mma.sync), "
+            "cupy naive (cuBLAS in the dtype), torch SDPA math/flash/cuDNN/efficient; decode shapes also "
+            "against the device-to-device copy bandwidth",
             "argv": sys.argv,
             "tokens": TOKENS,
             "heads": HEADS,
             "torch": torch.__version__,
-            "timing": f"CUDA events, 1 warm-up group, median of reps groups (~{TARGET_S} s)",
-            "check": "rel. error vs fp32 math (same mask) on the first and last batch·head, tol 2u",
+            "timing": f"CUDA events, 1 warm-up group, median of reps groups (~{TARGET_S} s); decode shapes: "
+            "launches queued behind torch.cuda._sleep, one event pair each (decode_side_by_side.py)",
+            "check": "rel. error vs fp32 attention on the same inputs (prefill: first and last batch·head, "
+            "same mask; decode: every head), tol 2u",
         }
     )
-    rows = []
+    rows, drows = [], []
+    copies = []
+    if decoding:
+        gbps, times = dec.copy_gbps(torch)
+        copies.append(gbps)
+        drows.append(dec.copy_row(gbps, times, "start"))
+        log(f"hbm_copy {gbps:.1f} GB/s (start of the run)")
 
     def save(status):
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=FIELDS)
-        w.writeheader()
-        w.writerows(rows)
-        write_measurement(
-            f"{a.out}/tc_side_by_side_{a.tag}.csv",
-            buf.getvalue(),
-            {**record, "status": status, "elapsed_s": round(time.monotonic() - t_start, 1)},
-        )
+        meta = {**record, "status": status, "elapsed_s": round(time.monotonic() - t_start, 1)}
+        for name, fields, table in (
+            (f"tc_side_by_side_{a.tag}.csv", FIELDS, rows),
+            (f"decode_side_by_side_{a.tag}.csv", dec.DECODE_FIELDS, drows),
+        ):
+            if not table:
+                continue
+            buf = io.StringIO()
+            w = csv.DictWriter(buf, fieldnames=fields)
+            w.writeheader()
+            w.writerows(table)
+            write_measurement(f"{a.out}/{name}", buf.getvalue(), meta)
 
-    for causal in [c == "yes" for c in a.causal]:
-        for dtype in a.dtypes:
-            for d in a.head_dims:
-                for n in a.seq_lens:
-                    if time.monotonic() - t_start > a.budget_s:
-                        b, h = batch_heads(n) if a.batch is None else (a.batch, a.heads)
-                        rows.append(
-                            {
-                                "kernel": "*",
-                                "dtype": dtype,
-                                "batch": b,
-                                "heads": h,
-                                "seq_len": n,
-                                "head_dim": d,
-                                "causal": causal,
-                                "reps": 0,
-                                "ok": False,
-                                "note": f"not run: past --budget-s {a.budget_s:g}",
-                            }
-                        )
-                        continue
-                    sh = Shape(dtype, causal, n, d, torch, a.batch, a.heads, a.kv_heads)
-                    rows += bench_shape(sh, a.variants, a.min_reps, a.reps, torch, log)
-                    del sh
-                    torch.cuda.empty_cache()
-                    save("partial")
+    for causal, dtype, (b, h, hkv, n, d, ql) in configs:
+        if time.monotonic() - t_start > a.budget_s:
+            late = {"kernel": "*", "dtype": dtype, "batch": b, "heads": h, "kv_heads": hkv, "seq_len": n}
+            late.update(head_dim=d, reps=0, ok=False, note=f"not run: past --budget-s {a.budget_s:g}")
+            if ql is None:
+                rows.append({**late, "causal": causal})
+            else:
+                drows.append({**late, "query_len": ql})
+            continue
+        if ql is None:
+            names = [x for x in (a.variants or VARIANTS) if x in VARIANTS]
+            sh = Shape(dtype, causal, n, d, torch, b, h, hkv)
+            rows += bench_shape(sh, names, a.min_reps, a.reps, torch, log)
+        else:
+            names = [x for x in (a.variants or DECODE_VARIANTS) if x in DECODE_VARIANTS]
+            try:
+                sh = dec.DecodeShape(dtype, b, h, hkv, ql, n, d, torch)
+            except Exception as ex:  # out of memory for this shape's input sets: say so, go on
+                log(f"decode {dtype} B={b} H={h}/{hkv} L={n} d={d}: no inputs ({type(ex).__name__}: {ex})")
+                drows.append({"kernel": "*", "dtype": dtype, "batch": b, "heads": h, "kv_heads": hkv,
+                              "query_len": ql, "seq_len": n, "head_dim": d, "reps": 0, "ok": False,
+                              "note": f"not run: {type(ex).__name__}"})  # fmt: skip
+                torch.cuda.empty_cache()
+                continue
+            drows += dec.bench_decode_shape(sh, names, copies[0], torch, log)
+        del sh
+        torch.cuda.empty_cache()
+        save("partial")
+    if decoding:
+        gbps, times = dec.copy_gbps(torch)
+        drows.append(dec.copy_row(gbps, times, "end"))
+        log(f"hbm_copy {gbps:.1f} GB/s (end of the run)")
     save("complete")
-    bad = [r for r in rows if r["reps"] and not r["ok"]]
+    bad = [r for r in rows + drows if r["reps"] and not r["ok"]]
     return 1 if bad else 0
 
 

@@ -16,6 +16,7 @@ same per-lane semantics (one source for both).
     cp_async16(base, sidx, g, gidx) 16 bytes global -> shared, no zero-fill (a full tile's chunks)
     cp_async16z(base, sidx, g, gidx, nbytes)  with zero-fill past nbytes (a ragged tile's chunks)
     cp_wait1()                      wait until at most one group of my cp.async copies is in flight
+    cp_wait_group(n, simulator)     the same for at most n groups (a ring of n + 1 tiles; decode_tc)
     ex2(x)                          2^x, ex2.approx.ftz.f32: one MUFU.EX2 (math.exp2 is four instructions)
     fmax(x, y)                      max.f32: one FMNMX (Python's max is a compare and a select)
 
@@ -192,3 +193,31 @@ def _intrinsics() -> AddressedOps:
     return AddressedOps(
         smem_base, ldmatrix(False), ldmatrix(True), cp_async16, cp_async16z, cp_wait1, ex2, fmax
     )
+
+
+@functools.cache
+def cp_wait_group(n: int, simulator: bool):
+    """A device function: ``cp.async.wait_group n`` (n a compile-time constant: at most n of my
+    groups of cp.async copies still in flight). Under the simulator the copies land at once: a no-op."""
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 7:
+        raise ValueError(f"cp_wait_group: n must be an int in 0..7; got {n!r}")
+    if simulator:
+
+        def nop():
+            pass
+
+        return cuda.jit(device=True)(nop)
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def wait(typingctx):
+        def codegen(context, builder, signature, args):
+            fnty = ir.FunctionType(ir.VoidType(), [])
+            builder.call(ir.InlineAsm(fnty, f"cp.async.wait_group {n};", "~{memory}", side_effect=True), [])
+            return context.get_dummy_value()
+
+        return types.void(), codegen
+
+    return wait

@@ -399,3 +399,23 @@ def _intrinsics(dtype: str) -> WarpOps:
         warp_max,
         warp_sum,
     )
+
+
+@functools.cache
+def lane_broadcast(simulator: bool):
+    """A device function ``bcast(x, src)``: lane `src`'s fp32 `x`, in every lane of the warp
+    (``shfl.sync.idx``; the decode combine hands each split's weight to the lanes that use it). Under
+    the simulator, through ``_warp_gather`` (every warp of the block must call it equally often)."""
+    if simulator:
+
+        def bcast(x, src):
+            return np.float32(_warp_gather((x,))[src, 0])
+
+        return cuda.jit(device=True)(bcast)
+    full = np.uint32(0xFFFFFFFF)
+
+    @cuda.jit(device=True, inline=True)
+    def bcast_gpu(x, src):
+        return cuda.shfl_sync(full, x, src)
+
+    return bcast_gpu

@@ -42,7 +42,7 @@ naive_tc_model.py (the tensor-core kernels); this module only dispatches.
 """
 
 from ..kernel_layout import ITEM_BYTES
-from .fa2_tc_model import fa2_tc_launch
+from .fa2_tc_model import fa2_tc_launch, kernel_layout
 from .l2 import l2_partition_factor
 from .metrics import DRAM_READ, DRAM_WRITE, L1_LD, L1_ST, L2_READ, L2_WRITE, METRICS, SHARED_LD, SHARED_ST
 from .naive_model import matmul_dram, matmul_launch, softmax_launch
@@ -72,8 +72,13 @@ __all__ = [
 ]
 
 
+def _opt(mapping, name):
+    """The mapping's `name` (a dict key or an attribute), None when absent."""
+    return mapping.get(name) if isinstance(mapping, dict) else getattr(mapping, name, None)
+
+
 def _get(mapping, name):
-    value = mapping.get(name) if isinstance(mapping, dict) else getattr(mapping, name, None)
+    value = _opt(mapping, name)
     if value is None:
         raise ValueError(f"mapping needs {name}")
     return int(value)
@@ -83,8 +88,10 @@ def _launch(kernel, launch, workload, mapping, hardware, registers):
     """(Tally, DRAM read bytes, DRAM write bytes, details) from the kernel's model."""
     bh, n, d = workload.batch_heads, workload.seq_len, workload.head_dim
     if kernel == "fa2_tc":
+        warp_rows, q_reload = kernel_layout(d, _opt(mapping, "warp_rows"), _opt(mapping, "q_reload"))
+        l2 = hardware.level("L2").capacity_bytes
         return fa2_tc_launch(
-            workload, _get(mapping, "warps"), _get(mapping, "block_cols"), hardware.level("L2").capacity_bytes
+            workload, _get(mapping, "warps"), _get(mapping, "block_cols"), l2, warp_rows, q_reload
         )
     if kernel == "naive_tc":
         return naive_tc_launch(
@@ -115,7 +122,8 @@ def predict(kernel, launch, workload, mapping, hardware, registers=None, details
     the compiled launch (ncu launch__registers_per_thread), for occupancy and local memory.
     fp32 for naive and tiled; the tensor-core kernels 'fa2_tc' (launch 'fa2_tc') and 'naive_tc'
     (launches 'scores', 'softmax', 'pv'), 16-bit, take mapping warps and block_cols (naive_tc's
-    softmax also softmax_threads): fa2_tc_model.py, naive_tc_model.py.
+    softmax also softmax_threads; fa2_tc also warp_rows and q_reload, by default the kernel's own,
+    version 4's: 32 rows per warp, Q re-read at d = 128): fa2_tc_model.py, naive_tc_model.py.
     """
     if kernel not in KERNEL_LAUNCHES or launch not in KERNEL_LAUNCHES[kernel]:
         raise ValueError(f"unknown launch {kernel}/{launch}; known: {KERNEL_LAUNCHES}")

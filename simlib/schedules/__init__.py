@@ -24,8 +24,8 @@ A schedule is one module, `simlib/schedules/<name>.py`, that ends with
 Adding a schedule is that one file plus its name in `NAMES` below, one line (docs/COUNTING.md,
 "Adding a schedule"); the module's name is the schedule's name.
 
->>> sorted(SCHEDULES)[:3]
-['attention_ref', 'decode', 'fa1']
+>>> sorted(SCHEDULES)[:4]
+['attention_ref', 'decode', 'decode_tc', 'fa1']
 """
 
 from importlib import import_module
@@ -40,6 +40,7 @@ NAMES = (
     "fa2_tc",
     "naive_tc",
     "decode",
+    "decode_tc",
     "naive_bwd",
     "flash_bwd",
     "unfused",

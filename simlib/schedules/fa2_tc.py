@@ -43,7 +43,9 @@ DEFAULT_BLOCK_COLS = {64: 64, 128: 48}  # Bc per head dim (d = 128: 56 KiB, dyna
 DEFAULT_Q_RELOAD = {64: False, 128: True}  # Q fragments re-read from SRAM per tile (registers: d = 128)
 WARP_ROW_CHOICES = (16, 32)
 WARPS = Parameter(
-    "warps", "W: warps per block, each owning warp_rows query rows (Br = warp_rows·W; default 4)"
+    "warps",
+    "W: warps per block (default 4); fa2_tc: each owns warp_rows query rows (Br = warp_rows·W); "
+    "decode_tc: each takes Bc/W keys of every tile",
 )
 WARP_ROWS = Parameter("warp_rows", "R: query rows per warp, 16 or 32 (one or two m16 tiles; default 32)")
 Q_RELOAD = Parameter(
@@ -75,6 +77,17 @@ class TcMapping(Tiling):
         return f"{super().summary()}; {self.warps} warps of {self.warp_rows} query rows{q}"
 
 
+def check_tensor_core_workload(workload: Workload, kernel: str) -> None:
+    """The tensor-core kernels' common ground: fp16 or bf16 inputs, head dim 64 or 128 (ValueError
+    naming the parameter and `kernel` otherwise)."""
+    if workload.dtype not in ("fp16", "bf16"):
+        raise ValueError(
+            f"dtype: {kernel} runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}"
+        )
+    if workload.head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim={workload.head_dim}: the {kernel} kernel supports head_dim 64 and 128")
+
+
 def build(
     workload: Workload,
     sram_bytes: int | None,
@@ -83,12 +96,7 @@ def build(
     warp_rows: int | None = None,
     q_reload: bool | None = None,
 ) -> TcMapping:
-    if workload.dtype not in ("fp16", "bf16"):
-        raise ValueError(
-            f"dtype: fa2_tc runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}"
-        )
-    if workload.head_dim not in HEAD_DIMS:
-        raise ValueError(f"head_dim={workload.head_dim}: the fa2_tc kernel supports head_dim 64 and 128")
+    check_tensor_core_workload(workload, "fa2_tc")
     w = DEFAULT_WARPS if warps is None else warps
     bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
     r = DEFAULT_WARP_ROWS if warp_rows is None else warp_rows

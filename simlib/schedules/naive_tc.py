@@ -28,7 +28,7 @@ from ..schedule_protocol import ParamValue, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, block_sizes, ceil_div
 from ..traffic import Event, Traffic, TrafficKey
 from ..workload import Workload
-from .fa2_tc import DEFAULT_WARPS, HEAD_DIMS, WARPS
+from .fa2_tc import DEFAULT_WARPS, WARPS, check_tensor_core_workload
 from .naive import SOFTMAX_THREADS  # one Parameter per name across schedules; naive_tc checks its own rule
 
 MAX_PER_THREAD, MAX_THREADS = 16, 1024
@@ -69,16 +69,10 @@ def build(
     block_cols: int | None = None,
     softmax_threads: int | None = None,
 ) -> NaiveTcMapping:
-    if workload.dtype not in ("fp16", "bf16"):
-        raise ValueError(
-            f"dtype: naive_tc runs fp16 or bf16 inputs on the tensor cores, got {workload.dtype!r}"
-        )
-    d = workload.head_dim
-    if d not in HEAD_DIMS:
-        raise ValueError(f"head_dim={d}: the naive_tc kernels support head_dim 64 and 128")
+    check_tensor_core_workload(workload, "naive_tc")
     w = DEFAULT_WARPS if warps is None else warps
     bc = DEFAULT_BLOCK_COLS if block_cols is None else block_cols
-    problem = tc_tile_problem("naive_tc", d, w, bc)  # what the kernel's NaiveTcConfig refuses
+    problem = tc_tile_problem("naive_tc", workload.head_dim, w, bc)  # what the kernel's NaiveTcConfig refuses
     if problem:
         raise ValueError(problem)
     t = default_softmax_threads(workload.nk) if softmax_threads is None else softmax_threads

@@ -1,0 +1,562 @@
+"""Flash-decoding on tensor cores: a few query tokens against a long 16-bit KV cache (kernel ``decode_tc``).
+
+A decode step has q_len (1 to a few) new queries per head and L cached keys. Its arithmetic is
+4·R·L·d FLOPs for 2·L·d·2 bytes of K and V per KV head, about R FLOP per byte: far below the H200's
+~200 FLOP/B ridge, so the step is bound by how fast HBM delivers the cache, and the kernel's job is
+to keep HBM busy. Three things do that (Dao et al., "Flash-Decoding for long-context inference", 2023):
+
+* **GQA packing**: the g = H/H_kv query heads that share a KV head, times q_len, are R = g·q_len rows of
+  one block (rows of one m16 mma tile, or two), so the cache of a KV head is read once, not g times.
+* **Split over the sequence**: B·H_kv units are too few blocks for 132 SMs (a Llama-3-8B layer at batch
+  1 has 8), so each unit's keys are cut into s splits of ⌈L/s⌉ and each (split, unit) is one block; each
+  writes a partial O (fp32) and its log-sum-exp, and a second kernel combines them (the split kernel
+  writes O itself when s = 1). ``default_splits`` picks s from simlib's model of the time on 132 SMs.
+* **Bytes in flight**: every thread streams K and V through a ring of `stages` tiles with 16-byte
+  ``cp.async`` copies, so stages − 1 tiles are in flight while one is multiplied.
+
+Mapping (compile-time constants of ``DecodeConfig`` and the packed rows):
+
+    split kernel  grid = (s, B·H_kv), block = W warps; shared = Q[QR×d] | stages × (K[Bc×d], V[Bc×d])
+                  (16-bit, rows swizzled as fa2_tc's: tiles.swizzled); QR = 16·⌈R/16⌉ rows
+    per tile      warp w takes keys w·Bc/W .. (w+1)·Bc/W − 1: S = Q Kᵀ (ldmatrix of K, mma), mask keys
+                  past the split, online softmax (m, l per row, base 2), O += P V (ldmatrix.trans of V)
+    at the end    the W warps' (m, l, O) meet in shared memory (fp32, reusing the ring) and each thread
+                  merges 8 columns of one row: O = Σ_w 2^(m_w − M) O_w / Σ_w 2^(m_w − M) l_w
+    combine       grid = ⌈B·H·q_len / k⌉ blocks of k warps (k = 4 at d = 128, 8 at d = 64, as FA2's
+                  combine kernel and simlib.decode_time), one warp per output row: lane j holds the
+                  log-sum-exp of splits j, j + 32, ... (at most 128), the weights 2^(lse_j − lse) go to
+                  every lane by shuffle, each lane sums its d/32 columns of the s partial rows
+
+Rows past R and keys past a split's end are zero-filled in shared memory and computed whole (keys
+masked with −∞); they are never written. Packed row r of unit (b, h_kv) is query head h_kv·g + r // q_len,
+token r mod q_len: in Q's (B, H, q_len, d) layout the unit's R rows are consecutive, so Q and O are
+addressed as (B·H_kv, R, d).
+
+Counting build: every thread counts the bytes it moves (registers and shuffles are free; an ldmatrix.x4
+reads 16 bytes per lane; a cp.async of 16 bytes is 16 bytes read from global memory, or none when it
+zero-fills, and 16 bytes written to shared memory; fp32 stores and loads 4 bytes) and adds them with one
+atomic per counter at the end. simlib's ``decode_tc`` schedule counts the same, and its HBM events are
+the ``decode`` schedule's. Head dims 64 and 128; no causal mask (a decode step sees the whole cache).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import cuda, float32, int32, uint16, uint32  # module globals: the simulator swaps `cuda`
+
+from simlib.schedules import decode_tc as schedule
+
+from ..counting import counts_from, new_counters, simulator_enabled
+from ..flush import flush_counters
+from ..tensor_core.addressed_ops import addressed_ops, cp_wait_group
+from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
+from ..tensor_core.flash_tile import flash_tile_ops
+from ..tensor_core.tc_plan import upload
+from ..tensor_core.tiles import block_copiers
+from ..tensor_core.warp_ops import lane_broadcast, warp_ops
+from .fa2_tc import DYNAMIC_SHARED_LIMIT, LOG2E, allow_dynamic_smem
+
+HEAD_DIMS = schedule.HEAD_DIMS
+MAX_ROWS = schedule.MAX_ROWS
+MAX_SPLITS = schedule.MAX_SPLITS
+default_splits = schedule.default_splits  # simlib's choice (no numba): `run` picks it before compiling
+MERGE_COLS = schedule.MERGE_COLS
+LN2 = 0.6931471805599453
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Compile-time shape of the split kernel: head dim d, W warps, Bc keys per tile (Bc/W per warp, a
+    multiple of 16), `stages` tiles in the cp.async ring."""
+
+    head_dim: int
+    warps: int = schedule.DEFAULT_WARPS
+    block_cols: int = schedule.DEFAULT_BLOCK_COLS
+    stages: int = 3
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    def smem_bytes(self, rows: int) -> int:
+        """Dynamic shared memory for `rows` packed query rows (Q and the ring, or the fp32 merge)."""
+        qr = 16 * (-(-rows // 16))
+        ring = (qr + 2 * self.stages * self.block_cols) * self.head_dim * 2
+        return max(ring, self.warps * qr * (self.head_dim + 2) * 4)
+
+    def check(self, rows: int = 1):
+        d, w, bc, st = self.head_dim, self.warps, self.block_cols, self.stages
+        if d not in HEAD_DIMS:
+            raise ValueError(f"head_dim={d}: the tensor-core kernels support head_dim 64 and 128 only")
+        if w not in (1, 2, 4) or isinstance(w, bool):
+            raise ValueError(f"warps must be 1, 2 or 4; got {w!r}")
+        if not isinstance(bc, int) or isinstance(bc, bool) or bc < 16 * w or bc % (16 * w):
+            raise ValueError(f"block_cols must be a positive multiple of 16·warps = {16 * w}; got {bc!r}")
+        if not isinstance(st, int) or isinstance(st, bool) or not 2 <= st <= 8:
+            raise ValueError(f"stages must be an int in 2..8; got {st!r}")
+        if self.smem_bytes(rows) > DYNAMIC_SHARED_LIMIT:
+            raise ValueError(
+                f"block_cols={bc}, stages={st}, head_dim={d} need {self.smem_bytes(rows)} bytes of shared "
+                f"memory; at most {DYNAMIC_SHARED_LIMIT}"
+            )
+        return self
+
+    @property
+    def name(self) -> str:
+        return f"w{self.warps}_bc{self.block_cols}_st{self.stages}"
+
+
+def default_config(head_dim: int) -> DecodeConfig:
+    """4 warps, Bc = 64 keys per tile, a ring of 4 tiles at d = 64 (64 KiB) and 3 at d = 128 (96 KiB)."""
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim={head_dim}: the tensor-core kernels support head_dim 64 and 128 only")
+    return DecodeConfig(head_dim, stages=schedule.DEFAULT_STAGES[head_dim]).check()
+
+
+@functools.cache
+def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulator: bool):
+    """The split kernel for one (config, dtype, m16 tiles of packed rows, build)."""
+    D, BC, W, NT, STAGES = cfg.head_dim, cfg.block_cols, cfg.warps, cfg.threads, cfg.stages
+    KW = BC // W  # keys per warp per tile
+    MT, QR = mt, 16 * mt
+    KQ, NS, NO, KP = D // 16, KW // 8, D // 8, KW // 16  # Q k-steps, S n-tiles, O n-tiles, P k-steps
+    QA, S_T, P_T, O_T, ROWS2 = MT * KQ, MT * NS, MT * KP, MT * NO, 2 * MT
+    Q_ELEMS, STAGE = QR * D, 2 * BC * D  # 16-bit elements: Q, then the ring's stages of K | V
+    F_M = W * QR * D  # fp32 offsets of the merge: O of every warp, then m, then l
+    F_L = F_M + W * QR
+    CPR = D // MERGE_COLS  # merge items per row
+    COUNTING = counting
+    _, _, _, _, _, _, pack2, _, _, quad_sum, _, _ = warp_ops(dtype, simulator)
+    smem_base, ldsm_x4, _, cp16, cp16z, _, ex2, fmax = addressed_ops(dtype, simulator)
+    copy_q, copy_q_ragged = block_copiers(cp16, cp16z, QR, D, NT, simulator)
+    copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator)
+    cp_commit = warp_ops(dtype, simulator).cp_commit
+    cp_wait_all = warp_ops(dtype, simulator).cp_wait_all
+    cp_wait_ring = cp_wait_group(STAGES - 2, simulator)
+    ALIGN = None if simulator else 128
+    C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
+    load_q, qk_step, softmax_update, pack_p, pv_products = flash_tile_ops(dtype, simulator, MT, NS, NO, D, C)
+    NEG_INF = np.float32(-np.inf)
+    ZERO = np.float32(0.0)
+    ONE = np.float32(1.0)
+    LOW = np.uint32(0xFFFF)
+    SIXTEEN = np.uint32(16)
+
+    def issue_tile(base, so, k, v, g, ck, tid):
+        """My cp.async copies of one tile of K and V (rows from element g, ck of them valid: the rest
+        zero-filled) into the stage at element so; (global bytes read, shared bytes written)."""
+        if ck == BC:
+            got, put = copy_kv(base, so, k, g, tid)
+            got2, put2 = copy_kv(base, so + BC * D, v, g, tid)
+        else:
+            got, put = copy_kv_ragged(base, so, k, g, ck, tid)
+            got2, put2 = copy_kv_ragged(base, so + BC * D, v, g, ck, tid)
+        return got + got2, put + put2
+
+    issue_tile = (cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True))(issue_tile)
+
+    def decode_split(q, k, v, o, o_part, lse_part, counters, n_k, chunk, n_splits, rows):
+        # q, o: flat (units·R·d,) uint16 bits; k, v: flat (units·L·d,); o_part: (units·R·s·d,) fp32,
+        # lse_part (units·R·s,) fp32: log2 of the split's softmax sum in base-2 score units (s > 1 only)
+        sm = cuda.shared.array(0, uint16, alignment=ALIGN)  # Q | ring: dynamic shared memory
+        smf = cuda.shared.array(0, float32, alignment=ALIGN)  # the same bytes as fp32, for the merge
+        base = smem_base(sm)
+        qa = cuda.local.array((QA, 4), uint32)  # Q fragments (A operand), all of d
+        s = cuda.local.array((S_T, 4), float32)  # S, then P, of my KW keys
+        pa = cuda.local.array((P_T, 4), uint32)  # P in the dtype: the A fragments of PV
+        acc = cuda.local.array((O_T, 4), float32)  # my unnormalised O over my keys
+        m = cuda.local.array(ROWS2, float32)  # running max of my rows (base-2 units)
+        lsum = cuda.local.array(ROWS2, float32)  # my partial running sums (my columns only)
+        alpha = cuda.local.array(W, float32)  # the merge's weights 2^(m_w − M)
+        xa = cuda.local.array(4, int32)  # swizzled chunk offsets of my ldmatrix rows (Q and V)
+        xk = cuda.local.array(4, int32)  # the same for K
+
+        tid = cuda.threadIdx.x
+        lane = tid & 31
+        w = tid >> 5
+        g = lane >> 2  # my rows in m-tile mt: 16·mt + g and + 8
+        tq = lane & 3  # my columns inside each 8-wide n-tile: 2tq, 2tq + 1
+        sp = cuda.blockIdx.x  # which split
+        u = cuda.blockIdx.y  # which unit (batch, KV head)
+        k0 = sp * chunk
+        c = min(chunk, n_k - k0)  # keys of this split (at least 1)
+        nt = (c + BC - 1) // BC
+        kvg = (u * n_k + k0) * D
+
+        n_gr = 0
+        n_gw = 0
+        n_sr = 0
+        n_sw = 0
+
+        # --- Q (zero-filled past R) and the first stages − 1 tiles in flight, one group each
+        got, put = copy_q_ragged(base, 0, q, u * rows * D, rows, tid)
+        if COUNTING:
+            n_gr += got
+            n_sw += put
+        for st in range(STAGES - 1):
+            if st < nt:
+                got, put = issue_tile(
+                    base, Q_ELEMS + st * STAGE, k, v, kvg + st * BC * D, min(BC, c - st * BC), tid
+                )
+                if COUNTING:
+                    n_gr += got
+                    n_sw += put
+            cp_commit()  # an empty group past the end keeps the count of groups the same
+
+        # ldmatrix lane roles and swizzled offsets as in fa2_tc (every row index used is ≡ lane mod 8)
+        swz = lane & 7
+        for cc in range(4):
+            xa[cc] = ((2 * cc + (lane >> 4)) ^ swz) << 3
+            xk[cc] = ((2 * cc + ((lane >> 3) & 1)) ^ swz) << 3
+        q_lane = ((lane & 7) + ((lane >> 3) & 1) * 8) * D
+        k_lane = (w * KW + (lane & 7) + (lane >> 4) * 8) * D
+        v_lane = BC * D + (w * KW + (lane & 7) + ((lane >> 3) & 1) * 8) * D
+
+        for e in range(ROWS2):
+            m[e] = NEG_INF
+            lsum[e] = ZERO
+        for t in range(O_T):
+            for e in range(4):
+                acc[t, e] = ZERO
+
+        for j in range(nt):
+            cp_wait_ring()  # my copies of tile j (and Q) have landed
+            cuda.syncthreads()  # everyone's; and everyone is done with tile j − 1's stage
+            if j == 0:
+                load_q(qa, base, q_lane, xa)
+                if COUNTING:
+                    n_sr += 16 * MT * KQ
+            nx = j + STAGES - 1  # refill the stage tile j − 1 used
+            if nx < nt:
+                so = Q_ELEMS + (nx % STAGES) * STAGE
+                got, put = issue_tile(base, so, k, v, kvg + nx * BC * D, min(BC, c - nx * BC), tid)
+                if COUNTING:
+                    n_gr += got
+                    n_sw += put
+            cp_commit()
+            so = Q_ELEMS + (j % STAGES) * STAGE
+
+            # --- S = Q K_jᵀ over my KW keys
+            for t in range(S_T):
+                for e in range(4):
+                    s[t, e] = ZERO
+            for kk in range(KQ):
+                qk_step(s, qa, kk, KQ, base, so + k_lane, xk, kk)
+            if COUNTING:
+                n_sr += 16 * KQ * (NS // 2)
+
+            # --- keys past the split's end (only in its last tile) get −∞
+            kw0 = j * BC + w * KW  # my first key, counted from the split's start
+            if kw0 + KW > c:
+                for mt in range(MT):
+                    for t in range(NS):
+                        for e in range(2):
+                            if kw0 + 8 * t + 2 * tq + e >= c:
+                                s[mt * NS + t, e] = NEG_INF
+                                s[mt * NS + t, 2 + e] = NEG_INF
+
+            # --- online softmax of my 2·MT rows over my keys (a quad of lanes shares a row), P in the dtype
+            softmax_update(s, m, lsum, acc)
+            pack_p(s, pa)
+
+            # --- O += P V_j over my KW keys
+            pv_products(acc, pa, base, so + v_lane, xa)
+            if COUNTING:
+                n_sr += 16 * KP * (NO // 2)
+
+        # --- the warps' (m, l, O) into shared memory (fp32, over the ring: everyone is done with it)
+        cp_wait_all()
+        cuda.syncthreads()
+        for mt in range(MT):
+            for h in range(2):
+                row = 16 * mt + 8 * h + g
+                lt = quad_sum(lsum[2 * mt + h])
+                if row < rows:
+                    for t in range(NO):
+                        col = 8 * t + 2 * tq
+                        smf[(w * QR + row) * D + col] = acc[mt * NO + t, 2 * h]
+                        smf[(w * QR + row) * D + col + 1] = acc[mt * NO + t, 2 * h + 1]
+                    if COUNTING:
+                        n_sw += 8 * NO
+                    if tq == 0:
+                        smf[F_M + w * QR + row] = m[2 * mt + h]
+                        smf[F_L + w * QR + row] = lt
+                        if COUNTING:
+                            n_sw += 8
+        cuda.syncthreads()
+
+        # --- merge: each item is MERGE_COLS consecutive columns of one valid row
+        item = tid
+        while item < rows * CPR:
+            row = item // CPR
+            c0 = (item - row * CPR) * MERGE_COLS
+            mx = NEG_INF
+            for ww in range(W):
+                alpha[ww] = smf[F_M + ww * QR + row]
+                mx = fmax(mx, alpha[ww])
+            total = ZERO
+            for ww in range(W):
+                alpha[ww] = ex2(alpha[ww] - mx)  # a warp that saw no key: 2^(−∞) = 0
+                total += alpha[ww] * smf[F_L + ww * QR + row]
+            if COUNTING:
+                n_sr += 8 * W + 4 * W * MERGE_COLS
+            inv = ONE / total
+            out = (u * rows + row) * D + c0
+            for e in range(0, MERGE_COLS, 2):
+                x0 = ZERO
+                x1 = ZERO
+                for ww in range(W):
+                    x0 += alpha[ww] * smf[(ww * QR + row) * D + c0 + e]
+                    x1 += alpha[ww] * smf[(ww * QR + row) * D + c0 + e + 1]
+                if n_splits == 1:
+                    pair = pack2(x0 * inv, x1 * inv)
+                    o[out + e] = pair & LOW
+                    o[out + e + 1] = pair >> SIXTEEN
+                else:
+                    part = ((u * rows + row) * n_splits + sp) * D + c0
+                    o_part[part + e] = x0 * inv
+                    o_part[part + e + 1] = x1 * inv
+            if COUNTING:
+                n_gw += 2 * MERGE_COLS if n_splits == 1 else 4 * MERGE_COLS
+            if n_splits > 1 and c0 == 0:
+                lse_part[(u * rows + row) * n_splits + sp] = mx + float32(math.log2(total))
+                if COUNTING:
+                    n_gw += 4
+            item += NT
+        if COUNTING:
+            flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
+
+    decode_split.__name__ = decode_split.__qualname__ = (
+        f"decode_split_{dtype}_d{D}_{cfg.name}_mt{MT}{'_count' if COUNTING else ''}"
+    )
+    return cuda.jit(decode_split)
+
+
+def combine_rows(head_dim: int) -> int:
+    """Rows (warps) per block of the combine kernel: FA2's kBlockM, as simlib.decode_time models it."""
+    from simlib.decode_time import combine_rows_per_cta
+
+    return combine_rows_per_cta(head_dim)
+
+
+@functools.cache
+def combine_kernel(head_dim: int, dtype: str, counting: bool, simulator: bool):
+    """O from the s partial rows of every output row: one warp per row, combine_rows(d) per block."""
+    D, RB = head_dim, combine_rows(head_dim)
+    CPL = D // 32  # columns per lane
+    SLOTS = MAX_SPLITS // 32
+    COUNTING = counting
+    _, _, _, _, _, _, pack2, _, _, _, warp_max, warp_sum = warp_ops(dtype, simulator)
+    ex2 = addressed_ops(dtype, simulator).ex2
+    fmax = addressed_ops(dtype, simulator).fmax
+    bcast = lane_broadcast(simulator)
+    NEG_INF = np.float32(-np.inf)
+    ZERO = np.float32(0.0)
+    ONE = np.float32(1.0)
+    LOW = np.uint32(0xFFFF)
+    SIXTEEN = np.uint32(16)
+
+    def decode_combine(o_part, lse_part, o, counters, n_rows, n_splits):
+        x = cuda.local.array(SLOTS, float32)  # lse of splits lane, lane + 32, ...; then their weights
+        acc = cuda.local.array(CPL, float32)
+        tid = cuda.threadIdx.x
+        lane = tid & 31
+        row = cuda.blockIdx.x * RB + (tid >> 5)
+        ok = row < n_rows  # a short last block: its spare warps still take part in the shuffles
+        n_gr = 0
+        n_gw = 0
+        mx = NEG_INF
+        for sl in range(SLOTS):
+            j = lane + 32 * sl
+            x[sl] = NEG_INF
+            if ok and j < n_splits:
+                x[sl] = lse_part[row * n_splits + j]
+                if COUNTING:
+                    n_gr += 4
+            mx = fmax(mx, x[sl])
+        mx = warp_max(mx)
+        if not ok:
+            mx = ZERO
+        total = ZERO
+        for sl in range(SLOTS):
+            x[sl] = ex2(x[sl] - mx)  # 2^(−∞) = 0 past the last split
+            total += x[sl]
+        total = warp_sum(total)
+        inv = ONE / total if ok else ZERO
+        for e in range(CPL):
+            acc[e] = ZERO
+        for sl in range(SLOTS):
+            if 32 * sl < n_splits:
+                for jj in range(min(32, n_splits - 32 * sl)):
+                    wj = bcast(x[sl], jj) * inv
+                    if ok:
+                        part = (row * n_splits + 32 * sl + jj) * D + lane * CPL
+                        for e in range(CPL):
+                            acc[e] += wj * o_part[part + e]
+                        if COUNTING:
+                            n_gr += 4 * CPL
+        if ok:
+            for e in range(0, CPL, 2):
+                pair = pack2(acc[e], acc[e + 1])
+                o[row * D + lane * CPL + e] = pair & LOW
+                o[row * D + lane * CPL + e + 1] = pair >> SIXTEEN
+            if COUNTING:
+                n_gw += 2 * CPL
+        if COUNTING:
+            flush_counters(counters, n_gr, n_gw, 0, 0)
+
+    decode_combine.__name__ = decode_combine.__qualname__ = (
+        f"decode_combine_{dtype}_d{D}{'_count' if COUNTING else ''}"
+    )
+    return cuda.jit(decode_combine)
+
+
+def split_signature():
+    from numba.cuda import types
+
+    u16, f32 = types.Array(types.uint16, 1, "C"), types.Array(types.float32, 1, "C")
+    i64 = types.int64
+    return (u16, u16, u16, u16, f32, f32, types.Array(types.int64, 1, "C"), i64, i64, i64, i64)
+
+
+def combine_signature():
+    from numba.cuda import types
+
+    u16, f32 = types.Array(types.uint16, 1, "C"), types.Array(types.float32, 1, "C")
+    return (f32, f32, u16, types.Array(types.int64, 1, "C"), types.int64, types.int64)
+
+
+def ptx_of(cfg: DecodeConfig, dtype: str, rows: int, counting: bool, cc=(9, 0)) -> tuple[str, str]:
+    """The PTX of the split and combine kernels of one build (NVVM only; no GPU needed)."""
+    mt = -(-rows // 16)
+    split = split_kernel(cfg.check(rows), check_dtype(dtype), mt, counting, False)
+    comb = combine_kernel(cfg.head_dim, dtype, counting, False)
+    return (
+        cuda.compile_ptx(split.py_func, split_signature(), cc=cc)[0],
+        cuda.compile_ptx(comb.py_func, combine_signature(), cc=cc)[0],
+    )
+
+
+@dataclass
+class DecodeResult:
+    o: np.ndarray  # (B, H, q_len, d) fp32 (the dtype's values)
+    config: DecodeConfig
+    splits: int  # splits made
+    counts: dict | None = None  # bytes, both kernels
+
+
+@dataclass(frozen=True)
+class DecodePlan:
+    """One decode step: the split kernel, then (s > 1) the combine kernel. shape = (B, H, H_kv, q_len, L, d)."""
+
+    shape: tuple
+    config: DecodeConfig
+    dtype: str
+    splits: int  # splits asked for
+    counting: bool = False
+
+    @property
+    def rows(self) -> int:
+        b, h, hkv, ql, _, _ = self.shape
+        return (h // hkv) * ql
+
+    @property
+    def units(self) -> int:
+        return self.shape[0] * self.shape[2]
+
+    @property
+    def chunk(self) -> int:
+        return -(-self.shape[4] // self.splits)
+
+    @property
+    def splits_made(self) -> int:
+        return -(-self.shape[4] // self.chunk)
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.config.smem_bytes(self.rows)
+
+    def partial_sizes(self) -> tuple[int, int]:
+        """Elements of the fp32 partial O and lse buffers (1 each when s = 1: not used)."""
+        s = self.splits_made
+        if s == 1:
+            return 1, 1
+        return self.units * self.rows * s * self.shape[5], self.units * self.rows * s
+
+    def kernels(self):
+        sim = simulator_enabled()
+        mt = -(-self.rows // 16)
+        split = split_kernel(self.config, self.dtype, mt, self.counting, sim)
+        comb = combine_kernel(self.config.head_dim, self.dtype, self.counting, sim)
+        return split, comb
+
+    def launch(self, q, k, v, o, o_part, lse_part, counters):
+        """Flat device arrays (uint16 bits for q, k, v, o; fp32 partials); no checks, no sync."""
+        split, comb = self.kernels()
+        nk, d, s, rows = self.shape[4], self.shape[5], self.splits_made, self.rows
+        if not simulator_enabled():
+            allow_dynamic_smem(split, self.smem_bytes, split_signature())
+        split[(s, self.units), self.config.threads, 0, self.smem_bytes](
+            q, k, v, o, o_part, lse_part, counters, nk, self.chunk, s, rows
+        )
+        if s > 1:
+            n_rows, rb = self.units * rows, combine_rows(d)
+            comb[(-(-n_rows // rb),), 32 * rb](o_part, lse_part, o, counters, n_rows, s)
+
+
+def plan_decode_tc(
+    q, k, v, *, dtype="bf16", config: DecodeConfig | None = None, splits=None, counting=False, causal=False
+):
+    """A checked plan from host or device q (B, H, q_len, d), k and v (B, H_kv, L, d). A bad dtype,
+    shape, head dim, config or split count is a ValueError naming it, before anything is compiled."""
+    from ..checks import check_attention_inputs
+
+    if causal:
+        raise ValueError("causal: a decode step attends the whole cache (decode_tc has no mask)")
+    check_dtype(dtype)
+    shape = check_attention_inputs(q, k, v)
+    b, h, nk, d = shape.batch, shape.heads, shape.seq_len, shape.head_dim
+    hkv, ql = shape.kv_heads or h, shape.query_len or nk
+    rows = (h // hkv) * ql
+    if rows > MAX_ROWS:
+        raise ValueError(
+            f"query_len: the packed rows (heads/kv_heads)·query_len = {rows} exceed {MAX_ROWS} (two m16 tiles)"
+        )
+    cfg = default_config(d) if config is None else config
+    cfg.check(rows)
+    if cfg.head_dim != d:
+        raise ValueError(f"config.head_dim={cfg.head_dim} does not match the inputs' head_dim={d}")
+    if splits is None:
+        splits = default_splits(b, hkv, nk, d, rows, dtype)
+    if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or not 1 <= splits <= MAX_SPLITS:
+        raise ValueError(f"splits must be an int in 1..{MAX_SPLITS}; got {splits!r}")
+    return DecodePlan((b, h, hkv, ql, nk, d), cfg, dtype, int(splits), bool(counting))
+
+
+def run_decode_tc(
+    q, k, v, *, dtype="bf16", config: DecodeConfig | None = None, splits=None, count=False, causal=False
+):
+    """Flash-decoding for host fp32 arrays rounded to `dtype` on the way in: q (B, H, q_len, d), k and v
+    (B, H_kv, L, d). O comes back as the fp32 values of the dtype's result; it is poisoned with the
+    dtype's NaN bits before the launch, the partials with fp32 NaN."""
+    plan = plan_decode_tc(q, k, v, dtype=dtype, config=config, splits=splits, counting=count, causal=causal)
+    b, h, _, ql, _, d = plan.shape
+    dq, dk, dv = upload(dtype, q, k, v)
+    do = cuda.to_device(to_bits(np.full(b * h * ql * d, np.nan, np.float32), dtype))
+    n_part, n_lse = plan.partial_sizes()
+    dp = cuda.to_device(np.full(n_part, np.nan, np.float32))
+    dl = cuda.to_device(np.full(n_lse, np.nan, np.float32))
+    counters = new_counters()
+    plan.launch(dq, dk, dv, do, dp, dl, counters)
+    if not simulator_enabled():
+        cuda.synchronize()
+    return DecodeResult(
+        o=from_bits(do.copy_to_host(), dtype).reshape(b, h, ql, d),
+        config=plan.config,
+        splits=plan.splits_made,
+        counts=counts_from(counters, unit_bytes=1) if count else None,
+    )
