@@ -15,9 +15,14 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 1 — The memory hierarchy: a warehouse and a workbench
 #
+# Where do the numbers live while the GPU computes with them? Device memory is the warehouse, shared
+# memory the workbench, and the roofline says which of the two a kernel waits for.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # *Why FlashAttention is fast* starts with a question that has nothing to do with attention:
 # **where do the numbers live while the GPU computes with them?**
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Read a GPU preset: device memory ("HBM"), L2 and shared memory ("SRAM"), their capacities and
@@ -35,7 +40,8 @@
 # - Matrix products and their FLOP count (2·m·n·k for an m×k by k×n product), the softmax.
 # - What a kernel, a thread block and a streaming multiprocessor (SM) are, in one sentence each
 #   ([the glossary](../docs/GLOSSARY.md)).
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -568,7 +574,7 @@ display(
 # Predict first (write the number down), then compute, then open the hidden solution cell: it
 # computes the answer with `simlib` and checks it against an independent derivation.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 1 — Ridge points
 #
 # Predict from the presets table which GPU has the **highest** and which the **lowest** fp16 ridge
@@ -593,7 +599,7 @@ ranked = pd.Series(ridges, name="fp16 ridge (FLOP/B)").sort_values()
 print(f"highest: {ranked.index[-1]}, lowest: {ranked.index[0]}")
 ranked.round(1)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 2 — The ceiling of naive attention
 #
 # Naive attention does $F = 4N^2d$ FLOPs and moves $4Nd + 4N^2$ elements (Lecture 2 counts them:
@@ -621,7 +627,7 @@ for dtype in ("fp16", "fp32"):
         r = count("naive", Workload(N, D, dtype="fp32"))
         print(f"fp32 at N = {N}: {r.flops / r.hbm_bytes:.2f} FLOP/B, H200 fp32 ridge {ridge32:.2f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 3 — How much longer do the trips take?
 #
 # For naive attention at the running N and d, predict on which preset the memory trips outlast the
@@ -644,7 +650,7 @@ larger = "H200" if factor["h200"] > factor["t4"] else "T4"
 print(f"T4 {factor['t4']:.2f}×, H200 {factor['h200']:.2f}×: larger on the {larger} (its ridge is higher)")
 pd.Series(factor, name="trips / arithmetic (×)").round(2)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 4 — How much of S fits on the workbench?
 #
 # A square tile of the score matrix S, b×b in fp16, has to fit in one thread block's shared memory

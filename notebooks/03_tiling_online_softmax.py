@@ -15,11 +15,16 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 3 — Tiling and the online softmax
 #
+# The online softmax lets attention run one tile of keys at a time, exactly, so that S and P never
+# leave the chip.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Lecture 2 showed that naive attention spends almost all of its HBM traffic on S and P. To keep
 # them on chip we must compute attention **one tile of keys at a time**, with only a block of rows of
 # Q, K and V in SRAM. The obstacle is the softmax, which needs the row maximum and the row sum over
 # **all** N keys before a single probability is known. The way out is the online softmax.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - State the running-max and running-sum update of the online softmax and why the re-basing factor
@@ -32,7 +37,8 @@
 # **Prerequisites**
 #
 # Lecture 2 (standard attention, S and P in HBM); the softmax and its max-subtraction; numpy arrays.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -376,7 +382,7 @@ plt.show()
 #
 # Solutions are hidden under each exercise: try first, then open them.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 1
 #
 # Run the online softmax by hand on the row x = (2, −1, 4, 0, 4, 7) in tiles of 2 keys: write down
@@ -399,7 +405,7 @@ for s, (m1, l1, a1) in zip(steps1, by_hand):
 exact1 = [math.exp(v - 7.0) / math.fsum(math.exp(u - 7.0) for u in x1) for v in x1]
 assert np.allclose(steps1[-1].weights, exact1, rtol=1e-14, atol=0)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 2
 #
 # For N = 1000 keys and queries, d = 64, and FlashAttention-2's default tiles on the H200: how many
@@ -422,7 +428,7 @@ assert r2.tr * r2.tc == tiles2 and len(walk2.steps) == computed2
 full2 = tile_walk("fa2", Workload(n2, 64), sram_bytes=H200.sram_bytes)
 assert full2.steps[r2.tc - 1].read_bytes == 2 * last2 * 64 * Workload(n2, 64).element_bytes
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 3
 #
 # Predict, from the format's largest finite value, the largest integer logit x for which e^x is
@@ -450,7 +456,7 @@ online3 = online_softmax_steps(c3 + base3, block=2)[-1].weights  # the same in f
 assert np.allclose(online3, by_hand3, rtol=1e-14)
 print(f"c = {c3}: naive e^x overflows in fp32; re-based by the max: {np.round(rebased3 / rebased3.sum(), 6)}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 4
 #
 # At d = 128 and Br = Bc = 128, how many KiB does one FlashAttention-2 thread block hold in shared

@@ -15,11 +15,16 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 6 — The popular claims, checked
 #
+# Every checkable claim of two popular FlashAttention posts, judged against the exact model, the
+# paper's tables and the H200.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Two widely read explainer posts on FlashAttention make many checkable claims. Each is checked
 # here against the exact model (`simlib`), the FlashAttention paper's own tables
 # (`data/papers.json`, cited) and, where one exists, an H200 measurement (`data/measurements/current/`).
 # `python -m simlib claims [--json]` prints the same table: this lecture shows it in slide-sized pieces.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Name the quantity that decides a claim and compute it with `simlib` (scores, bytes, slopes,
@@ -34,7 +39,8 @@
 # Lectures 1–5: the roofline and its ridge point (1), naive attention's N×N traffic (2), tiling and the
 # online softmax (3), IO complexity and Theorem 2 (4), the kernels timed on the H200 (5). Reading a
 # pandas table.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |

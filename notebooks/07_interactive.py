@@ -15,12 +15,17 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 7 — Explore it yourself: a guided lab with sliders
 #
+# A guided lab: six controls (N, d, SRAM, Br, Bc, GPU) over one chart of traffic and roofline, and
+# five predictions to check.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # One chart, six controls: the sequence length **N**, the head dimension **d**, the shared memory per
 # thread block **SRAM**, the tiles **Br** and **Bc** (0 = each schedule's own tiles) and the **GPU**.
 # Left: HBM traffic of naive attention, FlashAttention (FA1) and FlashAttention-2 (FA2) against N, with
 # the compulsory traffic and the Saha–Ye lower bound; right: the chosen GPU's roofline with the three
 # schedules on it. Every number is recomputed by `simlib` when a control moves.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Predict how the HBM traffic of naive, FA1 and FA2 attention grows with N, then check it on the chart.
@@ -32,7 +37,8 @@
 # **Prerequisites**: Lecture 2 (naive attention's traffic), Lecture 3 (tiling and the online softmax),
 # Lecture 4 (IO complexity, the paper's tile rule, the roofline). A Jupyter kernel with ipywidgets
 # (`make lab`); without widgets the static chart of the default setting is shown.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -103,7 +109,7 @@ explorer(DEFAULTS)
 # and its table. The hidden cell under each exercise is the solution: it computes the same number with
 # `simlib` and checks it against a derivation by hand.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 1 — double N
 #
 # Set N = 4096, d = 64, SRAM preset, Br = Bc = 0, GPU H200; note the HBM traffic of naive and FA2 in the
@@ -133,7 +139,7 @@ print(
     f"naive grows {naive_growth:.3f}x, FA2 (Br = {br}) {fa2_growth:.3f}x: both ~4x, FA2 from a far lower start"
 )
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 2 — shrink the SRAM
 #
 # Set N = 8192, d = 64, Br = Bc = 0, GPU H200 and note FA1's Bc, Tc and traffic with SRAM "preset". Now
@@ -163,7 +169,7 @@ print(
     f"Bc {preset.block_cols} -> {small.block_cols}, Tc {preset.tc} -> {small.tc}: FA1 moves {growth:.2f}x more"
 )
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 3 — FA2's Br
 #
 # Set N = 16384, d = 128, SRAM preset, GPU H200, Bc = 64 and Br = 64; note FA2's traffic and intensity.
@@ -180,7 +186,7 @@ for b, r in by_br.items():
     print(f"Br = {b}: {r.hbm_bytes / 1e6:.1f} MB, {intensity:.1f} FLOP/B")
 print(f"doubling Br divides FA2's traffic by {by_br[64].hbm_bytes / by_br[128].hbm_bytes:.3f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 4 — tiles that do not fit
 #
 # Set N = 4096, d = 128, SRAM = 64 KiB, GPU H200. Move Br and Bc together (Br = Bc = 16, 32, 48, …) and
@@ -218,7 +224,7 @@ assert largest["fa2"] == max(
 print(f"largest Br = Bc: FA1 {largest['fa1']} (needs {fa1_sram(largest['fa1']):,} B of SRAM), FA2 {largest['fa2']} "
       f"(needs {fa2_sram(largest['fa2']):,} B); the SRAM holds {sram:,} B")  # fmt: skip
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 5 — another GPU, another ridge
 #
 # Set N = 4096, d = 64, SRAM preset, Bc = 64, Br = 256 and GPU H200. Read FA2's intensity and where it

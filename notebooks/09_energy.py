@@ -15,6 +15,10 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 9 — Where the joules go
 #
+# Moving data costs more than arithmetic: the bytes and FLOPs that count() finds, priced in joules per
+# memory level and unit, and measured with NVML on the H200.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Both posts argue that moving data costs more than arithmetic. This lecture prices that argument in
 # joules: the bytes and FLOPs that `count()` finds, times an energy per byte of each memory level and
 # per FLOP of each unit, plus the power the chip draws just for being on:
@@ -23,7 +27,8 @@
 #
 # The figures come from `data/energy/<gpu>.json`: published numbers for every preset and, for the
 # H200, the project's own measurement with NVML's energy counter (`benchmarks/energy_h200.py`).
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Price a memory access and a FLOP in picojoules, and say why a measured figure is larger than a
@@ -39,7 +44,8 @@
 # Lectures 1 (memory levels, roofline time), 2 and 4 (what naive attention and FlashAttention move),
 # 5 (the kernels measured on the H200, the physical model of DRAM and L2) and 6 (how a claim is
 # judged). Power = energy / time.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
