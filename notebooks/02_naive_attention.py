@@ -183,11 +183,11 @@ display(
 # %%
 pd.DataFrame(claims.model_configs()).T
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 sizes = claims.claim_c(seq_lens=(N // 2, N, 2 * N), batches=(1, BATCH))
 sizes.round(2)
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 llama = sizes[(sizes.model == claims.LLAMA) & (sizes.N == N) & (sizes.batch == BATCH)].iloc[0]
 n_gib = claims.min_seq_len_for(2**30)
 display(
@@ -226,7 +226,7 @@ ax.set_title(f"Naive attention, fp16, d = {D}: device-memory traffic vs sequence
 ax.legend(loc="upper left")
 plt.show()
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 b = dict(zip(seq, naive_bytes))
 display(
     Markdown(
@@ -363,3 +363,22 @@ print(
     f"{claims.LLAMA}: {per_batch / 2**30:.0f} GiB of P per sequence; batch {smallest} exceeds the "
     f"{h200.name}'s {capacity / 2**30:.0f} GiB of {h200.dram_name}"
 )
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 5 — What materialising costs (proof)
+#
+# Prove that any schedule that writes the N×N matrix S to device memory and reads it back moves at
+# least 2N² elements beyond the compulsory 4Nd (read Q, K, V, write O), whatever its SRAM: its
+# traffic is Ω(N²). How many beyond the compulsory does naive attention move, and why exactly that
+# many? Check your answer against `count()` and `compulsory_bytes` for several N and d.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# Every one of the N² entries of S is written once and read at least once: 2N² element transfers that
+# are not in the compulsory 4Nd. Naive attention also materialises P (written by pass 2, read by pass 3):
+# 4N² beyond the compulsory traffic, exactly.
+for n5 in (256, 1000, 4096):
+    for d5 in (32, 64, 128):
+        w5 = Workload(n5, d5)
+        extra = count("naive", w5).hbm_bytes - compulsory_bytes(w5)
+        assert extra == 4 * n5 * n5 * w5.element_bytes >= 2 * n5 * n5 * w5.element_bytes
+print("naive attention moves exactly 4N² elements (S and P, each written and read once) beyond 4Nd")
