@@ -2,8 +2,8 @@
 
 One setting is N, d, the shared memory per thread block (`sram`, 0 = the GPU preset's), the tiles
 Br and Bc (0 = each schedule's own) and the GPU preset. `figure` draws the two panels, `table` the
-numbers the exercises ask for, `explorer` puts six controls above both and redraws them when a
-control moves. A redraw stays under a second on a laptop: every count is cached per setting
+numbers the exercises ask for (the two of the default setting are the lecture's static view), and
+`explorer` puts six controls above both and redraws them when a control moves. A redraw stays under a second on a laptop: every count is cached per setting
 (`functools.lru_cache`), the sliders' limits per (d, SRAM, GPU), and the chart goes through
 `course.live.LiveChart` (one render at a fixed layout, PNGs kept per setting).
 
@@ -157,16 +157,6 @@ def table(n, d, sram, br, bc, gpu):
     frame = pd.DataFrame(rows).set_index("schedule")
     ints = {c: "Int64" for c in ("Br", "Bc", "Tr", "Tc") if c in frame}
     return frame.astype(ints).astype(object).fillna("—")
-
-
-def draw(n, d, sram, br, bc, gpu):
-    """The static view of one setting (handouts, slides, CI): the figure, then the table."""
-    import matplotlib.pyplot as plt
-    from IPython.display import display
-
-    figure(n, d, sram, br, bc, gpu)
-    plt.show()
-    display(table(n, d, sram, br, bc, gpu))
 
 
 def explorer(settings):

@@ -59,8 +59,10 @@
 # %% slideshow={"slide_type": "skip"}
 import math
 
+import matplotlib.pyplot as plt
+
 from course import charts
-from course.explorer import DEFAULTS, MAX_TILE, TILE_STEP, draw, explorer, tiled
+from course.explorer import DEFAULTS, MAX_TILE, TILE_STEP, explorer, figure, table, tiled
 from simlib import Workload, count, load_preset, roofline
 from simlib.schedule_protocol import DoesNotFit
 
@@ -68,21 +70,29 @@ charts.use_style()
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The default setting (a static chart, always drawn)
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # The default: N = 4096, d = 64, fp16, the H200 preset's shared memory per block, each schedule's own
 # tiles. Read the left panel first: three solid curves of HBM traffic against N, their fitted slopes in
 # the legend, the dotted line at the chosen N. Then the right panel: where each schedule sits against
 # the ridge. The table under the chart gives the numbers the exercises ask for.
 
 # %% alt="HBM traffic per head against N for naive, FA1 and FA2 with the lower bounds (left) and the H200 roofline with the three schedules (right), at the default setting"
-draw(**DEFAULTS)
+figure(**DEFAULTS)
+plt.show()
+
+# %% slideshow={"slide_type": "subslide"}
+table(**DEFAULTS)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The controls
 #
 # **N**, **d**, **SRAM** (per thread block; "preset" is the chosen GPU's), **Br**, **Bc** (0 = the
 # schedule's own tiles; each slider stops at the largest tile FA1 or FA2 accepts next to the smallest
-# other tile) and **GPU**. The chart below is drawn when the controls appear and redrawn on every move. A
+# other tile) and **GPU**.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The chart below is drawn when the controls appear and redrawn on every move. A
 # pair of tiles whose working set does not fit the SRAM (or the register file) is shown as
 # *infeasible*, with the bytes it needs, instead of a curve.
 
