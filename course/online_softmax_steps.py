@@ -158,4 +158,10 @@ def softmax_widget(steps: Sequence[SoftmaxStep], exact=None, start: int = 0):
     """Play button and slider over the tiles, redrawing `draw_softmax_step`; shows `start` at once."""
     from .stepper import stepper
 
-    return stepper(len(steps), lambda k: draw_softmax_step(steps, k, exact), start=start, description="tile")
+    return stepper(
+        len(steps),
+        lambda k: draw_softmax_step(steps, k, exact),
+        start=start,
+        description="tile",
+        name="online softmax",
+    )

@@ -506,21 +506,29 @@ def walk_widget(walk: TileWalk, start: int = 0):
     """Play button and slider over the steps of `walk`, redrawing `draw_walk_step`; shows `start` at once."""
     from .stepper import stepper
 
-    return stepper(len(walk.steps), lambda k: draw_walk_step(walk, k), start=start, description="step")
+    name = f"tile walk: {_title(walk)}"
+    return stepper(
+        len(walk.steps), lambda k: draw_walk_step(walk, k), start=start, description="step", name=name
+    )
 
 
 def walks_widget(walks: "dict[str, TileWalk]"):
-    """A drop-down over named walks above `walk_widget` of the chosen one (rebuilt, drawn at once, on change)."""
+    """A drop-down over named walks above `walk_widget` of the chosen one (built and drawn on first
+    choice, kept afterwards: switching back shows it where it was left)."""
     import ipywidgets as widgets
 
     names = list(walks)
     if not names:
         raise ValueError("walks must name at least one TileWalk")
     choice = widgets.Dropdown(options=names, value=names[0], description="schedule")
-    box = widgets.VBox([choice, walk_widget(walks[names[0]])])
+    built = {names[0]: walk_widget(walks[names[0]])}
+    box = widgets.VBox([choice, built[names[0]]])
 
     def switch(change) -> None:
-        box.children = (choice, walk_widget(walks[change["new"]]))
+        name = change["new"]
+        if name not in built:
+            built[name] = walk_widget(walks[name])
+        box.children = (choice, built[name])
 
     choice.observe(switch, names="value")
     return box

@@ -15,9 +15,14 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 1 — The memory hierarchy: a warehouse and a workbench
 #
+# Where do the numbers live while the GPU computes with them? Device memory is the warehouse, shared
+# memory the workbench, and the roofline says which of the two a kernel waits for.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # *Why FlashAttention is fast* starts with a question that has nothing to do with attention:
 # **where do the numbers live while the GPU computes with them?**
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Read a GPU preset: device memory ("HBM"), L2 and shared memory ("SRAM"), their capacities and
@@ -35,7 +40,8 @@
 # - Matrix products and their FLOP count (2·m·n·k for an m×k by k×n product), the softmax.
 # - What a kernel, a thread block and a streaming multiprocessor (SM) are, in one sentence each
 #   ([the glossary](../docs/GLOSSARY.md)).
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -97,6 +103,9 @@ display(
 #
 # One row per GPU. "SRAM per block" is what one thread block may allocate (the *M* of the
 # FlashAttention paper); "SRAM per SM" is the whole on-chip array of one streaming multiprocessor.
+
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Units, one per quantity: on-chip capacities are binary (KiB per block and per SM, MiB for the L2
 # and for all SMs together), device memory in GiB; bandwidths and, later, traffic are decimal
 # (1 TB/s = 10¹² B/s, 1 MB = 10⁶ B).
@@ -122,9 +131,13 @@ def preset_row(key):
 
 
 presets = pd.DataFrame([preset_row(k) for k in GPUS], index=GPUS)
-presets.round(2)
+SPEEDS = ["SRAM bandwidth, all SMs (TB/s)", "device memory bandwidth (TB/s)", "fp16 peak (TFLOP/s)"]
+presets.drop(columns=SPEEDS).round(2)  # capacities; the speeds on the next slide
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
+presets[["GPU", "device memory", *SPEEDS]].round(2)
+
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 row = presets.loc["h200"]
 display(
     Markdown(
@@ -139,7 +152,7 @@ display(
     )
 )
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 a100 = load_preset("a100-40gb")
 paper_a100 = paper.section("section_2_1_a100")
 display(
@@ -218,7 +231,7 @@ fig.suptitle(
 )
 plt.show()
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 p = points["h200"]
 left = [key for key in GPUS if points[key]["naive"].arithmetic_intensity < points[key]["naive"].ridge_point]
 display(
@@ -238,7 +251,9 @@ display(
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The punchline: FlashAttention turns attention compute bound
-#
+
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # The same intensity for naive attention, FlashAttention-1 (Algorithm 1's tiles) and
 # FlashAttention-2 (its default tiles) as N grows, against the H200's two ridges: fp16 on the tensor
 # cores (what FlashAttention runs on) and fp32 on the CUDA cores (what our numba teaching kernels run
@@ -296,7 +311,7 @@ ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, fontsize=8.5)
 charts.name_device_memory(ax, h200)
 plt.show()
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 mm = measured[measured.dropout > 0].set_index("variant")
 display(
     Markdown(
@@ -333,7 +348,7 @@ fig.legend(handles, labels, loc="upper center", ncol=3, fontsize=9, bbox_to_anch
 fig.suptitle(f"Every data-centre preset, d = {D}, fp16 and naive in fp32, against each GPU's two ridges")
 plt.show()
 
-# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
+# %% slideshow={"slide_type": "skip"} tags=["remove-input"]
 punch = intensity.intensity_table(seq_len=N, head_dim=D)  # fp16 data: against the fp16 ridge
 punch32 = intensity.intensity_table(seq_len=N, head_dim=D, dtype="fp32")  # fp32 data: the fp32 ridge
 assert (punch32[["gpu", "schedule"]].values == punch[["gpu", "schedule"]].values).all()
@@ -355,7 +370,7 @@ punch[
     ]
 ].round(1)
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 h = punch[punch.gpu == h200.name].set_index("schedule")
 naive32 = punch[punch.schedule == "naive"].set_index("gpu")
 memory_bound32 = [gpu for gpu in naive32.index if naive32.loc[gpu, "fp32 CUDA cores"] == "memory bound"]
@@ -450,7 +465,10 @@ display(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## A sequence is not one roofline: each launch against its own roofs
 #
-# `roofline()` treats naive attention as one kernel with one pile of FLOPs and one pile of bytes. It
+# `roofline()` treats naive attention as one kernel with one pile of FLOPs and one pile of bytes.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# It
 # is a sequence of launches, and each launch waits on its own slowest unit: a matmul on the tensor
 # cores or on instruction issue, the softmax on device memory or on issue, FlashAttention on its
 # matmuls and its exponentials, which a warp issues one after the other. The cost model
@@ -458,7 +476,7 @@ display(
 # unit's work over the rate a micro-benchmark reached — names the binding roof, and adds the launches.
 # Its calibration and its test on shapes measured after it was frozen are in Lecture 5.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "skip"}
 from course import predictions  # noqa: E402  (the cost model's lecture helpers)
 
 per_launch = {
@@ -475,7 +493,29 @@ table = pd.concat(
 )
 table.round(2)
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="Predicted time of every launch of four attention implementations on the H200 at N = 4096, d = 64, B\u00b7H = 32, log scale, each bar coloured by the roof that binds it"
+roofs = list(dict.fromkeys(table["binding roof"]))
+roof_colors = dict(zip(roofs, charts.plt_colors()))
+labels = [f"{impl}: {launch}" for impl, launch in table.index]
+fig, ax = plt.subplots(figsize=(10, 4.6))
+ax.barh(labels, table["predicted (µs)"], color=[roof_colors[r] for r in table["binding roof"]])
+for y, (t, nxt) in enumerate(zip(table["predicted (µs)"], table["× the next roof"])):
+    ax.text(t, y, f" {t:,.0f} µs (next roof ×{nxt:.2f})", va="center", fontsize=8.5)
+ax.set_xscale("log")
+ax.set_xlim(right=table["predicted (µs)"].max() * 20)
+ax.invert_yaxis()
+ax.set_xlabel("predicted time per launch (µs, log), the cost model on the H200")
+ax.set_title(f"N = 4096, d = {D}, B·H = 32: each launch against its own roofs")
+ax.legend(
+    handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in roof_colors.values()],
+    labels=[f"binding roof: {r}" for r in roof_colors],
+    fontsize=8.5,
+    loc="upper right",
+)
+ax.grid(axis="y", visible=False)
+plt.show()
+
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 one = count("naive", Workload(4096, D, batch=2, heads=16, dtype="fp32"))
 whole = roofline(one, h200)
 eager, flash = per_launch["eager_bf16"], per_launch["torch_flash"].iloc[0]
@@ -568,7 +608,7 @@ display(
 # Predict first (write the number down), then compute, then open the hidden solution cell: it
 # computes the answer with `simlib` and checks it against an independent derivation.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 1 — Ridge points
 #
 # Predict from the presets table which GPU has the **highest** and which the **lowest** fp16 ridge
@@ -593,7 +633,7 @@ ranked = pd.Series(ridges, name="fp16 ridge (FLOP/B)").sort_values()
 print(f"highest: {ranked.index[-1]}, lowest: {ranked.index[0]}")
 ranked.round(1)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 2 — The ceiling of naive attention
 #
 # Naive attention does $F = 4N^2d$ FLOPs and moves $4Nd + 4N^2$ elements (Lecture 2 counts them:
@@ -621,7 +661,7 @@ for dtype in ("fp16", "fp32"):
         r = count("naive", Workload(N, D, dtype="fp32"))
         print(f"fp32 at N = {N}: {r.flops / r.hbm_bytes:.2f} FLOP/B, H200 fp32 ridge {ridge32:.2f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 3 — How much longer do the trips take?
 #
 # For naive attention at the running N and d, predict on which preset the memory trips outlast the
@@ -644,7 +684,7 @@ larger = "H200" if factor["h200"] > factor["t4"] else "T4"
 print(f"T4 {factor['t4']:.2f}×, H200 {factor['h200']:.2f}×: larger on the {larger} (its ridge is higher)")
 pd.Series(factor, name="trips / arithmetic (×)").round(2)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 4 — How much of S fits on the workbench?
 #
 # A square tile of the score matrix S, b×b in fp16, has to fit in one thread block's shared memory

@@ -15,6 +15,10 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 2 — Naive attention: three passes through the warehouse
 #
+# Standard attention writes the N×N matrices S and P to device memory and reads them back: this
+# lecture counts those trips exactly.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Standard attention (Algorithm 0 of the FlashAttention paper) for one head, with
 # $Q, K, V \in \mathbb{R}^{N\times d}$:
 #
@@ -24,7 +28,8 @@
 #
 # Two N×N matrices each make a round trip through HBM (the device memory, Lecture 1). This lecture
 # counts those trips exactly.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Write standard attention as three passes and say which arrays each pass reads from and writes to
@@ -39,7 +44,8 @@
 #
 # - Lecture 1: HBM (device memory) against SRAM, arithmetic intensity, the roofline.
 # - Scaled dot-product attention, $\mathrm{softmax}(QK^\top/\sqrt{d})\,V$, and numpy.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -177,11 +183,11 @@ display(
 # %%
 pd.DataFrame(claims.model_configs()).T
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 sizes = claims.claim_c(seq_lens=(N // 2, N, 2 * N), batches=(1, BATCH))
 sizes.round(2)
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 llama = sizes[(sizes.model == claims.LLAMA) & (sizes.N == N) & (sizes.batch == BATCH)].iloc[0]
 n_gib = claims.min_seq_len_for(2**30)
 display(
@@ -220,7 +226,7 @@ ax.set_title(f"Naive attention, fp16, d = {D}: device-memory traffic vs sequence
 ax.legend(loc="upper left")
 plt.show()
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 b = dict(zip(seq, naive_bytes))
 display(
     Markdown(
@@ -262,7 +268,7 @@ display(
 # Predict first (write the number down), then compute, then open the hidden solution cell: it
 # computes the answer with `simlib` and checks it against an independent derivation.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 1 — Count the trips by hand
 #
 # Without running anything, list for each pass which arrays it reads and which it writes, and add
@@ -287,7 +293,7 @@ assert (
 assert Fraction(int(nn), naive.hbm_bytes) == Fraction(N, N + D)
 print(f"{total:,} B = {total / 1e6:.1f} MB; S and P: {N / (N + D):.2%}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 2 — Does S fit in the L2?
 #
 # The H200's L2 (its capacity is in the preset; Lecture 1's table) sits between the SMs and device
@@ -316,7 +322,7 @@ print(
     f"S and P together up to N = {s_and_p:,} ({'below' if s_and_p < N else 'above'} the running N)"
 )
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 3 — When is the slope really two?
 #
 # Predict: is the local log–log slope of naive traffic at the smallest N of the chart closer to one
@@ -336,7 +342,7 @@ assert steep == min(n for n in seq if n >= D * (2**1.9 - 2) / (4 - 2**1.9))
 print(f"local slope at N = {seq[0]}: {slopes[seq[0]]:.2f}; reaches 1.9 from N = {steep}")
 pd.Series(slopes, name="local slope").round(3)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 4 — "Gigabytes" against a real device memory
 #
 # Training keeps P of every layer for the backward pass. For Llama-2-7B (`data/models`) at the
@@ -357,3 +363,22 @@ print(
     f"{claims.LLAMA}: {per_batch / 2**30:.0f} GiB of P per sequence; batch {smallest} exceeds the "
     f"{h200.name}'s {capacity / 2**30:.0f} GiB of {h200.dram_name}"
 )
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 5 — What materialising costs (proof)
+#
+# Prove that any schedule that writes the N×N matrix S to device memory and reads it back moves at
+# least 2N² elements beyond the compulsory 4Nd (read Q, K, V, write O), whatever its SRAM: its
+# traffic is Ω(N²). How many beyond the compulsory does naive attention move, and why exactly that
+# many? Check your answer against `count()` and `compulsory_bytes` for several N and d.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# Every one of the N² entries of S is written once and read at least once: 2N² element transfers that
+# are not in the compulsory 4Nd. Naive attention also materialises P (written by pass 2, read by pass 3):
+# 4N² beyond the compulsory traffic, exactly.
+for n5 in (256, 1000, 4096):
+    for d5 in (32, 64, 128):
+        w5 = Workload(n5, d5)
+        extra = count("naive", w5).hbm_bytes - compulsory_bytes(w5)
+        assert extra == 4 * n5 * n5 * w5.element_bytes >= 2 * n5 * n5 * w5.element_bytes
+print("naive attention moves exactly 4N² elements (S and P, each written and read once) beyond 4Nd")

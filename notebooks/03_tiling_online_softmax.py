@@ -15,11 +15,16 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 3 — Tiling and the online softmax
 #
+# The online softmax lets attention run one tile of keys at a time, exactly, so that S and P never
+# leave the chip.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Lecture 2 showed that naive attention spends almost all of its HBM traffic on S and P. To keep
 # them on chip we must compute attention **one tile of keys at a time**, with only a block of rows of
 # Q, K and V in SRAM. The obstacle is the softmax, which needs the row maximum and the row sum over
 # **all** N keys before a single probability is known. The way out is the online softmax.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - State the running-max and running-sum update of the online softmax and why the re-basing factor
@@ -32,7 +37,8 @@
 # **Prerequisites**
 #
 # Lecture 2 (standard attention, S and P in HBM); the softmax and its max-subtraction; numpy arrays.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -376,8 +382,8 @@ plt.show()
 #
 # Solutions are hidden under each exercise: try first, then open them.
 
-# %% [markdown]
-# ### Exercise 1
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 1 — the online softmax by hand
 #
 # Run the online softmax by hand on the row x = (2, −1, 4, 0, 4, 7) in tiles of 2 keys: write down
 # m_j, ℓ_j and the re-basing factor α_j after each tile. Then check with `online_softmax_steps`, and
@@ -399,8 +405,8 @@ for s, (m1, l1, a1) in zip(steps1, by_hand):
 exact1 = [math.exp(v - 7.0) / math.fsum(math.exp(u - 7.0) for u in x1) for v in x1]
 assert np.allclose(steps1[-1].weights, exact1, rtol=1e-14, atol=0)
 
-# %% [markdown]
-# ### Exercise 2
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 2 — tiles of a ragged grid
 #
 # For N = 1000 keys and queries, d = 64, and FlashAttention-2's default tiles on the H200: how many
 # tiles Tr·Tc does the score grid have, and how many rows has the last (ragged) K/V block? With a
@@ -422,8 +428,8 @@ assert r2.tr * r2.tc == tiles2 and len(walk2.steps) == computed2
 full2 = tile_walk("fa2", Workload(n2, 64), sram_bytes=H200.sram_bytes)
 assert full2.steps[r2.tc - 1].read_bytes == 2 * last2 * 64 * Workload(n2, 64).element_bytes
 
-# %% [markdown]
-# ### Exercise 3
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 3 — where the naive softmax overflows
 #
 # Predict, from the format's largest finite value, the largest integer logit x for which e^x is
 # finite in fp16 and in fp32. Then find the smallest integer shift c for which the naive softmax of
@@ -450,8 +456,8 @@ online3 = online_softmax_steps(c3 + base3, block=2)[-1].weights  # the same in f
 assert np.allclose(online3, by_hand3, rtol=1e-14)
 print(f"c = {c3}: naive e^x overflows in fp32; re-based by the max: {np.round(rebased3 / rebased3.sum(), 6)}")
 
-# %% [markdown]
-# ### Exercise 4
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 4 — a thread block's working set
 #
 # At d = 128 and Br = Bc = 128, how many KiB does one FlashAttention-2 thread block hold in shared
 # memory and in registers (Q_i, K_j, V_j in the workload dtype fp16; S/P, the O accumulator, ℓ and m
@@ -465,3 +471,26 @@ sram4, regs4 = (br4 + 2 * bc4) * d4 * 2, (br4 * bc4 + br4 * d4 + 2 * br4) * 4
 print(f"shared {ws4.bytes('SRAM') / 1024:g} KiB, registers {ws4.bytes('registers') / 1024:g} KiB")
 assert (ws4.bytes("SRAM"), ws4.bytes("registers")) == (sram4, regs4)
 assert sram4 <= H200.sram_bytes
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 5 — Why the online softmax is exact (proof)
+#
+# Prove by induction over the tiles that after tile j the running values satisfy
+# $m_j = \max_{k \le n_j} x_k$ and $\ell_j = \sum_{k \le n_j} e^{x_k - m_j}$ (n_j keys seen), using the update
+# $m_j = \max(m_{j-1}, \max \text{tile}_j)$, $\ell_j = \alpha_j \ell_{j-1} + \sum_{\text{tile}_j} e^{x_k - m_j}$ with
+# $\alpha_j = e^{m_{j-1} - m_j}$. Conclude that the final weights are softmax(x) for *any* tile size. Check
+# the invariant at every step, for random rows and several tile sizes, against sums computed from scratch.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# Induction: after tile j, α_j ℓ_{j−1} = e^{m_{j−1} − m_j} Σ_{k ≤ n_{j−1}} e^{x_k − m_{j−1}} = Σ_{k ≤ n_{j−1}} e^{x_k − m_j};
+# adding the new tile's terms gives Σ_{k ≤ n_j} e^{x_k − m_j}. At the end n_j = N, so e^{x_k − m}/ℓ is softmax(x).
+rng5 = np.random.default_rng(5)
+for block5 in (1, 3, 64, 1000):
+    x5 = 10.0 * rng5.standard_normal(1000)
+    for s in online_softmax_steps(x5, block=block5):
+        seen = x5[: s.keys]
+        assert s.m == seen.max()
+        assert math.isclose(s.ell, math.fsum(math.exp(v - s.m) for v in seen), rel_tol=1e-12)
+    exact5 = np.exp(x5 - x5.max()) / math.fsum(math.exp(v - x5.max()) for v in x5)
+    assert np.allclose(online_softmax_steps(x5, block=block5)[-1].weights, exact5, rtol=1e-12, atol=0)
+print("the invariant holds after every tile, for tiles of 1, 3, 64 and 1000 keys")

@@ -13,38 +13,46 @@
 # ---
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# # Lecture 4 — IO complexity: how many trips does each schedule make?
+# # Lecture 4 — IO complexity I: how many trips does each schedule make?
 #
+# Each schedule's HBM traffic derived from its loop nest, constants included, walked tile by tile with a
+# byte counter, and checked against `count()`.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Lecture 3 made attention run tile by tile. This lecture counts, exactly, what each loop order costs
-# in HBM traffic, steps through the tiles with a byte counter, and checks the paper's Θ claims and the
-# posts' "O(N)" against the counts.
-#
+# in HBM traffic, derives the constants that the paper's Θ hides, and steps through the tiles with a
+# byte counter. Lecture 4b proves the bounds around these counts (Theorem 2, the lower bound, the matmul
+# analogue) and checks the posts' "O(N)".
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Derive the HBM reads and writes of naive attention, FlashAttention-1 and FlashAttention-2 from
 #   their loop nests, and evaluate them for a given N, d and SRAM size.
+# - Derive the constants in front of the traffic: 12 + 32/d (in units of N²d²/M) for FA1 with
+#   Algorithm 1's tiles, 2M/(Br·d) for FA2 with its kernel's tiles.
 # - Follow a tile walk step by step and say which blocks are loaded, what sits in SRAM and registers,
 #   and how many bytes have crossed HBM so far; say which tiles a causal mask skips.
 # - Explain why tiling changes the constant but not the exponent of N, and how Br and Bc set it.
-# - Say where "FlashAttention makes HBM traffic O(N)" is right (extra memory) and wrong (traffic).
 #
 # **Prerequisites**
 #
 # Lectures 2 and 3 (naive attention; the online softmax and the tiled loop); Br, Bc, Tr = ⌈N/Br⌉,
 # Tc = ⌈N/Bc⌉; log–log plots.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
 # |---|---|
 # | 4 | Three schedules, three formulas |
+# | 8 | Where the constants come from: FA1's 12 + 32/d, FA2's 2M/(Br·d) |
 # | 10 | Step through naive, FA1 and FA2 (tile walk, causal) |
-# | 6 | The tiles on each GPU; traffic against N: the exponent does not change |
+# | 4 | The tiles on each GPU |
+# | 5 | Traffic against N: the exponent does not change |
 # | 7 | FA1 against FA2: the tiles decide; what else FA2 changed |
-# | 6 | Head dimension, SRAM size and block size |
-# | 7 | "O(N)", Theorem 2 and how tight it is |
 # | 3 | Summary |
-# | 7 | Exercises |
+# | 9 | Exercises |
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Three schedules, three formulas
@@ -57,11 +65,14 @@
 # | FlashAttention-1 (outer loop over K/V blocks) | 2Nd + Tc·2Nd, + Tc·2N stats | Nd + Tc·Nd, + (1 + Tc)·2N stats |
 # | FlashAttention-2 forward (outer loop over Q blocks) | Nd + Tr·2Nd | Nd, + N stats |
 #
-# with Tr = ⌈N / Br⌉, Tc = ⌈N / Bc⌉. FlashAttention-1's tiles come from the paper's Algorithm-1 rule
-# (M = SRAM bytes / 2, Bc = ⌈M / 4d⌉, Br = min(Bc, d)); FlashAttention-2's are `count()`'s default for
-# `fa2` (the FA2 kernel's own). Two reference lines: the **compulsory** traffic (read Q, K, V and write
-# O once, 4Nd) and the **Saha–Ye lower bound** Θ(min(N²d²/M, N²d/√M)), which is *asymptotic*: its
-# constant is unknown, and we draw it with constant 1.
+# with Tr = ⌈N / Br⌉, Tc = ⌈N / Bc⌉.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# FlashAttention-1's tiles come from the paper's Algorithm-1 rule (M = SRAM bytes / 2,
+# Bc = ⌈M / 4d⌉, Br = min(Bc, d)); FlashAttention-2's are `count()`'s default for `fa2` (the FA2 kernel's
+# own). Two reference lines appear in the charts: the **compulsory** traffic (read Q, K, V and write O
+# once, 4Nd) and the **Saha–Ye lower bound** Θ(min(N²d²/M, N²d/√M)), which is *asymptotic*: its constant
+# is unknown, and we draw it with constant 1 (Lecture 4b).
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # FA1 re-reads Q and re-reads and re-writes O once per K/V block (Tc times); FA2
@@ -77,8 +88,8 @@ from IPython.display import Markdown, display
 
 from course import charts
 from course.tile_walk import draw_walk_overview, tile_walk, walks_widget
-from evidence import claims
-from simlib import Workload, compulsory_bytes, count, load_preset, preset_keys, saha_ye_bytes
+from course.traffic_lines import all_lines
+from simlib import Workload, count, load_preset, preset_keys
 
 charts.use_style()
 GPU = load_preset("h200")
@@ -86,22 +97,76 @@ SRAM = GPU.sram_bytes
 N, D = 4096, 64
 
 
-def traffic(algorithm, w, sram_bytes=SRAM, **blocks):
-    """HBM bytes of `algorithm` on workload `w` (naive ignores the SRAM size)."""
-    if algorithm == "naive":
-        return count("naive", w).hbm_bytes
-    return count(algorithm, w, sram_bytes=sram_bytes, **blocks).hbm_bytes
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Where the constants come from: FlashAttention-1
+#
+# Algorithm 1's loop nest, outer loop over the Tc K/V blocks:
+#
+# - K_j and V_j are read once each: **2Nd** in all;
+# - for every K/V block, every Q block: Q_i and O_i read, O_i written: **3Nd per K/V block**;
+# - ℓ and m (fp32): 2N written at the start, 2N read and 2N written per K/V block.
+#
+# With Bc = M/4d the outer loop runs Tc = N/Bc = 4Nd/M times:
+#
+# $$\frac{\text{bytes}/2}{N^2d^2/M} \;\to\; \underbrace{3\cdot 4}_{Q,\,O\ \text{per K/V block}} + \underbrace{\frac{4\cdot 4\cdot 2}{d}}_{\ell,\,m\ \text{in fp32}} = 12 + \frac{32}{d}.$$
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Say it in words: every K/V block costs one pass over Q and O (read Q, read O, write O: three N×d
+# matrices), and there are 4Nd/M K/V blocks. The statistics are 4N fp32 numbers per K/V block, which is
+# 8N in units of 2 bytes: 8N·4Nd/M = 32N²d/M, a d-th of the main term. The 2Nd for K and V and the
+# initial writes are lower order: they vanish from the ratio as N grows.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### … and FlashAttention-2
+#
+# Outer loop over the Tr Q blocks: Q_i read once (**Nd**), K and V read once per Q block
+# (**2Nd per Q block**), O written once (**Nd**), the logsumexp L once (N, fp32). With Tr = N/Br:
+#
+# $$\frac{\text{bytes}/2}{N^2d^2/M} \;\to\; \frac{2\,N^2d/B_r}{N^2d^2/M} = \frac{2M}{B_r\,d}.$$
+#
+# FA2's constant depends on M only through the tiles it picks: its kernel table fixes Br by d and the
+# architecture, so its ratio to N²d²/M *grows* with M.
 
 
-def all_lines(w, sram_bytes=SRAM):
-    return {
-        "naive": traffic("naive", w),
-        "fa1": traffic("fa1", w, sram_bytes),
-        "fa2": traffic("fa2", w, sram_bytes),
-        "compulsory": compulsory_bytes(w),
-        "saha_ye": saha_ye_bytes(w, sram_bytes),
-    }
+# %% slideshow={"slide_type": "subslide"}
+def fa1_bytes(n, d, tc):
+    """Algorithm 1 line by line (bytes): fp16 K, V once and Q, O read + O written per K/V block,
+    O initialised; fp32 ℓ, m written at the start and read + written per K/V block."""
+    return 2 * (2 * n * d + 3 * tc * n * d + n * d) + 4 * (2 * n + 4 * tc * n)
 
+
+def fa2_bytes(n, d, tr):
+    """FA2's forward (bytes): fp16 Q once, K and V once per Q block, O once; fp32 L once."""
+    return 2 * (n * d + 2 * tr * n * d + n * d) + 4 * n
+
+
+m_el = SRAM // 2  # M in fp16 elements
+rows = []
+for d in (64, 128):
+    for n in (2**12, 2**16, 2**20):
+        w, base = Workload(n, d), n * n * d * d / m_el
+        r1, r2 = count("fa1", w, sram_bytes=SRAM), count("fa2", w, sram_bytes=SRAM)
+        assert r1.hbm_bytes == fa1_bytes(n, d, r1.tc) and r2.hbm_bytes == fa2_bytes(n, d, r2.tr)
+        rows.append(
+            {
+                "d": d,
+                "N": n,
+                "FA1 (bytes/2) / (N²d²/M)": r1.hbm_bytes / 2 / base,
+                "12 + 32/d": 12 + 32 / d,
+                "FA2 (bytes/2) / (N²d²/M)": r2.hbm_bytes / 2 / base,
+                "2M/(Br·d)": 2 * m_el / (r2.block_rows * d),
+            }
+        )
+constants = pd.DataFrame(rows).set_index(["d", "N"])
+last = constants.xs(2**20, level="N")
+assert ((last.iloc[:, 0] / last["12 + 32/d"] - 1).abs() < 0.005).all()  # the limit, derived above
+assert ((last.iloc[:, 2] / last["2M/(Br·d)"] - 1).abs() < 0.005).all()
+constants.round(3)
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The code above checks the loop-nest formulas against `count()` to the byte at every N, and the
+# limits at N = 2²⁰ within half a per cent. At small N the lower-order terms (the 2Nd for K and V, the
+# rounding of Tc and Tr) still show; they fall off as 1/N.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Step through naive, FA1 and FA2
@@ -207,9 +272,22 @@ for key in preset_keys():
             }
         )
 tiles = pd.DataFrame(rows)
-tiles
+per_gpu = [
+    "GPU",
+    "compute capability",
+    "FA2 kernel runs",
+    "shared + L1 per SM (KiB)",
+    "SRAM per block (KiB)",
+    "M (elements)",
+]
+tiles[per_gpu].drop_duplicates().set_index("GPU")
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
+tiles.assign(tiles=tiles.Br.astype(str) + "×" + tiles.Bc.astype(str)).pivot_table(
+    index="GPU", columns="d", values=["tiles", "Tr", "Tc"], aggfunc="first", sort=False
+)
+
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 a100 = load_preset("a100-40gb")
 same_tiles = (tiles.groupby("d")[["Br", "Bc"]].nunique() == 1).all().all()
 display(
@@ -236,7 +314,7 @@ display(
 
 # %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="Log-log HBM traffic per head against N for naive, FA1, FA2, the compulsory traffic and the Saha-Ye bound; all three schedules have slope about 2"
 seq = [2**k for k in range(8, 17)]
-by_n = pd.DataFrame([all_lines(Workload(n, D)) for n in seq], index=pd.Index(seq, name="N"))
+by_n = pd.DataFrame([all_lines(Workload(n, D), SRAM) for n in seq], index=pd.Index(seq, name="N"))
 
 fig, ax = plt.subplots(figsize=(9.5, 6))
 fits_n = {}
@@ -257,7 +335,7 @@ ax.legend(loc="upper left", fontsize=9)
 charts.name_device_memory(ax, GPU)
 plt.show()
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 b = by_n.loc[N]
 display(
     Markdown(
@@ -330,7 +408,7 @@ variants = pd.DataFrame(
 variants = variants.astype({"Tr": "Int64", "Tc": "Int64"})  # a refused row has none
 variants.round(2)
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 v = variants["HBM traffic (MB)"]
 default, paper_rule, fa1_mb = (
     v["fa2, default tiles"],
@@ -387,7 +465,7 @@ parallel = pd.DataFrame(
 ).T
 parallel
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 display(
     Markdown(
         f"At B = 1, H = {h}, an FA1-style grid has {h} blocks for {GPU.sm_count} SMs (most of the GPU idle); FA2's "
@@ -398,289 +476,25 @@ display(
 )
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Traffic against head dimension and SRAM size
-#
-# Left: N = 4096, H200 tiles, d from 16 to 256. Right: N = 4096, d = 64, shared memory per block from
-# 16 KiB to 1 MiB (dotted lines: the presets' per-block shared memory).
-
-# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="HBM traffic per head against head dimension d (left) and against shared memory per thread block (right) for naive, FA1, FA2 and the bounds"
-dims = [16, 32, 64, 128, 256]
-by_d = pd.DataFrame([all_lines(Workload(N, d)) for d in dims], index=pd.Index(dims, name="d"))
-kib = [16, 32, 64, 128, 256, 512, 1024]
-by_m = pd.DataFrame([all_lines(Workload(N, D), k * 1024) for k in kib], index=pd.Index(kib, name="KiB"))
-
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 6.6))
-fits_d, fits_m = {}, {}
-for name in by_d.columns:
-    dashed = "--" if name in ("compulsory", "saha_ye") else "-"
-    fits_d[name] = charts.plot_loglog(
-        ax1, dims, by_d[name], charts.LABELS[name].split(" (")[0], color=charts.COLORS[name], ls=dashed
-    )
-    fits_m[name] = charts.plot_loglog(
-        ax2, kib, by_m[name], charts.LABELS[name].split(" (")[0], color=charts.COLORS[name], ls=dashed
-    )
-charts.pow2_axis(ax1, dims, label="head dimension d")
-charts.bytes_axis(ax1, label="HBM traffic per head")
-ax1.set_title(f"vs head dimension (N = {N}, {GPU.name} tiles)")
-charts.pow2_axis(ax2, kib, label="shared memory per thread block (KiB)")
-charts.bytes_axis(ax2, label="device-memory (HBM) traffic per head")
-ax2.set_title(f"vs SRAM size (N = {N}, d = {D})")
-ax2.set_ylim(bottom=ax2.get_ylim()[0] / 3)  # room for the presets' names below the bound
-preset_sizes = {}
-for key in preset_keys():
-    preset_sizes.setdefault(load_preset(key).sram_bytes / 1024, []).append(key)
-for size, keys in preset_sizes.items():
-    ax2.axvline(size, color="gray", ls=":", lw=1)
-    ax2.text(
-        size,
-        ax2.get_ylim()[0] * 1.3,
-        " " + ", ".join(keys),
-        rotation=90,
-        fontsize=8,
-        color="gray",
-        va="bottom",
-        ha="right",
-    )
-for ax in (ax1, ax2):
-    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
-plt.show()
-
-# %% tags=["remove-input"]
-display(
-    Markdown(
-        f"Against d (left) naive traffic barely moves (slope {fits_d['naive'].slope:.2f}: the N² terms "
-        f"dominate), FA1 grows almost like d² (slope {fits_d['fa1'].slope:.2f}; N²d²/M alone would give 2, "
-        f"the linear terms pull it down), and FA2 has slope {fits_d['fa2'].slope:.2f}; at d = 256 its default "
-        f"tiles are {count('fa2', Workload(N, 256), sram_bytes=SRAM).block_rows}×"
-        f"{count('fa2', Workload(N, 256), sram_bytes=SRAM).block_cols} and it moves "
-        f"{by_d.loc[256, 'fa2'] / by_d.loc[256, 'naive']:.2f}× naive's bytes. Against SRAM size (right), "
-        f"FA1 falls with slope {fits_m['fa1'].slope:.2f} (∝ 1/M) like the bound "
-        f"({fits_m['saha_ye'].slope:.2f}); FA2's slope is {fits_m['fa2'].slope:.2f}: its traffic follows its "
-        f"Q-block height Br, which its tile rule ties to d and the kernel's table, not to M."
-    )
-)
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Block size, in the style of Figure 2 (middle) of the FlashAttention paper
-#
-# N = 1024, d = 64; block sizes 64 to 512. FA1 with Bc = block size, FA2 with Br = block size (the
-# other block equal). The paper's figure shows **runtime too; this model counts HBM bytes only**, and
-# per head (the paper's absolute GB also depend on its batch × heads, which scale these bars linearly).
-
-# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="HBM accesses per head against block size at N = 1024 for FA1 and FA2, blocks whose tiles exceed the A100 shared memory or register file shaded"
-blocks = [64, 128, 256, 512]
-w = Workload(1024, 64)
-
-
-def too_big(algorithm, block):
-    """What of the A100 the on-chip working set with Br = Bc = block overflows ('' if it fits): its shared
-    memory per thread block or its register file (S/P and the O accumulator of FA2 live there)."""
-    ws = count(algorithm, w, block_rows=block, block_cols=block).working_set
-    over = [
-        name
-        for name, need, have in (
-            ("shared memory", ws.bytes("SRAM"), a100.sram_bytes),
-            ("registers", ws.bytes("registers"), a100.register_file_bytes),
-        )
-        if need > have
-    ]
-    try:  # count() with the preset checks the same two capacities
-        count(algorithm, w, hardware=a100, block_rows=block, block_cols=block)
-        assert not over, (algorithm, block, over)
-    except ValueError:
-        assert over, (algorithm, block)
-    return " and ".join(over)
-
-
-sweep = pd.DataFrame(
-    {
-        "fa1 (Bc = block)": [count("fa1", w, block_rows=b, block_cols=b).hbm_bytes / 1e6 for b in blocks],
-        "fa2 (Br = block)": [count("fa2", w, block_rows=b, block_cols=b).hbm_bytes / 1e6 for b in blocks],
-        "fa1 on the A100: too big for": [too_big("fa1", b) for b in blocks],
-        "fa2 on the A100: too big for": [too_big("fa2", b) for b in blocks],
-    },
-    index=pd.Index(blocks, name="block size"),
-)
-
-fig, ax = plt.subplots(figsize=(8.5, 5.2))
-sweep_fits = {}
-for col, name in (("fa1 (Bc = block)", "fa1"), ("fa2 (Br = block)", "fa2")):
-    sweep_fits[name] = charts.plot_loglog(
-        ax, blocks, sweep[col] * 1e6, f"{charts.LABELS[name]}, {col[5:-1]}", color=charts.COLORS[name]
-    )
-for b, row in sweep.iterrows():
-    over = [f"{name}: {row[f'{name} on the A100: too big for']}" for name in ("fa1", "fa2")]
-    over = [o for o in over if not o.endswith(": ")]
-    if over:
-        ax.axvspan(b / 1.25, b * 1.25, color="gray", alpha=0.15)
-        ax.text(
-            b,
-            ax.get_ylim()[1] / 1.15,
-            "exceeds the A100's\n" + "\n".join(over),
-            ha="center",
-            va="top",
-            fontsize=8,
-        )
-ax.axhline(
-    compulsory_bytes(w), color=charts.COLORS["compulsory"], ls="--", lw=1, label=charts.LABELS["compulsory"]
-)
-charts.pow2_axis(ax, blocks, label="block size (rows)")
-charts.bytes_axis(ax, label="HBM accesses per head")
-ax.set_title("Effect of block size on HBM accesses (N = 1024, d = 64); model: bytes only, no runtime")
-ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=9)
-plt.show()
-sweep.round(2)
-
-# %% tags=["remove-input"]
-halving = (sweep.iloc[1:, :2].values / sweep.iloc[:-1, :2].values).ravel()
-limits = {name: sweep[f"{name} on the A100: too big for"] for name in ("fa1", "fa2")}
-fit_up_to = {name: max([b for b in blocks if not col[b]], default="none") for name, col in limits.items()}
-stops = {name: next((x for x in col if x), "nothing in this range") for name, col in limits.items()}
-display(
-    Markdown(
-        f"Each doubling of the block cuts the HBM accesses to "
-        f"{halving.min():.0%}–{halving.max():.0%} of the previous value (fitted slopes {sweep_fits['fa1'].slope:.2f} "
-        f"for FA1, {sweep_fits['fa2'].slope:.2f} for FA2), approaching the compulsory "
-        f"{charts.fmt_bytes(compulsory_bytes(w), False)} as one block covers the whole sequence. On an A100 "
-        f"({a100.sram_bytes // 1024} KiB of shared memory per block, {a100.register_file_bytes // 1024} KiB of "
-        f"registers per SM) the on-chip working set of Br = Bc = block fits up to {fit_up_to['fa1']} for FA1 "
-        f"(beyond it: its {stops['fa1']}, where Algorithm 1 keeps S and P) and up to {fit_up_to['fa2']} for FA2 "
-        f"(beyond it: its {stops['fa2']}, which hold S, P and the O accumulator in fp32); larger blocks are "
-        f"shaded. Whether fewer bytes also mean less time (the paper's runtime curve) is for the hardware to say."
-    )
-)
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## "O(N) HBM reads/writes": where it is right and where not
-#
-# The popular posts say FlashAttention makes attention's HBM reads/writes O(N). Two different
-# quantities hide in that sentence.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Write the two quantities side by side on the board: *extra memory* (what must be stored besides Q, K,
-# V and O) and *traffic* (what crosses the memory bus, counting re-reads). Ask which one the slope of
-# the previous chart measured. Only the first is linear in N.
-
-# %%
-growth = claims.claim_d(seq_lens=tuple(2**k for k in range(10, 17)))
-slopes = claims.slopes_d(growth)
-slopes.round(3)
-
-# %% tags=["remove-input"]
-s = slopes.set_index("algorithm")
-g = growth.set_index(["algorithm", "N"])
-w4, w8 = Workload(4096, D), Workload(8192, D)
-display(
-    Markdown(
-        f"- **Extra memory: O(N) is right.** Beyond Q, K, V and O, naive attention stores S and P "
-        f"({charts.fmt_bytes(g.loc[('naive', 4096), 'extra memory (bytes)'])} per head at N = 4096, slope "
-        f"{s.loc['naive', 'extra-memory slope']:.2f}); FlashAttention-2 stores only the logsumexp "
-        f"({charts.fmt_bytes(g.loc[('fa2', 4096), 'extra memory (bytes)'])}, slope "
-        f"{s.loc['fa2', 'extra-memory slope']:.2f}).\n"
-        f"- **HBM traffic: O(N) is wrong.** FlashAttention's traffic is Θ(N²d²/M): fitted slopes "
-        f"{s.loc['fa1', 'traffic slope']:.2f} (FA1) and {s.loc['fa2', 'traffic slope']:.2f} (FA2), like "
-        f"naive's {s.loc['naive', 'traffic slope']:.2f}. From N = 4096 to 8192 FA2's traffic grows "
-        f"{traffic('fa2', w8) / traffic('fa2', w4):.2f}×, FA1's {traffic('fa1', w8) / traffic('fa1', w4):.2f}×. "
-        f"What tiling buys is a constant factor, and the next table measures it."
-    )
-)
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Theorem 2 and Proposition 3, next to the counts
-#
-# **Theorem 2** (Dao et al. 2022): standard attention (Algorithm 0) makes Θ(Nd + N²) HBM accesses;
-# FlashAttention (Algorithm 1) makes Θ(N²d²M⁻¹). **Proposition 3**: no exact attention algorithm makes
-# o(N²d²M⁻¹) HBM accesses for *all* M in [d, Nd]. That excludes only an algorithm that beats the bound at
-# every M; one that beats it for some M is not excluded, so Proposition 3 alone does not make
-# FlashAttention optimal. A lower bound that matches for M ≥ d² is Saha and Ye's (2024, arXiv:2402.07443).
-# The exact counts against both expressions (elements):
-
-# %%
-theorem = pd.DataFrame(
-    [
-        {
-            "N": n,
-            "naive / (Nd + N²)": count("naive", Workload(n, D)).hbm_bytes / 2 / (n * D + n * n),
-            "fa1 / (N²d²/M)": traffic("fa1", Workload(n, D)) / 2 / (n * n * D * D / (SRAM // 2)),
-            "fa2 / (N²d²/M)": traffic("fa2", Workload(n, D)) / 2 / (n * n * D * D / (SRAM // 2)),
-        }
-        for n in (1024, 4096, 16384, 65536)
-    ]
-).set_index("N")
-theorem.round(2)
-
-# %% tags=["remove-input"]
-display(
-    Markdown(
-        f"Both ratios settle to constants as N grows (naive → {theorem['naive / (Nd + N²)'].iloc[-1]:.2f}: its "
-        f"4N² element accesses over N²; FA1 → {theorem['fa1 / (N²d²/M)'].iloc[-1]:.1f}, FA2 → "
-        f"{theorem['fa2 / (N²d²/M)'].iloc[-1]:.1f} on the {GPU.name}, M = {SRAM // 2:,} elements): the theorem's Θ "
-        f"hides exactly these constants. FA2's is larger because its K/V re-reads are set by Br, not by M: with "
-        f"its table tiles FlashAttention-2 moves Θ(N²d/Br) whatever M is, so its ratio to N²d²/M grows with M "
-        f"(the SRAM sweep above: slope ≈ 0)."
-    )
-)
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# How tight is Θ(N²d²/M)? The ratio of FA1's exact traffic to N²d²/M (both in elements) over a grid of
-# N, d and SRAM sizes:
-
-# %% tags=["remove-input"]
-rows = []
-for n in (2048, 8192, 32768):
-    for d in (32, 64, 128):
-        for k in (64, 128, 227):
-            wl = Workload(n, d)
-            r = count("fa1", wl, sram_bytes=k * 1024)
-            m = k * 1024 // wl.element_bytes
-            rows.append(
-                {
-                    "N": n,
-                    "d": d,
-                    "SRAM (KiB)": k,
-                    "Tc": r.tc,
-                    "fa1 elements / (N²d²/M)": r.hbm_bytes / wl.element_bytes / (n * n * d * d / m),
-                }
-            )
-ratio = pd.DataFrame(rows)
-ratio.pivot_table(index=["N", "d"], columns="SRAM (KiB)", values="fa1 elements / (N²d²/M)").round(1)
-
-# %% tags=["remove-input"]
-col = ratio["fa1 elements / (N²d²/M)"]
-big = ratio[ratio.N == 32768]["fa1 elements / (N²d²/M)"]
-display(
-    Markdown(
-        f"At N = 32768 the ratio lies between {big.min():.1f} and {big.max():.1f}: FA1's traffic is a "
-        f"fixed multiple of N²d²/M, so Theorem 2's upper bound is tight for Algorithm 1. That is not "
-        f"optimality: that no exact algorithm can do better (for M ≥ d²) is a lower bound, proved separately by "
-        f"Saha and Ye (2024). Over the "
-        f"whole grid it ranges from {col.min():.1f} to {col.max():.1f} (small N: the compulsory 4Nd and the "
-        f"rounding of Tc = ⌈N/Bc⌉ still matter)."
-    )
-)
-
-# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # 1. Naive attention moves Θ(Nd + N²) elements: S and P go to HBM and back. FA1 re-reads Q and O
 #    (and re-writes O) once per K/V block, Tc times; FA2 re-reads K and V once per Q block, Tr times.
-# 2. A tile walk's byte counter, step by step from the schedule's own trace, ends exactly on
+# 2. The constants follow from the loop nests: FA1 with Algorithm 1's tiles moves (12 + 32/d)·N²d²/M
+#    (in 2-byte units) as N grows, FA2 with its kernel's tiles 2M/(Br·d)·N²d²/M = 2N²d/Br.
+# 3. A tile walk's byte counter, step by step from the schedule's own trace, ends exactly on
 #    `count()`; a causal mask skips the tiles above the diagonal and computes the diagonal ones whole.
-# 3. Tiling does not change the exponent: FlashAttention's HBM traffic is still quadratic in N, with a
-#    constant ∝ d²/M for FA1 (more SRAM, fewer re-reads) and ∝ d/Br for FA2 (taller Q blocks, fewer
-#    re-reads): FA2 with its table tiles moves Θ(N²d/Br), independent of M.
-# 4. Its *extra memory* is linear in N: that part of "O(N)" is right; the traffic part is wrong.
-# 5. What FlashAttention-2 changed beyond the loop order (parallelism over the sequence, fewer
-#    non-matmul FLOPs, split-Q across warps) buys speed on the tensor cores, not fewer bytes; on a GPU
-#    the L2 cache absorbs many K/V re-reads, which this model does not have.
+# 4. Tiling does not change the exponent: FlashAttention's HBM traffic is still quadratic in N. What
+#    FlashAttention-2 changed beyond the loop order buys speed on the tensor cores, not fewer bytes.
+#    Lecture 4b: how close these counts are to what any algorithm must move.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
 #
 # Solutions are hidden under each exercise: try first, then open them.
 
-# %% [markdown]
-# ### Exercise 1
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 1 — FA1 by hand
 #
 # FlashAttention-1 on the A100-40GB preset, N = 2048, d = 64, fp16: compute by hand M, Bc = ⌈M/4d⌉,
 # Br = min(Bc, d) and Tc, then the HBM bytes read and written with the formulas at the top (elements
@@ -699,8 +513,8 @@ print(f"M = {m1}, Bc = {bc1}, Br = {br1}, Tc = {tc1}: {reads1:,} B read, {writes
 assert (r1.block_rows, r1.block_cols, r1.tc) == (br1, bc1, tc1)
 assert (r1.hbm_read_bytes, r1.hbm_write_bytes) == (reads1, writes1)
 
-# %% [markdown]
-# ### Exercise 2
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 2 — the largest Bc that fits (design)
 #
 # FlashAttention-2 keeps Q_i, K_j and V_j in shared memory: (Br + 2·Bc)·d elements. With Br = 128 and
 # d = 128 in fp16, what is the largest Bc (a multiple of 16) that fits the RTX 4090's shared memory
@@ -728,8 +542,8 @@ assert (
     and (br2 + 2 * largest2) * d2 * 2 <= rtx.sram_bytes < (br2 + 2 * (largest2 + 16)) * d2 * 2
 )
 
-# %% [markdown]
-# ### Exercise 3
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 3 — causal tiles
 #
 # Causal FlashAttention-2 at N = 1024, d = 64 with its H200 tiles: count, from a boolean causal mask,
 # which tiles hold at least one unmasked score, and from that the bytes read (Q once, K_j and V_j for
@@ -754,8 +568,8 @@ unmasked3 = count("fa2", Workload(1024, D), sram_bytes=SRAM).hbm_read_bytes
 print(f"causal reads {reads3:,} B = {reads3 / unmasked3:.1%} of the unmasked {unmasked3:,} B")
 assert reads3 == r3.hbm_read_bytes == tile_walk("fa2", w3, sram_bytes=SRAM).steps[-1].read_so_far
 
-# %% [markdown]
-# ### Exercise 4
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 4 — when FA2 beats FA1 (design)
 #
 # At N = 4096, d = 64, fp16: what is the smallest power-of-two block B (Br = Bc = B) for which FA2
 # moves fewer HBM bytes in total than FA1 with Algorithm 1's tiles on the H200? Predict from the
@@ -786,3 +600,22 @@ print(
     f"B = {smallest4}: {registers4:,} B of registers, the H200 has {GPU.register_file_bytes:,} B; fits: {fits4}"
 )
 assert fits4 == (registers4 <= GPU.register_file_bytes)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Exercise 5 — FA2's constant if its tiles came from M (proof)
+#
+# Suppose FlashAttention-2 took the largest square tiles B = Br = Bc whose Q_i, K_j and V_j fit in M
+# elements of shared memory (3·B·d ≤ M), as Algorithm 1 sizes FA1's tiles from M. Prove that its traffic
+# then tends to 6·N²d²/M (2-byte units) as N grows, half of FA1's 12. Check it with `count()` on the
+# H200's shared memory at d = 64 and N = 2²⁰ (no register-file check: pass no `hardware`).
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+d5, n5 = 64, 2**20
+b5 = m_el // (3 * d5)  # the largest B with 3·B·d ≤ M
+r5 = count("fa2", Workload(n5, d5), block_rows=b5, block_cols=b5)
+assert 3 * b5 * d5 <= m_el < 3 * (b5 + 1) * d5
+assert r5.hbm_bytes == fa2_bytes(n5, d5, r5.tr)  # the loop nest, as above
+# 2·Tr·N·d elements with Tr = N/B and B = M/3d: 2·N²d·3d/M = 6·N²d²/M
+ratio5 = r5.hbm_bytes / 2 / (n5 * n5 * d5 * d5 / m_el)
+print(f"B = {b5}: FA2 moves {ratio5:.3f} × N²d²/M (the proof's limit: 6; FA1's: {12 + 32 / d5})")
+assert abs(ratio5 / 6 - 1) < 0.01

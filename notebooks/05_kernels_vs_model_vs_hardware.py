@@ -15,11 +15,16 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 5 — Kernels vs model vs hardware
 #
+# One attention pass counted three ways (by the model, by our kernels, by the H200's counters), in
+# fp32 on CUDA cores and in bf16 on tensor cores.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # One attention pass, counted three ways: by **the model** (`simlib`: exact HBM and SRAM transfers, as
 # in the FlashAttention paper), by **our kernels** (`gpu_kernels`: numba CUDA code that counts its own
 # accesses) and by **the hardware** (an NVIDIA H200: Nsight Compute's counters and CUDA-event time,
 # recorded in `data/measurements/`). In two regimes: fp32 on CUDA cores and bf16 on tensor cores.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Check that a kernel does exactly what the model counts (difference 0 bytes), and say why that
@@ -35,7 +40,8 @@
 #
 # Lectures 1–4 (memory hierarchy, naive attention's N² traffic, tiling with the online softmax, IO
 # complexity and the roofline). Reading a pandas table; what a CUDA thread block and a warp are.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -679,7 +685,7 @@ misses[
 # Each solution is hidden; open it after you have your own number. The solutions check themselves
 # against an independent derivation.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 1 — Predict DRAM bytes from the model, check against Nsight Compute
 #
 # For the bf16 tensor-core kernels at the largest profiled N and d = 128 (B and H as profiled in
@@ -706,7 +712,7 @@ for kernel, predicted in hand.items():
     assert model[kernel] == predicted  # the physical model's DRAM reads are the compulsory bytes here
     assert abs(measured[kernel] / predicted - 1) < TOLERANCE
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 2 — Achieved TFLOP/s and the share of the measured ceiling
 #
 # From the bf16 side by side at the largest N and d = 128, compute the achieved TFLOP/s of `fa2_tc`,
@@ -730,7 +736,7 @@ for kernel in ("fa2_tc", "torch_flash", "torch_cudnn"):
 assert raw.loc["fa2_tc", "tflops"] < ceiling  # mma.sync kernels stay below the mma.sync loop
 # above 100 %: not an mma.sync kernel (Hopper's warpgroup MMA, wgmma, is faster than the mma.sync loop)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 3 — The HBM roofline's speed-up, two ways, against the measurement
 #
 # For bf16 at N = 4K and d = 64 with the side by side's B and H, predict naive_tc ÷ fa2_tc with
@@ -756,7 +762,7 @@ tr = -(-n // flash_r.block_rows)
 assert flash_r.hbm_bytes == b * h * ((n * d + tr * 2 * n * d) * 2 + n * d * 2 + n * 4)
 assert t_naive / t_logical < measured < t_naive / t_compulsory
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 4 — Ridge points and the two regimes
 #
 # Compute the H200's HBM ridge point for fp32 and for bf16 from the preset (peak ÷ bandwidth) and
@@ -782,7 +788,7 @@ assert (
 )
 
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 5 — Name both sides
 #
 # A slide says "our tiled kernel is up to 3.9× faster than naive attention". From the fp32 side by side

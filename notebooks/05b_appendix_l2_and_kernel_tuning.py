@@ -15,11 +15,16 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Appendix to lecture 5 — The H200's L2, and why the readable kernel is slow
 #
+# A reading: what the H200's L2 keeps between kernels, and why the readable fp32 kernel, with far
+# fewer bytes, is not faster than cuBLAS.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Lecture 5 showed that the physical model predicts Nsight Compute's counters within tolerance almost
 # everywhere. This appendix works through the places where it does not, and through the one question
 # the lecture left open: why the readable fp32 kernel, with far fewer bytes, is not faster than cuBLAS.
 # It is reading for a seminar or for the curious, not part of the 50 minutes.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Read a model-vs-hardware table metric by metric and name the cause of each miss.

@@ -15,11 +15,16 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 6 — The popular claims, checked
 #
+# Every checkable claim of two popular FlashAttention posts, judged against the exact model, the
+# paper's tables and the H200.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Two widely read explainer posts on FlashAttention make many checkable claims. Each is checked
 # here against the exact model (`simlib`), the FlashAttention paper's own tables
 # (`data/papers.json`, cited) and, where one exists, an H200 measurement (`data/measurements/current/`).
 # `python -m simlib claims [--json]` prints the same table: this lecture shows it in slide-sized pieces.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Name the quantity that decides a claim and compute it with `simlib` (scores, bytes, slopes,
@@ -34,7 +39,8 @@
 # Lectures 1–5: the roofline and its ridge point (1), naive attention's N×N traffic (2), tiling and the
 # online softmax (3), IO complexity and Theorem 2 (4), the kernels timed on the H200 (5). Reading a
 # pandas table.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -103,7 +109,7 @@ display(
 # %%
 group("Counting")
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 b = claims.claim_b()
 a = claims.claim_a().set_index("N (tokens)")["scores per head"]
 display(
@@ -139,7 +145,8 @@ claims.slopes_d(growth).round(2)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Memory claims
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # (c) and (g) use two model shapes: Llama-2-7B (its published config in `data/models`) and a
 # GPT-2-medium-like shape (stated in `evidence/claims.py`).
 
@@ -167,7 +174,8 @@ plt.show()
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### (g) 8K context on an 80 GB A100
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Only the N×N matrices are counted (weights, optimiser state and other activations come on top): if
 # they alone exceed the memory, standard attention is out of memory for certain. Training keeps P of
 # every layer for the backward pass; inference holds one layer's S and P at a time.
@@ -214,7 +222,8 @@ group("Speed-ups")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The 16-bit baseline (bf16, forward, d = 64)
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Median ms per call, B·H·N fixed (`eager16_h200.csv`, CUDA events, each row checked against float64):
 # `eager` is matmul → softmax → matmul with S and P in bf16; `eager_hf` is Hugging Face's eager
 # attention, whose softmax runs in fp32 and is cast back; `attention_ref` is the FlashAttention
@@ -225,7 +234,7 @@ ms = claims.eager16_ms("bf16", "fwd")
 ratios = {f"{v} / flash (×)": ms[v] / ms.torch_flash for v in readers.EAGER16_STANDARD}
 ms.add_suffix(" (ms)").assign(**ratios).style.format("{:.2f}")
 
-# %% tags=["remove-input"] alt="Two panels of speed-up against N on a log scale. Left, 16-bit on tensor cores: the fp16 HBM-roofline model, the paper's A100 fp16 tables, H200 bf16 measurements of eager, Hugging Face eager and attention_ref over flash, forward and forward plus backward, our naive_tc over fa2_tc, and SDPA math (fp32 inside, upcast) over flash in grey. Right, fp32 on CUDA cores: the fp32 model and three H200 fp32 pairs. A band marks the claimed 2 to 4x"
+# %% tags=["remove-input"] alt="Two panels of speed-up against N on a log scale. Left, 16-bit on tensor cores: the fp16 HBM-roofline model, the paper's A100 fp16 tables, H200 bf16 measurements of eager, Hugging Face eager and attention_ref over flash, forward and forward plus backward, our naive_tc over fa2_tc, and SDPA math (fp32 inside, upcast) over flash in grey. Right, fp32 on CUDA cores: the fp32 model and three H200 fp32 pairs. A band marks the claimed 2 to 4x" slideshow={"slide_type": "subslide"}
 SEQ = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 fp16_model = claims.model_speedups(SEQ, dtype="fp16")
 fp32_model = claims.model_speedups(SEQ, dtype="fp32")
@@ -301,7 +310,7 @@ left.set_ylabel("standard time / FlashAttention time (×, log)")
 fig.suptitle(f"Speed-up of FlashAttention over standard attention, d = {claims.DEFAULT_HEAD_DIM}")
 plt.show()
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "subslide"}
 long16 = verdicts.eager16_long()
 ours_bf16 = verdicts.side_by_side_bf16()
 upcast_bf16 = ours_bf16[ours_bf16.baseline == readers.UPCAST]["speed-up"]

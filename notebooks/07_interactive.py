@@ -15,12 +15,17 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 7 — Explore it yourself: a guided lab with sliders
 #
+# A guided lab: six controls (N, d, SRAM, Br, Bc, GPU) over one chart of traffic and roofline, and
+# five predictions to check.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # One chart, six controls: the sequence length **N**, the head dimension **d**, the shared memory per
 # thread block **SRAM**, the tiles **Br** and **Bc** (0 = each schedule's own tiles) and the **GPU**.
 # Left: HBM traffic of naive attention, FlashAttention (FA1) and FlashAttention-2 (FA2) against N, with
 # the compulsory traffic and the Saha–Ye lower bound; right: the chosen GPU's roofline with the three
 # schedules on it. Every number is recomputed by `simlib` when a control moves.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Predict how the HBM traffic of naive, FA1 and FA2 attention grows with N, then check it on the chart.
@@ -32,7 +37,8 @@
 # **Prerequisites**: Lecture 2 (naive attention's traffic), Lecture 3 (tiling and the online softmax),
 # Lecture 4 (IO complexity, the paper's tile rule, the roofline). A Jupyter kernel with ipywidgets
 # (`make lab`); without widgets the static chart of the default setting is shown.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -53,184 +59,40 @@
 # %% slideshow={"slide_type": "skip"}
 import math
 
-import ipywidgets as widgets
 import matplotlib.pyplot as plt
-from IPython.display import display
 
 from course import charts
+from course.explorer import DEFAULTS, MAX_TILE, TILE_STEP, explorer, figure, table, tiled
 from simlib import Workload, count, load_preset, roofline
+from simlib.schedule_protocol import DoesNotFit
 
 charts.use_style()
 
-# %% tags=["remove-input"] slideshow={"slide_type": "skip"}
-# Helpers of this lab (hidden on slides): the chart for one setting and the controls that redraw it.
-import textwrap
-
-import pandas as pd
-
-from simlib import compulsory_bytes, preset_keys, saha_ye_bytes
-from simlib.schedule_protocol import DoesNotFit
-
-SEQ = [2**k for k in range(8, 17)]
-DIMS = [16, 32, 64, 128, 256]
-TILE_STEP, MAX_TILE = 16, 1024
-DEFAULTS = {"n": 4096, "d": 64, "sram": 0, "br": 0, "bc": 0, "gpu": "h200"}
-#: SRAM choices: 0 (the GPU preset's per-block shared memory), powers of two and every preset's size.
-SRAM_CHOICES = sorted({2**k * 1024 for k in range(4, 9)} | {load_preset(k).sram_bytes for k in preset_keys()})
-
-
-def tiled(algorithm, w, hw, sram, br, bc):
-    """count() of a tiled schedule, or the model's refusal (DoesNotFit) when the tiles do not fit."""
-    blocks = {k: v for k, v in (("block_rows", br), ("block_cols", bc)) if v}
-    try:
-        return count(algorithm, w, sram_bytes=sram, hardware=hw, **blocks)
-    except DoesNotFit as refusal:
-        return refusal
-
-
-def tile_limits(d, sram, gpu):
-    """(largest Br, largest Bc) the sliders offer, in steps of 16: the largest tile that FA1 or FA2
-    accepts next to the smallest other tile (the model decides; pairs it refuses are drawn infeasible)."""
-    hw = load_preset(gpu)
-    w = Workload(SEQ[-1], d)
-
-    def accepted(br, bc):
-        return any(
-            not isinstance(tiled(a, w, hw, sram or hw.sram_bytes, br, bc), DoesNotFit) for a in ("fa1", "fa2")
-        )
-
-    sizes = range(TILE_STEP, MAX_TILE + 1, TILE_STEP)
-    return tuple(max((b for b in sizes if accepted(*pair(b))), default=0) for pair in (
-        lambda b: (b, TILE_STEP), lambda b: (TILE_STEP, b)))  # fmt: skip
-
-
-def draw(n, d, sram, br, bc, gpu):
-    """Traffic vs N and the roofline for one setting; tiles the model refuses are shown as infeasible."""
-    hw = load_preset(gpu)
-    sram = sram or hw.sram_bytes
-    w = Workload(n, d)
-    results = {"naive": count("naive", w), **{a: tiled(a, w, hw, sram, br, bc) for a in ("fa1", "fa2")}}
-    fits = {name: not isinstance(r, DoesNotFit) for name, r in results.items()}
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5.8))
-    curves = {"compulsory": [compulsory_bytes(Workload(m, d)) for m in SEQ]}
-    curves["saha_ye"] = [saha_ye_bytes(Workload(m, d), sram) for m in SEQ]
-    curves["naive"] = [count("naive", Workload(m, d)).hbm_bytes for m in SEQ]
-    for name in ("fa1", "fa2"):
-        if fits[name]:
-            curves[name] = [tiled(name, Workload(m, d), hw, sram, br, bc).hbm_bytes for m in SEQ]
-    for name, ys in curves.items():
-        label = charts.LABELS[name].split(" (")[0]
-        dashed = name in ("compulsory", "saha_ye")
-        charts.plot_loglog(
-            ax1, SEQ, ys, label, color=charts.COLORS[name], fit_from=2048, ms=4, ls="--" if dashed else "-"
-        )
-    ax1.axvline(n, color="black", lw=1, ls=":")
-    for name, r in results.items():
-        if fits[name]:
-            ax1.plot([n], [r.hbm_bytes], "o", ms=10, mfc="none", mec=charts.COLORS[name], mew=2)
-    refused = [f"{name.upper()} infeasible: {r}" for name, r in results.items() if not fits[name]]
-    if refused:
-        text = "\n".join(textwrap.fill(line, 70) for line in refused)
-        ax1.text(0.02, 0.98, text, transform=ax1.transAxes, va="top", fontsize=8, color="#d62728",
-                 bbox={"facecolor": "white", "edgecolor": "#d62728"})  # fmt: skip
-    charts.tokens_axis(ax1, SEQ)
-    charts.bytes_axis(ax1, label="HBM traffic per head")
-    shown = results["fa2"] if fits["fa2"] else None
-    tiles = f"Br = {shown.block_rows}, Bc = {shown.block_cols}" if shown else f"Br = {br}, Bc = {bc}"
-    ax1.set_title(f"d = {d}, SRAM {sram / 1024:.0f} KiB per block, FA2 {tiles} (at N = {n})", fontsize=11)
-    ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8.5)
-
-    points = [
-        (name, roofline(r, hw).arithmetic_intensity, charts.COLORS[name])
-        for name, r in results.items()
-        if fits[name]
-    ]
-    charts.plot_roofline(ax2, hw, "fp16", points=points, title=f"{hw.name}, fp16, N = {n}, d = {d}")
-    for ax in (ax1, ax2):
-        charts.name_device_memory(ax, hw)
-    plt.show()
-
-    rows, traffic = [], f"{hw.dram_name} traffic (MB)"
-    for name, r in results.items():
-        if not fits[name]:
-            rows.append({"schedule": name, traffic: None, "bound": "infeasible: tiles do not fit"})
-            continue
-        rl = roofline(r, hw)
-        rows.append(
-            {
-                "schedule": name,
-                "Br": r.block_rows,
-                "Bc": r.block_cols,
-                "Tr": r.tr,
-                "Tc": r.tc,
-                traffic: round(r.hbm_bytes / 1e6, 3),
-                "intensity (FLOP/B)": round(rl.arithmetic_intensity, 1),
-                "roofline time (µs)": round(rl.time_s * 1e6, 2),
-                "bound": rl.bound.replace("HBM", hw.dram_name),
-            }
-        )
-    table = pd.DataFrame(rows).set_index("schedule")
-    display(
-        table.astype({c: "Int64" for c in ("Br", "Bc", "Tr", "Tc") if c in table}).astype(object).fillna("—")
-    )
-
-
-def explorer(settings):
-    """The six controls and the chart below them, drawn at once and redrawn when a control moves."""
-    limits = tile_limits(settings["d"], settings["sram"], settings["gpu"])
-    sram_options = [("preset", 0)] + [(f"{s / 1024:g} KiB", s) for s in SRAM_CHOICES]
-    gpu_options = [(load_preset(k).name, k) for k in preset_keys()]
-    controls = {
-        "n": widgets.Dropdown(options=SEQ, value=settings["n"], description="N"),
-        "d": widgets.Dropdown(options=DIMS, value=settings["d"], description="d"),
-        "sram": widgets.Dropdown(options=sram_options, value=settings["sram"], description="SRAM"),
-        "br": widgets.IntSlider(settings["br"], 0, limits[0], TILE_STEP, description="Br"),
-        "bc": widgets.IntSlider(settings["bc"], 0, limits[1], TILE_STEP, description="Bc"),
-        "gpu": widgets.Dropdown(options=gpu_options, value=settings["gpu"], description="GPU"),
-    }
-    out = widgets.Output()
-    busy = []
-
-    def redraw(change=None):
-        if busy:  # a tile slider clamped to a new maximum: the outer redraw draws once
-            return
-        busy.append(True)
-        try:
-            values = {name: control.value for name, control in controls.items()}
-            limits = tile_limits(values["d"], values["sram"], values["gpu"])
-            for key, limit in zip(("br", "bc"), limits):
-                controls[key].max = limit  # the sliders offer only tiles the model can accept
-            values.update(br=controls["br"].value, bc=controls["bc"].value)
-            with out:
-                out.clear_output(wait=True)
-                draw(**values)
-        finally:
-            busy.clear()
-
-    for control in controls.values():
-        control.observe(redraw, names="value")
-    redraw()
-    return widgets.VBox([*controls.values(), out])
-
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The default setting (a static chart, always drawn)
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # The default: N = 4096, d = 64, fp16, the H200 preset's shared memory per block, each schedule's own
 # tiles. Read the left panel first: three solid curves of HBM traffic against N, their fitted slopes in
 # the legend, the dotted line at the chosen N. Then the right panel: where each schedule sits against
 # the ridge. The table under the chart gives the numbers the exercises ask for.
 
 # %% alt="HBM traffic per head against N for naive, FA1 and FA2 with the lower bounds (left) and the H200 roofline with the three schedules (right), at the default setting"
-draw(**DEFAULTS)
+figure(**DEFAULTS)
+plt.show()
+
+# %% slideshow={"slide_type": "subslide"}
+table(**DEFAULTS)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The controls
 #
 # **N**, **d**, **SRAM** (per thread block; "preset" is the chosen GPU's), **Br**, **Bc** (0 = the
 # schedule's own tiles; each slider stops at the largest tile FA1 or FA2 accepts next to the smallest
-# other tile) and **GPU**. The chart below is drawn when the controls appear and redrawn on every move. A
+# other tile) and **GPU**.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The chart below is drawn when the controls appear and redrawn on every move. A
 # pair of tiles whose working set does not fit the SRAM (or the register file) is shown as
 # *infeasible*, with the bytes it needs, instead of a curve.
 
@@ -257,7 +119,7 @@ explorer(DEFAULTS)
 # and its table. The hidden cell under each exercise is the solution: it computes the same number with
 # `simlib` and checks it against a derivation by hand.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 1 — double N
 #
 # Set N = 4096, d = 64, SRAM preset, Br = Bc = 0, GPU H200; note the HBM traffic of naive and FA2 in the
@@ -287,7 +149,7 @@ print(
     f"naive grows {naive_growth:.3f}x, FA2 (Br = {br}) {fa2_growth:.3f}x: both ~4x, FA2 from a far lower start"
 )
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 2 — shrink the SRAM
 #
 # Set N = 8192, d = 64, Br = Bc = 0, GPU H200 and note FA1's Bc, Tc and traffic with SRAM "preset". Now
@@ -317,7 +179,7 @@ print(
     f"Bc {preset.block_cols} -> {small.block_cols}, Tc {preset.tc} -> {small.tc}: FA1 moves {growth:.2f}x more"
 )
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 3 — FA2's Br
 #
 # Set N = 16384, d = 128, SRAM preset, GPU H200, Bc = 64 and Br = 64; note FA2's traffic and intensity.
@@ -334,7 +196,7 @@ for b, r in by_br.items():
     print(f"Br = {b}: {r.hbm_bytes / 1e6:.1f} MB, {intensity:.1f} FLOP/B")
 print(f"doubling Br divides FA2's traffic by {by_br[64].hbm_bytes / by_br[128].hbm_bytes:.3f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 4 — tiles that do not fit
 #
 # Set N = 4096, d = 128, SRAM = 64 KiB, GPU H200. Move Br and Bc together (Br = Bc = 16, 32, 48, …) and
@@ -372,7 +234,7 @@ assert largest["fa2"] == max(
 print(f"largest Br = Bc: FA1 {largest['fa1']} (needs {fa1_sram(largest['fa1']):,} B of SRAM), FA2 {largest['fa2']} "
       f"(needs {fa2_sram(largest['fa2']):,} B); the SRAM holds {sram:,} B")  # fmt: skip
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Exercise 5 — another GPU, another ridge
 #
 # Set N = 4096, d = 64, SRAM preset, Bc = 64, Br = 256 and GPU H200. Read FA2's intensity and where it

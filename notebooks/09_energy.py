@@ -15,6 +15,10 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 9 — Where the joules go
 #
+# Moving data costs more than arithmetic: the bytes and FLOPs that count() finds, priced in joules per
+# memory level and unit, and measured with NVML on the H200.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Both posts argue that moving data costs more than arithmetic. This lecture prices that argument in
 # joules: the bytes and FLOPs that `count()` finds, times an energy per byte of each memory level and
 # per FLOP of each unit, plus the power the chip draws just for being on:
@@ -23,7 +27,8 @@
 #
 # The figures come from `data/energy/<gpu>.json`: published numbers for every preset and, for the
 # H200, the project's own measurement with NVML's energy counter (`benchmarks/energy_h200.py`).
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Price a memory access and a FLOP in picojoules, and say why a measured figure is larger than a
@@ -39,7 +44,8 @@
 # Lectures 1 (memory levels, roofline time), 2 and 4 (what naive attention and FlashAttention move),
 # 5 (the kernels measured on the H200, the physical model of DRAM and L2) and 6 (how a claim is
 # judged). Power = energy / time.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -165,11 +171,11 @@ ax.legend()
 ax.set_title("H200 power per micro-benchmark")
 plt.show()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 clocks = cal.groupby("bench")[["sm_mhz", "temp_c"]].agg(lambda s: pd.to_numeric(s, errors="coerce").median())
 clocks.reindex(order).rename(columns={"sm_mhz": "SM clock (MHz)", "temp_c": "temperature (°C)"}).T
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 slowed = clocks[clocks.sm_mhz < clocks.sm_mhz.max()].sm_mhz
 display(
     Markdown(
@@ -198,7 +204,7 @@ fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", nco
 fig.suptitle(f"Where the joules go: one forward call, N = {N_SHOW}, d = 64, H200")
 plt.show()
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 naive, tiled = shown[0][1], shown[0][2]
 math_, flash = shown[-1][1], shown[-1][2]
 _e16 = attention_calls(ATT, EAGER16)
@@ -224,6 +230,8 @@ display(
 # ## 4. Model against measurement, every kernel
 #
 # Ratio = predicted / measured joules per call, the mean over N (1 = exact; goal 0.85–1.15 at every N).
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Four ways to predict, from the least to the most measured input:
 #
 # * `logical`: simlib's own counts of the schedule that models the kernel;
@@ -234,11 +242,11 @@ display(
 # * `counters + issue`: the same, plus every other warp instruction (integer, branch, exp, shuffle...)
 #   at the energy of one FFMA instruction: an assumption, since no figure was calibrated for them.
 
-# %%
+# %% slideshow={"slide_type": "skip"}
 ratios = joules.ratio_table(mvm)
 ratios.style.format(precision=2, na_rep="—")
 
-# %% tags=["remove-input"] alt="Horizontal grouped bars, one group per kernel, dtype and pass: the mean predicted-over-measured energy ratio of the counters model and of the counters-plus-issue model, with a shaded band from 0.85 to 1.15"
+# %% tags=["remove-input"] alt="Horizontal grouped bars, one group per kernel, dtype and pass: the mean predicted-over-measured energy ratio of the counters model and of the counters-plus-issue model, with a shaded band from 0.85 to 1.15" slideshow={"slide_type": "subslide"}
 fig, ax = plt.subplots(figsize=(9, 7))
 y = np.arange(len(ratios))
 for shift, model, color in ((-0.2, "counters", "#4c72b0"), (0.2, "counters + issue", "#dd8452")):
@@ -251,7 +259,7 @@ ax.set_title("Energy priced from Nsight Compute's counts vs NVML on the H200 (ba
 ax.legend(loc="lower right")
 plt.show()
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 score = energy_check.within(mvm).set_index("model")
 implied = energy_check.implied_instruction_cost(mvm).set_index(["variant", "dtype", "pass"])
 launches = energy_check.naive_tc_by_launch(mvm).set_index(["seq_len", "launch"])
@@ -296,7 +304,8 @@ display(
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The claim: "35–40 % less energy per training run"
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # First the saving per attention call (measured), then what it means for a whole GPT-2-medium
 # training step: every layer's attention forward + backward and the rest of the model's matmuls, priced
 # at the measured bf16 GEMM's joules per FLOP. That rest is a lower bound (no layer norm, GELU,
@@ -311,7 +320,7 @@ shown_calls.style.format(
     {"standard_j": "{:.3f} J", "flash_j": "{:.3f} J", "saving": lambda v: f"{100 * v:.0f} %"}
 )
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "skip"}
 claim = energy_claim_verdict()
 steps = pd.DataFrame([*claim["cases"], *claim["fp32_cases"]]).set_index("case")
 in_joules = {c: "{:.2f} J" for c in ("standard_attention_j", "flash_attention_j", "rest_j")}
@@ -319,7 +328,7 @@ shares = {c: lambda v: f"{100 * v:.0f} %" for c in ("attention_share_standard", 
 needed = {"rest_multiple_for_35pct": lambda v: f"{v:.1f}×" if v > 0 else "never (< 35 % with no rest)"}
 steps[[*in_joules, *shares, *needed]].style.format(in_joules | shares | needed)
 
-# %% tags=["remove-input"] alt="Stacked bars of energy per sequence of one GPT-2-medium training step on the H200 for each case (bf16 measured, fp16 modelled from ncu counts, fp32 measured): attention with standard attention in red or FlashAttention in green, topped by the rest of the step in grey"
+# %% tags=["remove-input"] alt="Stacked bars of energy per sequence of one GPT-2-medium training step on the H200 for each case (bf16 measured, fp16 modelled from ncu counts, fp32 measured): attention with standard attention in red or FlashAttention in green, topped by the rest of the step in grey" slideshow={"slide_type": "subslide"}
 fig, ax = plt.subplots(figsize=(9, 3.8))
 for i, (_case, r) in enumerate(steps.iterrows()):
     for j, (what, attn) in enumerate(
@@ -348,7 +357,7 @@ ax.legend(fontsize=8)
 plt.show()
 
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 def pct(values):
     """A range of fractions as the claims table writes it: 0.49, 0.73 -> '49–73 %'."""
     lo, hi = 100 * min(values), 100 * max(values)
@@ -382,7 +391,8 @@ display(
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Predicted before measured: FlashAttention's saving in each regime
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # `python -m simlib energy` now answers with the cost model (`simlib.cost`): every launch of the
 # implementation that runs the algorithm, its DRAM bytes after the L2, L2 and shared-memory traffic,
 # instructions, tensor-core, FFMA and exp operations, each at its calibrated picojoules (the unit
@@ -392,14 +402,36 @@ display(
 # serve R outputs, as a register-tiled kernel does. The saving below is predicted from the shapes alone
 # and set beside NVML's, at the committed shapes and at the shapes measured after the model was frozen.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input"] slideshow={"slide_type": "skip"}
 from course import predictions  # noqa: E402
 from simlib.cost.logical import register_tiled  # noqa: E402
 
 saving = predictions.savings()
 saving.round(3)
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="Predicted against measured energy saving of FlashAttention over the standard implementation, one point per shape, coloured by regime, filled for the committed shapes and open for the shapes measured after the model was frozen, with the diagonal of perfect prediction"
+fig, ax = plt.subplots(figsize=(8.6, 5.2))
+for (regime, when), g in saving.groupby(["regime", "when"], sort=False):
+    color = charts.plt_colors()[list(dict.fromkeys(saving.regime)).index(regime)]
+    ax.plot(
+        100 * g["measured saving"],
+        100 * g["predicted saving"],
+        "o",
+        ms=8,
+        color=color,
+        mfc=color if when == "committed" else "none",
+        mew=1.8,
+        label=f"{regime} ({when})",
+    )
+lo = 100 * min(saving["measured saving"].min(), saving["predicted saving"].min()) - 5
+ax.plot([lo, 100], [lo, 100], color="black", lw=1, ls=":", label="predicted = measured")
+ax.set_xlabel("measured saving per call (%, NVML)")
+ax.set_ylabel("predicted saving per call (%, the cost model)")
+ax.set_title("FlashAttention's energy saving per call, predicted from the shape and measured")
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+plt.show()
+
+# %% tags=["remove-input"] slideshow={"slide_type": "notes"}
 by_regime = saving.groupby("regime")[["predicted saving", "measured saving"]].agg(["min", "max"])
 gap = (saving["predicted saving"] - saving["measured saving"]).abs()
 w_paper = Workload(4096, 64, batch=2, heads=16, dtype="bf16")

@@ -37,8 +37,9 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 WAIT_S = 90
 
 
-def _browser(extra_args=(), page_load_strategy="normal"):
-    """Headless Chromium driven by Debian's chromedriver; no Selenium Manager, nothing downloaded."""
+def _browser(extra_args=(), page_load_strategy="normal", window=(1400, 1000)):
+    """Headless Chromium driven by Debian's chromedriver; no Selenium Manager, nothing downloaded.
+    `window` is the viewport in CSS pixels (set through the DevTools protocol, so it is exact)."""
     webdriver = pytest.importorskip("selenium.webdriver")
     for path in (CHROMIUM, CHROMEDRIVER):
         assert Path(path).exists(), (
@@ -48,13 +49,17 @@ def _browser(extra_args=(), page_load_strategy="normal"):
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     options.page_load_strategy = page_load_strategy
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={window[0]},{window[1]}"):
         options.add_argument(arg)
     for arg in extra_args:
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
     driver.set_script_timeout(WAIT_S)
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": window[0], "height": window[1], "deviceScaleFactor": 1, "mobile": False},
+    )
     return driver
 
 
@@ -391,3 +396,94 @@ def test_slide_deck_works_offline_with_notes_only_in_the_speaker_view(tmp_path):
     finally:
         driver.quit()
     shutil.rmtree(tmp_path / "executed", ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# every deck on a 1280×800 projector
+# ---------------------------------------------------------------------------------------------
+
+PROJECTOR = (1280, 800)
+OFFLINE = ("--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:9")
+
+LEAF_SLIDES = """
+const out = [];
+[...document.querySelectorAll('.reveal .slides > section')].forEach((top, h) => {
+  const kids = [...top.children].filter(c => c.tagName === 'SECTION');
+  if (kids.length) kids.forEach((k, v) => out.push([h, v])); else out.push([h, 0]);
+});
+return out;
+"""
+
+LEAF = """
+const top = document.querySelectorAll('.reveal .slides > section')[arguments[0]];
+const kids = [...top.children].filter(c => c.tagName === 'SECTION');
+return kids.length ? kids[arguments[1]] : top;
+"""
+
+#: MathJax 2 typesets in a queue: a callback pushed on it runs once everything before it is done.
+MATHJAX_IDLE = """
+const done = arguments[arguments.length - 1];
+if (!(window.MathJax && MathJax.Hub)) { done(false); return; }
+MathJax.Hub.Queue(() => done(true));
+"""
+
+#: What of the present slide does not fit the slide (reveal.js's logical size, scaled to the window)
+#: or needs a scroll bar: the slide's own box, and every element inside it that scrolls.
+OVERFLOW = """
+const s = arguments[0];
+const slides = document.querySelector('.reveal .slides');
+const W = parseFloat(slides.style.width), H = parseFloat(slides.style.height);
+const problems = [];
+if (s.scrollHeight > H + 1) problems.push(`content ${s.scrollHeight} px high, the slide ${H} px`);
+if (s.scrollWidth > W + 1) problems.push(`content ${s.scrollWidth} px wide, the slide ${W} px`);
+for (const el of s.querySelectorAll('*')) {
+  if (el.closest('aside.notes')) continue;
+  const cs = getComputedStyle(el);
+  const name = el.tagName.toLowerCase() + (el.className && typeof el.className === 'string' ? '.' + el.className.split(' ')[0] : '');
+  if (/(auto|scroll)/.test(cs.overflowY) && el.scrollHeight > el.clientHeight + 1)
+    problems.push(`${name} scrolls vertically (${el.scrollHeight} > ${el.clientHeight} px)`);
+  if (/(auto|scroll)/.test(cs.overflowX) && el.scrollWidth > el.clientWidth + 1)
+    problems.push(`${name} scrolls horizontally (${el.scrollWidth} > ${el.clientWidth} px)`);
+}
+const heading = s.querySelector('h1, h2, h3, h4');
+const scale = s.getBoundingClientRect().width / s.offsetWidth;
+return {problems: problems, title: heading ? heading.innerText.trim() : s.innerText.trim().slice(0, 60),
+        scale: scale, size: [W, H]};
+"""
+
+
+def _show_slide(driver, h, v):
+    """Go to slide (h, v) by its URL hash, as a reader's link does; wait until it is the present slide,
+    its images are decoded and MathJax has typeset it."""
+    driver.execute_script(f"location.hash = '#/{h}/{v}';")
+    leaf = _wait(
+        driver,
+        f"slide {h}/{v} to be shown",
+        "const s = (() => {" + LEAF + "})(); return s.classList.contains('present') && s;",
+        20,
+        h,
+        v,
+    )
+    _wait(
+        driver,
+        f"slide {h}/{v}'s images to load",
+        "return [...arguments[0].querySelectorAll('img')].every(i => i.complete);",
+        20,
+        leaf,
+    )
+    driver.execute_async_script(MATHJAX_IDLE)
+    return leaf
+
+
+def _deck_overflows(driver, deck):
+    """One entry per slide of `deck` (leaf sections, in order): where, its title and what overflows."""
+    driver.get(deck.resolve().as_uri())
+    _wait(driver, f"reveal.js to start {deck.name}", "return document.querySelector('.reveal.ready');")
+    _wait(driver, "MathJax to start", "return window.MathJax && MathJax.isReady;", 30)
+    driver.execute_script("document.querySelector('.reveal').classList.add('no-transition');")
+    slides = []
+    for h, v in driver.execute_script(LEAF_SLIDES):
+        leaf = _show_slide(driver, h, v)
+        measured = driver.execute_script(OVERFLOW, leaf)
+        slides.append({"where": f"{h}/{v}", **measured})
+    return slides

@@ -7,8 +7,9 @@
 `make slides` and `make handouts` run these (the Makefile re-executes a lecture only when it, simlib,
 measurements, evidence, course or data/ changed). The pages load reveal.js, require.js, jQuery and MathJax from tools/vendor by a relative
 path, so they open and work without network (tools/vendor/README.md: versions, sources, licences).
-Slides: cells tagged `solution` removed, `remove-input` cells show their output only, slide_type "notes"
-cells only in the speaker view (S). Handouts: code and outputs, each solution collapsed under
+Slides (a 1120×700 slide, the shape of a 1280×800 projector, that never scrolls): cells tagged `solution`
+removed, code cells show their output only unless tagged `slide-code`, slide_type "notes" cells only in
+the speaker view (S). Handouts: code and outputs, each solution collapsed under
 "Solution", the lecture script's sha256 in a <meta> tag (tests/test_build_handouts.py compares it); the
 lab template's stylesheets, the same on every page, are written once beside the pages and linked.
 An image without alt text stops the build with one line per cell (tools/alt_text.py).
@@ -177,13 +178,25 @@ def exporter(kind, out_dir):
     if kind == "slides":
         c.TagRemovePreprocessor.remove_cell_tags = {"solution"}
         c.SlidesExporter.reveal_url_prefix = urls["reveal"]
-        c.SlidesExporter.reveal_scroll = True
         c.SlidesExporter.reveal_theme = "white"  # vendored; other themes import web fonts
         made = SlidesExporter(config=c, template_name="flashio_slides")
     else:
         made = HandoutExporter(config=c, template_name="flashio_handout")
     made.register_preprocessor(AltTextPreprocessor(), enabled=True)
     return made
+
+
+#: A code cell shows its code on a slide only when tagged so; otherwise the slide shows its output alone
+#: (the code stays in the handout and in JupyterLab).
+SLIDE_CODE = "slide-code"
+
+
+def _outputs_only(notebook):
+    """Slides: every code cell not tagged `slide-code` is shown by its output only (tag remove-input)."""
+    for cell in notebook.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if cell.cell_type == "code" and SLIDE_CODE not in tags and "remove-input" not in tags:
+            tags.append("remove-input")
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -238,6 +251,8 @@ def export(kind, executed, out_dir):
     entries = []
     for path, nb in notebooks:
         _without_widgets(nb)
+        if kind == "slides":
+            _outputs_only(nb)
         body, _ = made.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
         (out_dir / f"{path.stem}{suffix}").write_text(body, encoding="utf-8")
         entries.append((f"{path.stem}{suffix}", _title(nb, path.stem)))
