@@ -316,3 +316,26 @@ def test_kernels_refuse_nan_inputs():
     v[0, 0, 3, 2] = np.nan
     with pytest.raises(ValueError, match="^v has NaN values"):
         run_tiled(q, k, v)
+
+
+@pytest.mark.parametrize(
+    "shapes,needle",
+    [
+        ("1_6,1,64,64,0", "with integers"),
+        ("\u0661,1,64,64,0", "with integers"),
+        ("0,1,64,64,0", "batch must be a positive integer"),
+        ("1,1,2199023255552,64,0", "seq_len must be at most"),
+        ("1,1,64,64,2", "causal must be 0 or 1"),
+    ],
+)
+def test_cost_check_predict_shapes_are_checked_in_one_line(shapes, needle, tmp_path):
+    """`python -m simlib.cost.check --predict` read '1_6' as 16 and gave a traceback for a bad shape."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "simlib.cost.check", "--predict", shapes, "--out", str(tmp_path / "p.csv")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("error: --predict: ") and needle in proc.stderr, proc.stderr
+    assert not (tmp_path / "p.csv").exists()
