@@ -570,17 +570,21 @@ def main(argv=None):
 
     try:
         a = parse_args(argv)
-        if not a.dry_run:
-            require_gpu("benchmarks/eager16_h200.py")
-    except (UsageError, NoGPU) as e:
+    except UsageError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
     kept_time, kept_energy, resumed = [], [], {}
-    if a.resume:
+    if a.resume:  # an argument too: checked before the GPU
         try:
             kept_time, kept_energy, resumed = earlier_run(a.resume, a.tag)
         except (OSError, ValueError) as e:  # MeasurementFileError is a ValueError
             sys.stderr.write(f"error: --resume: {str(e).splitlines()[0]}\n")
+            return 2
+    if not a.dry_run:
+        try:
+            require_gpu("benchmarks/eager16_h200.py")
+        except NoGPU as e:
+            sys.stderr.write(f"error: {e}\n")
             return 2
     shapes = time_plan(a.dtypes, [c == "yes" for c in a.causal], a.head_dims, a.seq_lens)
     eplan = energy_plan(a.energy_dtypes, a.energy_seq_lens, a.variants)

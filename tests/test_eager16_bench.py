@@ -79,6 +79,7 @@ def test_flash_ratios_pair_the_same_shape():
         (["--tag", ""], "--tag"),
         (["--out", "/dev/full"], "--out"),
         (["--out", str(ROOT / "README.md" / "sub")], "--out"),
+        (["--resume", str(ROOT / "docs")], "--resume"),  # a folder without the earlier run's files
     ],
 )
 def test_bad_arguments_exit_2_in_one_line_naming_the_flag(args, message, tmp_path):
