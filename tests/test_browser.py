@@ -49,7 +49,12 @@ def _browser(extra_args=(), page_load_strategy="normal", window=(1400, 1000)):
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     options.page_load_strategy = page_load_strategy
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={window[0]},{window[1]}"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        f"--window-size={window[0]},{window[1]}",
+    ):
         options.add_argument(arg)
     for arg in extra_args:
         options.add_argument(arg)
