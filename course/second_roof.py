@@ -51,7 +51,7 @@ from simlib.physical import occupancy as occ
 
 #: Where the per-kernel roofs come from (the one place to switch to simlib.cost.predict).
 SOURCE = "course.second_roof: simlib's FLOPs, the measured ceilings and the FA3 paper's exp rate (simlib.cost not in main yet)"
-COUNTERS = "energy_counters_h200.csv"  # ncu, one row per call (run s3-energy-20261201)
+COUNTERS = "energy_counters_h200.csv"  # ncu, one row per call
 KERNEL_COUNTERS = "energy_counters_h200_kernels.csv"  # ncu, one row per kernel of each call
 PROFILE_TC = "profile_h200_tc.csv"  # ncu: fa2_tc's and naive_tc's registers and warps active
 CALIBRATION = "energy_calibration_h200.csv"  # nvidia-smi clocks under load
@@ -207,7 +207,7 @@ def sequence_totals(kernels: pd.DataFrame) -> dict[str, float]:
     }
 
 
-#: The fused kernels whose instruction mix ncu counted (run s3-energy-20261201), and the tensor-core
+#: The fused kernels whose instruction mix ncu counted (``COUNTERS``), and the tensor-core
 #: instruction each is built on (from the kernel names the counters run recorded: `..._wgmma_...` for
 #: cuDNN; FlashAttention-2's and the project's kernels use mma.sync).
 FUSED = {"fa2_tc": "mma.sync", "torch_flash": "mma.sync", "torch_cudnn": "wgmma"}

@@ -108,7 +108,7 @@ def compare(profile_csv=PROFILE_CSV, hardware_key=DEFAULT_GPU):
         measured = dict(zip(group["metric"], group["value"].astype(float)))
         registers = measured.get(REGISTERS)
         mapping = _params(params)
-        if kernel == "fa2_tc":  # a profile without the layout measured version 3 (tc_run4): compare with it
+        if kernel == "fa2_tc":  # a profile without the layout measured version 3: compare with it
             mapping = {**V3_LAYOUT, **mapping}
         workload = Workload(
             seq_len=int(n),

@@ -13,10 +13,12 @@ import os
 import sys
 
 from simlib.cli_values import NoLoneDashValue
+from simlib.units import UNIT_ROUNDOFF
 
 from . import checks
 from .device import NO_GPU, NoGPU, require_gpu, select_backend
 from .kernels import KERNELS
+from .tensor_core.dtypes import round_to
 
 TOLERANCE = 1e-5  # relative error allowed against the float64 reference (fp32 arithmetic)
 
@@ -190,8 +192,6 @@ def _run_kernel(args, shape, params):
             raise UsageError(str(e)) from None
     q, k, v = random_qkv(*_dims(shape), seed=args.seed, logit_scale=args.logit_scale, **_variant(shape))
     if kernel.sixteen_bit:
-        from .tensor_core.dtypes import UNIT_ROUNDOFF, round_to
-
         q, k, v = (round_to(x, dtype) for x in (q, k, v))
         res = kernel.run(q, k, v, dtype=dtype, config=config, count=args.count, causal=args.causal, **mapping)
     else:

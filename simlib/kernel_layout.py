@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .tiling import make_tiling
+from .units import DTYPE_BYTES, TENSOR_CORE_DTYPES
 from .workload import Workload
 
 #: Bytes per element: the kernels are fp32 only (ℓ, m, L are fp32 as well).
@@ -313,7 +314,7 @@ def _is_int(x) -> bool:
 
 TC_HEAD_DIMS = (64, 128)
 TC_MAX_WARPS = 8
-TC_ELEMENT_BYTES = 2
+TC_ELEMENT_BYTES = DTYPE_BYTES[TENSOR_CORE_DTYPES[0]]  # bf16 and fp16 alike: 2
 #: Bc must be a multiple of this: fa2_tc one mma k-step (16), naive_tc a swizzled P tile (64).
 TC_BLOCK_MULTIPLE = {"fa2_tc": (16, "one mma k-step"), "naive_tc": (64, "a swizzled P tile")}
 #: Query rows per warp: fa2_tc one or two m16 tiles, naive_tc one.

@@ -6,6 +6,8 @@
 (524288, 100000)
 >>> DTYPE_BYTES["fp16"] * 4096 * 64   # one fp16 Q of N=4096, d=64: 512 KiB
 524288
+>>> DTYPE_MAX["fp16"]                  # fp16's largest finite number
+65504.0
 """
 
 import re
@@ -16,6 +18,13 @@ DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 TENSOR_CORE_DTYPES = ("bf16", "fp16")
 #: u = 2⁻ᵖ for p significand bits: the largest relative error of one rounding to the dtype.
 UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24}
+#: Largest finite value, (2 − 2¹⁻ᵖ)·2^emax: fp16 (2 − 2⁻¹⁰)·2¹⁵ = 65,504; bf16 (2 − 2⁻⁷)·2¹²⁷ ≈ 3.39e38;
+#: fp32 (2 − 2⁻²³)·2¹²⁷ ≈ 3.40e38.
+DTYPE_MAX = {
+    "fp16": (2 - 2.0**-10) * 2.0**15,
+    "bf16": (2 - 2.0**-7) * 2.0**127,
+    "fp32": (2 - 2.0**-23) * 2.0**127,
+}
 STAT_BYTES = 4  # row statistics l, m and the logsumexp L are always fp32
 
 _SIZE_UNITS = {

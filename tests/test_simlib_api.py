@@ -195,3 +195,16 @@ def test_result_serialisation_is_the_mappings_own_fields():
     d = r.to_dict()
     assert (d["block_cols"], d["splits"], d["block_rows"], d["tr"]) == (128, 4, None, None)  # ⌈32768/256⌉
     assert count("fa2_fast", Workload(256, 64)).to_dict()["thread_rows"] == 32
+
+
+def test_dtype_max_is_each_formats_largest_finite_number():
+    """Independently: numpy's own fp16 and fp32, and bf16 as the fp32 whose low 16 bits are zero with
+    the largest finite upper half (0x7F7F: exponent 254, all 7 fraction bits set)."""
+    import numpy as np
+
+    from simlib.units import DTYPE_BYTES, DTYPE_MAX
+
+    assert set(DTYPE_MAX) == set(DTYPE_BYTES)
+    assert DTYPE_MAX["fp16"] == float(np.finfo(np.float16).max) == 65504.0
+    assert DTYPE_MAX["fp32"] == float(np.finfo(np.float32).max)
+    assert DTYPE_MAX["bf16"] == float(np.array([0x7F7F0000], dtype=np.uint32).view(np.float32)[0])

@@ -21,11 +21,12 @@ from kernel_helpers import ON_GPU, ceil_div, sim_only
 
 from gpu_kernels.kernels.decode_tc import DecodeConfig, default_config, default_splits, run_decode_tc
 from gpu_kernels.reference import attention_reference, random_qkv, rel_error
-from gpu_kernels.tensor_core.dtypes import UNIT_ROUNDOFF, round_to
+from gpu_kernels.tensor_core.dtypes import round_to
 from simlib import Workload, count, load_preset
 from simlib.decode_time import split_k_time
 from simlib.schedules.decode_tc import SCHEDULE
 from simlib.traffic import Traffic
+from simlib.units import UNIT_ROUNDOFF
 
 KEYS = ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes")
 

@@ -22,11 +22,12 @@ from kernel_helpers import ON_GPU, ceil_div, lse_error, sim_only
 
 from gpu_kernels.kernels.fa2_tc import TcConfig, default_config, run_fa2_tc
 from gpu_kernels.reference import attention_reference, random_qkv, rel_error
-from gpu_kernels.tensor_core.dtypes import UNIT_ROUNDOFF, round_to
+from gpu_kernels.tensor_core.dtypes import round_to
 from simlib import Workload, count
 from simlib.kernel_layout import tc_tile_problem
 from simlib.schedules.fa2_tc import SCHEDULE
 from simlib.traffic import Traffic
+from simlib.units import UNIT_ROUNDOFF
 
 KEYS = ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes")
 LSE_TOL = 1e-5

@@ -25,9 +25,10 @@ from kernel_helpers import ON_GPU, ceil_div, sim_only
 
 from gpu_kernels.kernels.naive_tc import NaiveTcConfig, run_naive_tc
 from gpu_kernels.reference import attention_reference, causal_mask, random_qkv, rel_error, repeat_kv
-from gpu_kernels.tensor_core.dtypes import UNIT_ROUNDOFF, round_to
+from gpu_kernels.tensor_core.dtypes import round_to
 from simlib import Workload, count
 from simlib.kernel_layout import tc_tile_problem
+from simlib.units import UNIT_ROUNDOFF
 
 KEYS = ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes")
 

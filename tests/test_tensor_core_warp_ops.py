@@ -14,7 +14,8 @@ from kernel_helpers import ON_GPU
 from numba import cuda, float32, uint16  # module globals: the simulator swaps `cuda` in a kernel's globals
 
 from gpu_kernels.counting import simulator_enabled
-from gpu_kernels.tensor_core.dtypes import UNIT_ROUNDOFF, from_bits, round_to, to_bits
+from gpu_kernels.tensor_core.dtypes import from_bits, round_to, to_bits
+from simlib.units import UNIT_ROUNDOFF
 
 DTYPES = ["bf16", "fp16"]
 

@@ -52,12 +52,12 @@ from simlib.schedules import decode_tc as schedule
 
 from ..counting import counts_from, new_counters, simulator_enabled
 from ..flush import flush_counters
-from ..tensor_core.addressed_ops import addressed_ops, cp_wait_group
+from ..tensor_core.addressed_ops import addressed_ops
 from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
 from ..tensor_core.flash_tile import flash_tile_ops
 from ..tensor_core.tc_plan import upload
 from ..tensor_core.tiles import block_copiers
-from ..tensor_core.warp_ops import lane_broadcast, warp_ops
+from ..tensor_core.warp_ops import cp_wait_group, lane_broadcast, warp_ops
 from .fa2_tc import DYNAMIC_SHARED_LIMIT, LOG2E, allow_dynamic_smem
 
 HEAD_DIMS = schedule.HEAD_DIMS

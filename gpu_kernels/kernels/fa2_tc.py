@@ -148,7 +148,7 @@ class TcConfig:
 #: Bc and where Q's fragments live, per head dim (issue 22, PERFORMANCE.md version 4): FA2's layout of
 #: 4 warps of 32 query rows (Br = 128); d = 64: Bc = 64, Q in registers (241 registers, no spill, 32 KiB);
 #: d = 128: Bc = 48, Q re-read from shared memory per tile (255 registers, no spill, 56 KiB of dynamic
-#: shared memory; run k22-fa2v4-run2, bf16 non-causal: 1.812 / 3.405 / 6.813 ms at N = 4K / 8K / 16K
+#: shared memory; archived fa2_tc_speed.csv of version 4, bf16 non-causal: 1.812 / 3.405 / 6.813 ms at N = 4K / 8K / 16K
 #: against 2.002 / 3.745 / 7.304 with Bc = 32 and 1.799 / 3.535 / 6.848 with Bc = 64, which spills).
 #: simlib's fa2_tc schedule has the same table.
 DEFAULT_BLOCK_COLS = {64: 64, 128: 48}

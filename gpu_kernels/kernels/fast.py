@@ -162,7 +162,8 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
         ld4, st4 = _ld4_py, _st4_py
     else:
         ld4, st4 = _vector_intrinsics() if cfg.vector_loads else _scalar_device_functions()
-    cp_async16, cp_commit, _, cp_wait1 = async_copies(SIM, 4)  # the one cp.async (tensor_core.warp_ops)
+    copies = async_copies(SIM, 4)  # the one cp.async (tensor_core.warp_ops)
+    cp_async16, cp_commit, cp_wait1 = copies.cp_async16_full, copies.cp_commit, copies.cp_wait1
 
     def copy_async(sm, off, stride, src, first, n, r0, c4):
         """cp.async my share of rows first..first+BC-1 of src (flat, row length D) to sm[off:];
@@ -172,7 +173,7 @@ def fast_kernel_source(cfg: FastConfig, counting: bool, simulator: bool):
             row = r0 + RPI * it
             dst = off + row * stride + 4 * c4
             if first + row < n:
-                cp_async16(sm, dst, src, (first + row) * D + 4 * c4, 16)
+                cp_async16(sm, dst, src, (first + row) * D + 4 * c4)
                 got += 4
             else:
                 st4(sm, dst, ZERO, ZERO, ZERO, ZERO)

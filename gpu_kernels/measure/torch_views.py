@@ -13,7 +13,7 @@ import os
 import time
 import traceback
 
-from ..tensor_core.dtypes import UNIT_ROUNDOFF
+from simlib.units import UNIT_ROUNDOFF
 
 
 def tolerance(dtype):

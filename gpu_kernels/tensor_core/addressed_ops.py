@@ -16,9 +16,11 @@ same per-lane semantics (one source for both).
     cp_async16(base, sidx, g, gidx) 16 bytes global -> shared, no zero-fill (a full tile's chunks)
     cp_async16z(base, sidx, g, gidx, nbytes)  with zero-fill past nbytes (a ragged tile's chunks)
     cp_wait1()                      wait until at most one group of my cp.async copies is in flight
-    cp_wait_group(n, simulator)     the same for at most n groups (a ring of n + 1 tiles; decode_tc)
     ex2(x)                          2^x, ex2.approx.ftz.f32: one MUFU.EX2 (math.exp2 is four instructions)
     fmax(x, y)                      max.f32: one FMNMX (Python's max is a compare and a select)
+
+The cp.async instructions are spelled once, in ``warp_ops`` (``cp_async_asm``, ``cp_wait_group``,
+and the simulator twins of ``async_copies``); here they take the 32-bit shared address.
 
 Worked number: Ks at shared address 0x4000, element 600 (row 9, chunk 2 of a swizzled 64-wide tile:
 tiles.swizzled) is byte address 0x4000 + 2·600 = 0x44B0.
@@ -32,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import cuda
 
-from .warp_ops import warp_ops
+from .warp_ops import async_copies, cp_async_asm, cp_wait_group, warp_ops
 
 
 class AddressedOps(NamedTuple):
@@ -53,17 +55,10 @@ def addressed_ops(dtype: str, simulator: bool) -> AddressedOps:
 
 def _simulated(dtype: str) -> AddressedOps:
     ops = warp_ops(dtype, True)
-    cp_z = ops.cp_async16
     tiny = np.float32(2.0**-126)
 
     def smem_base(arr):
         return arr
-
-    def cp_async16(smem, sidx, gmem, gidx):
-        cp_z(smem, sidx, gmem, gidx, 16)
-
-    def nop():
-        pass
 
     def ex2(x):
         y = np.float32(np.exp2(np.float32(x)))
@@ -73,8 +68,16 @@ def _simulated(dtype: str) -> AddressedOps:
         return np.float32(np.fmax(np.float32(x), np.float32(y)))
 
     jit = cuda.jit(device=True)
+    cp_full = jit(async_copies(True, 2).cp_async16_full)
     return AddressedOps(
-        jit(smem_base), ops.ldsm_x4, ops.ldsm_x4_t, jit(cp_async16), cp_z, jit(nop), jit(ex2), jit(fmax)
+        jit(smem_base),
+        ops.ldsm_x4,
+        ops.ldsm_x4_t,
+        cp_full,
+        ops.cp_async16,
+        cp_wait_group(1, True),
+        jit(ex2),
+        jit(fmax),
     )
 
 
@@ -137,42 +140,28 @@ def _intrinsics() -> AddressedOps:
         ptr = builder.gep(data, [i])
         return builder.ptrtoint(builder.addrspacecast(ptr, ir.PointerType(ptr.type.pointee, 1)), i64)
 
-    @intrinsic
-    def cp_async16(typingctx, base, sidx, gmem, gidx):
+    def copy(zero_fill):
+        text, constraints = cp_async_asm(True, zero_fill)
+
         def codegen(context, builder, signature, args):
-            sa = shared_address(context, builder, args[0], signature.args[0], args[1], signature.args[1])
-            ga = global_address(context, builder, signature.args[2], args[2], args[3], signature.args[3])
-            asm(
-                builder, ir.VoidType(), [sa, ga], "cp.async.cg.shared.global [$0], [$1], 16;", "r,l,~{memory}"
-            )
+            ops = [
+                shared_address(context, builder, args[0], signature.args[0], args[1], signature.args[1]),
+                global_address(context, builder, signature.args[2], args[2], args[3], signature.args[3]),
+            ]
+            if zero_fill:
+                ops.append(context.cast(builder, args[4], signature.args[4], types.uint32))
+            asm(builder, ir.VoidType(), ops, text, constraints)
             return context.get_dummy_value()
 
-        return types.void(base, sidx, gmem, gidx), codegen
+        return codegen
+
+    @intrinsic
+    def cp_async16(typingctx, base, sidx, gmem, gidx):
+        return types.void(base, sidx, gmem, gidx), copy(False)
 
     @intrinsic
     def cp_async16z(typingctx, base, sidx, gmem, gidx, nbytes):
-        def codegen(context, builder, signature, args):
-            sa = shared_address(context, builder, args[0], signature.args[0], args[1], signature.args[1])
-            ga = global_address(context, builder, signature.args[2], args[2], args[3], signature.args[3])
-            n = context.cast(builder, args[4], signature.args[4], types.uint32)
-            asm(
-                builder,
-                ir.VoidType(),
-                [sa, ga, n],
-                "cp.async.cg.shared.global [$0], [$1], 16, $2;",
-                "r,l,r,~{memory}",
-            )
-            return context.get_dummy_value()
-
-        return types.void(base, sidx, gmem, gidx, nbytes), codegen
-
-    @intrinsic
-    def cp_wait1(typingctx):
-        def codegen(context, builder, signature, args):
-            asm(builder, ir.VoidType(), [], "cp.async.wait_group 1;", "~{memory}")
-            return context.get_dummy_value()
-
-        return types.void(), codegen
+        return types.void(base, sidx, gmem, gidx, nbytes), copy(True)
 
     @intrinsic
     def ex2(typingctx, x):
@@ -191,33 +180,12 @@ def _intrinsics() -> AddressedOps:
         return types.float32(x, y), codegen
 
     return AddressedOps(
-        smem_base, ldmatrix(False), ldmatrix(True), cp_async16, cp_async16z, cp_wait1, ex2, fmax
+        smem_base,
+        ldmatrix(False),
+        ldmatrix(True),
+        cp_async16,
+        cp_async16z,
+        cp_wait_group(1, False),
+        ex2,
+        fmax,
     )
-
-
-@functools.cache
-def cp_wait_group(n: int, simulator: bool):
-    """A device function: ``cp.async.wait_group n`` (n a compile-time constant: at most n of my
-    groups of cp.async copies still in flight). Under the simulator the copies land at once: a no-op."""
-    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 7:
-        raise ValueError(f"cp_wait_group: n must be an int in 0..7; got {n!r}")
-    if simulator:
-
-        def nop():
-            pass
-
-        return cuda.jit(device=True)(nop)
-    from llvmlite import ir
-    from numba.cuda import types
-    from numba.cuda.extending import intrinsic
-
-    @intrinsic
-    def wait(typingctx):
-        def codegen(context, builder, signature, args):
-            fnty = ir.FunctionType(ir.VoidType(), [])
-            builder.call(ir.InlineAsm(fnty, f"cp.async.wait_group {n};", "~{memory}", side_effect=True), [])
-            return context.get_dummy_value()
-
-        return types.void(), codegen
-
-    return wait

@@ -12,22 +12,16 @@ by numba itself.
 * fp16 = IEEE binary16, numpy's own float16 conversion (round to nearest even as well).
 
 The vocabulary is simlib's, one for the project (``simlib.units``): ``DTYPES`` are its
-``TENSOR_CORE_DTYPES``, and ``UNIT_ROUNDOFF`` (u = 2⁻ᵖ for p significand bits, 8 for bf16, 11 for
-fp16: the largest relative error of one rounding, used by the tolerances) and the bytes per element
-come from there.
+``TENSOR_CORE_DTYPES``; ``UNIT_ROUNDOFF`` (u = 2⁻ᵖ for p significand bits, 8 for bf16, 11 for fp16:
+the largest relative error of one rounding, used by the tolerances), ``DTYPE_MAX`` (the largest finite
+value, which an upload may not exceed) and the bytes per element live there.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from simlib.units import DTYPE_BYTES
 from simlib.units import TENSOR_CORE_DTYPES as DTYPES
-from simlib.units import UNIT_ROUNDOFF as UNIT_ROUNDOFF
-
-ELEMENT_BYTES = DTYPE_BYTES[DTYPES[0]]
-#: Largest finite value: fp16 (2 − 2⁻¹⁰)·2¹⁵ = 65,504; bf16 (2 − 2⁻⁷)·2¹²⁷ ≈ 3.39e38.
-DTYPE_MAX = {"fp16": 65504.0, "bf16": float((2 - 2**-7) * 2.0**127)}
 
 
 def check_dtype(dtype: str) -> str:

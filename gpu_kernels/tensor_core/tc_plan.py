@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simlib.units import DTYPE_MAX
 from simlib.workload import Workload
 
 from ..checks import check_attention_inputs
 from ..plan import KernelPlan
-from .dtypes import DTYPE_MAX, check_dtype, from_bits, round_to, to_bits
+from .dtypes import check_dtype, from_bits, round_to, to_bits
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -63,9 +63,30 @@ class WarpOps(NamedTuple):
 
 class AsyncCopies(NamedTuple):
     cp_async16: object  # (smem, sidx, gmem, gidx, nbytes): copy nbytes (0..16) of 16, zero-fill the rest
+    cp_async16_full: object  # (smem, sidx, gmem, gidx): all 16 bytes (no src-size operand)
     cp_commit: object  # () close a group of cp.async copies
     cp_wait_all: object  # () wait until all of this thread's groups have landed
     cp_wait1: object  # () wait until at most the newest group is still in flight
+
+
+def cp_async_asm(shared_address: bool, zero_fill: bool) -> tuple[str, str]:
+    """The one spelling of the cp.async instruction: (inline-PTX text, constraints), operands
+    $0 = destination, $1 = source, $2 = src-size in bytes (with `zero_fill`). With `shared_address`
+    the destination is a 32-bit shared address and the source a global one (``addressed_ops``);
+    without, both are generic 64-bit addresses converted inside the asm (``async_copies``).
+
+    >>> cp_async_asm(True, False)
+    ('cp.async.cg.shared.global [$0], [$1], 16;', 'r,l,~{memory}')
+    """
+    size = ", $2" if zero_fill else ""
+    extra = ",r" if zero_fill else ""
+    if shared_address:
+        return f"cp.async.cg.shared.global [$0], [$1], 16{size};", f"r,l{extra},~{{memory}}"
+    text = (
+        "{ .reg .u64 sa, ga; cvta.to.shared.u64 sa, $0; cvta.to.global.u64 ga, $1; "
+        f"cp.async.cg.shared.global [sa], [ga], 16{size}; }}"
+    )
+    return text, f"l,l{extra},~{{memory}}"
 
 
 @functools.cache
@@ -89,12 +110,51 @@ def _simulated_copies(element_bytes: int) -> AsyncCopies:
         for e in range(per_copy):
             smem[sidx + e] = gmem[gidx + e] if element_bytes * e < nbytes else 0
 
+    def cp_async16_full(smem, sidx, gmem, gidx):
+        for e in range(per_copy):
+            smem[sidx + e] = gmem[gidx + e]
+
     def nop():
         pass
 
-    return AsyncCopies(cp_async16, nop, nop, nop)
+    return AsyncCopies(cp_async16, cp_async16_full, nop, nop, nop)
 
 
+@functools.cache
+def cp_wait_group(n: int, simulator: bool):
+    """A device function: ``cp.async.wait_group n`` (n a compile-time constant: at most n of my
+    groups of cp.async copies still in flight; 1 for a double buffer, stages − 1 for a ring). Under
+    the simulator the copies land at once: a no-op."""
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 7:
+        raise ValueError(f"cp_wait_group: n must be an int in 0..7; got {n!r}")
+    if simulator:
+
+        def nop():
+            pass
+
+        return cuda.jit(device=True)(nop)
+    return _plain_asm(f"cp.async.wait_group {n};")
+
+
+def _plain_asm(text: str):
+    """An intrinsic with no operands and no result: one inline-PTX statement that clobbers memory."""
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def op(typingctx):
+        def codegen(context, builder, signature, args):
+            fnty = ir.FunctionType(ir.VoidType(), [])
+            builder.call(ir.InlineAsm(fnty, text, "~{memory}", side_effect=True), [])
+            return context.get_dummy_value()
+
+        return types.void(), codegen
+
+    return op
+
+
+@functools.cache
 def _copy_intrinsics() -> AsyncCopies:
     from llvmlite import ir
     from numba.cuda import types
@@ -106,39 +166,35 @@ def _copy_intrinsics() -> AsyncCopies:
         data = context.make_array(aryty)(context, builder, ary).data
         return builder.ptrtoint(builder.gep(data, [idx]), i64)
 
-    @intrinsic
-    def cp_async16(typingctx, smem, sidx, gmem, gidx, nbytes):
+    def copy(zero_fill):
+        text, constraints = cp_async_asm(False, zero_fill)
+
         def codegen(context, builder, signature, args):
             sa = element_address(context, builder, signature.args[0], args[0], args[1])
             ga = element_address(context, builder, signature.args[2], args[2], args[3])
-            n = context.cast(builder, args[4], signature.args[4], types.uint32)
-            fnty = ir.FunctionType(ir.VoidType(), [sa.type, ga.type, n.type])
-            text = (
-                "{ .reg .u64 sa, ga; cvta.to.shared.u64 sa, $0; cvta.to.global.u64 ga, $1; "
-                "cp.async.cg.shared.global [sa], [ga], 16, $2; }"
-            )
-            builder.call(ir.InlineAsm(fnty, text, "l,l,r,~{memory}", side_effect=True), [sa, ga, n])
+            ops = [sa, ga]
+            if zero_fill:
+                ops.append(context.cast(builder, args[4], signature.args[4], types.uint32))
+            fnty = ir.FunctionType(ir.VoidType(), [o.type for o in ops])
+            builder.call(ir.InlineAsm(fnty, text, constraints, side_effect=True), ops)
             return context.get_dummy_value()
 
-        return types.void(smem, sidx, gmem, gidx, nbytes), codegen
+        return codegen
 
-    def plain(text):
-        @intrinsic
-        def op(typingctx):
-            def codegen(context, builder, signature, args):
-                fnty = ir.FunctionType(ir.VoidType(), [])
-                builder.call(ir.InlineAsm(fnty, text, "~{memory}", side_effect=True), [])
-                return context.get_dummy_value()
+    @intrinsic
+    def cp_async16(typingctx, smem, sidx, gmem, gidx, nbytes):
+        return types.void(smem, sidx, gmem, gidx, nbytes), copy(True)
 
-            return types.void(), codegen
-
-        return op
+    @intrinsic
+    def cp_async16_full(typingctx, smem, sidx, gmem, gidx):
+        return types.void(smem, sidx, gmem, gidx), copy(False)
 
     return AsyncCopies(
         cp_async16,
-        plain("cp.async.commit_group;"),
-        plain("cp.async.wait_all;"),
-        plain("cp.async.wait_group 1;"),
+        cp_async16_full,
+        _plain_asm("cp.async.commit_group;"),
+        _plain_asm("cp.async.wait_all;"),
+        cp_wait_group(1, False),
     )
 
 

@@ -379,7 +379,7 @@ TABLE = "predicted_vs_measured_h200.csv"
 
 def post_freeze() -> pd.DataFrame:
     """The frozen model's predictions (data/cost/, written before the run) beside the post-freeze
-    measurements (run cost-validate-20261202), unchanged: one row per (shape, implementation, dtype)."""
+    measurements (``VALIDATION``: cost_validate_h200.csv), unchanged: one row per (shape, implementation, dtype)."""
     from .hardware import COST_DIR
 
     pred = pd.read_csv(COST_DIR / PREDICTIONS)

@@ -51,7 +51,8 @@ NCU_FILES = (
     "energy_counters_h200_16k_torch_kernels.csv",
 )
 FIGURE2_FILE = "figure2_h200_kernels.csv"
-#: The eager bf16 attention of the unit-calibration run: each launch timed alone (cost-units-20261202).
+#: The eager bf16 attention of the unit-calibration run (the run of cost_units_h200.csv): each launch
+#: timed alone.
 EAGER_FILE = "eager_bf16_h200.csv"
 WALL_FILES = ("bench_h200.csv", "compare_h200.csv", "tc_side_by_side_h200.csv")
 INST = "smsp__inst_executed.sum"

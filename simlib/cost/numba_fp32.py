@@ -37,8 +37,8 @@ from .calibration import Calibration
 from .common import FFMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
 from .work import Grid, Launch, Work
 
-#: Registers per thread of the compiled kernels (Nsight Compute launch__registers_per_thread, runs
-#: run08 and tc_run4: data/measurements/current/profile_h200.csv): the matmuls 32; the softmax 32
+#: Registers per thread of the compiled kernels (Nsight Compute launch__registers_per_thread in
+#: data/measurements/current/profile_h200.csv): the matmuls 32; the softmax 32
 #: with 8 scores per thread, 109 with 32 (its row in registers) and 34 with 128 (spilled to local
 #: memory); the readable kernel 128 at d = 64 (48 × 48 blocks), 254 at d = 128 (24 × 24).
 MATMUL_REGISTERS = 32

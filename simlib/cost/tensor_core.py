@@ -35,8 +35,8 @@ from .common import MMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
 from .work import Grid, Launch, Work
 
 ELEMENT = 2
-#: Registers per thread of the compiled kernels (Nsight Compute launch__registers_per_thread, run
-#: tc_run4, data/measurements/current/profile_h200_tc.csv), by head dim: fa2_tc 216 / 255; naive_tc
+#: Registers per thread of the compiled kernels (Nsight Compute launch__registers_per_thread in
+#: data/measurements/current/profile_h200_tc.csv), by head dim: fa2_tc 216 / 255; naive_tc
 #: scores 56 / 59, softmax 48 (t = 256) and 52 (t = 1024), pv 128 / 254.
 FA2_TC_REGISTERS = {64: 216, 128: 255}
 NAIVE_TC_REGISTERS = {"scores": {64: 56, 128: 59}, "softmax": {64: 50, 128: 50}, "pv": {64: 128, 128: 254}}
