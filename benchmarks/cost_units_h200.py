@@ -4,7 +4,7 @@
 
 Each micro-benchmark is looped for ``--seconds`` between two steps of NVML's energy counter
 (``gpu_kernels.measure.nvml_energy``), its rate counted from the work each launch does; the
-static power is this run's own nanosleep kernel (``simlib.cost.hardware.derive_units`` subtracts
+static power is this run's own nanosleep kernel (``simlib.cost.rates.derive_units`` subtracts
 it, and the companions each row names). ``cost_units_h200.csv``, one row per benchmark:
 
     idle, static     nothing running; a nanosleep kernel on every SM (clocks up)

@@ -17,8 +17,8 @@ import pandas as pd
 from simlib import Workload
 from simlib.cost import predict
 from simlib.cost.check import ENERGY_GOAL, TABLE, TIME_GOAL
-from simlib.cost.hardware import COST_DIR
 from simlib.cost.model import UNITS
+from simlib.cost.rates import COST_DIR
 
 #: Standard attention against FlashAttention in each regime: (regime, standard, FlashAttention, dtype).
 REGIMES = (

@@ -36,7 +36,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from simlib.cost.hardware import shared_split  # noqa: F401  (re-exported: energy_check and energy_report use it)
+from simlib.cost.rates import shared_split  # noqa: F401  (re-exported: energy_check and energy_report use it)
 from simlib.energy import MEASUREMENTS, PJ, EnergyTable
 
 DRAM = ("dram__bytes_read.sum", "dram__bytes_write.sum")

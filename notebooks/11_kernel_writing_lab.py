@@ -68,8 +68,8 @@ from IPython.display import Markdown, display
 from numba import cuda, float32
 
 from course.kernel_lab import grade, hint, shapes, solutions
-from course.kernel_lab.device import NEG_INF, ZERO, copy_rows, copy_stats, fa2_frame
 from course.kernel_lab.exercises import EXERCISES
+from course.kernel_lab.frame import NEG_INF, ZERO, copy_rows, copy_stats, fa2_frame
 from course.kernel_lab.planted import PLANTED, planted
 from gpu_kernels.checks import scale_for
 from gpu_kernels.flush import flush_counters
@@ -273,7 +273,7 @@ grade("fa1", fa1_kernel=my_fa1_kernel)
 # %% slideshow={"slide_type": "subslide"}
 frame = inspect.getsource(fa2_frame).splitlines()
 start = next(i for i, line in enumerate(frame) if "for j in range" in line)
-print("\n".join(frame[start : start + 13]))  # the K/V loop of the frame (course/kernel_lab/device.py)
+print("\n".join(frame[start : start + 13]))  # the K/V loop of the frame (course/kernel_lab/frame.py)
 
 
 # %% slideshow={"slide_type": "subslide"}

@@ -27,7 +27,7 @@ import pandas as pd
 
 from .cli_evaluate import evaluate, options_of, workload_of
 from .cli_values import NoLoneDashValue, int_type, key_type, pair_type, size_type
-from .cost.cli import add_predict_command, run_predict_command
+from .cost.predict_command import add_predict_command, run_predict_command
 from .counts import ALGORITHMS, Result, all_parameters, schedule_of
 from .energy_cli import add_energy_command, run_energy_command
 from .hardware import load_preset, preset_keys

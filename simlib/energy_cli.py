@@ -51,11 +51,11 @@ def add_energy_command(sub: Any, add_common: Callable[[argparse.ArgumentParser, 
 def run_energy_command(args: argparse.Namespace) -> None:
     if args.gpu is None:
         raise ValueError("--gpu is required: the energy figures are per preset (data/energy/<gpu>.json)")
-    from .cost.hardware import cost_keys
+    from .cost.rates import cost_keys
 
     model = args.model or ("cost" if args.gpu in cost_keys() else "logical")
     if model == "cost":
-        from .cost.cli import energy_of_algorithm, text
+        from .cost.predict_command import energy_of_algorithm, text
 
         if args.published or args.time_s is not None or args.register_tile != 1:
             raise ValueError("--published, --time-s and --register-tile apply to --model logical")
@@ -113,7 +113,7 @@ def run_energy_command(args: argparse.Namespace) -> None:
             )
         )
         return
-    from .cost.cli import LOGICAL_LEAVES_OUT
+    from .cost.predict_command import LOGICAL_LEAVES_OUT
 
     print(LOGICAL_LEAVES_OUT)
     w = result.workload

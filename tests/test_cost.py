@@ -13,12 +13,12 @@ from simlib import Workload, count, load_preset
 from simlib.cost import IMPLEMENTATIONS, Launch, Work, launch_cost, load_cost_hardware, predict
 from simlib.cost.calibration import Calibration, load_calibration
 from simlib.cost.check import parse_shapes, predict_shapes, table
-from simlib.cost.cli import energy_of_algorithm
 from simlib.cost.common import visited
 from simlib.cost.fit import fit, text
-from simlib.cost.hardware import COST_DIR, derive_units, shared_split
 from simlib.cost.logical import register_tiled
 from simlib.cost.model import waves
+from simlib.cost.predict_command import energy_of_algorithm
+from simlib.cost.rates import COST_DIR, derive_units, shared_split
 from simlib.energy import MEASUREMENTS, energy
 from simlib.schedule_protocol import DoesNotFit
 

@@ -99,7 +99,7 @@ def run_naive(parts, q, k, v, shape, counting, device_array):
     from gpu_kernels.checks import scale_for
     from gpu_kernels.kernels.naive import NaivePlan
 
-    from .device import SOFTMAX_ROWS
+    from .frame import SOFTMAX_ROWS
 
     bh, n, d = _heads(q)
     tile = shape.tiles["matmul_tile"]
@@ -141,7 +141,7 @@ def run_fa1(parts, q, k, v, shape, counting, device_array):
 
 def run_fa2(parts, q, k, v, shape, counting, device_array):
     """FlashAttention-2: grid (Tr, B·H), block (Br,); the lab's frame around `inner`, or a whole kernel."""
-    from .device import fa2_frame
+    from .frame import fa2_frame
 
     bh, n, d = _heads(q)
     br, bc = shape.tiles["block_rows"], shape.tiles["block_cols"]

@@ -27,7 +27,7 @@ from gpu_kernels.checks import scale_for
 from gpu_kernels.flush import flush_counters
 from gpu_kernels.kernels.naive import matmul_kernel
 
-from .device import NEG_INF, ONE, ZERO, copy_rows, copy_stats
+from .frame import NEG_INF, ONE, ZERO, copy_rows, copy_stats
 
 __all__ = ["fa1_kernel", "fa2_inner", "matmul_kernel", "softmax_kernel"]
 

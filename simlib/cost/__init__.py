@@ -7,10 +7,10 @@ each unit (`model`: per-unit times, the binding roof, the launch time; energy = 
 power × time) and sums the sequence. `python -m simlib predict --implementation NAME ...`.
 """
 
-from .hardware import CostHardware, load_cost_hardware
 from .implementations import IMPLEMENTATIONS, implementation
 from .model import LaunchCost, launch_cost
 from .predict import Prediction, predict
+from .rates import CostHardware, load_cost_hardware
 from .work import Launch, Work
 
 __all__ = [

@@ -380,7 +380,7 @@ TABLE = "predicted_vs_measured_h200.csv"
 def post_freeze() -> pd.DataFrame:
     """The frozen model's predictions (data/cost/, written before the run) beside the post-freeze
     measurements (``VALIDATION``: cost_validate_h200.csv), unchanged: one row per (shape, implementation, dtype)."""
-    from .hardware import COST_DIR
+    from .rates import COST_DIR
 
     pred = pd.read_csv(COST_DIR / PREDICTIONS)
     meas = pd.DataFrame(_read(VALIDATION))
@@ -493,7 +493,7 @@ def write_table(path: Path | None = None) -> Path:
 
     from ..safe_write import write_atomic
     from .fit import inputs
-    from .hardware import COST_DIR
+    from .rates import COST_DIR
 
     path = Path(path) if path else COST_DIR / TABLE
     text = table().to_csv(index=False, float_format="%.6g")
@@ -538,7 +538,7 @@ def write_table(path: Path | None = None) -> Path:
 def report_markdown() -> str:
     """docs/COST.md's generated part: the H200's rates and prices with their sources, the targets met,
     the post-freeze table, every miss with its cause."""
-    from .hardware import load_cost_hardware
+    from .rates import load_cost_hardware
 
     hw = load_cost_hardware("h200")
     lines = ["| rate | per second | measured | source |", "|---|---|---|---|"]

@@ -39,10 +39,10 @@ from ..energy import MEASUREMENTS
 from ..workload import Workload
 from .calibration import FIT_FILE, Calibration
 from .common import workload_of_row
-from .hardware import load_cost_hardware
 from .implementations import IMPLEMENTATIONS
 from .library import _elementwise, _gemm
 from .model import launch_cost
+from .rates import load_cost_hardware
 from .work import Launch
 
 NCU_FILES = (

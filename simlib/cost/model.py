@@ -32,7 +32,7 @@ Worked number: a launch that only streams 4.2 GB through DRAM at 4.2 TB/s (η = 
 1 ms + t_launch (3 µs), and costs 4.2e9 × 119.5 pJ = 0.502 J plus 141.2 W × 1.003 ms = 0.142 J:
 
 >>> from simlib.cost.calibration import Calibration
->>> from simlib.cost.hardware import load_cost_hardware
+>>> from simlib.cost.rates import load_cost_hardware
 >>> from simlib.cost.work import Launch, Work
 >>> c = launch_cost(Launch("copy", "x", Work(dram_bytes=4.2e9)), load_cost_hardware("h200"), Calibration({}))
 >>> c.bound, round(c.time_s * 1e3, 3), round(c.energy_j, 3)
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from .calibration import Calibration
 from .common import resident_blocks
-from .hardware import CostHardware
+from .rates import CostHardware
 from .work import WARP, Launch
 
 #: Units in the order they are printed, and their labels.

@@ -1,7 +1,7 @@
 """`predict(implementation, workload)`: every launch's time, binding roof and energy, and the total.
 
 The three inputs stay apart, as in Timeloop/Accelergy: the workload (`simlib.Workload`), the
-hardware with its measured rates and prices (`simlib.cost.hardware`), and the mapping each
+hardware with its measured rates and prices (`simlib.cost.rates`), and the mapping each
 implementation's builder applies (its tiles, warps, registers: `simlib.cost.implementations`).
 The calibrated constants (instructions per score, achieved fraction of the roof) are frozen in
 data/cost/h200_fit.json.
@@ -25,9 +25,9 @@ import pandas as pd
 
 from ..workload import Workload
 from .calibration import load_calibration
-from .hardware import load_cost_hardware
 from .implementations import implementation
 from .model import TERMS, UNITS, LaunchCost, launch_cost
+from .rates import load_cost_hardware
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 A `Launch` is one kernel of an implementation (naive attention is three, FlashAttention one) with
 its `Work`: the counts each unit of the GPU has to serve, and the launch's geometry (blocks,
 threads, registers, shared memory), from which occupancy follows. The hardware half
-(`simlib.cost.hardware`) turns each count into seconds and joules; `simlib.cost.model` combines
+(`simlib.cost.rates`) turns each count into seconds and joules; `simlib.cost.model` combines
 them. Nothing here knows a rate or a joule.
 
 Units (what each count is):
