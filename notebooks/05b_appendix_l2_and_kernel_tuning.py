@@ -38,6 +38,18 @@
 # Lecture 5 (model, kernels and hardware; the physical model), lecture 4 (the roofline). What an L2
 # cache, a warp, a thread block and occupancy are.
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Reading (30 minutes)**
+#
+# | Minutes | Part |
+# |---|---|
+# | 8 | 1. Model vs hardware, metric by metric |
+# | 12 | 2. A head cut by a wave boundary: three L2 probes and a trace |
+# | 6 | 3. Why the readable kernel is slow: occupancy and the instruction mix |
+# | 4 | Quiz: three questions, each checked against the H200's counters |
+#
+# Not a lecture: read it after lecture 5, alone or for a seminar, and end with the quiz.
+
 # %% slideshow={"slide_type": "skip"} tags=["remove-input"]
 import dataclasses
 
@@ -435,3 +447,72 @@ ms.sort_values(ms.columns[-1]).style.format("{:.4g}")
 # * The trace shows the waves in lockstep: the model's timing holds; its one-level L2 does not.
 # * Fewer bytes are not speed by themselves: the readable kernel is limited by occupancy and
 #   shared-memory loads, not by HBM; the fast kernel keeps the bytes and fixes the compute side.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Quiz
+#
+# Three questions; each hidden answer derives the number by hand and checks it against the H200's
+# counters (`make test` runs them).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Question 1 — the uncoalesced O stores, in sectors
+#
+# The readable kernel stores O with one thread per query row: a warp's 32 stores of 4 bytes land in 32
+# different 32-byte sectors. Its row statistic (one fp32 per row) is stored coalesced. Predict ncu's
+# L1 global-store sectors (`l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum`) of the tiled kernel at the
+# profile's largest N, for each d, and say how many times the useful bytes the O stores cost.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+store_sectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
+sector = H200.level("HBM").granularity_bytes
+n_q, h_q = int(PROFILE["seq_len"].max()), int(PROFILE["heads"].iloc[0])
+for d_q in sorted(int(d) for d in PROFILE["head_dim"].unique()):
+    o_sectors = n_q * d_q * h_q  # every 4-byte element of O in a sector of its own
+    stat_sectors = n_q * h_q * ITEM_BYTES // sector  # one fp32 per row, 8 rows to a sector
+    measured_sectors = ncu_value("tiled", store_sectors, n_q, d_q)
+    assert o_sectors + stat_sectors == measured_sectors, (d_q, o_sectors + stat_sectors, measured_sectors)
+    print(
+        f"d = {d_q}: {o_sectors + stat_sectors:,} sectors predicted and measured; O costs {sector // ITEM_BYTES}x its bytes"
+    )
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Question 2 — occupancy by hand
+#
+# From section 3's table (threads per block, registers per thread, shared memory per block) and the
+# H200's limits (65,536 registers and 233,472 B of shared memory per SM, 1,024 B reserved per block,
+# 2,048 threads, 32 blocks; registers allocated per warp in units of 256), derive the blocks per SM and
+# the share of the 64 warp slots they fill. Is ncu's "warps active" above or below it?
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+for d_q in sorted(int(d) for d in PROFILE["head_dim"].unique()):
+    br_q, bc_q = tiled_default_blocks(n_q, d_q)
+    regs_q = int(ncu_value("tiled", M.REGISTERS, n_q, d_q))
+    warps_q = -(-br_q // 32)
+    by_registers = 65536 // (warps_q * (-(-regs_q * 32 // 256) * 256))
+    by_shared = 233472 // (tiled_shared_bytes(br_q, bc_q, d_q) + 1024)
+    by_threads = 2048 // (warps_q * 32)
+    blocks_q = min(by_registers, by_shared, by_threads, 32)
+    assert blocks_q == occupancy(br_q, regs_q, tiled_shared_bytes(br_q, bc_q, d_q)).blocks_per_sm
+    theory = 100 * blocks_q * warps_q / 64
+    active = ncu_value("tiled", M.WARPS_ACTIVE, n_q, d_q)
+    assert 0.9 * theory <= active <= theory + 0.01, (d_q, theory, active)  # ncu: at most the theory
+    print(
+        f"d = {d_q}: {blocks_q} blocks x {warps_q} warp(s) = {theory:.2f} % of the warp slots; ncu {active:.2f} %"
+    )
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Question 3 — where random readers start to miss
+#
+# If every line read from SMs on both halves of the L2 is kept in both partitions, how large a buffer
+# can the shuffled probe re-read before its re-reads miss? Which probed footprint should be the first
+# to miss (≥ 1 % of re-reads from DRAM), and does the own-thread probe miss there too?
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+half_mib = L2_BYTES / L2_PARTITIONS / 2**20  # a copy in each partition: half the L2 holds the buffer
+probed = sorted(int(f) for f in probes["shuffled"]["footprint (MiB)"])
+expected = min(f for f in probed if f > half_mib)
+assert first_miss("shuffled") == expected, (first_miss("shuffled"), expected)
+assert first_miss("own") > half_mib  # its own thread's lines stay in one partition
+print(
+    f"half the L2 = {half_mib:g} MiB: shuffled misses from {first_miss('shuffled')} MiB, own from {first_miss('own')} MiB"
+)

@@ -15,12 +15,18 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 10 — The second roof: what limits FlashAttention after DRAM
 #
+# After FlashAttention, DRAM no longer bounds a fused attention kernel on the H200. What does, kernel by
+# kernel: per-kernel rooflines, the exponential's roof, issue, registers and occupancy, and FlashAttention-3's
+# three Hopper mechanisms.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # FlashAttention took the N×N matrices off DRAM; on the H200 a fused attention kernel now moves so few
 # bytes that DRAM is no longer what bounds it. This lecture finds what does, kernel by kernel, with the
 # H200's measurements: the sum of per-kernel rooflines for a kernel sequence, the exponential's roof
 # (the FlashAttention-3 paper, arXiv 2407.08608, §3.1), instruction issue, registers and occupancy, and
 # the three Hopper mechanisms FlashAttention-3 uses to climb the next roof.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Bound a sequence of kernels by the sum of each kernel's roofline, and say why one roofline of the
@@ -37,7 +43,8 @@
 # Lecture 1 (roofline time), 4 (FA2's loop nest) and 5 (the kernels measured on the H200, the mma.sync
 # ceiling, Nsight Compute's counters). Lecture 9, which prices ncu's counts of every kernel of a call,
 # helps; lecture 11's lab is not needed.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
