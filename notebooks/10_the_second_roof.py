@@ -155,7 +155,7 @@ kernels = roof.kernel_sequence(**SEQ)
 totals = roof.sequence_totals(kernels)
 kernels[["kernel", "measured_ms", "dram_GB", "ffma_GFLOP", "roof_ms", "bound"]]
 
-# %% tags=["remove-input"] alt="Horizontal bars for torch math bf16 at B=1, H=16, N=4096, d=64: the one-roofline bound, the sum of the fourteen kernels' rooflines and the measured time in milliseconds"
+# %% tags=["remove-input"] slideshow={"slide_type": "subslide"} alt="Horizontal bars for torch math bf16 at B=1, H=16, N=4096, d=64: the one-roofline bound, the sum of the fourteen kernels' rooflines and the measured time in milliseconds"
 fig, ax = plt.subplots(figsize=(7.5, 2.4))
 labels = list(totals)
 ax.barh(labels, [totals[k] for k in labels], color=["#9ecae1", "#3182bd", "#636363"])
@@ -333,7 +333,7 @@ display(
 reached = roof.achieved()
 reached
 
-# %% tags=["remove-input"] alt="Grouped bars of measured TFLOP/s for fa2_tc, torch flash and cuDNN at d = 64 and 128, non-causal, each beside its tensor-plus-exponential bound (mma.sync for fa2_tc and torch flash, wgmma for cuDNN)"
+# %% tags=["remove-input"] slideshow={"slide_type": "subslide"} alt="Grouped bars of measured TFLOP/s for fa2_tc, torch flash and cuDNN at d = 64 and 128, non-causal, each beside its tensor-plus-exponential bound (mma.sync for fa2_tc and torch flash, wgmma for cuDNN)"
 plain = reached[reached.causal.astype(str) != "True"]
 fig, ax = plt.subplots(figsize=(7.5, 3.4))
 x = np.arange(len(plain))

@@ -183,7 +183,7 @@ def my_softmax_kernel(n_keys, counting):
 
 grade("naive", matmul_kernel=my_matmul_kernel, softmax_kernel=my_softmax_kernel)
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The skeleton fails: that is the starting point. Stuck? `hint("naive", 1)`, then 2 and 3.
 
 # %% slideshow={"slide_type": "fragment"}
@@ -264,7 +264,7 @@ def my_fa1_kernel(head_dim, block_rows, block_cols, counting):
 
 grade("fa1", fa1_kernel=my_fa1_kernel)
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Before you start, predict: with Tc K/V blocks, how many times does this kernel write O to HBM?
 # Exercise 2 checks your answer against the grader's counts.
 
@@ -308,6 +308,8 @@ grade("fa2_inner", inner=my_fa2_inner)
 
 # %% slideshow={"slide_type": "subslide"}
 display(Markdown("\n".join(f"- `{name}` ({p.exercise}): {p.breaks}" for name, p in PLANTED.items())))
+
+# %% slideshow={"slide_type": "subslide"}
 exercise, parts = planted("pv_rereads_p")
 grade(exercise, **parts)
 
