@@ -40,6 +40,13 @@ power measured before and after (rows ``idle``) and subtracted in ``joules_per_c
 
     python3 benchmarks/eager16_h200.py --out $OUT [--budget-s 95] [--time-budget-s 40]
     python3 benchmarks/eager16_h200.py --out /tmp/x --dry-run     # the plan, no GPU
+    python3 benchmarks/eager16_h200.py --out $OUT --resume data/measurements/current   # finish a cut run
+
+``--resume DIR`` finishes a run the budget cut short: the earlier run's files in DIR keep every case
+that was measured whole (part 1: all variants and passes of one (dtype, causal, d, N); part 2: all
+variants of one (dtype, pass, N), so each standard stays paired with the flash call timed beside it in
+the same run), those rows are copied as they are, and only the other cases run. The provenance
+records the earlier files' sha256 and which cases came from them.
 
 Both CSVs and the log ``eager16_h200.log`` are rewritten, with their provenance sidecars, after every
 row (measurements.provenance). Columns: data/measurements/README.md.
@@ -405,8 +412,8 @@ def with_idle(rows, idle_watts):
     """joules_per_call_above_idle of every measured row: (E − P_idle·T) / calls."""
     from gpu_kernels.measure.nvml_energy import above_baseline
 
-    for r in rows:
-        if r.get("calls") and r["variant"] != "idle":
+    for r in rows:  # a row kept from an earlier run (--resume) keeps that run's idle power
+        if r.get("calls") and r["variant"] != "idle" and r.get("idle_watts") in (None, ""):
             r["idle_watts"] = idle_watts
             r["joules_per_call_above_idle"] = above_baseline(r, idle_watts)
     return rows
@@ -431,9 +438,67 @@ def summary(time_rows, energy_rows):
         if r["variant"] != "idle" and r.get("calls"):
             lines.append(
                 f"{r['variant']:15s} {r['dtype']:5s} {r['pass']:7s} {r['seq_len']:6d} "
-                f"{r['joules_per_call']:8.4f} {r['watts']:6.0f} {r['status']}"
+                f"{float(r['joules_per_call']):8.4f} {float(r['watts']):6.0f} {r['status']}"
             )
     return "\n".join(lines)
+
+
+def _typed(row):
+    """A row read back from an earlier run's CSV with the types this script writes (the case's key)."""
+    row = dict(row)
+    for k in ("batch", "heads", "seq_len", "head_dim", "reps"):
+        if row.get(k, "") != "":
+            row[k] = int(row[k])
+    if "causal" in row:
+        row["causal"] = row["causal"] == "True"
+    return row
+
+
+def measured_cases(rows, group, measured):
+    """The cases (tuples of the `group` columns) whose every row is `measured(row)`: what a resumed run
+    keeps.
+
+    >>> rows = [{"n": 1, "ok": "y"}, {"n": 1, "ok": "y"}, {"n": 2, "ok": "y"}, {"n": 2, "ok": ""}]
+    >>> measured_cases(rows, ("n",), lambda r: r["ok"] == "y")
+    {(1,)}
+    """
+    cases = {}
+    for r in rows:
+        key = tuple(r[k] for k in group)
+        cases[key] = cases.get(key, True) and measured(r)
+    return {key for key, whole in cases.items() if whole}
+
+
+TIME_CASE = ("dtype", "causal", "head_dim", "seq_len")
+ENERGY_CASE = ("dtype", "pass", "seq_len")
+
+
+def earlier_run(folder, tag):
+    """(time rows, energy rows, provenance of the files) of an earlier run in `folder`, each file read
+    through measurements.read (its schema and sidecar checked): the rows of its whole cases only."""
+    from measurements.manifest import sha256_of
+    from measurements.read import read_rows
+    from measurements.schemas import EAGER16, EAGER16_ENERGY
+
+    tpath = os.path.join(folder, f"eager16_{tag}.csv")
+    epath = os.path.join(folder, f"eager16_energy_{tag}.csv")
+    trows = [_typed(r) for r in read_rows(tpath, EAGER16)]
+    erows = [_typed(r) for r in read_rows(epath, EAGER16_ENERGY)]
+    tkeep = measured_cases(trows, TIME_CASE, lambda r: bool(r.get("median_ms")))
+    measured = [r for r in erows if r["variant"] != "idle"]
+    ekeep = measured_cases(measured, ENERGY_CASE, lambda r: bool(r.get("calls")) and r["status"] == "ok")
+    from pathlib import Path
+
+    record = {
+        "resumed_from": {os.path.basename(p): sha256_of(Path(p)) for p in (tpath, epath)},
+        "time_cases_kept": sorted([list(map(str, k)) for k in tkeep]),
+        "energy_cases_kept": sorted([list(map(str, k)) for k in ekeep]),
+    }
+    return (
+        [r for r in trows if tuple(r[k] for k in TIME_CASE) in tkeep],
+        [r for r in measured if tuple(r[k] for k in ENERGY_CASE) in ekeep],
+        record,
+    )
 
 
 def parse_args(argv=None):
@@ -471,6 +536,12 @@ def parse_args(argv=None):
         help="start no energy case after this",
     )
     p.add_argument("--tag", type=tag_type("--tag"), default="h200")
+    p.add_argument(
+        "--resume",
+        default=None,
+        help="folder of an earlier run's eager16_<tag>.csv and eager16_energy_<tag>.csv: keep its whole "
+        "cases, run the others",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit (no GPU)")
     a = p.parse_args(argv)
     for name in ("energy_s", "idle_s", "time_budget_s", "budget_s"):
@@ -492,14 +563,24 @@ def main(argv=None):
     except ValueError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
+    kept_time, kept_energy, resumed = [], [], {}
+    if a.resume:
+        try:
+            kept_time, kept_energy, resumed = earlier_run(a.resume, a.tag)
+        except (OSError, ValueError) as e:  # MeasurementFileError is a ValueError
+            sys.stderr.write(f"error: --resume: {str(e).splitlines()[0]}\n")
+            return 2
     shapes = time_plan(a.dtypes, [c == "yes" for c in a.causal], a.head_dims, a.seq_lens)
     eplan = energy_plan(a.energy_dtypes, a.energy_seq_lens, a.variants)
     if a.dry_run:
+        done_t = {tuple(r[k] for k in TIME_CASE) for r in kept_time}
+        done_e = {tuple(r[k] for k in ENERGY_CASE + ("variant",)) for r in kept_energy}
         print(f"part 1: {len(shapes)} shapes x {len(a.variants)} variants x {len(PASSES)} passes")
         for dt, c, d, n in shapes:
-            print(f"  time   {dt} causal={c} d={d} N={n} B,H={batch_heads(n)}")
+            kept = " (kept)" if (dt, c, d, n) in done_t else ""
+            print(f"  time   {dt} causal={c} d={d} N={n} B,H={batch_heads(n)}{kept}")
         for dt, pas, n, v in eplan:
-            print(f"  energy {dt} {pas} N={n} {v}")
+            print(f"  energy {dt} {pas} N={n} {v}{' (kept)' if (dt, pas, n, v) in done_e else ''}")
         return 0
     import torch
 
@@ -545,6 +626,11 @@ def main(argv=None):
         }
     )
     time_rows, energy_rows = [], []
+    if a.resume:
+        record.update(resumed)
+        log(f"resumed from {a.resume}: {len(kept_time)} time rows and {len(kept_energy)} energy rows kept")
+    kept_t = {tuple(r[k] for k in TIME_CASE) for r in kept_time}
+    kept_e = {tuple(r[k] for k in ENERGY_CASE + ("variant",)): r for r in kept_energy}
     tpath = os.path.join(a.out, f"eager16_{a.tag}.csv")
     epath = os.path.join(a.out, f"eager16_energy_{a.tag}.csv")
 
@@ -557,6 +643,9 @@ def main(argv=None):
 
     # part 1: time
     for dtype, causal, d, n in shapes:
+        if (dtype, causal, d, n) in kept_t:
+            time_rows += [r for r in kept_time if tuple(r[k] for k in TIME_CASE) == (dtype, causal, d, n)]
+            continue
         if time.monotonic() - t_start > a.time_budget_s:
             b, h = batch_heads(n)
             for v in a.variants:
@@ -608,6 +697,9 @@ def main(argv=None):
     inp, key = None, None
     for dtype, pas, n, v in eplan:
         b, h = batch_heads(n)
+        if (dtype, pas, n, v) in kept_e:
+            energy_rows.append(kept_e[(dtype, pas, n, v)])
+            continue
         if time.monotonic() - t_start > a.budget_s - a.energy_s:
             energy_rows.append(
                 {

@@ -110,3 +110,80 @@ def test_committed_files_have_the_scripts_columns_and_passed_their_checks():
         assert float(r["rel_err_o"]) <= float(r["tol_o"])
         if r["pass"] == "fwd_bwd":
             assert float(r["rel_err_grad"]) <= float(r["tol_grad"])
+
+
+def _earlier_run(folder):
+    """An earlier run's two files, written by the project's writer: the time case bf16/non-causal/d=64/
+    N=512 measured whole, N=1024 cut after two rows; energy (bf16, fwd, 1024) whole, (fp16, fwd, 1024)
+    with one variant skipped."""
+    from measurements.provenance import csv_text, write_measurement
+
+    def trow(n, v, pas, measured):
+        b, h = e.batch_heads(n)
+        row = {"variant": v, "implementation": e.IMPLEMENTATION[v], "dtype": "bf16", "pass": pas}
+        row.update(causal=False, batch=b, heads=h, seq_len=n, head_dim=64, reps=5 if measured else 0)
+        if measured:
+            row.update(median_ms="1.5", min_ms="1.4", max_ms="1.6", ok=True, note="first call 3 ms")
+        else:
+            row.update(ok=False, note="not run: past --time-budget-s 40")
+        return row
+
+    time_rows = [trow(512, v, p, True) for v in e.VARIANTS for p in e.PASSES]
+    time_rows += [
+        trow(1024, v, p, i < 2) for i, (v, p) in enumerate((v, p) for v in e.VARIANTS for p in e.PASSES)
+    ]
+
+    def erow(dtype, v, measured):
+        b, h = e.batch_heads(1024)
+        row = {"variant": v, "dtype": dtype, "pass": "fwd", "causal": False, "batch": b, "heads": h}
+        row.update(seq_len=1024, head_dim=64)
+        if measured:
+            row.update(status="ok", calls=100, seconds=1.0, joules=200.0, watts=200.0, idle_watts=80.0)
+            row.update(joules_per_call=2.0, joules_per_call_above_idle=1.2)
+        else:
+            row.update(status="skipped", note="past --budget-s 62")
+        return row
+
+    energy_rows = [{"variant": "idle", "status": "ok", "watts": 80.0}]
+    energy_rows += [erow("bf16", v, True) for v in e.VARIANTS]
+    energy_rows += [erow("fp16", v, v != "torch_flash") for v in e.VARIANTS]
+    record = {"run_id": "earlier-run", "what": "a test's earlier run"}
+    write_measurement(str(folder / "eager16_h200.csv"), csv_text(time_rows, e.TIME_FIELDS), record)
+    write_measurement(str(folder / "eager16_energy_h200.csv"), csv_text(energy_rows, e.ENERGY_FIELDS), record)
+
+
+def test_resume_keeps_whole_cases_of_the_earlier_run_and_reruns_the_rest(tmp_path):
+    _earlier_run(tmp_path)
+    kept_time, kept_energy, record = e.earlier_run(str(tmp_path), "h200")
+    # only whole cases are kept: N = 512 (8 rows), not the N = 1024 case cut after two rows
+    assert {r["seq_len"] for r in kept_time} == {512} and len(kept_time) == 8
+    assert all(r["causal"] is False and r["head_dim"] == 64 for r in kept_time)
+    # energy: (bf16, fwd, 1024) whole, so its four variants stay beside their flash partner; fp16 reruns
+    assert {(r["dtype"], r["variant"]) for r in kept_energy} == {("bf16", v) for v in e.VARIANTS}
+    assert record["time_cases_kept"] == [["bf16", "False", "64", "512"]]
+    assert set(record["resumed_from"]) == {"eager16_h200.csv", "eager16_energy_h200.csv"}
+    plan = subprocess.run(
+        [
+            sys.executable, str(ROOT / "benchmarks" / "eager16_h200.py"), "--out", str(tmp_path / "out"),
+            "--dry-run", "--resume", str(tmp_path), "--dtypes", "bf16", "--causal", "no", "--head-dims", "64",
+            "--seq-lens", "512,1024", "--energy-seq-lens", "1024",
+        ],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert [line.endswith("(kept)") for line in plan[1:3]] == [True, False]
+    energy = [line for line in plan if line.startswith("  energy")]
+    # the plan runs (fwd_bwd, 1K) first in both dtypes, then (fwd, 1K): only bf16 fwd is kept
+    assert [line.endswith("(kept)") for line in energy] == [False] * 8 + [True] * 4 + [False] * 4
+
+
+def test_resume_from_a_folder_without_the_files_is_one_line(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "eager16_h200.py"), "--out", str(tmp_path / "o"),
+         "--dry-run", "--resume", str(tmp_path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert (
+        out.returncode == 2
+        and out.stderr.startswith("error: --resume:")
+        and len(out.stderr.splitlines()) == 1
+    )

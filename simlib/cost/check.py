@@ -39,8 +39,30 @@ TC_DEFAULT = {"fa2_tc": "w4_bc64", "naive_tc": "w4_bc64"}
 _skipped: Counter = Counter()
 
 
-def _row(source, impl, w, ms, joules=None, launch=None, note=""):
+#: The model's freeze (docs/COST.md): commit 56eacf1, committed at this time. A committed measurement made
+#: later, at shapes fixed before it (a run that finished a grid the budget had cut), is labelled so.
+FREEZE_UTC = "2026-12-01T22:57:35+00:00"
+AFTER_FREEZE = "committed shapes measured after the freeze"
+
+
+def _sidecar(name: str) -> dict:
+    import json
+
+    path = MEASUREMENTS / (name + ".provenance.json")
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def measured_after_freeze(name: str, case: list[str], kept: str) -> bool:
+    """Whether the row of `case` in the committed file `name` was measured after the freeze: its run is
+    dated after it and the row is not one the run kept from an earlier run (its sidecar's `kept` list,
+    benchmarks/eager16_h200.py --resume)."""
+    side = _sidecar(name)
+    return side.get("date_utc", "") > FREEZE_UTC and case not in side.get(kept, [])
+
+
+def _row(source, impl, w, ms, joules=None, launch=None, note="", after_freeze=False):
     return {
+        "after_freeze": after_freeze,
         "source": source,
         "implementation": impl,
         "workload": w,
@@ -105,7 +127,13 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
             or not r.get("median_ms")
         ):
             continue
-        out.append(_row("eager16_h200.csv", "eager_bf16", workload_of_row(r), float(r["median_ms"])))
+        case = [r["dtype"], r["causal"], r["head_dim"], r["seq_len"]]
+        late = measured_after_freeze("eager16_h200.csv", case, "time_cases_kept")
+        out.append(
+            _row(
+                "eager16_h200.csv", "eager_bf16", workload_of_row(r), float(r["median_ms"]), after_freeze=late
+            )
+        )
     for r in _read("eager16_energy_h200.csv"):
         if r["variant"] != "eager_hf" or r["pass"] != "fwd" or r["status"] != "ok":
             continue
@@ -117,6 +145,9 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
                 w,
                 float(r["ms_per_call"]),
                 float(r["joules_per_call"]),
+                after_freeze=measured_after_freeze(
+                    "eager16_energy_h200.csv", [r["dtype"], r["pass"], r["seq_len"]], "energy_cases_kept"
+                ),
             )
         )
     for r in _read("fa2_tc_speed.csv"):  # fa2_tc version 4's default build (issue 22)
@@ -193,6 +224,7 @@ def compare(rows: list[dict]) -> pd.DataFrame:
                 "ratio_energy": joules / r["measured_j"] if r["measured_j"] else None,
                 "bound": top.bound if len(costs) == 1 else f"{top.bound} ({top.launch.name})",
                 "in_fit": any(_in_fit(r["source"], c.launch.klass, w) for c in costs),
+                "after_freeze": r.get("after_freeze", False),
             }
         )
     df = pd.DataFrame(out)
@@ -406,7 +438,8 @@ def cause(row) -> str:
 
 def table() -> pd.DataFrame:
     """Every committed measurement and every post-freeze one, predicted/measured, with the misses' causes."""
-    a = committed().assign(when="committed before the freeze")
+    a = committed()
+    a["when"] = a.after_freeze.map({True: AFTER_FREEZE, False: "committed before the freeze"})
     b = post_freeze().assign(when="measured after the freeze")
     cols = [
         "when",
@@ -458,6 +491,8 @@ def write_table(path: Path | None = None) -> Path:
                 "tc_side_by_side_h200_causal.csv",
                 "tc_bench_h200.csv",
                 "compare_h200_fast.csv",
+                "eager16_h200.csv",
+                "eager16_energy_h200.csv",
                 VALIDATION,
             )
             if (MEASUREMENTS / n).is_file()
@@ -508,7 +543,7 @@ def report_markdown() -> str:
         lines.append(
             f"| {when} | {len(g)} | {int(g.time_ok.sum())} | {int(e.sum())} | {int((g.energy_ok == True).sum())} |"  # noqa: E712
         )
-    a = t[t.when.str.startswith("measured after")]
+    a = t[t.when == "measured after the freeze"]
     lines += [
         "",
         "After the freeze (predictions from data/cost/predictions_after_freeze_h200.csv, measured in run "
