@@ -188,7 +188,7 @@ return named || sliders[0] || null;
 CHART_UNDER = """
 function chartUnder(slider) {
   const cell = slider.closest('.jp-Cell');
-  const img = cell && cell.querySelector('.jupyter-widgets-output-area img, .widget-output img');
+  const img = cell && cell.querySelector('.jp-OutputArea-output img.widget-image, .jupyter-widgets-output-area img, .widget-output img');
   return img ? img.src : null;
 }
 """
