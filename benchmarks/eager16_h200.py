@@ -54,7 +54,6 @@ row (measurements.provenance). Columns: data/measurements/README.md.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import math
 import os
@@ -502,10 +501,14 @@ def earlier_run(folder, tag):
 
 
 def parse_args(argv=None):
+    """The arguments, every one checked (the output folder too) before the GPU is asked for: a bad one
+    raises gpu_kernels.commands.UsageError (one line naming the flag, exit 2 in `main`)."""
+    from gpu_kernels.commands import OneLineParser
     from gpu_kernels.measure.side_by_side import names_of, positive_ints
+    from measurements.provenance import check_output_dir
     from simlib.cli_values import float_type, tag_type  # the parser of both CLIs: finite numbers, safe tags
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="benchmarks/eager16_h200.py", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--dtypes", type=names_of(DTYPES), default=list(DTYPES))
     p.add_argument("--causal", type=names_of(("no", "yes")), default=["no", "yes"])
@@ -551,24 +554,37 @@ def parse_args(argv=None):
         p.error(f"--min-reps {a.min_reps} exceeds --max-reps {a.max_reps}")
     if a.energy_s < 1.0:
         p.error(f"--energy-s: NVML's counter steps every 20-100 ms; loop at least 1 s, got {a.energy_s}")
+    try:
+        check_output_dir(a.out)
+    except ValueError as e:
+        p.error(str(e))
     return a
 
 
 def main(argv=None):
-    a = parse_args(argv)
-    from measurements.provenance import check_output_dir, csv_text, provenance, write_measurement
+    """Arguments first (one line, exit 2), then, unless --dry-run, the GPU check (one line, exit 2
+    without a GPU), and only then torch and the measurements."""
+    from gpu_kernels.commands import UsageError
+    from gpu_kernels.device import NoGPU, require_gpu
+    from measurements.provenance import csv_text, provenance, write_measurement
 
     try:
-        check_output_dir(a.out)
-    except ValueError as e:
+        a = parse_args(argv)
+    except UsageError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
     kept_time, kept_energy, resumed = [], [], {}
-    if a.resume:
+    if a.resume:  # an argument too: checked before the GPU
         try:
             kept_time, kept_energy, resumed = earlier_run(a.resume, a.tag)
         except (OSError, ValueError) as e:  # MeasurementFileError is a ValueError
             sys.stderr.write(f"error: --resume: {str(e).splitlines()[0]}\n")
+            return 2
+    if not a.dry_run:
+        try:
+            require_gpu("benchmarks/eager16_h200.py")
+        except NoGPU as e:
+            sys.stderr.write(f"error: {e}\n")
             return 2
     shapes = time_plan(a.dtypes, [c == "yes" for c in a.causal], a.head_dims, a.seq_lens)
     eplan = energy_plan(a.energy_dtypes, a.energy_seq_lens, a.variants)

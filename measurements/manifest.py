@@ -329,8 +329,11 @@ def recover(root: Path = ROOT) -> list[str]:
     rolled = []
     for staging in sorted(root.glob(f"{STAGING_PREFIX}*")):
         journal = staging / JOURNAL
-        if journal.is_file():
-            plan = json.loads(journal.read_text())
+        try:
+            plan = json.loads(journal.read_bytes()) if journal.is_file() else None
+        except ValueError:  # cut while being written: the first rename waits for its fsync, so none ran
+            plan = None
+        if isinstance(plan, dict):
             if not any(r["run_id"] == plan["run_id"] for r in read_manifest(root)):
                 _rollback(root, plan["renames"])
                 rolled.append(plan["run_id"])

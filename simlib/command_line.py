@@ -360,7 +360,10 @@ def run_sweep(args: argparse.Namespace) -> None:
         ]
         # '-' where a column does not apply (naive has no tiles): not pandas' NaN and <NA>
         shown = frame[cols].astype(object)
-        print(shown.where(shown.notna(), "-").to_string(index=False))
+        shown = shown.where(shown.notna(), "-")
+        if "roofline_s" in shown:  # 3 significant digits: pandas printed 1.37e-07 s as 0.0
+            shown["roofline_s"] = [f"{v:.3g}" if isinstance(v, float) else v for v in shown["roofline_s"]]
+        print(shown.to_string(index=False))
 
 
 def run_kvcache(args: argparse.Namespace) -> None:

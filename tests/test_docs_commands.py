@@ -1,5 +1,7 @@
-"""Every command in a command block of README.md and docs/*.md runs as written (issue 26: `python -m
-gpu_kernels compare` failed for want of --out; bare `python -m` fails outside the venv).
+"""Every command in a command block of README.md, docs/*.md and data/measurements/README.md runs as
+written (issue 26: `python -m gpu_kernels compare` failed for want of --out; bare `python -m` fails
+outside the venv), every ```pycon block runs as a doctest, every relative link of those pages leads to
+a file, and README.md stays a landing page (what it is, the two commands, what to open first, links).
 
 A block is a fenced ```sh / ```bash / ```shell block; a backslash joins lines and `#` starts a comment.
 `make TARGET` lines must name a Makefile target (`make -n` dry run: `make lab` would start a server and
@@ -10,6 +12,7 @@ RUN, in `import-run data/measurements/incoming/RUN`, stands for a device run's f
 must answer in one line that the folder is not there (tests/test_manifest.py files real ones).
 """
 
+import doctest
 import os
 import re
 import shlex
@@ -21,8 +24,14 @@ import pytest
 from kernel_helpers import REPO
 
 ROOT = Path(REPO)
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "data" / "measurements" / "README.md",
+]
 BLOCK = re.compile(r"^```(?:sh|bash|shell)\n(.*?)^```", re.S | re.M)
+PYCON = re.compile(r"^```pycon\n(.*?)^```", re.S | re.M)
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 NO_GPU = "error: no CUDA GPU found; "
 #: gpu_kernels subcommands that need a GPU (run only with --simulate does not)
 GPU_COMMANDS = ("bench", "compare", "tune", "ncu", "profile", "asm", "ceilings", "side-by-side", "run")
@@ -45,7 +54,57 @@ COMMANDS = commands()
 
 
 def test_the_docs_have_command_blocks():
-    assert len(COMMANDS) >= 20, COMMANDS  # README's blocks: make targets, simlib, evidence, gpu_kernels
+    where = {w for w, _ in COMMANDS}
+    assert len(COMMANDS) >= 25, COMMANDS  # make targets, simlib, evidence, gpu_kernels, import-run
+    assert {"README.md", "docs/COMMANDS.md", "docs/SETUP.md", "data/measurements/README.md"} <= where
+    moved = [c for w, c in COMMANDS if w == "docs/COMMANDS.md"]  # the command reference left README
+    for sub in (
+        "count",
+        "sweep",
+        "predict",
+        "energy",
+        "kvcache",
+        "figure2",
+        "claims",
+        "compare",
+        "side-by-side",
+    ):
+        assert any(f" {sub} " in f" {c} " for c in moved), f"docs/COMMANDS.md has no {sub} command"
+
+
+def test_readme_is_a_landing_page():
+    """README was 201 lines before a newcomer learned what to open first; now: what it is, the two
+    commands, what to open first, the lectures and links, with the reference in docs/."""
+    text = (ROOT / "README.md").read_text()
+    lines = text.splitlines()
+    heads = [line for line in lines if line.startswith("## ")]
+    assert heads[:2] == ["## Two commands", "## What to open first"], heads
+    assert lines.index("## What to open first") < 40
+    first_block = BLOCK.search(text).group(1)
+    assert first_block.startswith("make lab ") and "\nmake test " in first_block
+    assert len(lines) <= 100, len(lines)
+    for page in ("docs/COMMANDS.md", "docs/SETUP.md", "docs/ARCHITECTURE.md", "docs/handouts/index.html"):
+        assert f"]({page})" in text, f"README.md does not link {page}"
+
+
+@pytest.mark.parametrize("doc", [d.relative_to(ROOT).as_posix() for d in DOCS])
+def test_every_relative_link_leads_to_a_file(doc):
+    path = ROOT / doc
+    targets = [t for t in LINK.findall(path.read_text()) if "://" not in t and not t.startswith("mailto:")]
+    missing = [t for t in targets if not (path.parent / t).exists()]
+    assert not missing, f"{doc}: links to missing files {missing}"
+
+
+PYCONS = [(d.relative_to(ROOT).as_posix(), b) for d in DOCS for b in PYCON.findall(d.read_text())]
+
+
+@pytest.mark.parametrize("where,block", PYCONS, ids=[w for w, _ in PYCONS])
+def test_python_block_runs_as_a_doctest(where, block):
+    test = doctest.DocTestParser().get_doctest(block, {}, where, where, 0)
+    assert test.examples, f"{where}: a pycon block without >>> examples"
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0, f"{where}: the Python block's output differs"
 
 
 def _argv(command: str, scratch: Path) -> list[str]:

@@ -5,6 +5,7 @@ headers are the script's columns, and every timed row passed its float64 check."
 
 import csv
 import doctest
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -71,15 +72,39 @@ def test_flash_ratios_pair_the_same_shape():
         (["--variants", "nope"], "--variants"),
         (["--min-reps", "9", "--max-reps", "3"], "--min-reps"),
         (["--budget-s", "0"], "--budget-s"),
+        (["--budget-s", "nan"], "--budget-s"),
+        (["--time-budget-s", "inf"], "--time-budget-s"),
+        (["--tag", "a/b"], "--tag"),
+        (["--tag", "../x"], "--tag"),
+        (["--tag", ""], "--tag"),
+        (["--out", "/dev/full"], "--out"),
+        (["--out", str(ROOT / "README.md" / "sub")], "--out"),
+        (["--resume", str(ROOT / "docs")], "--resume"),  # a folder without the earlier run's files
     ],
 )
-def test_bad_arguments_exit_2_naming_the_flag(args, message, tmp_path):
+def test_bad_arguments_exit_2_in_one_line_naming_the_flag(args, message, tmp_path):
+    """Before: a usage block, and every bad --out or --tag got past the check until torch was imported
+    (a traceback without torch, a device run lost at save time with it)."""
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "eager16_h200.py"), "--out", str(tmp_path), *args],
         capture_output=True,
         text=True,
     )
-    assert out.returncode == 2 and message in out.stderr.splitlines()[-1]
+    lines = out.stderr.splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and message in lines[0] and out.stdout == "", out.stderr
+
+
+def test_good_arguments_without_a_gpu_get_the_one_line_answer(tmp_path):
+    """Before: `ModuleNotFoundError: No module named 'torch'` (a traceback) on a machine without a GPU."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "eager16_h200.py"), "--out", str(tmp_path / "new")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
+    )
+    assert out.returncode == 2 and out.stdout == "", out.stderr
+    assert out.stderr.startswith("error: no CUDA GPU found; ") and out.stderr.count("\n") == 1, out.stderr
+    assert not (tmp_path / "new").exists()  # nothing written before the GPU check
 
 
 def test_dry_run_prints_the_plan_without_a_gpu(tmp_path):

@@ -60,6 +60,21 @@ def test_sweep_table_marks_what_does_not_apply_with_a_dash(capsys):
     assert "128" in fa2.split()
 
 
+def test_sweep_table_shows_the_roofline_time_in_significant_digits(capsys):
+    """The roofline column printed 0.0 for every shape below a millisecond (1.37e-07 s at N = 256)."""
+    from simlib import load_preset
+
+    argv = ["sweep", "--algorithm", "naive", "--seq-len", "256", "--head-dim", "64", "--gpu", "h200"]
+    rc, out, _ = run_simlib(argv, capsys)
+    header, row = out.splitlines()
+    shown = float(row.split()[header.split().index("roofline_s")])
+    # naive at N = 256, d = 64, fp16: reads 3Nd + 2N^2, writes 2N^2 + Nd elements of 2 B, over HBM's bandwidth
+    n, d = 256, 64
+    hbm_bytes = 2 * (3 * n * d + 2 * n * n + 2 * n * n + n * d)
+    expected = hbm_bytes / load_preset("h200").level("HBM").bandwidth_bytes_per_s
+    assert rc == 0 and shown == pytest.approx(expected, rel=5e-3), (shown, expected)
+
+
 def test_make_lab_takes_a_port():
     dry = subprocess.run(["make", "-n", "lab", "PORT=8899"], cwd=REPO, capture_output=True, text=True)
     assert dry.returncode == 0 and "--ServerApp.port=8899 --ServerApp.port_retries=0" in dry.stdout

@@ -190,7 +190,7 @@ def test_fuzz_gpu_kernels_commands_up_to_the_gpu_check(command, capsys, tmp_path
         flags += [
             (f, True) for f in ("--batch", "--heads", "--kv-heads", "--reps", "--min-reps", "--budget-s")
         ]
-        flags += [("--tag", True)]
+        flags += [("--tag", True), ("--shape", True)]
         assert parse_args  # the parser the fuzz goes through, via cli.main
     else:
         flags = _flags(GPU, command)

@@ -232,6 +232,15 @@ CRASH = textwrap.dedent(
     mf.os.replace = crash
     if where == "cleanup":
         mf.shutil.rmtree = lambda *a, **k: os._exit(9)
+    if where == "journal":  # the process dies half-way through writing the journal
+        write_new = mf._write_new
+        def cut(path, data):
+            if path.name == mf.JOURNAL:
+                with open(path, "xb") as f:
+                    f.write(data[: len(data) // 2])
+                os._exit(9)
+            write_new(path, data)
+        mf._write_new = cut
     mf.import_run(folder, "run16", "x", root=root)
     """
 )
@@ -250,6 +259,19 @@ def test_a_crash_between_steps_is_rolled_back_by_the_next_import(tree, step):
     assert snapshot(root) == before
     mf.import_run(incoming, "run16", "x", root=root)  # and the run imports cleanly afterwards
     assert (root / "current" / "bench_h200.csv").read_text() == "a\n2\n"
+
+
+def test_a_crash_while_writing_the_journal_is_cleaned_up_by_the_next_import(tree):
+    """Before: the next import (and every later one) died on the cut journal with a JSONDecodeError."""
+    root, incoming = tree
+    before = snapshot(root)
+    p = subprocess.run([sys.executable, "-c", CRASH, "0", root, incoming, "journal"], cwd=REPO)
+    assert p.returncode == 9 and mf.pending_imports(root)
+    with mf.locked(root):
+        assert mf.recover(root) == []  # no rename had happened: nothing to roll back
+    assert snapshot(root) == before
+    assert cli(incoming, "--run-id", "run16", "--command", "x", "--root", root).returncode == 0
+    assert mf.lookup("bench_h200.csv", root=root).read_text() == "a\n2\n"
 
 
 def test_a_crash_after_the_commit_keeps_the_run(tree):

@@ -107,6 +107,36 @@ def test_good_device_arguments_reach_the_one_line_no_gpu_answer(command, tmp_pat
     assert not (tmp_path / "new").exists()  # nothing created before the GPU is there
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "1_6:1:1:64:64",  # int() reads 16
+        "\u0661:1:1:64:64",  # an Arabic-Indic one
+        " 1:1:1:64:64",
+        "0:1:1:64:64",
+        "1:1:1:64:64:0",
+        "1:3:2:64:64",  # H_kv does not divide H
+        "1:1:1:64:63",  # a head dim the kernels do not have
+        "99999999999999999999:1:1:64:64",  # B = 10^20: accepted before, refused by simlib's Workload
+        "1:1:1:2199023255552:64",  # N = 2^41
+        "1:1:1:64:64:2199023255552",  # q_len = 2^41
+        "1:1:1:64",
+        "1:1:1:64:64:1:1",
+    ],
+)
+def test_side_by_side_shape_is_checked_before_the_gpu(shape, capsys, tmp_path):
+    rc, out, err = run_main(gk_cli.main, ["side-by-side", "--out", str(tmp_path), f"--shape={shape}"], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1 and "argument --shape" in err, err
+    assert NO_GPU_START not in err
+
+
+def test_a_good_side_by_side_shape_reaches_the_one_line_no_gpu_answer(tmp_path):
+    proc = run_cli(["side-by-side", "--out", str(tmp_path / "new"), "--shape", "8:32:8:32768:128:1"])
+    err = proc.stderr
+    assert proc.returncode == 2 and proc.stdout == "" and err.startswith("error: " + NO_GPU_START), err
+    assert err.count("\n") == 1 and not (tmp_path / "new").exists()
+
+
 def test_side_by_side_usage_errors_are_one_line(capsys, tmp_path):
     """side-by-side printed argparse's usage block and a second line."""
     rc, out, err = run_main(gk_cli.main, ["side-by-side", "--bogus"], capsys)
@@ -286,3 +316,26 @@ def test_kernels_refuse_nan_inputs():
     v[0, 0, 3, 2] = np.nan
     with pytest.raises(ValueError, match="^v has NaN values"):
         run_tiled(q, k, v)
+
+
+@pytest.mark.parametrize(
+    "shapes,needle",
+    [
+        ("1_6,1,64,64,0", "with integers"),
+        ("\u0661,1,64,64,0", "with integers"),
+        ("0,1,64,64,0", "batch must be a positive integer"),
+        ("1,1,2199023255552,64,0", "seq_len must be at most"),
+        ("1,1,64,64,2", "causal must be 0 or 1"),
+    ],
+)
+def test_cost_check_predict_shapes_are_checked_in_one_line(shapes, needle, tmp_path):
+    """`python -m simlib.cost.check --predict` read '1_6' as 16 and gave a traceback for a bad shape."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "simlib.cost.check", "--predict", shapes, "--out", str(tmp_path / "p.csv")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("error: --predict: ") and needle in proc.stderr, proc.stderr
+    assert not (tmp_path / "p.csv").exists()

@@ -61,12 +61,14 @@ def test_model_vs_ncu_writes_through_a_symlink_and_never_over_its_profile(tmp_pa
     [
         ["simlib", *SWEEP, "--csv", "file.csv/"],
         ["gpu_kernels", "model-vs-ncu", "--out", "file.csv/"],
+        ["simlib.cost.check", "--out", "file.csv/"],  # wrote ./file.csv, after the whole table's work
     ],
 )
 def test_a_destination_that_names_a_folder_is_refused_by_its_flag(tmp_path, command):
     line = one_line(run(*command, cwd=tmp_path))
     flag = command[command.index("file.csv/") - 1]
     assert line.startswith(f"error: {flag}: 'file.csv/'") and ".tmp" not in line and ".part" not in line
+    assert not os.listdir(tmp_path)
 
 
 def test_check_destination_follows_a_dangling_link_to_its_folder(tmp_path):

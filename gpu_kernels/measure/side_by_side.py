@@ -398,7 +398,14 @@ def shape_spec(text):
         raise argparse.ArgumentTypeError(
             f"{text!r}: the tensor-core kernels support head dims 64 and 128, got {d}"
         )
-    return (b, h, hkv, n, d, parts[5] if len(parts) == 6 else None)
+    q_len = parts[5] if len(parts) == 6 else None
+    from simlib.workload import Workload
+
+    try:  # the model's own ranges (B, H ≤ 2^32, N, q_len ≤ 2^40): what simlib refuses is refused here too
+        Workload(n, d, b, h, dtype="bf16", kv_heads=hkv, query_len=q_len)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+    return (b, h, hkv, n, d, q_len)
 
 
 def parse_args(argv=None):

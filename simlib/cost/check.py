@@ -263,11 +263,17 @@ VALIDATED = (
 def parse_shapes(text: str) -> list[tuple[int, int, int, int, bool]]:
     """'B,H,N,d,causal;...' (causal 0 or 1) as tuples; ValueError naming --predict otherwise."""
     out = []
+    from ..cli_values import nonnegative_int
+
     for part in text.split(";"):
-        try:
-            b, h, n, d, c = (int(x) for x in part.split(","))
-        except ValueError:
+        try:  # ASCII digits only (int() also reads '1_6' and other scripts' digits)
+            b, h, n, d, c = (nonnegative_int(x) for x in part.split(","))
+        except (ValueError, argparse.ArgumentTypeError):
             raise ValueError(f"--predict: expected B,H,N,d,causal;... with integers, got {part!r}") from None
+        try:
+            Workload(n, d, b, h)  # the model's ranges: positive, B, H ≤ 2^32, N ≤ 2^40
+        except ValueError as e:
+            raise ValueError(f"--predict: {part!r}: {e}") from None
         if c not in (0, 1):
             raise ValueError(f"--predict: causal must be 0 or 1, got {c}")
         out.append((b, h, n, d, bool(c)))
@@ -312,14 +318,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--markdown", action="store_true", help="print docs/COST.md's generated tables")
     args = p.parse_args(argv)
+    try:  # the destination and the shapes before any work: one line naming the flag, exit 2
+        if args.out is not None:
+            from ..safe_write import check_destination
+
+            check_destination(args.out, "--out")
+        shapes = parse_shapes(args.predict) if args.predict else None
+        return _main(args, shapes)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace, shapes: list[tuple[int, int, int, int, bool]] | None) -> int:
     if args.markdown:
         print(report_markdown(), end="")
         return 0
     if args.table:
         print(f"wrote {write_table()}")
         return 0
-    if args.predict:
-        df = predict_shapes(parse_shapes(args.predict), args.frozen_commit)
+    if shapes:
+        df = predict_shapes(shapes, args.frozen_commit)
         if args.out:
             from ..safe_write import write_atomic
 
