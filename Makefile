@@ -94,13 +94,15 @@ handouts: $(EXECUTED)
 
 # A real browser (tests/test_browser.py): JupyterLab as `make lab` starts it, lecture 07 run in headless
 # Chromium, a slider moved (the chart must change, no cell may show an error), the notebook saved with
-# Ctrl+S (the script and `git status notebooks/` must not change); then lecture 07's slide deck opened with
-# the network blocked (no request may leave file://, speaker notes hidden from the audience). Installs
-# Debian's chromium and chromium-driver with apt-get when missing; nothing is downloaded at run time.
+# Ctrl+S (the script and `git status notebooks/` must not change); every control of lectures 03, 04 and 07
+# moved once (its chart must change, each redraw under 1 s of CPU, course.live.REDRAWS); then every deck of
+# `make slides` opened at 1280x800 with the network blocked (no slide may overflow or scroll, no request may
+# leave file://) and lecture 07's speaker notes checked (hidden from the audience, shown in the speaker view).
+# Installs Debian's chromium and chromium-driver with apt-get when missing; nothing is downloaded at run time.
 # `FLASHIO_BROWSER_ALL=1 make test-browser` also runs and saves every lecture in JupyterLab (about 3 minutes).
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-test-browser: $(STAMP)
+test-browser: $(STAMP) slides
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || { $(SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends chromium chromium-driver; }
 	FLASHIO_BROWSER=1 $(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_browser.py

@@ -108,6 +108,9 @@ display(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. The kernels count exactly what the model counts
 #
+# Compiled with counters on, each thread counts its HBM and shared-memory (SRAM) accesses in registers and adds them atomically at the end.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Compiled with counters on, each thread counts its HBM and shared-memory (SRAM) accesses in
 # registers and adds them atomically at the end. On the simulator the sizes are tiny (each CUDA thread
 # is a Python thread), which is enough: the counts are exact integers, so one wrong access would show.
@@ -120,7 +123,7 @@ w = Workload(seq_len=32, head_dim=16, batch=1, heads=2, dtype="fp32")
 fa2 = count("fa2", w, block_rows=tiled.block_rows, block_cols=tiled.block_cols)
 pd.DataFrame({"kernel counted (B)": tiled.counts, "simlib (B)": {c: getattr(fa2, c) for c in tiled.counts}})
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 q, k, v = random_qkv(1, 1, 64, 64, seed=2)
 tc = run_fa2_tc(q, k, v, dtype="bf16", count=True)
 w = Workload(seq_len=64, head_dim=64, batch=1, heads=1, dtype="bf16")
@@ -135,7 +138,7 @@ fa2 = count(
 )
 pd.DataFrame({"kernel counted (B)": tc.counts, "simlib (B)": {c: getattr(fa2, c) for c in tc.counts}})
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 on_gpu = pd.concat(
     [readers.counter_differences(p).assign(dtype=dt) for dt, p in PROFILES.items()], ignore_index=True
 )
@@ -163,13 +166,14 @@ per_kernel
 #
 # Per kernel and profiled shape (Nsight Compute with `--cache-control all`, so every launch starts
 # from a cold L2):
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # * **logical HBM reads** — simlib, the paper's two-level model;
 # * **L1 sectors × 32 B** — ncu `l1tex__t_sectors_pipe_lsu_mem_global_op_ld`: what the warps request;
 # * **DRAM reads** — ncu `dram__bytes_read`, next to the physical model's prediction (`simlib.physical`:
 #   warps, 32-byte sectors, waves of blocks and an L2 that catches re-read tiles).
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 levels = pd.concat(
     [readers.bytes_by_level(PROFILES[dt], MVN[dt]).assign(dtype=dt) for dt in REGIMES], ignore_index=True
 )
@@ -203,7 +207,7 @@ fig.suptitle(
 )
 plt.show()
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 exact = (levels["L1 sectors × 32 (ncu)"] == levels["logical HBM reads"]).all()
 big = levels[(levels["N"] == levels.groupby("dtype")["N"].transform("max")) & (levels["d"] == D_CHART)]
 big = big.set_index("kernel")
@@ -236,6 +240,9 @@ display(Markdown("\n".join(lines)))
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. Two regimes: where is the ridge?
 #
+# The roofline of lecture 4:
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # The roofline of lecture 4: a kernel whose arithmetic intensity (FLOP per HBM byte) is below the
 # ridge point (peak FLOP/s ÷ HBM bandwidth) is memory-bound. The H200 has two very different ridges:
 # fp32 on CUDA cores and bf16 on tensor cores share the same memory but not the same arithmetic.
@@ -259,7 +266,7 @@ for ax, dt in zip(axes, REGIMES):
 axes[1].set_ylabel("")
 plt.show()
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 ridge = {dt: roofs[("naive", dt)].ridge_point for dt in REGIMES}
 ai = {key: r.arithmetic_intensity for key, r in roofs.items()}
 speed = {dt: roofs[("naive", dt)].time_s / roofs[("fa2", dt)].time_s for dt in REGIMES}
@@ -286,6 +293,9 @@ display(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Time in fp32: the teaching kernels next to cuBLAS and PyTorch
 #
+# Our three fp32 kernels — `naive` (three launches through HBM), `tiled` (the readable FlashAttention-2, one thread per query row) and `fast` (register-tiled FlashAttention-2) — next to the standard ones in the same dtype:
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Our three fp32 kernels — `naive` (three launches through HBM), `tiled` (the readable FlashAttention-2,
 # one thread per query row) and `fast` (register-tiled FlashAttention-2) — next to the standard ones in
 # the same dtype: cupy's naive attention (cuBLAS fp32 matmuls + softmax) and PyTorch's SDPA `math`
@@ -304,7 +314,7 @@ axes[0].legend(fontsize=8, loc="upper left")
 axes[1].set_ylabel("")
 plt.show()
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 FP32_PAIRS = [  # (baseline, kernel): the speed-up of `kernel` over `baseline` = baseline time / kernel time
     ("numba_naive", "numba_tiled"),
     ("cupy_naive", "numba_tiled"),
@@ -321,7 +331,7 @@ display(
 )
 fp32_speed.style.format("{:.2f}×")
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 s = readers.speedups(fp32, FP32_PAIRS).set_index(["baseline", "kernel"])["speed-up"]
 tiled_naive, cublas_tiled = s.loc[("numba_naive", "numba_tiled")], s.loc[("cupy_naive", "numba_tiled")]
 fast_cublas = s.loc[("cupy_naive", "numba_fast")]
@@ -360,6 +370,9 @@ display(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. Time in bf16: our tensor-core kernels next to FlashAttention-2 and cuDNN
 #
+# `naive_tc` and `fa2_tc` (mma.sync from numba) next to cuBLAS and PyTorch SDPA's backends, one run.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # `naive_tc` (S = QKᵀ written to HBM in bf16, row softmax, O = PV; `mma.sync` from numba through inline
 # PTX) and `fa2_tc` (FlashAttention-2 with S and P in registers) next to cupy's naive attention (cuBLAS
 # in the dtype + softmax) and PyTorch SDPA's `math`, `flash` (FlashAttention-2), `cuDNN` and
@@ -394,7 +407,7 @@ fig.legend(handles, labels, fontsize=8.5, loc="outside lower center", ncol=5)
 axes[1].set_ylabel("")
 plt.show()
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 N_TC = int(bf16["seq_len"].max())
 top = bf16[bf16["seq_len"] == N_TC].assign(
     variant=lambda f: f["kernel"].map(charts.VARIANT_LABELS),
@@ -412,7 +425,7 @@ display(
 )
 top.sort_values(("tflops", top.columns.get_level_values(1).max())).style.format("{:.3g}")
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 TC_PAIRS = [
     ("naive_tc", "fa2_tc"),
     ("torch_math", "torch_flash"),
@@ -432,7 +445,7 @@ display(
 )
 tc_speed.style.format("{:.2f}×", na_rep="—")
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 s = readers.speedups(bf16, TC_PAIRS).set_index(["baseline", "kernel"])["speed-up"]
 big_n = readers.speedups(bf16[bf16["seq_len"] >= 4096], TC_PAIRS).set_index(["baseline", "kernel"])[
     "speed-up"
@@ -473,7 +486,7 @@ display(
     )
 )
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 causal = tc_all[tc_all["causal"] & (tc_all["dtype"] == "bf16")]
 if causal.empty:
     display(Markdown("The committed runs have no timed causal rows."))
@@ -500,7 +513,8 @@ else:
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### fa2_tc version 4: FA2's layout and instruction diet (issue 22)
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # The side by side above timed fa2_tc's version 3. Version 4 gives each of 4 warps 32 query rows
 # (Br = 128, FA2's layout), addresses shared memory through 32-bit pointers with compile-time offsets,
 # and computes each probability as one FFMA and one `ex2.approx.ftz` (gpu_kernels/tensor_core/
@@ -511,7 +525,7 @@ else:
 v4 = readers.fa2_tc_speed()
 v4.round(3)
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 Markdown(
     f"fa2_tc / torch flash: {v4['fa2_tc / flash'].min():.2f}–{v4['fa2_tc / flash'].max():.2f} over these "
     f"{len(v4)} shapes (d = 64: {v4[v4.head_dim == 64]['fa2_tc / flash'].min():.2f}–"
@@ -522,6 +536,9 @@ Markdown(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The other regime: decode_tc, a kernel bound by HBM on purpose
 #
+# A decode step (one new token per head against a long KV cache) has about g FLOP per byte:
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # A decode step (one new token per head against a long KV cache) has about g FLOP per byte: far below
 # either ridge, so its kernel is judged by bandwidth, not TFLOP/s. `decode_tc` (flash-decoding on the
 # tensor cores, counted equal to simlib's `decode_tc` schedule) against the device-to-device copy of the
@@ -533,7 +550,7 @@ decode = decode_speed.summary()
 shown = ["B", "H", "H_kv", "q_len", "L", "KV cache (MB)", "decode_tc (µs)", "decode_tc / copy"]
 decode[[*shown, "decode_tc / best SDPA"]].round(2)
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 big = decode[(decode["KV cache (MB)"] > 250) & (decode.q_len == 1)]
 Markdown(
     f"With ≥ 250 MB of cache and one query per head decode_tc streams at {big['decode_tc / copy'].min():.0%}–"
@@ -543,14 +560,14 @@ Markdown(
     f"({decode['decode_tc / copy'].min():.0%} of the copy)."
 )
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "notes"}
 # ### naive_tc ÷ fa2_tc: the HBM roofline's prediction against the measurement
 #
 # simlib's counts of both kernels at the side by side's workload, on a roofline with the card's
 # *measured* ceilings (the `mma.sync` loop and the copy bandwidth). The model counts fa2_tc's K/V
 # re-reads as HBM traffic; part 2 showed that the L2 serves most of them.
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 pred = readers.roofline_speedups(bf16, "naive_tc", "fa2_tc", MEASURED_H200, FA2_TC_V3)  # version 3 was timed
 pred.style.format(
     {"model speed-up": "{:.2f}×", "measured speed-up": "{:.2f}×"}
@@ -560,6 +577,9 @@ pred.style.format(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. The physical model against Nsight Compute, metric by metric
 #
+# `simlib.physical` predicts every ncu metric of every launch from the kernels' code:
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # `simlib.physical` predicts every ncu metric of every launch from the kernels' code: the byte addresses
 # of one representative warp instruction per access pattern, its 32-byte sectors or shared-memory
 # wavefronts, times the number of such instructions; DRAM from reuse distances against the L2. No
@@ -570,7 +590,7 @@ pred.style.format(
 per_metric = readers.model_vs_ncu_summary(MVN, min_seq_len=TARGET_MIN_N, tolerance=TOLERANCE)
 per_metric
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 targets = {dt: m[m["target"]] for dt, m in MVN.items()}
 display(
     Markdown(
@@ -586,7 +606,8 @@ readers.target_misses(MVN, TARGET_MIN_N).style.format({"ratio": "{:.3g}"}).hide(
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7. Predicted before measured: every kernel's time and energy from its shape
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # The physical model's bytes become seconds and joules in `simlib.cost`: each launch's work per unit
 # (DRAM after L2, L2, shared wavefronts, instructions, tensor-core, FFMA and exp operations) over the
 # rate a micro-benchmark reached, the binding roof at the fraction of it the launch class reached in the
@@ -595,7 +616,7 @@ readers.target_misses(MVN, TARGET_MIN_N).style.format({"ratio": "{:.3g}"}).hide(
 # committed runs, **freeze** the model (a commit), write its predictions for shapes nobody had measured
 # into a committed file, then measure those shapes once and report the ratios unchanged.
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 from course import predictions  # noqa: E402
 from simlib.cost.check import KEY_COLUMNS  # noqa: E402
 
@@ -629,7 +650,7 @@ fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.01), nco
 plt.show()
 
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 def within(frame, column, ok):
     rows = frame[column].notna()
     return f"{int(frame.loc[rows, ok].astype(bool).sum())} of {int(rows.sum())}"

@@ -38,6 +38,18 @@
 # Lecture 5 (model, kernels and hardware; the physical model), lecture 4 (the roofline). What an L2
 # cache, a warp, a thread block and occupancy are.
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Reading (30 minutes)**
+#
+# | Minutes | Part |
+# |---|---|
+# | 8 | 1. Model vs hardware, metric by metric |
+# | 12 | 2. A head cut by a wave boundary: three L2 probes and a trace |
+# | 6 | 3. Why the readable kernel is slow: occupancy and the instruction mix |
+# | 4 | Quiz: three questions, each checked against the H200's counters |
+#
+# Not a lecture: read it after lecture 5, alone or for a seminar, and end with the quiz.
+
 # %% slideshow={"slide_type": "skip"} tags=["remove-input"]
 import dataclasses
 
@@ -83,6 +95,10 @@ def ncu_value(kernel, metric, n, d, profile=NCU):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. Model vs hardware, metric by metric
 #
+# The physical model (`simlib.physical`, no fitted constant) divided by Nsight Compute, for every
+# profiled launch and shape; first the fp32 kernels, then the bf16 tensor-core kernels.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # `simlib.physical` writes out the byte addresses of one representative warp instruction per access
 # pattern (thread mapping, grid order, shared-memory padding), counts its 32-byte sectors or
 # shared-memory wavefronts, and multiplies by the number of such instructions; DRAM comes from reuse
@@ -90,9 +106,11 @@ def ncu_value(kernel, metric, n, d, profile=NCU):
 # the occupancy limits come from the CUDA guide, NVIDIA's whitepapers or the device query
 # (`docs/L2_INVESTIGATION.md`). Every profiled launch and shape:
 
-# %% tags=["remove-input"] alt="Two charts of the physical model divided by Nsight Compute for eight metrics, one point per launch and shape, with the \u00b15 % band around 1: first the fp32 naive and tiled kernels, then the bf16 tensor-core kernels naive_tc and fa2_tc"
-for regime, table in MVN.items():
-    fig, ax = plt.subplots(figsize=(13, 5.2))
+
+# %% tags=["remove-input"] alt="The physical model divided by Nsight Compute for eight metrics of the fp32 naive and tiled kernels, one point per launch and shape, with the \u00b15 % band around 1"
+def model_over_ncu(regime):
+    table = MVN[regime]
+    fig, ax = plt.subplots(figsize=(11, 4.6))
     handles = charts.plot_model_vs_ncu(ax, table, readers.METRIC_NAMES, TOLERANCE)
     ax.legend(handles=handles, fontsize=8.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     shape = f"B = {table['batch'].iloc[0]}, H = {table['heads'].iloc[0]}"
@@ -100,7 +118,13 @@ for regime, table in MVN.items():
     plt.show()
 
 
-# %% tags=["remove-input"]
+model_over_ncu("fp32")
+
+# %% tags=["remove-input"] slideshow={"slide_type": "subslide"} alt="The physical model divided by Nsight Compute for eight metrics of the bf16 tensor-core kernels naive_tc and fa2_tc, one point per launch and shape, with the \u00b15 % band around 1"
+model_over_ncu("bf16")
+
+
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 def spread(metric, table, sel=None):
     sub = table[(table["metric"] == metric) & table["ratio"].notna()]
     sub = sub[sel(sub)] if sel is not None else sub
@@ -130,7 +154,7 @@ display(
     )
 )
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 readers.target_misses(MVN, TARGET_MIN_N).style.format({"ratio": "{:.3g}"}).hide(axis="index")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -173,6 +197,11 @@ display(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### What does the L2 keep? Three micro-benchmarks
 #
+# One kernel re-reads a buffer of F bytes (reuse distance F); the share of re-reads served from DRAM,
+# with the element re-read by its own thread, a neighbouring block, or a random block (as the tiled kernel's
+# K/V tiles are).
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # One kernel reads a buffer of F bytes several times over, so between two reads of an element the
 # whole buffer passes through (reuse distance F). ncu's DRAM read bytes, minus the first (compulsory)
 # pass, over the re-reads, is the share of re-reads the L2 did not serve
@@ -182,7 +211,7 @@ display(
 # * **shuffled**: a random block each pass, so every line is read from SMs of both L2 partitions —
 #   as every K/V tile of the tiled kernel is.
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 # each probe's first launch only compiles (its footprint is left unnamed: NaN), then one per size
 sizes = (np.nan, *l2_evidence.NCU_SIZES_MIB)
 probes = {}
@@ -194,7 +223,7 @@ l2_table = pd.concat(
 )
 l2_table.style.format("{:.1%}")
 
-# %% tags=["remove-input"] alt="Share of re-reads served from DRAM against the reuse distance (buffer footprint in MiB) for the own, rotating and shuffled L2 probes on the H200, with the 60 MiB L2 capacity marked"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="Share of re-reads served from DRAM against the reuse distance (buffer footprint in MiB) for the own, rotating and shuffled L2 probes on the H200, with the 60 MiB L2 capacity marked"
 fig, ax = plt.subplots(figsize=(6.6, 3.9))
 for name, t in probes.items():
     ax.plot(t["footprint (MiB)"], 100 * t["re-reads missed"].clip(lower=0), marker="o", label=name)
@@ -207,7 +236,7 @@ ax.legend(title="re-read by")
 plt.show()
 
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 def first_miss(name, share=0.01):
     t = probes[name]
     return int(t[t["re-reads missed"] >= share]["footprint (MiB)"].min())
@@ -232,12 +261,16 @@ display(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The tiled kernel's re-reads, measured
 #
+# The same kernel under ncu at several N and heads: the K/V a later wave reads again, and how much of
+# that re-read came from DRAM. The model predicts 0 % in every row.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # The same kernel under ncu at several N with the profile's heads, and with fewer heads
 # (`benchmarks/l2_shuffled_run.sh`, `l2_heads_run.sh`). The model's re-read K/V is what a later wave
 # reads again; "re-reads missed" is the DRAM traffic beyond the compulsory Q, K, V over it. The model
 # predicts 0 % in every row (each reuse distance is under the L2's capacity).
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 tiled_n = l2_evidence.tiled_rereads(
     lookup("tiled_l2_ncu_h200.csv"), [(n, d, H_PROF) for n, d in l2_evidence.TILED_NCU_SHAPES], H200
 )
@@ -261,7 +294,7 @@ tiled_all.style.format(
     {c: "{:.1f}" for c in reread_cols[3:9] if c != "waves"} | {"re-reads missed": "{:.0%}"}, na_rep="—"
 ).hide(axis="index")
 
-# %% tags=["remove-input"] alt="Share of the tiled kernel's re-read K/V served from DRAM against the size of one head's K and V in MiB, one colour per number of heads"
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"] alt="Share of the tiled kernel's re-read K/V served from DRAM against the size of one head's K and V in MiB, one colour per number of heads"
 fig, ax = plt.subplots(figsize=(6.6, 3.9))
 for h, t in tiled_all[tiled_all["re-reads missed"].notna()].groupby("H"):
     ax.scatter(t["K/V per head (MiB)"], 100 * t["re-reads missed"].clip(lower=0), label=f"H = {h}", s=40)
@@ -274,6 +307,10 @@ plt.show()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Do the waves walk in lockstep? A trace
 #
+# Thread 0 of every block writes its SM and `%globaltimer` at the block's start and end; one line per
+# block, coloured by head:
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # The kernel's trace build (`tiled.fa2_kernel(..., trace=True)`) has thread 0 of every block write its
 # SM and the GPU clock (`%globaltimer`) at the block's start and end (`benchmarks/h200_diagnostics.py
 # --trace`, `tiled_trace_h200.csv`). One line per block, from its start to its end, coloured by head:
@@ -302,7 +339,7 @@ ax.legend(loc="lower right")
 plt.show()
 
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 def waves_of(table):
     """Blocks grouped by start time (a gap of more than 1 ms starts a new wave), per head."""
     t = table.sort_values("start_ns")
@@ -318,7 +355,7 @@ def waves_of(table):
 two_heads = waves_of(trace[(trace["N"] == TN) & (trace["d"] == TD) & (trace["H"] == 2)])
 two_heads.round(2)
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 alone = tiled_h[(tiled_h["N"] == TN) & (tiled_h["d"] == TD) & (tiled_h["H"] == 1)].iloc[0]
 beside = tiled_h[(tiled_h["N"] == TN) & (tiled_h["d"] == TD) & (tiled_h["H"] == 2)].iloc[0]
 four = tiled_n[(tiled_n["N"] == TN) & (tiled_n["d"] == TD)].iloc[0]
@@ -362,6 +399,10 @@ display(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. Why the readable kernel is slow: occupancy and the instruction mix
 #
+# One thread per query row, Br threads per block, the tiles in shared memory: how many blocks fit on an
+# SM, and what ncu measured.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # The readable kernel (`gpu_kernels/kernels/tiled.py`) uses one thread per query row, so a block has Br
 # threads, and keeps its Q, K, V and S tiles in shared memory within the static shared-memory limit of a block
 # (`simlib.kernel_layout.STATIC_SHARED_LIMIT_BYTES`). How many
@@ -389,7 +430,7 @@ for d in sorted(PROFILE["head_dim"].unique()):
 occupancy_table = pd.DataFrame(rows)
 occupancy_table.style.format({"warps active, % of peak (ncu)": "{:.1f}"}).hide(axis="index")
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "notes"} tags=["remove-input"]
 ceilings = readers.read_ceilings()
 cmp_path = lookup("compare_h200.csv")
 cmp = readers.with_tflops(readers.compare_times(cmp_path))
@@ -412,7 +453,7 @@ display(
     )
 )
 
-# %% tags=["remove-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 ms = cmp.pivot_table(index="kernel", columns=["head_dim", "seq_len"], values="time_ms")
 ms.index = [charts.VARIANT_LABELS.get(k, k) for k in ms.index]
 display(
@@ -435,3 +476,72 @@ ms.sort_values(ms.columns[-1]).style.format("{:.4g}")
 # * The trace shows the waves in lockstep: the model's timing holds; its one-level L2 does not.
 # * Fewer bytes are not speed by themselves: the readable kernel is limited by occupancy and
 #   shared-memory loads, not by HBM; the fast kernel keeps the bytes and fixes the compute side.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Quiz
+#
+# Three questions; each hidden answer derives the number by hand and checks it against the H200's
+# counters (`make test` runs them).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Question 1 — the uncoalesced O stores, in sectors
+#
+# The readable kernel stores O with one thread per query row: a warp's 32 stores of 4 bytes land in 32
+# different 32-byte sectors. Its row statistic (one fp32 per row) is stored coalesced. Predict ncu's
+# L1 global-store sectors (`l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum`) of the tiled kernel at the
+# profile's largest N, for each d, and say how many times the useful bytes the O stores cost.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+store_sectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
+sector = H200.level("HBM").granularity_bytes
+n_q, h_q = int(PROFILE["seq_len"].max()), int(PROFILE["heads"].iloc[0])
+for d_q in sorted(int(d) for d in PROFILE["head_dim"].unique()):
+    o_sectors = n_q * d_q * h_q  # every 4-byte element of O in a sector of its own
+    stat_sectors = n_q * h_q * ITEM_BYTES // sector  # one fp32 per row, 8 rows to a sector
+    measured_sectors = ncu_value("tiled", store_sectors, n_q, d_q)
+    assert o_sectors + stat_sectors == measured_sectors, (d_q, o_sectors + stat_sectors, measured_sectors)
+    print(
+        f"d = {d_q}: {o_sectors + stat_sectors:,} sectors predicted and measured; O costs {sector // ITEM_BYTES}x its bytes"
+    )
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Question 2 — occupancy by hand
+#
+# From section 3's table (threads per block, registers per thread, shared memory per block) and the
+# H200's limits (65,536 registers and 233,472 B of shared memory per SM, 1,024 B reserved per block,
+# 2,048 threads, 32 blocks; registers allocated per warp in units of 256), derive the blocks per SM and
+# the share of the 64 warp slots they fill. Is ncu's "warps active" above or below it?
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+for d_q in sorted(int(d) for d in PROFILE["head_dim"].unique()):
+    br_q, bc_q = tiled_default_blocks(n_q, d_q)
+    regs_q = int(ncu_value("tiled", M.REGISTERS, n_q, d_q))
+    warps_q = -(-br_q // 32)
+    by_registers = 65536 // (warps_q * (-(-regs_q * 32 // 256) * 256))
+    by_shared = 233472 // (tiled_shared_bytes(br_q, bc_q, d_q) + 1024)
+    by_threads = 2048 // (warps_q * 32)
+    blocks_q = min(by_registers, by_shared, by_threads, 32)
+    assert blocks_q == occupancy(br_q, regs_q, tiled_shared_bytes(br_q, bc_q, d_q)).blocks_per_sm
+    theory = 100 * blocks_q * warps_q / 64
+    active = ncu_value("tiled", M.WARPS_ACTIVE, n_q, d_q)
+    assert 0.9 * theory <= active <= theory + 0.01, (d_q, theory, active)  # ncu: at most the theory
+    print(
+        f"d = {d_q}: {blocks_q} blocks x {warps_q} warp(s) = {theory:.2f} % of the warp slots; ncu {active:.2f} %"
+    )
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Question 3 — where random readers start to miss
+#
+# If every line read from SMs on both halves of the L2 is kept in both partitions, how large a buffer
+# can the shuffled probe re-read before its re-reads miss? Which probed footprint should be the first
+# to miss (≥ 1 % of re-reads from DRAM), and does the own-thread probe miss there too?
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+half_mib = L2_BYTES / L2_PARTITIONS / 2**20  # a copy in each partition: half the L2 holds the buffer
+probed = sorted(int(f) for f in probes["shuffled"]["footprint (MiB)"])
+expected = min(f for f in probed if f > half_mib)
+assert first_miss("shuffled") == expected, (first_miss("shuffled"), expected)
+assert first_miss("own") > half_mib  # its own thread's lines stay in one partition
+print(
+    f"half the L2 = {half_mib:g} MiB: shuffled misses from {first_miss('shuffled')} MiB, own from {first_miss('own')} MiB"
+)

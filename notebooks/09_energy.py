@@ -311,13 +311,19 @@ display(
 # at the measured bf16 GEMM's joules per FLOP. That rest is a lower bound (no layer norm, GELU,
 # dropout, optimizer), so attention's share and the saving are upper bounds.
 
-# %% slideshow={"slide_type": "fragment"}
+# %% slideshow={"slide_type": "skip"}
 calls = attention_calls(
     ATT, EAGER16
 )  # 16 bits: eager, eager_hf, attention_ref vs flash; fp32: math vs efficient
 shown_calls = calls[["dtype", "pass", "seq_len", "standard", "flash", "standard_j", "flash_j", "saving"]]
 shown_calls.style.format(
     {"standard_j": "{:.3f} J", "flash_j": "{:.3f} J", "saving": lambda v: f"{100 * v:.0f} %"}
+)
+
+# %% slideshow={"slide_type": "subslide"}
+# the table above on one slide: the saving of each standard attention's call, by sequence length
+calls.pivot_table(index=["dtype", "pass", "standard"], columns="seq_len", values="saving").style.format(
+    lambda v: f"{100 * v:.0f} %"
 )
 
 # %% slideshow={"slide_type": "skip"}

@@ -15,12 +15,18 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 10 — The second roof: what limits FlashAttention after DRAM
 #
+# After FlashAttention, DRAM no longer bounds a fused attention kernel on the H200. What does, kernel by
+# kernel: per-kernel rooflines, the exponential's roof, issue, registers and occupancy, and FlashAttention-3's
+# three Hopper mechanisms.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # FlashAttention took the N×N matrices off DRAM; on the H200 a fused attention kernel now moves so few
 # bytes that DRAM is no longer what bounds it. This lecture finds what does, kernel by kernel, with the
 # H200's measurements: the sum of per-kernel rooflines for a kernel sequence, the exponential's roof
 # (the FlashAttention-3 paper, arXiv 2407.08608, §3.1), instruction issue, registers and occupancy, and
 # the three Hopper mechanisms FlashAttention-3 uses to climb the next roof.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Bound a sequence of kernels by the sum of each kernel's roofline, and say why one roofline of the
@@ -37,7 +43,8 @@
 # Lecture 1 (roofline time), 4 (FA2's loop nest) and 5 (the kernels measured on the H200, the mma.sync
 # ceiling, Nsight Compute's counters). Lecture 9, which prices ncu's counts of every kernel of a call,
 # helps; lecture 11's lab is not needed.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -148,7 +155,7 @@ kernels = roof.kernel_sequence(**SEQ)
 totals = roof.sequence_totals(kernels)
 kernels[["kernel", "measured_ms", "dram_GB", "ffma_GFLOP", "roof_ms", "bound"]]
 
-# %% tags=["remove-input"] alt="Horizontal bars for torch math bf16 at B=1, H=16, N=4096, d=64: the one-roofline bound, the sum of the fourteen kernels' rooflines and the measured time in milliseconds"
+# %% tags=["remove-input"] slideshow={"slide_type": "subslide"} alt="Horizontal bars for torch math bf16 at B=1, H=16, N=4096, d=64: the one-roofline bound, the sum of the fourteen kernels' rooflines and the measured time in milliseconds"
 fig, ax = plt.subplots(figsize=(7.5, 2.4))
 labels = list(totals)
 ax.barh(labels, [totals[k] for k in labels], color=["#9ecae1", "#3182bd", "#636363"])
@@ -326,7 +333,7 @@ display(
 reached = roof.achieved()
 reached
 
-# %% tags=["remove-input"] alt="Grouped bars of measured TFLOP/s for fa2_tc, torch flash and cuDNN at d = 64 and 128, non-causal, each beside its tensor-plus-exponential bound (mma.sync for fa2_tc and torch flash, wgmma for cuDNN)"
+# %% tags=["remove-input"] slideshow={"slide_type": "subslide"} alt="Grouped bars of measured TFLOP/s for fa2_tc, torch flash and cuDNN at d = 64 and 128, non-causal, each beside its tensor-plus-exponential bound (mma.sync for fa2_tc and torch flash, wgmma for cuDNN)"
 plain = reached[reached.causal.astype(str) != "True"]
 fig, ax = plt.subplots(figsize=(7.5, 3.4))
 x = np.arange(len(plain))

@@ -15,12 +15,18 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Lecture 11 — Write the kernels yourself: a lab on the CUDA simulator
 #
+# Write three kernels from skeletons, GPU-Puzzles style, on numba's CUDA simulator: standard attention,
+# FlashAttention-1's tiled online softmax and FlashAttention-2's inner loop; a grader checks each against
+# float64, against `simlib.count()` and against what the simulator saw.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
 # Until now the kernels were ours and you read them. Here you write three, each from a skeleton, in the
 # style of GPU-Puzzles: standard attention, FlashAttention-1's tiled online softmax, and
 # FlashAttention-2's inner loop. They run on numba's CUDA simulator (no GPU needed: every CUDA thread
 # is a Python thread), and a grader checks each one three ways: against a float64 reference, against
 # `simlib.count()` byte for byte for the same tiles, and against what the simulator saw the kernel do.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Learning goals**
 #
 # - Write a shared-memory tiled kernel in numba.cuda: thread and block indices, `cuda.shared.array`,
@@ -35,7 +41,8 @@
 # Lectures 2 (standard attention's three passes), 3 (the online softmax), 4 (what FA1 and FA2 move,
 # tile by tile) and 5 (the kernels' counters, one source with counters on or off). Python; no CUDA
 # experience needed beyond lecture 5.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Plan (50 minutes)**
 #
 # | Minutes | Part |
@@ -176,7 +183,7 @@ def my_softmax_kernel(n_keys, counting):
 
 grade("naive", matmul_kernel=my_matmul_kernel, softmax_kernel=my_softmax_kernel)
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The skeleton fails: that is the starting point. Stuck? `hint("naive", 1)`, then 2 and 3.
 
 # %% slideshow={"slide_type": "fragment"}
@@ -257,7 +264,7 @@ def my_fa1_kernel(head_dim, block_rows, block_cols, counting):
 
 grade("fa1", fa1_kernel=my_fa1_kernel)
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Before you start, predict: with Tc K/V blocks, how many times does this kernel write O to HBM?
 # Exercise 2 checks your answer against the grader's counts.
 
@@ -301,6 +308,8 @@ grade("fa2_inner", inner=my_fa2_inner)
 
 # %% slideshow={"slide_type": "subslide"}
 display(Markdown("\n".join(f"- `{name}` ({p.exercise}): {p.breaks}" for name, p in PLANTED.items())))
+
+# %% slideshow={"slide_type": "subslide"}
 exercise, parts = planted("pv_rereads_p")
 grade(exercise, **parts)
 

@@ -7,6 +7,11 @@
 2. Lecture 07's reveal.js deck, built as `make slides` builds it, opened from file:// with the network
    blocked: reveal.js and MathJax start, no request leaves file://, nothing fails to load, and the speaker
    notes are hidden from the audience (they exist, and they show in the speaker view).
+3. Every control of the lectures with widgets (03's stepper, 04's tile walk, 07's lab) moved once in
+   JupyterLab: its chart changes in the page, and each redraw took under 1 s of CPU in the kernel
+   (`course.live.REDRAWS`; the wall time in the page is printed beside it).
+4. Every deck of `make slides` (the make target builds them first) at 1280×800 with the network blocked:
+   no slide's content overflows the slide or scrolls, no request leaves file://, nothing fails to load.
 
 Needs Debian's chromium and chromium-driver (the make target installs them) and selenium (dev extra).
 Without FLASHIO_BROWSER=1 (set by `make test-browser`) the file is skipped, so `make test` stays CPU-light.
@@ -183,7 +188,7 @@ return named || sliders[0] || null;
 CHART_UNDER = """
 function chartUnder(slider) {
   const cell = slider.closest('.jp-Cell');
-  const img = cell && cell.querySelector('.jupyter-widgets-output-area img, .widget-output img');
+  const img = cell && cell.querySelector('.jp-OutputArea-output img.widget-image, .jupyter-widgets-output-area img, .widget-output img');
   return img ? img.src : null;
 }
 """
@@ -492,3 +497,154 @@ def _deck_overflows(driver, deck):
         measured = driver.execute_script(OVERFLOW, leaf)
         slides.append({"where": f"{h}/{v}", **measured})
     return slides
+
+
+DECKS = ROOT / "build" / "slides"
+LECTURES = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+
+
+@pytest.mark.parametrize("script", LECTURES, ids=lambda p: p.stem)
+def test_every_slide_of_every_deck_fits_a_projector_offline(script):
+    """Every deck `make slides` built (the make target builds them first), opened from file:// at 1280×800
+    with the network blocked: no slide's content is taller or wider than the slide, nothing on it scrolls,
+    no request leaves file:// and nothing fails to load."""
+    deck = DECKS / f"{script.stem}.slides.html"
+    assert deck.exists(), f"{deck.relative_to(ROOT)} missing: `make test-browser` builds it (`make slides`)"
+    assert deck.stat().st_mtime >= script.stat().st_mtime, (
+        f"{deck.name} is older than {script.name}: `make slides`"
+    )
+    driver = _browser(OFFLINE, page_load_strategy="none", window=PROJECTOR)
+    try:
+        slides = _deck_overflows(driver, deck)
+        urls, failed = _requests(driver)
+    finally:
+        driver.quit()
+    assert len(slides) >= 5, f"{deck.name}: only {len(slides)} slides found"
+    width, height = slides[0]["size"]
+    assert width / height == pytest.approx(PROJECTOR[0] / PROJECTOR[1], rel=0.05), (
+        f"slide size {width}×{height}"
+    )
+    bad = [
+        f"  slide {s['where']} ({s['title'][:50]!r}): {'; '.join(s['problems'])}"
+        for s in slides
+        if s["problems"]
+    ]
+    assert not bad, (
+        f"{deck.name}: {len(bad)} of {len(slides)} slides overflow a 1280×800 projector:\n" + "\n".join(bad)
+    )
+    outside = [u for u in urls if not u.startswith(("file://", "data:"))]
+    assert not outside, f"{deck.name} requested {len(outside)} URL(s) outside file://: {outside[:5]}"
+    assert not failed, f"{deck.name}: {len(failed)} load(s) failed, e.g. {failed[:3]}"
+
+
+#: The lectures with controls that redraw a chart: lecture 3's online-softmax stepper, lecture 4's tile walk
+#: (a schedule drop-down over a step slider) and lecture 7's lab (six controls).
+WIDGET_LECTURES = ("03_tiling_online_softmax", "04_io_complexity", "07_interactive")
+REDRAW_S = 1.0
+PAGE_S = 3.0
+
+#: Every control in the notebook's widget outputs: [kind, index among that kind].
+CONTROLS = """
+const out = [];
+document.querySelectorAll('.jp-Notebook .widget-slider .noUi-handle').forEach((_, i) => out.push(['slider', i]));
+document.querySelectorAll('.jp-Notebook .widget-dropdown select').forEach((_, i) => out.push(['dropdown', i]));
+return out;
+"""
+
+#: The control, and the image sources of the cell output holding it (the chart it redraws).
+CONTROL = """
+const [kind, i] = [arguments[0], arguments[1]];
+const el = kind === 'slider'
+  ? document.querySelectorAll('.jp-Notebook .widget-slider .noUi-handle')[i]
+  : document.querySelectorAll('.jp-Notebook .widget-dropdown select')[i];
+const area = el.closest('.jp-OutputArea-output') || el.closest('.jp-Cell');
+return [el, [...area.querySelectorAll('img')].map(img => img.src).join(' ')];
+"""
+
+#: Move a drop-down to its next option (the first after the last), as a click would, and say to what.
+NEXT_OPTION = """
+const s = arguments[0];
+s.selectedIndex = (s.selectedIndex + 1) % s.options.length;
+s.dispatchEvent(new Event('change', {bubbles: true}));
+return s.options[s.selectedIndex].text;
+"""
+
+KERNEL_PRINT = (
+    NOTEBOOK
+    + """
+const done = arguments[arguments.length - 1];
+const future = w.sessionContext.session.kernel.requestExecute({code: arguments[0], store_history: false});
+let text = '';
+future.onIOPub = msg => { if (msg.header.msg_type === 'stream') text += msg.content.text; };
+future.done.then(() => done(text), err => done('ERROR ' + err));
+"""
+)
+
+
+@pytest.mark.parametrize("stem", WIDGET_LECTURES)
+def test_every_control_redraws_its_chart_within_a_second(jupyterlab, stem):
+    """Each control of the lecture moved once in JupyterLab: its chart changes in the page, and every
+    redraw the kernel did for it (`course.live.REDRAWS`) took under a second of CPU. CPU seconds, not wall
+    seconds, are the laptop's figure: on a shared machine the wall clock also counts other processes."""
+    from selenium.webdriver.common.keys import Keys
+
+    base, token = jupyterlab
+    script = ROOT / "notebooks" / f"{stem}.py"
+    driver = _browser()
+    try:
+        _open(driver, base, token, script)
+        _run_all(driver, script)
+        before = json.loads(
+            driver.execute_async_script(
+                KERNEL_PRINT, "import json, course.live as L; print(json.dumps(len(L.REDRAWS)))"
+            )
+        )
+        controls = driver.execute_script(CONTROLS)
+        assert controls, f"{script.name}: no slider or drop-down in its widget outputs"
+        seen = []
+        for kind, i in controls:
+            control, images = driver.execute_script(CONTROL, kind, i)
+            assert images, f"{script.name}: no chart beside {kind} {i}"
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", control)
+            started = time.monotonic()
+            if kind == "slider":
+                driver.execute_script("arguments[0].focus();", control)
+                control.send_keys(Keys.ARROW_RIGHT)
+                to = "one step right"
+            else:
+                to = driver.execute_script(NEXT_OPTION, control)
+            _wait(
+                driver,
+                f"{script.name}: the chart beside {kind} {i} to redraw after moving it to {to}",
+                "const area = arguments[0].closest('.jp-OutputArea-output') || arguments[0].closest('.jp-Cell');"
+                "return [...area.querySelectorAll('img')].map(img => img.src).join(' ') !== arguments[1];",
+                30,
+                control,
+                images,
+            )
+            seen.append((kind, i, to, time.monotonic() - started))
+        errors = driver.execute_script(ERROR_OUTPUTS)
+        assert not errors, f"after moving the controls of {script.name}: {errors}"
+        redraws = json.loads(
+            driver.execute_async_script(
+                KERNEL_PRINT, "import json, course.live as L; print(json.dumps(L.REDRAWS))"
+            )
+        )[before:]
+    finally:
+        driver.quit()
+    for kind, i, to, wall in seen:
+        print(f"{stem}: {kind} {i} -> {to}: chart changed in the page after {wall:.2f} s (wall)")
+    drawn = [r for r in redraws if not r["cached"]]
+    for r in redraws:
+        print(
+            f"{stem}: {r['chart']} {r['setting']}: {r['cpu_s']:.3f} s CPU, {r['wall_s']:.3f} s wall, cached {r['cached']}"
+        )
+    assert len(redraws) >= len(seen), (
+        f"{script.name}: {len(seen)} moves, only {len(redraws)} redraws recorded"
+    )
+    # The page's wall clock also counts the browser, the comm round trip and whatever else the machine
+    # runs (0.6-1.2 s seen on a shared 2-core machine): a loose bound, against the 6.5-9.6 s of issue 24.
+    late = [(kind, i, to, round(wall, 2)) for kind, i, to, wall in seen if wall >= PAGE_S]
+    assert not late, f"{script.name}: move(s) that took {PAGE_S} s or more to show: {late}"
+    slow = [r for r in drawn if r["cpu_s"] >= REDRAW_S]
+    assert not slow, f"{script.name}: {len(slow)} redraw(s) took {REDRAW_S} s of CPU or more: {slow[:3]}"

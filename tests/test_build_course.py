@@ -2,6 +2,7 @@
 on small notebooks made here: no lecture is executed, no browser is started."""
 
 import base64
+import html
 import re
 import runpy
 from pathlib import Path
@@ -316,3 +317,22 @@ def test_lab_config_applied_twice_does_not_warn_about_its_own_hook():
 
         manager.pre_save_hook = other_hook
     assert any("Overriding existing pre_save_hook" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("script", sorted((ROOT / "notebooks").glob("[0-9]*.py")), ids=lambda p: p.stem)
+def test_the_index_gives_each_lecture_a_summary_its_time_and_prerequisites(script):
+    """The handout index's row of every lecture: the title slide's one-paragraph summary, 50 minutes (an
+    appendix: its reading time) and the Prerequisites paragraph, each read from the opening."""
+    import jupytext
+
+    from tools.build_course import handouts_index, lecture_card
+
+    notebook = jupytext.read(script)
+    summary, time, prerequisites = lecture_card(notebook)
+    assert 5 <= len(summary.split()) <= 60, f"{script.name}: summary {summary!r}"
+    appendix = "_appendix_" in script.name
+    assert time.endswith("min (reading)") if appendix else time == "50 min", f"{script.name}: time {time!r}"
+    assert len(prerequisites.split()) >= 3 and "**" not in prerequisites, f"{script.name}: {prerequisites!r}"
+    page = handouts_index([(f"{script.stem}.html", "t", (summary, time, prerequisites))])
+    for text in (summary, time, prerequisites):
+        assert html.escape(text) in page

@@ -218,19 +218,55 @@ def _title(notebook, fallback):
     return first[0].lstrip("# ").strip() if first else fallback
 
 
+#: The opening's timing line: "**Plan (50 minutes)**" or, for a reading, "**Reading (30 minutes)**".
+TIMING = re.compile(r"\*\*(Plan|Reading) \((\d+) minutes\)\*\*")
+
+
+def lecture_card(notebook):
+    """(summary, time, prerequisites) of a lecture, from its opening (the markdown before the first code
+    cell): the title slide's paragraph, the plan's or the reading's minutes, the Prerequisites paragraph."""
+    opening = []
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown":
+            break
+        if cell.metadata.get("slideshow", {}).get("slide_type") != "notes":
+            opening.append(cell.source)
+    title = opening[0].split("\n\n") if opening else []
+    summary = " ".join(title[1].split()) if len(title) > 1 else ""
+    text = "\n\n".join(opening)
+    timing = TIMING.search(text)
+    time = (
+        ""
+        if not timing
+        else f"{timing.group(2)} min" + (" (reading)" if timing.group(1) == "Reading" else "")
+    )
+    prerequisites = ""
+    marker = text.find("**Prerequisites**")
+    if marker >= 0:
+        after = text[marker + len("**Prerequisites**") :].lstrip(": \n")
+        prerequisites = " ".join(after.split("\n\n")[0].split())
+    return summary, time, prerequisites
+
+
 def handouts_index(entries):
-    """index.html: one link per handout, in lecture order."""
-    items = "\n".join(
-        f'<li><a href="{html.escape(name)}">{html.escape(title)}</a></li>' for name, title in entries
+    """index.html: one row per handout, in lecture order: its link, its one-line summary, time and
+    prerequisites (`entries`: (page name, title, (summary, time, prerequisites)))."""
+    rows = "\n".join(
+        f'<tr><td><a href="{html.escape(name)}">{html.escape(title)}</a><br><small>{html.escape(summary)}</small></td>'
+        f"<td>{html.escape(time)}</td><td><small>{html.escape(prerequisites)}</small></td></tr>"
+        for name, title, (summary, time, prerequisites) in entries
     )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        "<title>flash-io: the lectures, executed</title>\n</head>\n<body>\n"
+        "<title>flash-io: the lectures, executed</title>\n"
+        "<style>body{font-family:sans-serif;max-width:72em;margin:2em auto}td{vertical-align:top;padding:.4em}"
+        "th{text-align:left}</style>\n</head>\n<body>\n"
         "<h1>flash-io: the lectures, executed</h1>\n"
         "<p>Each page is a lecture run top to bottom without a GPU (code, outputs and charts; the exercise "
         "solutions are collapsed under <em>Solution</em>). Built by <code>make handouts</code> from "
-        "<code>notebooks/</code>.</p>\n"
-        f"<ol>\n{items}\n</ol>\n</body>\n</html>\n"
+        "<code>notebooks/</code>; the order, the two tracks and the timing are in docs/SYLLABUS.md.</p>\n"
+        f"<table>\n<tr><th>Lecture</th><th>Time</th><th>Prerequisites</th></tr>\n{rows}\n</table>\n"
+        "</body>\n</html>\n"
     )
 
 
@@ -255,7 +291,7 @@ def export(kind, executed, out_dir):
             _outputs_only(nb)
         body, _ = made.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
         (out_dir / f"{path.stem}{suffix}").write_text(body, encoding="utf-8")
-        entries.append((f"{path.stem}{suffix}", _title(nb, path.stem)))
+        entries.append((f"{path.stem}{suffix}", _title(nb, path.stem), lecture_card(nb)))
     if kind == "handouts":
         (out_dir / "index.html").write_text(handouts_index(entries), encoding="utf-8")
         for name, text in made.stylesheets.items():

@@ -81,12 +81,21 @@ class Grade:
 
     __repr__ = __str__
 
+    #: failed checks listed in the HTML view (a slide holds about this many under the summary)
+    HTML_FAILURES = 4
+
     def _repr_html_(self) -> str:
         parts = [f"<p><b>{escape(self.verdict())}</b></p>", self.summary().to_html()]
         if not self.passed:
             cols = ["shape", "check", "expected", "got"]
-            parts.append(self.failures[cols].head(12).to_html(index=False))
-            parts.append("<ul>" + "".join(f"<li>{escape(h)}</li>" for h in self.hints) + "</ul>")
+            parts.append(self.failures[cols].head(self.HTML_FAILURES).to_html(index=False))
+            more = len(self.failures) - self.HTML_FAILURES
+            if more > 0:
+                parts.append(
+                    f"<p>… and {more} more failed checks (<code>.failures</code> lists them all)</p>"
+                )
+            hints = "".join(f"<li>{escape(h)}</li>" for h in self.hints)
+            parts.append(f'<ul style="font-size: 0.6em; margin-top: 0.2em">{hints}</ul>')
         return "".join(parts)
 
 
