@@ -340,6 +340,11 @@ PHASES = {
 }
 SHORT_PHASES = {"init": " (init O, ℓ, m)", "qk": " (S = QKᵀ)", "softmax": " (softmax)", "pv": " (O = PV)"}
 CURRENT, Q_BAND, KV_BAND = "#d62728", "#ff7f0e", "#1f77b4"
+#: The on-chip blocks' bands, drawn and keyed alike (an outline: no shade the legend lacks).
+BAND_STYLE = {
+    "q": {"fc": "none", "ec": Q_BAND, "lw": 2.6},
+    "kv": {"fc": "none", "ec": KV_BAND, "lw": 2.6, "ls": "--"},
+}
 #: What the row band (orange) and the column band (blue) hold on chip: naive's matmul operands change per pass.
 BANDS = {
     "naive": (
@@ -371,10 +376,12 @@ def _overlay(ax, walk: TileWalk, k: int) -> None:
     if step.tile is None:
         return
     i, j = step.tile
-    ax.add_patch(Rectangle((0, rows[i]), n, rows[i + 1] - rows[i], fc=Q_BAND, alpha=0.22, ec="none"))
+    # The bands are outlines, not translucent fills: a fill over the tiles done would mix into shades
+    # that the legend does not show.
+    ax.add_patch(Rectangle((0, rows[i]), n, rows[i + 1] - rows[i], **BAND_STYLE["q"]))
     if j < 0:  # naive softmax: a block of rows
         return
-    ax.add_patch(Rectangle((cols[j], 0), cols[j + 1] - cols[j], n, fc=KV_BAND, alpha=0.18, ec="none"))
+    ax.add_patch(Rectangle((cols[j], 0), cols[j + 1] - cols[j], n, **BAND_STYLE["kv"]))
     ax.add_patch(
         Rectangle(
             (cols[j], rows[i]), cols[j + 1] - cols[j], rows[i + 1] - rows[i], fc=CURRENT, ec="black", lw=1.2
@@ -426,8 +433,8 @@ def _legend_handles(walk: TileWalk) -> list:
     done, (row_band, col_band) = DONE[kind], BANDS[kind]
     handles = [
         Patch(fc=CURRENT, label="tile computed now"),
-        Patch(fc=Q_BAND, alpha=0.4, label=row_band),
-        Patch(fc=KV_BAND, alpha=0.35, label=col_band),
+        Patch(**BAND_STYLE["q"], label=row_band),
+        Patch(**BAND_STYLE["kv"], label=col_band),
         Patch(fc=done[0], label=done[1]),
     ]
     if walk.workload.causal:

@@ -125,6 +125,35 @@ def test_fa1_starts_by_initialising_o_l_m_in_hbm():
     assert first.write_bytes == 300 * 64 * 2 + 2 * 300 * FP32
 
 
+@pytest.mark.parametrize(
+    "algorithm, causal, options",
+    [("fa2", True, {"block_rows": 64, "block_cols": 64}), ("naive", False, {})],
+)
+def test_every_shade_on_the_score_grid_is_in_the_legend(algorithm, causal, options):
+    """Issue 24: overlays must not mix into shades the legend lacks. Every filled patch drawn on the
+    grid, at every step of a causal FA2 walk and of naive's, has a fill (colour and alpha) that some
+    legend entry shows; the bands are outlines keyed with the same style."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import Patch
+
+    walk = tw.tile_walk(algorithm, Workload(256, 64, causal=causal), **options)
+    legend = {tuple(np.round(h.get_facecolor(), 3)) for h in tw._legend_handles(walk)}
+    outlines = {(tuple(np.round(h.get_edgecolor(), 3)), h.get_linestyle()) for h in tw._legend_handles(walk)}
+    white = tuple(np.round(to_rgba("white"), 3))
+    for k in range(len(walk.steps)):
+        fig = tw.draw_walk_step(walk, k)
+        grid = fig.axes[0]
+        for patch in grid.patches:
+            if not isinstance(patch, Patch):
+                continue
+            fc = tuple(np.round(patch.get_facecolor(), 3))
+            if fc[3] == 0:  # an outline: keyed by its edge and line style
+                assert (tuple(np.round(patch.get_edgecolor(), 3)), patch.get_linestyle()) in outlines
+            else:
+                assert fc in legend or fc == white, f"step {k}: fill {fc} has no legend entry"
+        plt.close(fig)
+
+
 def test_tile_walk_refuses_what_it_cannot_walk():
     with pytest.raises(ValueError, match="algorithm"):
         tw.tile_walk("fa2_fast", Workload(256, 64))
