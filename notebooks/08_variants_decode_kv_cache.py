@@ -246,6 +246,7 @@ plt.show()
 
 # %%
 from evidence import decode_speed
+from measurements.manifest import lookup, run_of
 
 measured = decode_speed.summary()
 copy_gbps = decode_speed.copy_gbps(decode_speed.read())
@@ -295,7 +296,8 @@ ax.set_xscale("log")
 ax.set_xlabel("KV cache read per step (MB, 10⁶ B)")
 ax.set_ylabel("fraction of the copy bandwidth")
 ax.set_ylim(0, 1.15)
-ax.set_title(f"Decode steps on the {H200.name}, bf16, one query per head (run k22-decode-run1)", fontsize=10)
+decode_run = run_of(lookup(decode_speed.DECODE_SIDE_BY_SIDE))["run_id"]
+ax.set_title(f"Decode steps on the {H200.name}, bf16, one query per head (run {decode_run})", fontsize=10)
 ax.legend(loc="lower right", fontsize=9)
 plt.show()
 
