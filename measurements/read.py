@@ -22,18 +22,19 @@ measurements.read.MeasurementFileError: .../t.csv, line 2: median_ms = '0' is no
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import math
 from pathlib import Path
 
 import pandas as pd
 
+from simlib.measured_files import DamagedMeasurement, checked_bytes
+
 from .manifest import json_object, sidecar_of
 from .schemas import Schema
 
 
-class MeasurementFileError(ValueError):
+class MeasurementFileError(DamagedMeasurement):
     """A measurement file that is damaged or not its writer's schema; the message names the file."""
 
 
@@ -50,24 +51,7 @@ def _checked_bytes(path) -> tuple[bytes, dict]:
     if hasattr(path, "read"):  # an open file or io.StringIO (a doctest's table): no sidecar to check
         text = path.read()
         return (text.encode() if isinstance(text, str) else text), {}
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise MeasurementFileError(f"{path}: cannot be read ({e.strerror or e})") from None
-    if not data:
-        raise MeasurementFileError(f"{path}: empty file")
-    own = path.with_name(path.name + ".provenance.json")
-    record = read_provenance(path) if own.is_file() else {}
-    if "sha256" in record and record["sha256"] != hashlib.sha256(data).hexdigest():
-        raise MeasurementFileError(
-            f"{path}: sha256 differs from its sidecar's ({len(data)} bytes"
-            + (f", the sidecar says {record['bytes']}" if "bytes" in record else "")
-            + "): changed or cut after its run"
-        )
-    if "bytes" in record and record["bytes"] != len(data):
-        raise MeasurementFileError(f"{path}: {len(data)} bytes, its sidecar says {record['bytes']}")
-    return data, record
+    return checked_bytes(path, MeasurementFileError)  # the one check, simlib's (simlib.measured_files)
 
 
 def _bad_time(text: str) -> bool:

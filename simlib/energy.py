@@ -30,7 +30,6 @@ and 8,625,061,888 SRAM bytes (2·N²·d reads per matmul, thread-level) and does
 
 from __future__ import annotations
 
-import csv
 import json
 import statistics
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ import pandas as pd
 
 from .counted import Counted
 from .hardware import Hardware, load_preset
+from .measured_files import csv_rows
 from .presets import DATA_DIR
 from .roofline import roofline
 from .workload import check_real
@@ -148,9 +148,9 @@ def energy_keys() -> list[str]:
 
 
 def read_calibration(path: Path) -> list[dict[str, Any]]:
-    """The rows of a calibration CSV written by benchmarks/energy_h200.py, numbers as floats."""
-    with Path(path).open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    """The rows of a calibration CSV written by benchmarks/energy_h200.py, numbers as floats (the file
+    checked against its sidecar first: simlib.measured_files)."""
+    rows: list[dict[str, Any]] = list(csv_rows(path))
     for r in rows:
         for key in ("watts", "rate_per_s", "seconds", "joules"):
             r[key] = float(r[key]) if r.get(key) not in (None, "") else None

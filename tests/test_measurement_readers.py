@@ -173,3 +173,23 @@ def test_the_writers_write_their_schemas_columns():
     assert side_by_side.FIELDS == list(schemas.SIDE_BY_SIDE.columns)
     assert decode_side_by_side.DECODE_FIELDS == list(schemas.DECODE_SIDE_BY_SIDE.columns)
     assert model_vs_ncu.COLUMNS == schemas.MODEL_VS_NCU.columns
+
+
+def test_the_models_own_reads_refuse_a_cut_calibration(tmp_path):
+    """Issue 26 item 2, the files simlib reads itself: the energy calibration cut at a row boundary (its
+    sha256 and row count then differ from the sidecar's) is refused naming the file, not averaged."""
+    import shutil
+
+    from simlib.energy import MEASUREMENTS, read_calibration
+    from simlib.measured_files import DamagedMeasurement
+
+    src = MEASUREMENTS / "energy_calibration_h200.csv"
+    path = tmp_path / src.name
+    shutil.copy(src, path)
+    shutil.copy(str(src) + ".provenance.json", str(path) + ".provenance.json")
+    whole = read_calibration(path)
+    lines = path.read_text().splitlines(keepends=True)
+    assert len(whole) == len(lines) - 1  # the copy reads as the original does
+    path.write_text("".join(lines[:-1]))  # cut after a whole row
+    with pytest.raises(DamagedMeasurement, match=src.name):
+        read_calibration(path)

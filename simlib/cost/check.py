@@ -14,7 +14,6 @@ and counted in `skipped()`.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from collections import Counter
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..energy import MEASUREMENTS
+from ..measured_files import csv_rows, own_sidecar
 from ..workload import Workload
 from .common import workload_of_row
 from .fit import BLOCK_CLASSES, D128, NAIVE_TC_D128, WALL_FILES
@@ -46,10 +46,7 @@ AFTER_FREEZE = "committed shapes measured after the freeze"
 
 
 def _sidecar(name: str) -> dict:
-    import json
-
-    path = MEASUREMENTS / (name + ".provenance.json")
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return own_sidecar(MEASUREMENTS / name)
 
 
 def measured_after_freeze(name: str, case: list[str], kept: str) -> bool:
@@ -77,8 +74,7 @@ def _read(name: str) -> list[dict]:
     path = MEASUREMENTS / name
     if not path.is_file():
         return []
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
+    return csv_rows(path)
 
 
 def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:

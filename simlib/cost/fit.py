@@ -36,6 +36,7 @@ import sys
 from typing import Any
 
 from ..energy import MEASUREMENTS
+from ..measured_files import csv_rows
 from ..workload import Workload
 from .calibration import FIT_FILE, Calibration
 from .common import workload_of_row
@@ -87,12 +88,11 @@ def _num(x) -> float:
 def _ncu_groups() -> dict[tuple[str, str, int, int], list[dict]]:
     out: dict[tuple[str, str, int, int], list[dict]] = {}
     for name in NCU_FILES:
-        with (MEASUREMENTS / name).open(newline="") as f:
-            for r in csv.DictReader(f):
-                if r["pass"] != "fwd" or r["variant"] not in IMPLEMENTATIONS:
-                    continue
-                key = (r["variant"], r["dtype"], int(r["seq_len"]), int(r["batch"]) * int(r["heads"]))
-                out.setdefault(key, []).append({**r, "file": name})
+        for r in csv_rows(MEASUREMENTS / name):
+            if r["pass"] != "fwd" or r["variant"] not in IMPLEMENTATIONS:
+                continue
+            key = (r["variant"], r["dtype"], int(r["seq_len"]), int(r["batch"]) * int(r["heads"]))
+            out.setdefault(key, []).append({**r, "file": name})
     return out
 
 
@@ -278,10 +278,11 @@ def fit_instructions(obs: list[dict]) -> dict[str, dict[str, Any]]:
 def _figure2_observations(cal: Calibration) -> list[tuple[Launch, float]]:
     """(launch, ncu seconds) for the Figure 2 run's fp16 eager GEMMs and softmax (no dropout)."""
     rows = []
-    with (MEASUREMENTS / FIGURE2_FILE).open(newline="") as f:
-        kernels = [
-            r for r in csv.DictReader(f) if r["variant"] == "standard" and float(r["dropout_p"]) == 0.0
-        ]
+    kernels = [
+        r
+        for r in csv_rows(MEASUREMENTS / FIGURE2_FILE)
+        if r["variant"] == "standard" and float(r["dropout_p"]) == 0.0
+    ]
     b, h, n, d = 64, 16, 1024, 64  # data/papers.json's Figure 2 configuration
     el = float(b * h * n * n)
     flops = 2.0 * el * d
@@ -310,14 +311,13 @@ def _eager_observations(cal: Calibration) -> list[tuple[Launch, float]]:
     if not path.is_file():
         return []
     rows = []
-    with path.open(newline="") as f:
-        for r in csv.DictReader(f):
-            impl, _, name = r["variant"].partition(":")
-            if not name or r["status"] != "ok":
-                continue
-            w = workload_of_row(r, causal=False)
-            launch = next(x for x in IMPLEMENTATIONS["eager_bf16"].launches(w, cal) if x.name == name)
-            rows.append((launch, float(r["ms_per_call"]) / 1e3))
+    for r in csv_rows(path):
+        impl, _, name = r["variant"].partition(":")
+        if not name or r["status"] != "ok":
+            continue
+        w = workload_of_row(r, causal=False)
+        launch = next(x for x in IMPLEMENTATIONS["eager_bf16"].launches(w, cal) if x.name == name)
+        rows.append((launch, float(r["ms_per_call"]) / 1e3))
     return rows
 
 
@@ -334,22 +334,21 @@ def fit_eager_softmax(classes: dict[str, dict[str, Any]]) -> None:
     hw = load_cost_hardware("h200")
     cal = Calibration(classes)
     values = []
-    with path.open(newline="") as f:
-        for r in csv.DictReader(f):
-            if r["variant"] != "eager_bf16" or r["status"] != "ok":
-                continue
-            w = workload_of_row(r, causal=False)
-            launches = IMPLEMENTATIONS["eager_bf16"].launches(w, cal)
-            seconds = float(r["ms_per_call"]) / 1e3
-            rest = float(r["joules_per_call"]) - hw.static_w * seconds
-            for x in launches:
-                terms = energy_terms(x, hw, 0.0)
-                if x.name == "softmax":
-                    rest -= sum(v for k, v in terms.items() if k != "other_instructions")
-                    basis = x.detail["basis"]["el"]
-                else:
-                    rest -= sum(terms.values())
-            values.append(rest / (hw.price["other_instruction"] * 1e-12) / basis)
+    for r in csv_rows(path):
+        if r["variant"] != "eager_bf16" or r["status"] != "ok":
+            continue
+        w = workload_of_row(r, causal=False)
+        launches = IMPLEMENTATIONS["eager_bf16"].launches(w, cal)
+        seconds = float(r["ms_per_call"]) / 1e3
+        rest = float(r["joules_per_call"]) - hw.static_w * seconds
+        for x in launches:
+            terms = energy_terms(x, hw, 0.0)
+            if x.name == "softmax":
+                rest -= sum(v for k, v in terms.items() if k != "other_instructions")
+                basis = x.detail["basis"]["el"]
+            else:
+                rest -= sum(terms.values())
+        values.append(rest / (hw.price["other_instruction"] * 1e-12) / basis)
     entry = classes["torch_softmax_to_fp32"]
     entry.update(el=statistics.fmean(values), el_from="eager_bf16_h200.csv NVML joules (no profile)")
     entry.pop("from", None)
@@ -360,29 +359,22 @@ def _wall_rows(klass: str, variant: str) -> list[tuple[Workload, float]]:
     out = []
     for name in WALL_FILES:
         path = MEASUREMENTS / name
-        with path.open(newline="") as f:
-            for r in csv.DictReader(f):
-                v = str(r.get("variant") or r.get("kernel"))
-                v = {"naive": "numba_naive", "tiled": "numba_tiled"}.get(v, v)
-                if v != variant or int(r["head_dim"]) != 128 or r.get("causal", "False") == "True":
+        for r in csv_rows(path):
+            v = str(r.get("variant") or r.get("kernel"))
+            v = {"naive": "numba_naive", "tiled": "numba_tiled"}.get(v, v)
+            if v != variant or int(r["head_dim"]) != 128 or r.get("causal", "False") == "True":
+                continue
+            if "metric" in r:
+                if r["metric"] not in ("ms", "time_ms_median"):
                     continue
-                if "metric" in r:
-                    if r["metric"] not in ("ms", "time_ms_median"):
-                        continue
-                    ms, dtype = float(r["value"]), "fp32"
-                else:
-                    config = r.get("config") or ""
-                    if (
-                        not r.get("median_ms")
-                        or r.get("ok") != "True"
-                        or (config and "default" not in config)
-                    ):
-                        continue
-                    ms, dtype = float(r["median_ms"]), r["dtype"]
-                w = Workload(
-                    int(r["seq_len"]), 128, batch=int(r["batch"]), heads=int(r["heads"]), dtype=dtype
-                )
-                out.append((w, ms / 1e3))
+                ms, dtype = float(r["value"]), "fp32"
+            else:
+                config = r.get("config") or ""
+                if not r.get("median_ms") or r.get("ok") != "True" or (config and "default" not in config):
+                    continue
+                ms, dtype = float(r["median_ms"]), r["dtype"]
+            w = Workload(int(r["seq_len"]), 128, batch=int(r["batch"]), heads=int(r["heads"]), dtype=dtype)
+            out.append((w, ms / 1e3))
     return out
 
 
@@ -462,14 +454,13 @@ def _v4_rows(causal: bool) -> list[tuple[Workload, float]]:
     if not path.is_file():
         return []
     out = []
-    with path.open(newline="") as f:
-        for r in csv.DictReader(f):
-            if r["kernel"] != "fa2_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
-                continue
-            if (r["causal"] == "True") != causal:
-                continue
-            w = workload_of_row(r, causal=causal)
-            out.append((w, float(r["median_ms"]) / 1e3))
+    for r in csv_rows(path):
+        if r["kernel"] != "fa2_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
+            continue
+        if (r["causal"] == "True") != causal:
+            continue
+        w = workload_of_row(r, causal=causal)
+        out.append((w, float(r["median_ms"]) / 1e3))
     return out
 
 

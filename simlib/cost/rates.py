@@ -19,7 +19,6 @@ LDS.32 at 15.93 pJ/B and LDS.128 at 6.822 pJ/B give 1554 pJ per warp instruction
 
 from __future__ import annotations
 
-import csv
 import json
 import statistics
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any
 
 from ..energy import MEASUREMENTS, PJ, calibrate, load_energy_table, read_calibration
 from ..hardware import load_preset
+from ..measured_files import csv_rows, json_file
 from ..presets import DATA_DIR
 
 COST_DIR = DATA_DIR / "cost"
@@ -71,8 +71,7 @@ def shared_split(lds32: float, lds128: float) -> tuple[float, float]:
 
 def read_units(path: Path) -> list[dict[str, Any]]:
     """Rows of a unit-calibration CSV (benchmarks/cost_units_h200.py), numbers as floats."""
-    with Path(path).open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows: list[dict[str, Any]] = list(csv_rows(path))  # checked against its sidecar first
     for r in rows:
         for key in ("watts", "rate_per_s", "seconds", "joules", "fp32_per_unit", "int_per_unit"):
             r[key] = float(r[key]) if r.get(key) not in (None, "") else None
@@ -191,7 +190,7 @@ def _load(key: str) -> CostHardware:
                 False,
             )
         elif "key" in s:
-            raw = json.loads((MEASUREMENTS / s["file"]).read_text())
+            raw = json_file(MEASUREMENTS / s["file"])
             rate[name] = _json_path(raw, s["key"]) * s["scale"]
             sources[f"rate:{name}"], measured[f"rate:{name}"] = (
                 f"measured: {where} ({s['key']}): {s['what']}",
