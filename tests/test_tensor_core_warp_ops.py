@@ -154,6 +154,23 @@ def test_bf16_rounding_is_nearest_even():
     np.testing.assert_array_equal(to_bits(x, "fp16"), x.astype(np.float16).view(np.uint16))
 
 
+def test_ptx_texts_are_the_isa_spellings_in_both_address_forms():
+    """The worked spellings in warp_ops' docstrings (cp_async_asm, ldmatrix_asm) hold, and each 64-bit
+    form is the 32-bit form's instruction on a register converted by cvta.to.shared/global."""
+    import doctest
+
+    from gpu_kernels.tensor_core import warp_ops as module
+
+    result = doctest.testmod(module)
+    assert result.attempted >= 2 and result.failed == 0
+    for trans in (False, True):
+        text32, cons32 = module.ldmatrix_asm(True, trans)
+        text64, cons64 = module.ldmatrix_asm(False, trans)
+        assert (".trans." in text32) is trans and text32.endswith(", [$4];")
+        assert text64 == "{ .reg .u64 sa; cvta.to.shared.u64 sa, $4; " + text32.replace("[$4]", "[sa]") + " }"
+        assert (cons32, cons64) == ("=r,=r,=r,=r,r,~{memory}", "=r,=r,=r,=r,l,~{memory}")
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
 @pytest.mark.parametrize("dtype", DTYPES)

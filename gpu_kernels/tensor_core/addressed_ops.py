@@ -19,8 +19,9 @@ same per-lane semantics (one source for both).
     ex2(x)                          2^x, ex2.approx.ftz.f32: one MUFU.EX2 (math.exp2 is four instructions)
     fmax(x, y)                      max.f32: one FMNMX (Python's max is a compare and a select)
 
-The cp.async instructions are spelled once, in ``warp_ops`` (``cp_async_asm``, ``cp_wait_group``,
-and the simulator twins of ``async_copies``); here they take the 32-bit shared address.
+The cp.async and ldmatrix instructions are spelled once, in ``warp_ops`` (``cp_async_asm``,
+``cp_wait_group``, ``ldmatrix_asm``, ``ldmatrix_intrinsic`` and their simulator twins); here they take
+the 32-bit shared address.
 
 Worked number: Ks at shared address 0x4000, element 600 (row 9, chunk 2 of a swizzled 64-wide tile:
 tiles.swizzled) is byte address 0x4000 + 2·600 = 0x44B0.
@@ -34,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import cuda
 
-from .warp_ops import async_copies, cp_async_asm, cp_wait_group, warp_ops
+from .warp_ops import async_copies, cp_async_asm, cp_wait_group, ldmatrix_intrinsic, warp_ops
 
 
 class AddressedOps(NamedTuple):
@@ -110,29 +111,11 @@ def _intrinsics() -> AddressedOps:
 
         return types.uint32(arr), codegen
 
+    def row_address(context, builder, signature, args):
+        return shared_address(context, builder, args[0], signature.args[0], args[1], signature.args[1])
+
     def ldmatrix(trans):
-        suffix = ".trans" if trans else ""
-
-        @intrinsic
-        def ldsm(typingctx, base, idx):
-            ret = types.UniTuple(types.uint32, 4)
-
-            def codegen(context, builder, signature, args):
-                addr = shared_address(
-                    context, builder, args[0], signature.args[0], args[1], signature.args[1]
-                )
-                out = asm(
-                    builder,
-                    ir.LiteralStructType([i32] * 4),
-                    [addr],
-                    f"ldmatrix.sync.aligned.m8n8.x4{suffix}.shared.b16 {{$0,$1,$2,$3}}, [$4];",
-                    "=r,=r,=r,=r,r,~{memory}",
-                )
-                return context.make_tuple(builder, ret, [builder.extract_value(out, i) for i in range(4)])
-
-            return ret(base, idx), codegen
-
-        return ldsm
+        return ldmatrix_intrinsic(trans, True, row_address)
 
     def global_address(context, builder, aryty, ary, idx, idxty):
         data = data_pointer(context, builder, aryty, ary)

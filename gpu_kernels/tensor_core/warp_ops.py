@@ -89,6 +89,49 @@ def cp_async_asm(shared_address: bool, zero_fill: bool) -> tuple[str, str]:
     return text, f"l,l{extra},~{{memory}}"
 
 
+def ldmatrix_asm(shared_address: bool, trans: bool) -> tuple[str, str]:
+    """The one spelling of ldmatrix.x4 (with `trans`, ``.trans``): (inline-PTX text, constraints),
+    operands $0..$3 = the four result registers, $4 = the shared address of my row. With
+    `shared_address` $4 is a 32-bit shared address (``addressed_ops``); without, a generic 64-bit
+    address converted inside the asm (``warp_ops``).
+
+    >>> ldmatrix_asm(True, True)
+    ('ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {$0,$1,$2,$3}, [$4];', '=r,=r,=r,=r,r,~{memory}')
+    """
+    instruction = f"ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.shared.b16 {{$0,$1,$2,$3}}"
+    if shared_address:
+        return f"{instruction}, [$4];", "=r,=r,=r,=r,r,~{memory}"
+    return f"{{ .reg .u64 sa; cvta.to.shared.u64 sa, $4; {instruction}, [sa]; }}", "=r,=r,=r,=r,l,~{memory}"
+
+
+def ldmatrix_intrinsic(trans: bool, shared_address: bool, address):
+    """The one ldmatrix.x4 intrinsic ``(where, idx) -> 4 registers`` (``ldmatrix_asm``'s text);
+    `address(context, builder, signature, args)` gives its operand $4 from the call's two arguments:
+    an i64 generic address of element `idx` of the shared array `where` (``warp_ops``), or the i32
+    ``base + 2·idx`` (``addressed_ops``, `shared_address`). Its simulator twin is ``warp_ops``' ``_ldsm``.
+    """
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    text, constraints = ldmatrix_asm(shared_address, trans)
+    i32 = ir.IntType(32)
+
+    @intrinsic
+    def ldsm(typingctx, where, idx):
+        ret = types.UniTuple(types.uint32, 4)
+
+        def codegen(context, builder, signature, args):
+            addr = address(context, builder, signature, args)
+            fnty = ir.FunctionType(ir.LiteralStructType([i32] * 4), [addr.type])
+            out = builder.call(ir.InlineAsm(fnty, text, constraints, side_effect=True), [addr])
+            return context.make_tuple(builder, ret, [builder.extract_value(out, i) for i in range(4)])
+
+        return ret(where, idx), codegen
+
+    return ldsm
+
+
 @functools.cache
 def async_copies(simulator: bool, element_bytes: int = 2) -> AsyncCopies:
     """cp.async (compute capability ≥ 8.0): 16-byte global→shared copies that bypass registers, for
@@ -369,28 +412,11 @@ def _intrinsics(dtype: str) -> WarpOps:
 
         return sig, codegen
 
+    def smem_address(context, builder, signature, args):
+        return element_address(context, builder, signature.args[0], args[0], args[1])
+
     def ldmatrix(trans):
-        suffix = ".trans" if trans else ""
-
-        @intrinsic
-        def ldsm(typingctx, smem, idx):
-            ret = types.UniTuple(types.uint32, 4)
-
-            def codegen(context, builder, signature, args):
-                addr = element_address(context, builder, signature.args[0], args[0], args[1])
-                out = asm(
-                    builder,
-                    ir.LiteralStructType([i32] * 4),
-                    [addr],
-                    "{ .reg .u64 sa; cvta.to.shared.u64 sa, $4; "
-                    f"ldmatrix.sync.aligned.m8n8.x4{suffix}.shared.b16 {{$0,$1,$2,$3}}, [sa]; }}",
-                    "=r,=r,=r,=r,l,~{memory}",
-                )
-                return context.make_tuple(builder, ret, [builder.extract_value(out, i) for i in range(4)])
-
-            return ret(smem, idx), codegen
-
-        return ldsm
+        return ldmatrix_intrinsic(trans, False, smem_address)
 
     @intrinsic
     def pack2(typingctx, lo, hi):
