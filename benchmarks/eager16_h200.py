@@ -63,8 +63,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpu_kernels.tensor_core.dtypes import DTYPES, UNIT_ROUNDOFF  # noqa: E402
 from measurements.eager16 import ENERGY_FIELDS, TIME_FIELDS  # noqa: E402  (the files' columns, defined once)
+from simlib.units import TENSOR_CORE_DTYPES as DTYPES  # noqa: E402
+from simlib.units import UNIT_ROUNDOFF  # noqa: E402
 
 VARIANTS = ("eager", "eager_hf", "attention_ref", "torch_flash")
 PASSES = ("fwd", "fwd_bwd")
