@@ -587,17 +587,19 @@ def main(argv=None):
         except NoGPU as e:
             sys.stderr.write(f"error: {e}\n")
             return 2
+    kept_t: dict[tuple, list[dict]] = {}  # an earlier run's whole time cases, by (dtype, causal, d, N)
+    for r in kept_time:
+        kept_t.setdefault(tuple(r[k] for k in TIME_CASE), []).append(r)
+    kept_e = {tuple(r[k] for k in ENERGY_CASE + ("variant",)): r for r in kept_energy}
     shapes = time_plan(a.dtypes, [c == "yes" for c in a.causal], a.head_dims, a.seq_lens)
     eplan = energy_plan(a.energy_dtypes, a.energy_seq_lens, a.variants)
     if a.dry_run:
-        done_t = {tuple(r[k] for k in TIME_CASE) for r in kept_time}
-        done_e = {tuple(r[k] for k in ENERGY_CASE + ("variant",)) for r in kept_energy}
         print(f"part 1: {len(shapes)} shapes x {len(a.variants)} variants x {len(PASSES)} passes")
         for dt, c, d, n in shapes:
-            kept = " (kept)" if (dt, c, d, n) in done_t else ""
+            kept = " (kept)" if (dt, c, d, n) in kept_t else ""
             print(f"  time   {dt} causal={c} d={d} N={n} B,H={batch_heads(n)}{kept}")
         for dt, pas, n, v in eplan:
-            print(f"  energy {dt} {pas} N={n} {v}{' (kept)' if (dt, pas, n, v) in done_e else ''}")
+            print(f"  energy {dt} {pas} N={n} {v}{' (kept)' if (dt, pas, n, v) in kept_e else ''}")
         return 0
     import torch
 
@@ -646,8 +648,6 @@ def main(argv=None):
     if a.resume:
         record.update(resumed)
         log(f"resumed from {a.resume}: {len(kept_time)} time rows and {len(kept_energy)} energy rows kept")
-    kept_t = {tuple(r[k] for k in TIME_CASE) for r in kept_time}
-    kept_e = {tuple(r[k] for k in ENERGY_CASE + ("variant",)): r for r in kept_energy}
     tpath = os.path.join(a.out, f"eager16_{a.tag}.csv")
     epath = os.path.join(a.out, f"eager16_energy_{a.tag}.csv")
 
@@ -661,7 +661,7 @@ def main(argv=None):
     # part 1: time
     for dtype, causal, d, n in shapes:
         if (dtype, causal, d, n) in kept_t:
-            time_rows += [r for r in kept_time if tuple(r[k] for k in TIME_CASE) == (dtype, causal, d, n)]
+            time_rows += kept_t[(dtype, causal, d, n)]
             continue
         if time.monotonic() - t_start > a.time_budget_s:
             b, h = batch_heads(n)

@@ -14,6 +14,7 @@ and counted in `skipped()`.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections import Counter
 from pathlib import Path
@@ -45,7 +46,9 @@ FREEZE_UTC = "2026-12-01T22:57:35+00:00"
 AFTER_FREEZE = "committed shapes measured after the freeze"
 
 
+@functools.cache
 def _sidecar(name: str) -> dict:
+    """A committed file's sidecar, read once per process (measured_after_freeze asks per row)."""
     return own_sidecar(MEASUREMENTS / name)
 
 
