@@ -50,6 +50,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from simlib.measured_files import json_object as measured_json_object
 from simlib.safe_write import write_atomic
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "measurements"
@@ -214,15 +215,8 @@ class RunFolder:
 
 def json_object(path, data: bytes, error: type[ValueError] | None = None) -> dict:
     """The JSON object in `data` (the bytes of `path`); `error` (default ManifestError) naming the
-    file if it is not UTF-8 JSON or not an object (a list, null, a string)."""
-    error = error or ManifestError
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise error(f"{path}: not JSON ({e})") from None
-    if not isinstance(value, dict):
-        raise error(f"{path}: a JSON {type(value).__name__}, not an object")
-    return value
+    file if it is not UTF-8 JSON or not an object (simlib.measured_files.json_object, the one check)."""
+    return measured_json_object(path, data, error or ManifestError)
 
 
 def check_folder(folder: Path, run_id: str) -> RunFolder:

@@ -29,18 +29,22 @@ class DamagedMeasurement(ValueError):
     """A measured file that is damaged or does not match its provenance sidecar; the message names it."""
 
 
+def json_object(path, data: bytes, error: type[ValueError] = DamagedMeasurement) -> dict:
+    """The JSON object in `data` (the bytes of `path`); `error` naming the file if it is not UTF-8 JSON
+    or not an object (a list, null, a string)."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise error(f"{path}: not JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise error(f"{path}: a JSON {type(value).__name__}, not an object")
+    return value
+
+
 def own_sidecar(path, error: type[ValueError] = DamagedMeasurement) -> dict:
     """The JSON object in F.provenance.json beside `path` ({} if there is none)."""
     side = Path(str(path) + SIDECAR)
-    if not side.is_file():
-        return {}
-    try:
-        record = json.loads(side.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise error(f"{side}: not JSON ({e})") from None
-    if not isinstance(record, dict):
-        raise error(f"{side}: a provenance sidecar must be a JSON object, got {type(record).__name__}")
-    return record
+    return json_object(side, side.read_bytes(), error) if side.is_file() else {}
 
 
 def checked_bytes(path, error: type[ValueError] = DamagedMeasurement) -> tuple[bytes, dict]:
