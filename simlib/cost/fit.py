@@ -546,7 +546,7 @@ def fit_causal_softmax(classes: dict[str, dict[str, Any]]) -> None:
         costs = {
             c.launch.name: c
             for c in (
-                launch_cost(x, hw, cal, balanced=False) for x in IMPLEMENTATIONS["naive_tc"].launches(w, cal)
+                launch_cost(x, hw, cal) for x in IMPLEMENTATIONS["naive_tc"].launches(w, cal)
             )
         }
         rest = seconds - costs["scores"].time_s - costs["pv"].time_s - hw.rate["launch_s"]
