@@ -64,7 +64,9 @@ def test_event_schedule_equals_a_time_stepped_one(seed):
         )
 
 
-@pytest.mark.parametrize("blocks,resident", [(1, 1), (131, 2), (132, 2), (133, 2), (200, 2), (2048, 2), (500, 3)])
+@pytest.mark.parametrize(
+    "blocks,resident", [(1, 1), (131, 2), (132, 2), (133, 2), (200, 2), (2048, 2), (500, 3)]
+)
 def test_equal_works_give_the_wave_closed_form(blocks, resident):
     """List scheduling of equal CTAs = ⌈·⌉ wave counting: the non-causal model is unchanged."""
     for shared in (False, True):
@@ -89,7 +91,14 @@ def test_a_causal_launch_waits_for_its_long_last_blocks():
     the first wave's 264 slots take 1..264; nothing is left, so the makespan is the longest CTA's
     264 × 2 (each slot at half the SM), against Σ/SMs = 264·265/2/132 = 265: q = 528/265."""
     launch = Launch(
-        "x", "x", Work(), blocks=264, threads=128, registers=255, shared_bytes=0, cta_work=tuple(range(1, 265))
+        "x",
+        "x",
+        Work(),
+        blocks=264,
+        threads=128,
+        registers=255,
+        shared_bytes=0,
+        cta_work=tuple(range(1, 265)),
     )
     assert waves(launch, HW)[1] == pytest.approx(528 / 265)
 
