@@ -128,7 +128,7 @@ def tc_call(inp, name, torch):
         # model's fa2_tc describes and run cost-validate-20261202 measured (commit 20d920b);
         # fa2_tc_v4: gpu_kernels' default build (version 4, issue 22)
         cfg = TcConfig(d, 4, 64, 16, True).check() if name == "fa2_tc" else default_config(d)
-        plan = Fa2TcPlan(shape, cfg, "bf16", causal=inp.causal)
+        plan = Fa2TcPlan.of(shape, cfg, "bf16", causal=inp.causal)
 
         def call(i):
             plan.launch(*views[i % len(views)], ov, lv, counters)
@@ -136,7 +136,7 @@ def tc_call(inp, name, torch):
 
         return call, {"block_rows": cfg.block_rows, "block_cols": cfg.block_cols}, (lse,)
     cfg = NaiveTcConfig(d).check()
-    plan = NaiveTcPlan(shape, cfg, "bf16", causal=inp.causal)
+    plan = NaiveTcPlan.of(shape, cfg, "bf16", causal=inp.causal)
     sp = [torch.empty(b * h * n * row_stride(n), device="cuda", dtype=torch.bfloat16) for _ in range(2)]
     s, p = (bits_view(x) for x in sp)
 

@@ -208,6 +208,7 @@ def main(argv=None):
         return driver(*configs[0], variants)
     if not args.out:
         ap.error("--out: required")
+    os.makedirs(args.out, exist_ok=True)
     log = []
     ncu = find_ncu()
     if not ncu or not ncu_reads_counters(ncu, log):
