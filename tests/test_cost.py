@@ -242,19 +242,26 @@ def test_every_miss_has_a_cause_and_every_hit_none():
 
 
 def test_post_freeze_rows_are_the_measured_ones():
-    """The post-freeze rows' measured values are the run's NVML numbers, read independently here."""
+    """Each round's post-freeze rows' measured values are its run's NVML numbers, read independently here."""
+    from simlib.cost.check import ROUNDS
+
     t = pd.read_csv(COST_DIR / "predicted_vs_measured_h200.csv")
-    after = t[t.when.str.startswith("measured after")]
-    run = pd.read_csv(MEASUREMENTS / "cost_validate_h200.csv")
-    run = run[run.status == "ok"]
-    assert len(after) == len(run) == 36
-    merged = after.merge(
-        run,
-        left_on=["implementation", "dtype", "seq_len", "head_dim", "causal"],
-        right_on=["variant", "dtype", "seq_len", "head_dim", "causal"],
-    )
-    np.testing.assert_allclose(merged.measured_ms, merged.ms_per_call, rtol=1e-5)
-    np.testing.assert_allclose(merged.measured_j, merged.joules_per_call, rtol=1e-5)
+    sizes = {}
+    for rnd in ROUNDS:
+        after = t[t.when == rnd.when]
+        run = pd.read_csv(MEASUREMENTS / rnd.validation)
+        run = run[run.status == "ok"]
+        assert len(after) == len(run)
+        sizes[rnd.when] = len(run)
+        merged = after.merge(
+            run,
+            left_on=["implementation", "dtype", "batch", "heads", "seq_len", "head_dim", "causal"],
+            right_on=["variant", "dtype", "batch", "heads", "seq_len", "head_dim", "causal"],
+        )
+        assert len(merged) == len(run)
+        np.testing.assert_allclose(merged.measured_ms, merged.ms_per_call, rtol=1e-5)
+        np.testing.assert_allclose(merged.measured_j, merged.joules_per_call, rtol=1e-5)
+    assert sizes == {ROUNDS[0].when: 36, ROUNDS[1].when: 24}
 
 
 # --- the CLI's energy: FlashAttention-2 within 15 % of the H200 -------------------------------------

@@ -471,14 +471,14 @@ def cause(row) -> str:
                     "the masked diagonal tiles priced as unmasked ones, and each block's fixed cost (Q load, "
                     "epilogue) counted per generation rather than per block"
                 )
-        elif impl == "eager_bf16" and row["dtype"] == "fp16":
+        elif impl == "eager_bf16" and row["causal"] and row["ratio_time"] < 1:
+            out.append(
+                "time: the broadcast (1, 1, N, N) mask add runs PyTorch's non-vectorized elementwise kernel, priced as the vectorized one"
+            )
+        elif impl == "eager_bf16" and row["dtype"] == "fp16" and row["ratio_time"] > 1:
             out.append(
                 "time: in fp16 the softmax to fp32 runs faster than in bf16, and its class was calibrated on the bf16 "
                 "launches alone (the unit-calibration run)"
-            )
-        elif impl == "eager_bf16" and row["causal"]:
-            out.append(
-                "time: the broadcast (1, 1, N, N) mask add runs PyTorch's non-vectorized elementwise kernel, priced as the vectorized one"
             )
         elif impl == "torch_math" and row["causal"]:
             out.append(
@@ -503,10 +503,12 @@ def cause(row) -> str:
                 "210 pJ beside IMAD 348), so the excess lies elsewhere (a lead: broadcast shared loads priced as "
                 "full wavefronts)"
             )
-        elif row["causal"] and impl in ("torch_flash", "eager_bf16"):
-            out.append("energy: the static power is paid for the predicted time, which is short (see time)")
-        elif impl == "eager_bf16" and row["dtype"] == "fp16":
-            out.append("energy: the static power is paid for the predicted time, which is long (see time)")
+        elif impl in ("torch_flash", "eager_bf16") and not t_ok:
+            out.append(
+                "energy: the static power is paid for the predicted time, which is "
+                + ("short" if row["ratio_time"] < 1 else "long")
+                + " (see time)"
+            )
         else:
             out.append("energy: outside ±15 % (no specific cause established)")
     return "; ".join(out)
