@@ -492,6 +492,12 @@ def cause(row) -> str:
             out.append(
                 "time: 1024 threads per row at N = 16K: the softmax class's one eta, fitted over N = 1K–16K, is set by the shorter rows"
             )
+        elif impl == "eager_bf16" and row["ratio_time"] < 1 and (row["seq_len"] * 2) % 16:
+            out.append(
+                "time: outside ±20 % (no cause established; a lead: its rows of N·2 bytes are not a multiple of "
+                "16 B, so the softmax's vectorized row loads may not apply; the model's eager classes were "
+                "calibrated at powers of two)"
+            )
         else:
             out.append("time: outside ±20 % (no specific cause established)")
     if not e_ok:
