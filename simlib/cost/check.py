@@ -26,7 +26,7 @@ from ..energy import MEASUREMENTS
 from ..measured_files import csv_rows, own_sidecar
 from ..workload import Workload
 from .common import workload_of_row
-from .fit import BLOCK_CLASSES, D128, NAIVE_TC_D128, WALL_FILES
+from .fit import BLOCK_CLASSES, D128, NAIVE_TC_D128, WALL_FILES, round_rows_in_fit
 from .implementations import IMPLEMENTATIONS
 from .predict import predict
 
@@ -447,7 +447,9 @@ def post_freeze(rnd: Round = ROUNDS[0]) -> pd.DataFrame:
     df["ratio_energy"] = df.predicted_j / df.measured_j
     df["time_ok"] = (df.ratio_time - 1).abs() <= TIME_GOAL
     df["energy_ok"] = (df.ratio_energy - 1).abs() <= ENERGY_GOAL
-    df["in_fit"] = False
+    df["in_fit"] = [
+        round_rows_in_fit(rnd.validation, r.implementation, r.dtype, bool(r.causal)) for r in df.itertuples()
+    ]
     return df
 
 

@@ -531,6 +531,78 @@ def fit_naive_tc_d128(classes: dict[str, dict[str, Any]]) -> None:
         classes[klass].update(eta=classes[klass]["eta"] * factor, n_time=len(ratios))
 
 
+EAGER16_FILE = "eager16_h200.csv"
+H2F_CLASSES = {
+    "torch_softmax_h2f.warp": "torch_softmax.warp",
+    "torch_softmax_h2f.block": "torch_softmax.block",
+}
+#: Round 2's measurements (check.ROUNDS) that the fp16 softmax's eta uses: the fp16 eager chain,
+#: non-causal (these rows count as calibration in the table, in_fit, no longer as validation).
+ROUND2_FILE = "cost_validate2_h200.csv"
+
+
+def _fp16_eager_rows() -> list[tuple[str, Workload, float]]:
+    """(file, workload, seconds) of the fp16 eager chain's committed non-causal timings: the Hugging
+    Face eager medians (eager16_h200.csv, forward) and round 2's wall-clock rows."""
+    out = []
+    for r in csv_rows(MEASUREMENTS / EAGER16_FILE):
+        if (
+            r["variant"] == "eager_hf"
+            and r["dtype"] == "fp16"
+            and r["pass"] == "fwd"
+            and r["causal"] != "True"
+            and r.get("ok") == "True"
+            and r.get("median_ms")
+        ):
+            out.append((EAGER16_FILE, workload_of_row(r, causal=False), float(r["median_ms"]) / 1e3))
+    for r in csv_rows(MEASUREMENTS / ROUND2_FILE):
+        if (
+            r["variant"] == "eager_bf16"
+            and r["dtype"] == "fp16"
+            and r["status"] == "ok"
+            and r["causal"] != "True"
+        ):
+            out.append((ROUND2_FILE, workload_of_row(r, causal=False), float(r["ms_per_call"]) / 1e3))
+    return out
+
+
+def round_rows_in_fit(source: str, implementation: str, dtype: str, causal: bool) -> bool:
+    """Whether a post-freeze row (check.post_freeze) is one the calibration now uses."""
+    return source == ROUND2_FILE and implementation == "eager_bf16" and dtype == "fp16" and not causal
+
+
+def fit_h2f_softmax(classes: dict[str, dict[str, Any]]) -> None:
+    """The fp16 eager softmax (the fused half-to-float kernel, library._eager_softmax_class), never
+    profiled: the instructions of the fp32 softmax kernel of the same row regime (the same
+    host_softmax templates), eta the geometric mean over the fp16 eager chain's committed non-causal
+    timings (`_fp16_eager_rows`) of (predicted softmax − t_launch) / (measured − the other launches'
+    predictions − t_launch)."""
+    hw = load_cost_hardware("h200")
+    for klass, source in H2F_CLASSES.items():
+        classes[klass] = {
+            **{k: v for k, v in classes[source].items() if k in ("el", "ffma_el")},
+            "from": source,
+        }
+    cal = Calibration({**classes, **{k: {**classes[k], "eta": 1.0} for k in H2F_CLASSES}})
+    ratios: dict[str, list[float]] = {}
+    for _, w, seconds in _fp16_eager_rows():
+        costs = {
+            c.launch.name: c
+            for c in (launch_cost(x, hw, cal) for x in IMPLEMENTATIONS["eager_bf16"].launches(w, cal))
+        }
+        soft = costs.pop("softmax")
+        rest = seconds - sum(c.time_s for c in costs.values()) - hw.rate["launch_s"]
+        if rest > 0:
+            ratios.setdefault(soft.launch.klass, []).append((soft.time_s - hw.rate["launch_s"]) / rest)
+    for klass, values in ratios.items():
+        classes[klass].update(
+            eta=math.exp(statistics.fmean(math.log(v) for v in values)),
+            n_time=len(values),
+            eta_spread=[min(values), max(values)],
+            eta_from=f"{EAGER16_FILE} and {ROUND2_FILE}: the fp16 eager chain, non-causal",
+        )
+
+
 def fit_causal_softmax(classes: dict[str, dict[str, Any]]) -> None:
     """eta of naive_tc's causal softmax build: the causal side-by-side's medians less the predicted
     scores and pv launches (geometric mean over the rows); its instructions are the unmasked build's."""
@@ -561,6 +633,8 @@ def inputs() -> list[dict[str, str]]:
         FIGURE2_FILE,
         *WALL_FILES,
         SIDE_BY_SIDE_CAUSAL,
+        EAGER16_FILE,
+        ROUND2_FILE,
         "ceilings_h200.json",
         "energy_calibration_h200.csv",
         "cost_units_h200.csv",
@@ -586,6 +660,7 @@ def fit() -> dict:
     fit_block_latency(obs, classes)
     fit_naive_tc_d128(classes)
     fit_causal_softmax(classes)
+    fit_h2f_softmax(classes)
 
     def sig(x):
         return float(f"{x:.6g}")

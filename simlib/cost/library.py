@@ -37,6 +37,7 @@ from ..workload import Workload
 from .calibration import Calibration
 from .common import MMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
 from .schedule import causal_cta_work
+from .softmax_trips import WARP_SOFTMAX_MAX, softmax_fill
 from .work import Launch, Work
 
 #: FlashAttention-2's forward kernels keep S/P and O in registers: (Br·Bc + Br·d)/threads fp32 per
@@ -165,7 +166,14 @@ def fa2_tc_v4(w: Workload, cal: Calibration) -> list[Launch]:
 
 
 def _elementwise(
-    name: str, klass: str, read: float, written: float, elements: float, cal: Calibration, mufu: float = 0.0
+    name: str,
+    klass: str,
+    read: float,
+    written: float,
+    elements: float,
+    cal: Calibration,
+    mufu: float = 0.0,
+    trip_fill: float = 1.0,
 ) -> Launch:
     b = {"el": elements / 32}
     work = Work(
@@ -176,7 +184,7 @@ def _elementwise(
         ffma=cal.ffma_per_element(klass) * elements,
         instructions=cal.instructions(klass, b),
     )
-    return Launch(name, klass, work, detail={"basis": b})
+    return Launch(name, klass, work, trip_fill=trip_fill, detail={"basis": b})
 
 
 def _gemm(
@@ -195,7 +203,18 @@ def _gemm(
 
 def _softmax_class(nk: int) -> str:
     """PyTorch's softmax kernel: the warp-per-row kernel up to 1024 columns, a block per row above."""
-    return "torch_softmax.warp" if nk <= 1024 else "torch_softmax.block"
+    return "torch_softmax.warp" if nk <= WARP_SOFTMAX_MAX else "torch_softmax.block"
+
+
+def _eager_softmax_class(w: Workload) -> str:
+    """``softmax(x, dtype=float32)`` of 16-bit scores (aten/src/ATen/native/SoftMax.cpp, ``softmax``):
+    fp16 on CUDA takes the fused half-to-float kernel (``_softmax(x, dim, half_to_float=True)``), the
+    warp kernel up to 1024 columns and the block kernel above; bf16 is converted to fp32 first
+    (``x.toType(float)``, its own elementwise launch) and then runs the fp32 softmax: two kernels,
+    timed together as one launch in the calibration run (eager_bf16_h200.csv)."""
+    if w.dtype == "fp16":
+        return "torch_softmax_h2f." + ("warp" if w.nk <= WARP_SOFTMAX_MAX else "block")
+    return "torch_softmax_to_fp32"
 
 
 def eager_16bit(w: Workload, cal: Calibration) -> list[Launch]:
@@ -214,7 +233,9 @@ def eager_16bit(w: Workload, cal: Calibration) -> list[Launch]:
     if w.causal:  # attn_weights + causal_mask: a (1, 1, N_q, N_k) 16-bit mask, broadcast (L2-resident)
         out.append(_elementwise("mask", "torch_ew", 2 * el + 2.0 * nq * nk, 2 * el, el, cal))
     out += [
-        _elementwise("softmax", "torch_softmax_to_fp32", 2 * el, 4 * el, el, cal, mufu=el),
+        _elementwise(
+            "softmax", _eager_softmax_class(w), 2 * el, 4 * el, el, cal, mufu=el, trip_fill=softmax_fill(nk)
+        ),
         _elementwise("cast", "torch_ew", 4 * el, 2 * el, el, cal),
         _gemm(
             "pv_gemm", "cublas16.pv", "gemm16", flops, 2 * el + 2.0 * (kvh * nk * d + bh * nq * d), d, el, cal
@@ -242,7 +263,9 @@ def torch_math(w: Workload, cal: Calibration) -> list[Launch]:
     if w.causal:  # the boolean mask applied to S (masked_fill): read S and the mask, write S
         out.append(_elementwise("mask", "torch_where", 4 * el + 1.0 * nq * nk, 4 * el, el, cal))
     out += [
-        _elementwise("softmax", _softmax_class(nk), 4 * el, 4 * el, el, cal, mufu=el),
+        _elementwise(
+            "softmax", _softmax_class(nk), 4 * el, 4 * el, el, cal, mufu=el, trip_fill=softmax_fill(nk)
+        ),
         _elementwise("isneginf", "torch_ew", 4 * el, 1 * el, el, cal),
         _elementwise("all_rows", "torch_all", 1 * el, 0.0, el, cal),
         _elementwise("where", "torch_where", 4 * el, 4 * el, el, cal),

@@ -8,7 +8,7 @@ Per launch, each unit's time is its work over its rate (`CostHardware.rate`):
 
 and the launch takes
 
-    t = t_launch + max(t_dram, t_l2, t_shared, t_issue, t_ffma, t_gemm, t_tensor ⊕ t_mufu) × q / η
+    t = t_launch + max(t_dram, t_l2, t_shared, t_issue, t_ffma, t_gemm, t_tensor ⊕ t_mufu) × q / (η·f)
           + ⌈blocks / resident blocks⌉ × t_block
 
 where ⊕ is + for launches whose matmuls and exponentials one warp issues in turn (FlashAttention-2
@@ -17,7 +17,8 @@ work (`simlib.cost.schedule`: ⌈blocks/SMs⌉·SMs/blocks for one wave of equal
 mask the blocks' unequal works list-scheduled in launch order); η is the fraction of its binding roof the launch class
 reached in the committed timings, and t_block (FlashAttention-type kernels) the time each generation
 of resident blocks spends loading its Q tile, filling its pipeline and writing O (both
-`simlib.cost.calibration`). The binding roof is named, with its
+`simlib.cost.calibration`); f (`Launch.trip_fill`, 1 unless set) the fraction of a row kernel's loop
+trips that carry data (`simlib.cost.softmax_trips`: PyTorch's block softmax at N not a multiple of its trip). The binding roof is named, with its
 margin over the next one. A sequence takes the sum of its launches (a kernel sequence is never
 one roofline: each launch is bound by its own roof).
 
@@ -202,7 +203,7 @@ def launch_cost(launch: Launch, hw: CostHardware, cal: Calibration) -> LaunchCos
     n, q = waves(launch, hw)
     eta = cal.eta(launch.klass)
     block_s = math.ceil(n) * cal.block_latency(launch.klass) if n else 0.0
-    time_s = hw.rate["launch_s"] + roof_s * q / eta + block_s
+    time_s = hw.rate["launch_s"] + roof_s * q / (eta * launch.trip_fill) + block_s
     return LaunchCost(
         launch, unit_s, roof_s, bound, margin, n, q, eta, block_s, time_s, energy_terms(launch, hw, time_s)
     )

@@ -100,6 +100,9 @@ class Launch:
     serial: tuple[str, ...] = ()
     #: relative work of each CTA in launch order (simlib.cost.schedule.causal_cta_work); empty: all equal
     cta_work: tuple[float, ...] = ()
+    #: the fraction of its threads' loop trips that carry data (1: every trip full), for a launch whose
+    #: time is set by trips per thread rather than by its counts (simlib.cost.softmax_trips)
+    trip_fill: float = 1.0
     note: str = ""
     detail: dict = field(default_factory=dict)
 
