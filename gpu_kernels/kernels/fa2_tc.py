@@ -224,7 +224,8 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
         w = tid >> 5
         g = lane >> 2  # my rows in m-tile mt are WR·w + 16·mt + g and + 8
         tq = lane & 3  # my columns inside each 8-wide n-tile: 2tq, 2tq + 1
-        if HEAVY_FIRST:  # grid (B·H, Tr), launched x fastest: Q block Tr − 1 of every head first, then Tr − 2, ...
+        # causal: grid (B·H, Tr), launched x fastest: Q block Tr − 1 of every head first, then Tr − 2, ...
+        if HEAVY_FIRST:
             i = cuda.gridDim.y - 1 - cuda.blockIdx.y
             bh = cuda.blockIdx.x
         else:

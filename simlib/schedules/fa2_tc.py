@@ -130,7 +130,11 @@ def working_set(workload: Workload, mapping: TcMapping) -> WorkingSet:
     return WorkingSet(
         (
             ("Q_i", "SRAM", br * d * eb),
-            ("K_j, V_j" if mapping.kv_stages == 1 else "K, V ring", "SRAM", 2 * mapping.kv_stages * bc * d * eb),
+            (
+                "K_j, V_j" if mapping.kv_stages == 1 else "K, V ring",
+                "SRAM",
+                2 * mapping.kv_stages * bc * d * eb,
+            ),
             ("S/P (fp32)", "registers", br * bc * 4),
             ("O_i (fp32)", "registers", br * d * 4),
         )
