@@ -1,6 +1,6 @@
 """decode_tc at small caches, taken apart on the GPU in one call (issue 22 item 3, helper kernel3).
 
-    python benchmarks/decode_parts_h200.py --out DIR
+    python benchmarks/decode_parts_h200.py --out DIR [--shapes 0,1,2]
 
 Why is a decode step of a 34 MB cache at 0.37 of the copy bandwidth (run k22-decode-run1)? Per shape,
 every part timed the decode side by side's way (``queued_times``: launches queued behind a spin
@@ -122,7 +122,9 @@ def shape_rows(shape, torch, kit):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
+    p.add_argument("--shapes", default="", help="indices into SHAPES to run, e.g. 0,1,2 (default: all)")
     a = p.parse_args(argv)
+    shapes = [SHAPES[int(i)] for i in a.shapes.split(",")] if a.shapes else SHAPES
     import types
 
     import torch
@@ -151,7 +153,7 @@ def main(argv=None):
     big, _ = dsbs.copy_gbps(torch)
     print(f"copy of 2 GiB: {big:.0f} GB/s", flush=True)
     rows = []
-    for shape in SHAPES:
+    for shape in shapes:
         rows += shape_rows(shape, torch, kit)
         print(f"[{time.monotonic() - t0:6.1f} s] {shape} done", flush=True)
     big2, _ = dsbs.copy_gbps(torch)

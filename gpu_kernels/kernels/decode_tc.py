@@ -385,6 +385,7 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
     D = head_dim
     CPL = D // 32  # columns per lane
     SLOTS = MAX_SPLITS // 32
+    U = 8  # partial rows loaded at once (divides 32)
     COUNTING = counting
     _, _, _, _, _, _, pack2, _, _, _, warp_max, warp_sum = warp_ops(dtype, simulator)
     ex2 = addressed_ops(dtype, simulator).ex2
@@ -399,6 +400,7 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
     def combine_row(o_part, lse_part, o, row, n_splits, lane, ok):
         x = cuda.local.array(SLOTS, float32)  # lse of splits lane, lane + 32, ...; then their weights
         acc = cuda.local.array(CPL, float32)
+        vals = cuda.local.array((U, CPL), float32)  # my columns of U partial rows, loaded together
         n_gr = 0
         n_gw = 0
         mx = NEG_INF
@@ -421,16 +423,23 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
         inv = ONE / total if ok else ZERO
         for e in range(CPL):
             acc[e] = ZERO
-        for sl in range(SLOTS):
-            if 32 * sl < n_splits:
-                for jj in range(min(32, n_splits - 32 * sl)):
-                    wj = bcast(x[sl], jj) * inv
-                    if ok:
-                        part = (row * n_splits + 32 * sl + jj) * D + lane * CPL
-                        for e in range(CPL):
-                            acc[e] += wj * o_part[part + e]
-                        if COUNTING:
-                            n_gr += 4 * CPL
+        # U splits at a time, their loads issued before any is used: one L2 round trip per U splits, not
+        # per split (lanes past the last split hold weight 0: their partial reads as 0, unread)
+        for j0 in range(0, n_splits, U):
+            xs = x[0]  # the slot that holds the weights of splits j0 .. j0 + U − 1 (U divides 32)
+            for sl in range(1, SLOTS):
+                if j0 >= 32 * sl:
+                    xs = x[sl]
+            for uu in range(U):
+                part = (row * n_splits + j0 + uu) * D + lane * CPL
+                for e in range(CPL):
+                    vals[uu, e] = o_part[part + e] if ok and j0 + uu < n_splits else ZERO
+                if COUNTING and ok and j0 + uu < n_splits:
+                    n_gr += 4 * CPL
+            for uu in range(U):
+                wj = bcast(xs, (j0 + uu) & 31) * inv
+                for e in range(CPL):
+                    acc[e] += wj * vals[uu, e]
         if ok:
             for e in range(0, CPL, 2):
                 pair = pack2(acc[e], acc[e + 1])
