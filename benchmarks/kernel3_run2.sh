@@ -6,12 +6,12 @@ set -u
 export FLASHIO_GPU=1 PYTHONUNBUFFERED=1
 R=/tmp/k3r2
 mkdir -p $R/parts $R/dec
-timeout 60 python3 -m pytest -q -p no:cacheprovider -n 6 -m gpu -rfs tests/test_tensor_core_decode.py \
+timeout 45 python3 -m pytest -q -p no:cacheprovider -n 8 -m gpu -rfs tests/test_tensor_core_decode.py \
     >$R/pytest_decode_gpu.log 2>&1
 echo "pytest rc=$?" >>$R/pytest_decode_gpu.log
-timeout 50 python3 benchmarks/decode_parts_h200.py --out $R/parts --shapes 0,1,2 >$R/parts/decode_parts_h200.log 2>&1
+timeout 35 python3 benchmarks/decode_parts_h200.py --out $R/parts --shapes 0,1,2 >$R/parts/decode_parts_h200.log 2>&1
 echo "decode_parts rc=$?"
-timeout 70 python3 -m gpu_kernels side-by-side --out $R/dec --tag h200 --dtypes bf16 --causal no --budget-s 45 \
+timeout 50 python3 -m gpu_kernels side-by-side --out $R/dec --tag h200 --dtypes bf16 --causal no --budget-s 32 \
     --shape 1:32:8:8192:128:1 --shape 1:32:8:32768:128:1 --shape 1:32:8:131072:128:1 \
     --shape 8:32:8:8192:128:1 --shape 8:32:8:32768:128:1 --shape 16:32:32:8192:128:1 \
     --shape 4:64:8:16384:64:1 --shape 8:32:8:8192:128:4 >$R/dec/decode_side_by_side.log 2>&1
