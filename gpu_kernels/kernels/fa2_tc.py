@@ -193,6 +193,14 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
     smem_base, ldsm_x4, _, cp16, cp16z, _, _, _ = addressed_ops(dtype, simulator)
     copy_q, copy_q_ragged = block_copiers(cp16, cp16z, BR, D, NT, simulator)
     copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator)
+
+    def copy_block(base, so, src, g, c, tid):
+        """My copies of a K or V block of c valid rows (the full copier unless the block ends early)."""
+        if c == BC:
+            return copy_kv(base, so, src, g, tid)
+        return copy_kv_ragged(base, so, src, g, c, tid)
+
+    copy_block = (cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True))(copy_block)
     cp_commit = warp_ops(dtype, simulator).cp_commit
     cp_wait_all = warp_ops(dtype, simulator).cp_wait_all
     cp_wait_ring = cp_wait_group(2, simulator)  # the ring: the two groups issued after the one I need
@@ -254,19 +262,13 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
         j = tc - 1
         kvg = kv_bh * n_k * D
         c = min(BC, n_k - j * BC)
-        if c == BC:
-            got2, put2 = copy_kv(base, K_OFF, k, kvg + j * BC * D, tid)
-        else:
-            got2, put2 = copy_kv_ragged(base, K_OFF, k, kvg + j * BC * D, c, tid)
+        got2, put2 = copy_block(base, K_OFF, k, kvg + j * BC * D, c, tid)
         cp_commit()
         if COUNTING:
             n_gr += got + got2
             n_sw += put + put2
         if RING:  # then V of the same block, and K of the next: three groups in flight
-            if c == BC:
-                got, put = copy_kv(base, V_OFF, v, kvg + j * BC * D, tid)
-            else:
-                got, put = copy_kv_ragged(base, V_OFF, v, kvg + j * BC * D, c, tid)
+            got, put = copy_block(base, V_OFF, v, kvg + j * BC * D, c, tid)
             cp_commit()
             if COUNTING:
                 n_gr += got
@@ -328,10 +330,7 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
                 if jj > 0:
                     cp_wait_all()  # my copies of K_j have landed
                     cuda.syncthreads()  # everyone's; and everyone is done reading V_j+1
-                if c == BC:
-                    got, put = copy_kv(base, V_OFF, v, kvg + k_start * D, tid)
-                else:
-                    got, put = copy_kv_ragged(base, V_OFF, v, kvg + k_start * D, c, tid)
+                got, put = copy_block(base, V_OFF, v, kvg + k_start * D, c, tid)
                 cp_commit()
                 if COUNTING:
                     n_gr += got
