@@ -453,7 +453,7 @@ def _side_by_side(variant: str, causal: bool) -> list[tuple[Workload, float]]:
 
 
 def _v4_rows(causal: bool) -> list[tuple[Workload, float]]:
-    """(workload, CUDA-event median seconds) of fa2_tc version 4's default build (fa2_tc_speed.csv)."""
+    """(workload, CUDA-event median seconds) of fa2_tc version 4's default build (its run's fa2_tc_speed.csv)."""
     path = V4_PATH
     if not path.is_file():
         return []
