@@ -16,6 +16,7 @@ ms_per_call is the loop's wall time per call. The last lines are a short table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import sys
@@ -35,9 +36,12 @@ FP32 = ("numba_naive", "numba_tiled", "numba_fast", "torch_math", "cupy_naive")
 BF16 = ("naive_tc", "fa2_tc", "torch_flash", "torch_math", "eager_bf16")
 NO_CAUSAL = ("numba_fast", "cupy_naive")
 TOL = {"fp32": 1e-4, "bf16": 2e-2, "fp16": 2e-2}
-#: --variants name:dtype pairs beyond the first round's: fa2_tc version 4 (gpu_kernels' default build) and
+#: --variants name:dtype pairs beyond the first round's: fa2_tc version 4 (single K/V buffers, Q blocks in
+#: launch order) and version 5 (gpu_kernels' default build: the K/V ring, causal blocks heaviest first), and
 #: the 16-bit eager baseline in fp16.
-EXTRA = ("fa2_tc_v4:bf16", "eager_bf16:fp16")
+EXTRA = ("fa2_tc_v4:bf16", "fa2_tc_v5:bf16", "eager_bf16:fp16")
+#: fa2_tc version 4 rebuilt from version 5's code (benchmarks/fa2_tc_speed.py's "v4-single")
+V4 = dict(kv_stages=1, heavy_first=False)
 
 
 def parse_shapes(text):
@@ -123,11 +127,16 @@ def tc_call(inp, name, torch):
     lse = torch.empty(b, h, n, device="cuda", dtype=torch.float32)
     ov, lv = bits_view(out), bits_view(lse)
     counters = new_counters()
-    if name in ("fa2_tc", "fa2_tc_v4"):
+    if name in ("fa2_tc", "fa2_tc_v4", "fa2_tc_v5"):
         # fa2_tc: version 3's layout (4 warps of 16 rows, Bc = 64, Q in registers), the build the cost
         # model's fa2_tc describes and run cost-validate-20261202 measured (commit 20d920b);
-        # fa2_tc_v4: gpu_kernels' default build (version 4, issue 22)
-        cfg = TcConfig(d, 4, 64, 16, True).check() if name == "fa2_tc" else default_config(d)
+        # fa2_tc_v4: version 4 (issue 22); fa2_tc_v5: gpu_kernels' default build (version 5, kernel3)
+        if name == "fa2_tc":
+            cfg = TcConfig(d, 4, 64, 16, True).check()
+        elif name == "fa2_tc_v4":
+            cfg = dataclasses.replace(default_config(d), **V4).check()
+        else:
+            cfg = default_config(d)
         plan = Fa2TcPlan.of(shape, cfg, "bf16", causal=inp.causal)
 
         def call(i):
@@ -229,7 +238,7 @@ def build(name, dtype, inp, torch):
         call, params = sdpa_call(inp, "MATH", torch)
     elif name == "torch_flash":
         call, params = sdpa_call(inp, "FLASH_ATTENTION", torch)
-    elif name in ("fa2_tc", "fa2_tc_v4", "naive_tc"):
+    elif name in ("fa2_tc", "fa2_tc_v4", "fa2_tc_v5", "naive_tc"):
         call, params, keep = tc_call(inp, name, torch)
     elif name == "cupy_naive":
         call, params, keep = cupy_call(inp, torch)
@@ -274,6 +283,26 @@ def measure_one(name, dtype, inp, counter, seconds, torch):
     }
 
 
+def build_plan(shapes, variants=""):
+    """The (shape, dtype, name) triples to measure, in order: `variants` ('name:dtype,...') or the first
+    round's bf16 and fp32 sets; causal shapes skip the implementations without a causal mask. ValueError
+    names --variants for an unknown pair (before any device work)."""
+    if variants:
+        pairs = [tuple(x.split(":")) for x in variants.split(",")]
+        known = (
+            {(n, "bf16") for n in BF16} | {(n, "fp32") for n in FP32} | {tuple(e.split(":")) for e in EXTRA}
+        )
+        bad = [":".join(p) for p in pairs if p not in known]
+        if bad:
+            raise ValueError(f"--variants: unknown name:dtype {', '.join(bad)}")
+        plan = [(s, dt, name) for s in shapes for name, dt in pairs]
+    else:
+        plan = [
+            (s, dt, name) for s in shapes for dt, names in (("bf16", BF16), ("fp32", FP32)) for name in names
+        ]
+    return [(s, dt, name) for s, dt, name in plan if not (s[4] and name in NO_CAUSAL)]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
@@ -287,8 +316,20 @@ def main(argv=None):
         + ", ".join(EXTRA),
     )
     p.add_argument("--file", default="cost_validate_h200.csv", help="name of the CSV under --out")
+    p.add_argument(
+        "--plan", action="store_true", help="print the plan (one line per measurement) and exit: no GPU"
+    )
     args = p.parse_args(argv)
     shapes = parse_shapes(args.shapes)
+    try:
+        plan = build_plan(shapes, args.variants)
+    except ValueError as e:
+        p.error(str(e))
+    if args.plan:
+        for (b, h, n, d, causal), dtype, name in plan:
+            print(f"{name:12s} {dtype} B={b} H={h} N={n:5d} d={d:3d} causal={int(causal)}")
+        print(f"{len(plan)} measurements, at least {len(plan) * args.seconds:.0f} s of loops")
+        return
     deadline = time.monotonic() + args.budget_s
     import torch
 
@@ -314,13 +355,7 @@ def main(argv=None):
     path = os.path.join(args.out, args.file)
     rows = []
     if args.variants:
-        pairs = [tuple(x.split(":")) for x in args.variants.split(",")]
         record["variants"] = args.variants
-        plan = [(s, dt, name) for s in shapes for name, dt in pairs]
-    else:
-        plan = [
-            (s, dt, name) for s in shapes for dt, names in (("bf16", BF16), ("fp32", FP32)) for name in names
-        ]
     current = {}
     for (b, h, n, d, causal), dtype, name in plan:
         row = {
@@ -333,8 +368,6 @@ def main(argv=None):
             "head_dim": d,
             "causal": causal,
         }
-        if causal and name in NO_CAUSAL:
-            continue
         left = deadline - time.monotonic()
         if left < args.seconds + 8:
             row.update(status="skipped", note=f"time budget: {left:.0f} s left")

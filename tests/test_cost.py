@@ -249,6 +249,9 @@ def test_post_freeze_rows_are_the_measured_ones():
     sizes = {}
     for rnd in ROUNDS:
         after = t[t.when == rnd.when]
+        if not (MEASUREMENTS / rnd.validation).is_file():  # its run is not committed yet: no rows
+            assert after.empty
+            continue
         run = pd.read_csv(MEASUREMENTS / rnd.validation)
         run = run[run.status == "ok"]
         assert len(after) == len(run)
@@ -261,7 +264,28 @@ def test_post_freeze_rows_are_the_measured_ones():
         assert len(merged) == len(run)
         np.testing.assert_allclose(merged.measured_ms, merged.ms_per_call, rtol=1e-5)
         np.testing.assert_allclose(merged.measured_j, merged.joules_per_call, rtol=1e-5)
-    assert sizes == {ROUNDS[0].when: 36, ROUNDS[1].when: 24}
+    assert {k: sizes[k] for k in (ROUNDS[0].when, ROUNDS[1].when)} == {ROUNDS[0].when: 36, ROUNDS[1].when: 24}
+
+
+def test_each_rounds_shapes_are_new():
+    """A round measures shapes no earlier round predicted and no committed measurement holds (chosen after
+    its freeze), and its predictions name one frozen commit, the one its sidecar names."""
+    from simlib.cost.check import ROUNDS, committed
+
+    seen = {
+        (r.batch, r.heads, r.seq_len, r.head_dim, bool(r.causal))
+        for r in committed().itertuples()
+        if not str(r.source).startswith("cost_validate")
+    }
+    for rnd in ROUNDS:
+        if not (COST_DIR / rnd.predictions).is_file():
+            continue
+        pred = pd.read_csv(COST_DIR / rnd.predictions)
+        shapes = {(r.batch, r.heads, r.seq_len, r.head_dim, bool(r.causal)) for r in pred.itertuples()}
+        assert len(shapes) >= 4 and not shapes & seen, rnd.when
+        seen |= shapes
+        side = json.loads((COST_DIR / (rnd.predictions + ".provenance.json")).read_text())
+        assert set(pred.frozen_commit) == {side["frozen_commit"]}
 
 
 # --- the CLI's energy: FlashAttention-2 within 15 % of the H200 -------------------------------------

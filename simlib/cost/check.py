@@ -26,7 +26,7 @@ from ..energy import MEASUREMENTS
 from ..measured_files import csv_rows, own_sidecar
 from ..workload import Workload
 from .common import workload_of_row
-from .fit import BLOCK_CLASSES, D128, NAIVE_TC_D128, V4_PATH, WALL_FILES, round_rows_in_fit
+from .fit import BLOCK_CLASSES, D128, NAIVE_TC_D128, V4_PATH, V5_PATH, WALL_FILES, round_rows_in_fit
 from .implementations import IMPLEMENTATIONS
 from .predict import predict
 
@@ -150,11 +150,13 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
                 ),
             )
         )
-    for r in csv_rows(V4_PATH) if V4_PATH.is_file() else []:  # fa2_tc version 4's default build (its run)
-        if r["kernel"] != "fa2_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
-            continue
-        w = workload_of_row(r)
-        out.append(_row("fa2_tc_speed.csv", "fa2_tc_v4", w, float(r["median_ms"])))
+    # fa2_tc version 4's default build (its run, archived) and version 5's (the current file)
+    for path, variant in ((V4_PATH, "fa2_tc_v4"), (V5_PATH, "fa2_tc_v5")):
+        for r in csv_rows(path) if path.is_file() else []:
+            if r["kernel"] != "fa2_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
+                continue
+            w = workload_of_row(r)
+            out.append(_row("fa2_tc_speed.csv", variant, w, float(r["median_ms"])))
     for name in ("bench_h200.csv", "compare_h200.csv", "compare_h200_fast.csv"):
         for r in _read(name):
             if r["metric"] not in ("ms", "time_ms_median"):
@@ -412,6 +414,8 @@ class Round:
 
 #: Round 1: model 56eacf1, predictions 20d920b, run cost-validate-20261202. Round 2: the causal wave
 #: model, frozen again (docs/COST.md), new shapes and fa2_tc version 4 and the fp16 eager baseline.
+#: Round 3: the softmax's loop trips, the fp16 eager softmax class and fa2_tc version 5 (docs/COST.md);
+#: a round whose run is not committed yet has no rows in the table.
 ROUNDS = (
     Round("measured after the freeze", PREDICTIONS, VALIDATION, "cost-validate-20261202"),
     Round(
@@ -419,6 +423,12 @@ ROUNDS = (
         "predictions_after_freeze2_h200.csv",
         "cost_validate2_h200.csv",
         "cost-validate2-20261202",
+    ),
+    Round(
+        "measured after the third freeze",
+        "predictions_after_freeze3_h200.csv",
+        "cost_validate3_h200.csv",
+        "cost-validate3-20261202",
     ),
 )
 
@@ -460,7 +470,7 @@ def cause(row) -> str:
     t_ok = row.get("time_ok", True) is not False
     e_ok = row.get("energy_ok") is not False
     if not t_ok:
-        if impl in ("torch_flash", "fa2_tc", "fa2_tc_v4", "numba_tiled") and row["causal"]:
+        if impl in ("torch_flash", "fa2_tc", "fa2_tc_v4", "fa2_tc_v5", "numba_tiled") and row["causal"]:
             if row.get("when") == ROUNDS[0].when:  # predicted by the model frozen before the wave model
                 out.append(
                     "time: causal blocks do unequal work (block i visits i+1 K/V tiles) and launch in index order, "

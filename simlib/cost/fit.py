@@ -424,14 +424,19 @@ V4_FILE = "fa2_tc_speed.csv"
 #: blocks heaviest first: another instruction mix and launch order) the current file is version 5's
 V4_RUN = "k22-fa2v4-run3"
 V4_PATH = MEASUREMENTS.parent / "archive" / V4_RUN / V4_FILE
+V5_PATH = MEASUREMENTS / V4_FILE
 #: fa2_tc version 4 (issue 22), never profiled: eta and t_block from its committed non-causal medians.
 V4_CLASSES = {"fa2_tc_v4.d64.bc64": 64, "fa2_tc_v4.d128.bc48": 128}
+#: fa2_tc version 5 (run k3-run1), never profiled: eta and t_block from its committed non-causal medians
+#: (the current fa2_tc_speed.csv's default builds).
+V5_CLASSES = {"fa2_tc_v5.d64.bc64": 64, "fa2_tc_v5.d128.bc48": 128}
 BLOCK_CLASSES = {
     "fa2_tc.d64.w4bc64": "fa2_tc",
     "fa2_tc.d128.w4bc64": "fa2_tc",
     "torch_flash.d64.br128bc128": "torch_flash",
     "torch_flash.d128.br128bc64": "torch_flash",
     **dict.fromkeys(V4_CLASSES, "fa2_tc_v4"),
+    **dict.fromkeys(V5_CLASSES, "fa2_tc_v5"),
 }
 SIDE_BY_SIDE = "tc_side_by_side_h200.csv"
 SIDE_BY_SIDE_CAUSAL = "tc_side_by_side_h200_causal.csv"
@@ -452,9 +457,9 @@ def _side_by_side(variant: str, causal: bool) -> list[tuple[Workload, float]]:
     return out
 
 
-def _v4_rows(causal: bool) -> list[tuple[Workload, float]]:
-    """(workload, CUDA-event median seconds) of fa2_tc version 4's default build (its run's fa2_tc_speed.csv)."""
-    path = V4_PATH
+def _v4_rows(causal: bool, path=V4_PATH) -> list[tuple[Workload, float]]:
+    """(workload, CUDA-event median seconds) of fa2_tc version 4's default build (its run's fa2_tc_speed.csv),
+    or with `path` the current file, version 5's."""
     if not path.is_file():
         return []
     out = []
@@ -488,11 +493,15 @@ def fit_block_latency(obs: list[dict], classes: dict[str, dict[str, Any]]) -> No
             (launch,) = IMPLEMENTATIONS[variant].launches(w, cal)
             if launch.klass == klass:
                 points.append((launch, seconds))
-        if klass in V4_CLASSES:
-            for w, seconds in _v4_rows(causal=False):
-                (launch,) = IMPLEMENTATIONS["fa2_tc_v4"].launches(w, cal)
-                if launch.klass == klass:
-                    points.append((launch, seconds))
+        for classes_, variant_, path in (
+            (V4_CLASSES, "fa2_tc_v4", V4_PATH),
+            (V5_CLASSES, "fa2_tc_v5", V5_PATH),
+        ):
+            if klass in classes_:
+                for w, seconds in _v4_rows(causal=False, path=path):
+                    (launch,) = IMPLEMENTATIONS[variant_].launches(w, cal)
+                    if launch.klass == klass:
+                        points.append((launch, seconds))
         xs, ys = [], []
         for launch, seconds in points:
             c = launch_cost(launch, hw, cal)

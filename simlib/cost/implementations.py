@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..workload import Workload
 from .calibration import Calibration
-from .library import cupy_naive, eager_16bit, fa2_tc_v4, torch_flash, torch_math
+from .library import cupy_naive, eager_16bit, fa2_tc_v4, fa2_tc_v5, torch_flash, torch_math
 from .numba_fp32 import numba_fast, numba_naive, numba_tiled
 from .tensor_core import fa2_tc, naive_tc
 from .work import Launch
@@ -80,6 +80,14 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             ("bf16", "fp16"),
             True,
             fa2_tc_v4,
+        ),
+        Implementation(
+            "fa2_tc_v5",
+            "numba: fa2_tc version 5, gpu_kernels' default since run k3-run1 (version 4's tiles, a two-stage K/V "
+            "cp.async ring, causal blocks heaviest first); calibrated on its committed non-causal timings",
+            ("bf16", "fp16"),
+            True,
+            fa2_tc_v5,
         ),
         Implementation(
             "torch_flash",

@@ -62,17 +62,20 @@ def fa2_layout(
     kernel_head_dim: int,
     q_reload: bool = False,
     inherit: str | None = None,
+    kv_stages: int = 1,
+    heavy_first: bool = False,
 ) -> list[Launch]:
     """One launch of a FlashAttention-2-layout forward kernel: 4 warps of Br/4 query rows, K and V
     tiles of Bc rows by 16-byte cp.async, per tile one ldmatrix of K and of V per warp (and of Q when
     it is re-read per tile), the two products on mma.sync, one exp2 per score; K/V re-reads by the wave
     rule. `inherit`: the class whose instructions and wavefronts per score this one takes (the same
-    layout), when the kernel was never profiled."""
+    layout), when the kernel was never profiled; `kv_stages` K/V tiles in flight in shared memory (2: a
+    ring); `heavy_first`: under a causal mask the blocks launch heaviest first (schedule.causal_cta_work)."""
     hw = load_preset("h200")
     bh, nq, nk = w.batch_heads, w.nq, w.nk
     br, bc, dk = block_rows, block_cols, kernel_head_dim
     threads = 32 * FA2_WARPS
-    shared = (br + 2 * bc) * dk * 2
+    shared = (br + 2 * kv_stages * bc) * dk * 2
     resident, limit = resident_blocks(threads, registers, shared, hw.sm_count)
     tr = ceil_div(nq, br)
     seen, kv_rows = visited(w, br, bc)
@@ -109,7 +112,7 @@ def fa2_layout(
             registers=registers,
             shared_bytes=shared,
             serial=("tensor", "mufu"),
-            cta_work=causal_cta_work(w, br, bc) if w.causal else (),
+            cta_work=causal_cta_work(w, br, bc, heavy_first=heavy_first) if w.causal else (),
             detail={"basis": b, "dram": note, "tiles": (br, bc), "occupancy": f"{resident} blocks ({limit})"},
         )
     ]
@@ -162,6 +165,36 @@ def fa2_tc_v4(w: Workload, cal: Calibration) -> list[Launch]:
         kernel_head_dim=dk,
         q_reload=q_reload,
         inherit=inherit,
+    )
+
+
+#: The project's fa2_tc version 5 (gpu_kernels/kernels/fa2_tc.py; gpu_kernels/tensor_core/PERFORMANCE.md,
+#: version 5): version 4's tiles with a two-stage K/V cp.async ring ((Br + 4·Bc)·d·2 bytes of shared
+#: memory), and under a causal mask the grid (B·H, Tr) with block (x, y) on Q block Tr − 1 − y, so every
+#: head's heaviest block launches first. Registers per thread (ptxas 13.0 -v, PERFORMANCE.md):
+#: d = 64 225 (241 causal), d = 128 250 (255 causal). (Bc, Q re-read per tile, registers, causal registers).
+FA2_TC_V5 = {64: (64, False, 225, 241), 128: (48, True, 250, 255)}
+
+
+def fa2_tc_v5(w: Workload, cal: Calibration) -> list[Launch]:
+    if w.dtype not in ("fp16", "bf16") or w.head_dim not in FA2_TC_V5:
+        raise ValueError(f"fa2_tc_v5 runs fp16/bf16 at head_dim 64 or 128, got {w.dtype}, d = {w.head_dim}")
+    d = w.head_dim
+    bc, q_reload, regs, regs_causal = FA2_TC_V5[d]
+    inherit = {64: "torch_flash.d64.br128bc128", 128: "torch_flash.d128.br128bc64"}[d]
+    return fa2_layout(
+        w,
+        cal,
+        name="fa2_tc",
+        klass=f"fa2_tc_v5.d{d}.bc{bc}",
+        block_rows=128,
+        block_cols=bc,
+        registers=regs_causal if w.causal else regs,
+        kernel_head_dim=d,
+        q_reload=q_reload,
+        inherit=inherit,
+        kv_stages=2,
+        heavy_first=True,
     )
 
 

@@ -97,11 +97,15 @@ def launch_q(work: Sequence[float], sms: int, resident: int, shared: bool) -> fl
     return makespan(work, sms, resident, shared) / (total / sms)
 
 
-def causal_cta_work(w: Workload, block_rows: int, block_cols: int) -> tuple[float, ...]:
+def causal_cta_work(
+    w: Workload, block_rows: int, block_cols: int, *, heavy_first: bool = False
+) -> tuple[float, ...]:
     """Score elements each CTA of a FlashAttention-type kernel visits under w's causal mask, in launch
     order: grid (Tr, B·H), the query block fastest; block i (rows r_i, last row last_i) visits the
     key tiles up to the last one its last row reaches, min(N_k, (⌊(last_i + off)/Bc⌋ + 1)·Bc) keys,
-    whole (simlib.schedules.visits' rule; off = N_k − N_q). Without a mask every block visits N_k."""
+    whole (simlib.schedules.visits' rule; off = N_k − N_q). Without a mask every block visits N_k.
+    `heavy_first` (fa2_tc version 5): grid (B·H, Tr), the head fastest, Q blocks from the last (the
+    heaviest) to the first."""
     nq, nk, br, bc = w.nq, w.nk, block_rows, block_cols
     tr = ceil_div(nq, br)
     off = nk - nq
@@ -111,4 +115,6 @@ def causal_cta_work(w: Workload, block_rows: int, block_cols: int) -> tuple[floa
         last = i * br + rows - 1
         keys = min(nk, ((last + off) // bc + 1) * bc) if w.causal else nk
         per_head.append(float(rows * keys))
+    if heavy_first:
+        return tuple(x for x in reversed(per_head) for _ in range(w.batch_heads))
     return tuple(per_head) * w.batch_heads
