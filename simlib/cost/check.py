@@ -463,6 +463,10 @@ def post_freeze(rnd: Round = ROUNDS[0]) -> pd.DataFrame:
     return df
 
 
+#: The rounds whose predictions came from a model before round 3's changes (softmax trips, fp16 class).
+EARLY_ROUNDS = tuple(r.when for r in ROUNDS[:2])
+
+
 def cause(row) -> str:
     """Why a row misses its target: the explanations this project has for each kind of miss (empty
     when the row is within both targets)."""
@@ -487,10 +491,19 @@ def cause(row) -> str:
             out.append(
                 "time: the broadcast (1, 1, N, N) mask add runs PyTorch's non-vectorized elementwise kernel, priced as the vectorized one"
             )
-        elif impl == "eager_bf16" and row["dtype"] == "fp16" and row["ratio_time"] > 1:
+        elif impl == "eager_bf16" and row["dtype"] == "fp16" and row.get("when") in EARLY_ROUNDS:
             out.append(
-                "time: in fp16 the softmax to fp32 runs faster than in bf16, and its class was calibrated on the bf16 "
-                "launches alone (the unit-calibration run)"
+                "time: in fp16 the softmax to fp32 is one fused half-to-float kernel, in bf16 a cast to fp32 and an fp32 "
+                "softmax (SoftMax.cpp), and the model frozen then priced fp16 with the bf16 class"
+                if row["ratio_time"] > 1
+                else "time: outside ±20 % (the fp16 chain runs about 1.7× slower per score at these N than at powers of "
+                "two, where the bf16 one runs 1.3× slower: no cause established)"
+            )
+        elif impl == "eager_bf16" and row["dtype"] == "fp16":
+            out.append(
+                "time: the fp16 softmax class (the fused half-to-float kernel) has one eta over its committed rows, "
+                "which spread 0.45–1.17 of its roof: fast at powers of two, about 1.7× slower per score at round 2's "
+                "other N (no mechanism established)"
             )
         elif impl == "torch_math" and row["causal"]:
             out.append(
@@ -504,11 +517,10 @@ def cause(row) -> str:
             out.append(
                 "time: 1024 threads per row at N = 16K: the softmax class's one eta, fitted over N = 1K–16K, is set by the shorter rows"
             )
-        elif impl == "eager_bf16" and row["ratio_time"] < 1 and (row["seq_len"] * 2) % 16:
+        elif impl == "eager_bf16" and row["ratio_time"] < 1 and row.get("when") in EARLY_ROUNDS:
             out.append(
-                "time: outside ±20 % (no cause established; a lead: its rows of N·2 bytes are not a multiple of "
-                "16 B, so the softmax's vectorized row loads may not apply; the model's eager classes were "
-                "calibrated at powers of two)"
+                "time: the softmax's last loop trip is partly empty at N not a multiple of its trip (block · 4 "
+                "elements: simlib.cost.softmax_trips, priced from round 3 on), which the model frozen then left out"
             )
         else:
             out.append("time: outside ±20 % (no specific cause established)")
@@ -518,8 +530,8 @@ def cause(row) -> str:
                 "energy: most of these kernels' instructions are address arithmetic, compares and branches, priced at "
                 "IMAD's 377 pJ per warp instruction; the energy run's residual implies about 55 pJ for numba naive's, "
                 "but the integer ALU pipe is not that cheap (run cost-int-20261202: IADD3 383, LOP3 264, ISETP/SEL "
-                "210 pJ beside IMAD 348), so the excess lies elsewhere (a lead: broadcast shared loads priced as "
-                "full wavefronts)"
+                "210 pJ beside IMAD 348; numba_tiled's SASS, sass_tiled_d64/d128.txt, weighted by them: 0.96–0.97 of "
+                "IMAD's), so the excess lies elsewhere (a lead: broadcast shared loads priced as full wavefronts)"
             )
         elif impl in ("torch_flash", "eager_bf16") and not t_ok:
             out.append(
