@@ -10,7 +10,7 @@ K (S = Q Kᵀ, both operands in SRAM) and all of V (O += P V): G·(64 + 2·Bc)·
 written once per valid row. The visited tiles are found by brute force (fa2_tc's tests' ``visited``).
 
 The descriptor decoder is checked against a layout written out element by element, independently of
-its formula: the chunk-major tile places element (r, c) at 8·rows·(c // 8) + 8r + c % 8.
+its formula: the chunk-major tile places element (r, c) at (8·rows + 8)·(c // 8) + 8r + c % 8.
 """
 
 import numpy as np
@@ -97,12 +97,13 @@ def test_fa3_tc_fully_masked_first_tile_and_large_logits():
 
 
 def _chunk_major(tile):
-    """A (rows, cols) array laid out chunk-major, element by element (the test's own placement)."""
+    """A (rows, cols) array laid out chunk-major, element by element (the test's own placement: each
+    8-column chunk column is rows × 8 elements and 8 of padding)."""
     rows, cols = tile.shape
-    out = np.zeros(rows * cols, dtype=tile.dtype)
+    out = np.zeros((rows + 1) * cols, dtype=tile.dtype)
     for r in range(rows):
         for c in range(cols):
-            out[8 * rows * (c // 8) + 8 * r + c % 8] = tile[r, c]
+            out[(8 * rows + 8) * (c // 8) + 8 * r + c % 8] = tile[r, c]
     return out
 
 
@@ -114,14 +115,13 @@ def test_descriptor_decoder_reads_the_kernels_tiles(rows, cols):
     tile = rng.standard_normal((rows, cols)).astype(np.float32)
     bits = np.concatenate([np.zeros(24, np.uint16), _chunk_major(to_bits(tile, "bf16"))])  # at element 24
     vals = from_bits(to_bits(tile, "bf16"), "bf16").astype(np.float64)
-    hi_k = wgmma_ops.layout_bits(128, 16 * rows, False)
-    hi_v = wgmma_ops.layout_bits(16 * rows, 128, True)
-    desc = wgmma_ops.wgmma_ops("bf16", True, 64, 64).desc
+    hi_k = wgmma_ops.layout_bits(128, 16 * rows + 16, False)
+    hi_v = wgmma_ops.layout_bits(16 * rows + 16, 128, True)
     for kk in range(cols // 16):
-        x = wgmma_ops.operand(bits, desc(bits, 24 + kk * 16 * rows, hi_k), rows, False, "bf16")
+        x = wgmma_ops.operand(bits, wgmma_ops.descriptor(2 * (24 + kk * (16 * rows + 16)), hi_k), rows, False, "bf16")
         np.testing.assert_array_equal(x, vals[:, 16 * kk : 16 * kk + 16])
     for kk in range(rows // 16):
-        x = wgmma_ops.operand(bits, desc(bits, 24 + kk * 128, hi_v), cols, True, "bf16")
+        x = wgmma_ops.operand(bits, wgmma_ops.descriptor(2 * (24 + kk * 128), hi_v), cols, True, "bf16")
         np.testing.assert_array_equal(x, vals[16 * kk : 16 * kk + 16, :].T)
 
 
@@ -170,7 +170,7 @@ def test_fa3_tc_defaults_and_worked_number():
     wl = Workload(4096, 64, dtype="bf16")
     t = SCHEDULE.closed_form(wl, SCHEDULE.build(wl, None))
     assert t.elements("SRAM", "read") == 64 * 64 * (64 + 2 * 64) * 64 == 50_331_648  # the docstring's
-    assert count("fa3_tc", wl).to_dict()["onchip_sram_bytes"] == 40_960
+    assert count("fa3_tc", wl).to_dict()["onchip_sram_bytes"] == 41_600 == default_config(64).smem_bytes
 
 
 @settings(max_examples=80, deadline=None)

@@ -9,7 +9,8 @@ the instruction that multiplies, and with it who holds what:
     block   = G warpgroups (G = 1 or 2) of 128 threads; warpgroup g owns query rows 64g .. 64g + 63
               (Br = 64·G); inside it warp w owns 16 of them, as in every m64 wgmma
     shared  = Qs[Br×d] | Ks[2][Bc×d] | Vs[2][Bc×d], 16-bit, chunk-major (``wgmma_ops``: 16-byte
-              chunk c of row r at element 8·rows·c + 8r, the no-swizzle core-matrix layout)
+              chunk c of row r at element (8·rows + 8)·c + 8r, the no-swizzle core-matrix layout
+              with 16 bytes of padding per chunk column against bank conflicts in the copies)
     registers per thread: S/P (Bc/2 fp32: the wgmma accumulator), P packed (Bc/4 registers), O
               (d/2 fp32), m and l of its two rows
 
@@ -64,7 +65,7 @@ from ..tensor_core.flash_tile import flash_tile_ops
 from ..tensor_core.tc_plan import TcPlan, checked_plan, upload
 from ..tensor_core.tiles import block_copiers
 from ..tensor_core.warp_ops import warp_ops
-from ..tensor_core.wgmma_ops import core_matrix_index, layout_bits, pin_f32, pin_u32, wgmma_ops
+from ..tensor_core.wgmma_ops import chunk_column, core_matrix_index, layout_bits, pin_f32, pin_u32, wgmma_ops
 from .fa2_tc import DYNAMIC_SHARED_LIMIT, LN2, LOG2E, STATIC_SHARED_LIMIT, TcResult, allow_dynamic_smem
 from .fa2_tc import kernel_signature as fa2_signature
 
@@ -95,7 +96,8 @@ class Fa3Config:
 
     @property
     def smem_bytes(self) -> int:
-        return (self.block_rows + 4 * self.block_cols) * self.head_dim * 2
+        """Qs and two buffers each of Ks, Vs, chunk-major with one padding chunk per column."""
+        return (self.block_rows + 4 * self.block_cols + 5) * self.head_dim * 2
 
     def tiles(self) -> tuple[tuple[int, int], ...]:
         return ((self.block_rows, self.head_dim), (self.block_cols, self.head_dim))
@@ -158,18 +160,19 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
     """The kernel for one (config, dtype, build); compiled on first launch."""
     D, BC, BR, NT = cfg.head_dim, cfg.block_cols, cfg.block_rows, cfg.threads
     KQ, NS, NO, KP = D // 16, BC // 8, D // 8, BC // 16  # S k-steps, S / O column tiles, O k-steps
-    K_OFF, V_OFF = BR * D, (BR + 2 * BC) * D  # element offsets of Ks[0] and Vs[0]
-    TILE = BC * D  # elements of one K or V buffer
-    SM_ELEMS = 0 if cfg.dynamic_smem else (BR + 4 * BC) * D
+    TILE = chunk_column(BC) * (D // 8)  # elements of one K or V buffer (padded chunk columns)
+    K_OFF = chunk_column(BR) * (D // 8)  # element offsets of Ks[0] and Vs[0]
+    V_OFF = K_OFF + 2 * TILE
+    SM_ELEMS = 0 if cfg.dynamic_smem else cfg.smem_bytes // 2
     COUNTING, CAUSAL = counting, causal
     ALIGN = None if simulator else 128
     # descriptors (wgmma_ops): Q and K K-major (SBO = 128 B between 8-row groups, LBO = 16·rows between
     # the two 8-element halves of a k-step); V MN-major (SBO = 16·Bc between 8-column groups of d,
     # LBO = 128 between 8-key groups). A k-step advances Q / K by 2 chunk columns, V by 16 keys.
-    HI_Q = layout_bits(128, 16 * BR, False)
-    HI_K = layout_bits(128, 16 * BC, False)
-    HI_V = layout_bits(16 * BC, 128, True)
-    Q_STEP, K_STEP, V_STEP = 16 * BR, 16 * BC, 16 * 8  # elements per k-step
+    HI_Q = layout_bits(128, 2 * chunk_column(BR), False)
+    HI_K = layout_bits(128, 2 * chunk_column(BC), False)
+    HI_V = layout_bits(2 * chunk_column(BC), 128, True)
+    Q_STEP, K_STEP, V_STEP = 2 * chunk_column(BR), 2 * chunk_column(BC), 16 * 8  # elements per k-step
     SS_BYTES = KQ * (GROUP_ROWS + BC) // 4  # my share of S's shared-memory reads per tile (bytes)
     RS_BYTES = KP * D // 4  # my share of O's
 

@@ -25,12 +25,14 @@ strides between core matrices, in 16-byte units (CUTLASS's canonical layouts, ``
         start + (n // 8)·SBO + (n % 8)·2 + (k // 8)·LBO + (k % 8)·16
 
 The tiles here are stored *chunk-major* (``core_matrix_index``): 16-byte chunk c of row r of an
-R-row tile at element c·8R + 8r, i.e. chunk column c is R rows × 16 bytes contiguous. Then a
-row-major tile (rows = M or N, columns = k: Q and K for S = Q Kᵀ) is K-major with SBO = 128 and
-LBO = 16R, and a row-major tile whose columns are N (V for O = P V: rows are k = keys) is MN-major
-with SBO = 16R and LBO = 128. One k-step of 16 moves the start by 2 chunk columns (K-major, 32R
-bytes) or by 16 rows (MN-major, 256 bytes). Worked number: a 64-key V tile, k-step 2 starts 512
-bytes in; its descriptor's strides are SBO = 1024 and LBO = 128 bytes (fields 64 and 8).
+R-row tile at element c·(8R + 8) + 8r, i.e. chunk column c is R rows × 16 bytes contiguous, and 16
+bytes of padding after each column. Then a row-major tile (rows = M or N, columns = k: Q and K for
+S = Q Kᵀ) is K-major with SBO = 128 and LBO = 16R + 16, and a row-major tile whose columns are N (V
+for O = P V: rows are k = keys) is MN-major with SBO = 16R + 16 and LBO = 128. One k-step of 16
+moves the start by 2 chunk columns (K-major) or by 16 rows (MN-major, 256 bytes). The padding is
+for the copies: the 8 chunks of one row (one quarter-warp's cp.async) land in 8 different groups of
+4 banks ((c + r) mod 8) instead of one (an 8-way conflict without it). Worked number: a 64-key V
+tile, k-step 2 starts 512 bytes in; its strides are SBO = 1040 and LBO = 128 bytes (fields 65, 8).
 
 Operations (``wgmma_ops(dtype, simulator, n_ss, n_rs)``):
 
@@ -124,11 +126,22 @@ def _strides(lbo: int, sbo: int, trans: bool) -> tuple[int, int]:
     return (sbo, lbo) if along_mn else (lbo, sbo)
 
 
+def descriptor(offset_bytes: int, hi) -> int:
+    """A descriptor as the simulator twins hold it: the start address is the byte offset into the
+    shared array (the array itself is the base), `hi` the stride fields (``layout_bits``)."""
+    return ((int(offset_bytes) >> 4) & _FIELD) | int(hi)
+
+
+def chunk_column(rows: int) -> int:
+    """Elements between chunk columns of a `rows`-row chunk-major tile: 8·rows plus 8 of padding."""
+    return 8 * rows + 8
+
+
 def core_matrix_index(rows: int):
     """A device function ``(row, chunk) -> element index`` of the chunk-major layout of a `rows`-row
-    tile: 16-byte chunk `chunk` of row `row` at element 8·rows·chunk + 8·row (a tile 64 rows deep:
-    row 9, chunk 2 at element 1,096)."""
-    R8 = 8 * rows
+    tile: 16-byte chunk `chunk` of row `row` at element (8·rows + 8)·chunk + 8·row (a tile 64 rows
+    deep: row 9, chunk 2 at element 1,112)."""
+    R8 = chunk_column(rows)
 
     def index(row, chunk):
         return chunk * R8 + (row << 3)
@@ -199,7 +212,7 @@ def _simulated(dtype: str, n_ss: int, n_rs: int) -> WgmmaOps:
     gather = cuda.jit(device=True)(_warp_gather)
 
     def desc(base, offset, hi):
-        return int(((2 * int(offset)) >> 4) & _FIELD) | int(hi)
+        return descriptor(2 * int(offset), hi)
 
     def nop():
         pass

@@ -46,7 +46,7 @@ def tile_problem(head_dim: int, warpgroups: int, block_cols: int) -> str | None:
         return f"block_cols must be a multiple of 16 (one wgmma k-step of O += P V) up to {MAX_BLOCK_COLS}; got {bc!r}"
     if (bc * d // 8) % (128 * g):
         return f"block_cols={bc}: the {bc}x{d} K/V tiles must split into 16-byte copies evenly over {128 * g} threads"
-    smem = (GROUP_ROWS * g + 4 * bc) * d * 2
+    smem = (GROUP_ROWS * g + 4 * bc + 5) * d * 2  # five tiles, each padded by one row's worth
     if smem > DYNAMIC_SHARED_LIMIT:
         return f"block_cols={bc}, warpgroups={g}, head_dim={d} need {smem} bytes of shared memory; at most {DYNAMIC_SHARED_LIMIT}"
     return None
@@ -83,13 +83,14 @@ def build(
 
 
 def working_set(workload: Workload, mapping: Fa3Mapping) -> WorkingSet:
-    """Qs and two buffers each of Ks, Vs in shared memory (the dtype); S/P and O in fp32 registers, P
-    packed in the dtype. d = 64, G = 1, Bc = 64: 40,960 B of SRAM; 16,384 + 16,384 + 8,192 B of registers."""
+    """Qs and two buffers each of Ks, Vs in shared memory (the dtype, 16 bytes of padding per 8
+    columns of each tile); S/P and O in fp32 registers, P packed in the dtype. d = 64, G = 1, Bc = 64:
+    41,600 B of SRAM; 16,384 + 16,384 + 8,192 B of registers."""
     br, bc, d, eb = mapping.block_rows, mapping.block_cols, workload.head_dim, workload.element_bytes
     return WorkingSet(
         (
-            ("Q_i", "SRAM", br * d * eb),
-            ("K_j, V_j (two buffers each)", "SRAM", 4 * bc * d * eb),
+            ("Q_i", "SRAM", (br + 1) * d * eb),
+            ("K_j, V_j (two buffers each)", "SRAM", 4 * (bc + 1) * d * eb),
             ("S/P (fp32)", "registers", br * bc * 4),
             ("O_i (fp32)", "registers", br * d * 4),
             ("P (the dtype)", "registers", br * bc * eb),
