@@ -171,7 +171,10 @@ def main(argv=None):
         kind, payload = queue.get()
         running -= 1
         (rows.extend if kind == "rows" else errors.append)(payload)
-        print(f"[{time.monotonic() - t0:6.1f} s] {kind}: {len(payload) if kind == 'rows' else payload}", flush=True)
+        print(
+            f"[{time.monotonic() - t0:6.1f} s] {kind}: {len(payload) if kind == 'rows' else payload}",
+            flush=True,
+        )
     for pr in procs:
         pr.join()
     flash = {
@@ -197,7 +200,12 @@ def main(argv=None):
             f"{a.out}/fa3_tc_speed.csv",
             buf.getvalue(),
             {
-                **provenance({"what": "fa3_tc (wgmma) variants vs torch flash, cuDNN, fa2_tc (issue 22)", "argv": sys.argv}),
+                **provenance(
+                    {
+                        "what": "fa3_tc (wgmma) variants vs torch flash, cuDNN, fa2_tc (issue 22)",
+                        "argv": sys.argv,
+                    }
+                ),
                 "errors": errors,
                 "elapsed_s": round(time.monotonic() - t0, 1),
             },
@@ -207,7 +215,9 @@ def main(argv=None):
         open(f"{a.out}/fa3_tc_speed.csv", "w").write(buf.getvalue())
     for e in errors:
         print("ERROR", e[:600])
-    print(f"{'causal':6} {'dtype':5} {'d':>3} {'N':>6} {'kernel':11} {'config':20} {'ms':>8} {'TF/s':>6} {'/flash':>6} {'err':>9}")
+    print(
+        f"{'causal':6} {'dtype':5} {'d':>3} {'N':>6} {'kernel':11} {'config':20} {'ms':>8} {'TF/s':>6} {'/flash':>6} {'err':>9}"
+    )
     for r in rows:
         print(
             f"{r['causal']!s:6} {r['dtype']:5} {r['head_dim']:3} {r['seq_len']:6} {r['kernel']:11} "

@@ -93,7 +93,20 @@ def test_fa3_tc_fully_masked_first_tile_and_large_logits():
     """Br = 64, Bc = 32, causal, N = 70: Q block 0 visits K/V blocks 1 then 0 and block 1 (keys 32-63)
     is fully masked for rows 0-31 (running max still −∞ after it); logits ×100."""
     assert visited(70, 70, 64, 32, True)[0] == (0, [0, 1])
-    check_case(1, 1, None, 70, None, 64, True, Fa3Config(64, 1, 32), "bf16", seed=3, logit_scale=100.0, plain_too=False)
+    check_case(
+        1,
+        1,
+        None,
+        70,
+        None,
+        64,
+        True,
+        Fa3Config(64, 1, 32),
+        "bf16",
+        seed=3,
+        logit_scale=100.0,
+        plain_too=False,
+    )
 
 
 def _chunk_major(tile):
@@ -118,7 +131,9 @@ def test_descriptor_decoder_reads_the_kernels_tiles(rows, cols):
     hi_k = wgmma_ops.layout_bits(128, 16 * rows + 16, False)
     hi_v = wgmma_ops.layout_bits(16 * rows + 16, 128, True)
     for kk in range(cols // 16):
-        x = wgmma_ops.operand(bits, wgmma_ops.descriptor(2 * (24 + kk * (16 * rows + 16)), hi_k), rows, False, "bf16")
+        x = wgmma_ops.operand(
+            bits, wgmma_ops.descriptor(2 * (24 + kk * (16 * rows + 16)), hi_k), rows, False, "bf16"
+        )
         np.testing.assert_array_equal(x, vals[:, 16 * kk : 16 * kk + 16])
     for kk in range(rows // 16):
         x = wgmma_ops.operand(bits, wgmma_ops.descriptor(2 * (24 + kk * 128), hi_v), cols, True, "bf16")
@@ -166,7 +181,11 @@ def test_fa3_tc_defaults_and_worked_number():
     for d in (64, 128):
         cfg = default_config(d)
         r = count("fa3_tc", Workload(4096, d, dtype="bf16")).to_dict()
-        assert (r["warpgroups"], r["block_rows"], r["block_cols"]) == (cfg.warpgroups, cfg.block_rows, cfg.block_cols)
+        assert (r["warpgroups"], r["block_rows"], r["block_cols"]) == (
+            cfg.warpgroups,
+            cfg.block_rows,
+            cfg.block_cols,
+        )
     wl = Workload(4096, 64, dtype="bf16")
     t = SCHEDULE.closed_form(wl, SCHEDULE.build(wl, None))
     assert t.elements("SRAM", "read") == 64 * 64 * (64 + 2 * 64) * 64 == 50_331_648  # the docstring's

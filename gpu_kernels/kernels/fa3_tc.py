@@ -401,7 +401,15 @@ def plan_fa3_tc(
     q, k, v, *, dtype="bf16", config: Fa3Config | None = None, counting=False, causal=False
 ) -> Fa3TcPlan:
     return checked_plan(
-        Fa3TcPlan, q, k, v, dtype=dtype, config=config, default=default_config, counting=counting, causal=causal
+        Fa3TcPlan,
+        q,
+        k,
+        v,
+        dtype=dtype,
+        config=config,
+        default=default_config,
+        counting=counting,
+        causal=causal,
     )
 
 

@@ -50,7 +50,16 @@ from .decode_side_by_side import DECODE_VARIANTS
 from .torch_views import bits_view, checked_first_call, not_timed, tolerance  # noqa: F401 (bits_view: the benchmarks')
 
 FIELDS = list(SIDE_BY_SIDE.columns)  # measurements.schemas: the one definition, the readers check it
-VARIANTS = ("fa2_tc", "fa3_tc", "naive_tc", "cupy_naive", "torch_math", "torch_flash", "torch_cudnn", "torch_efficient")
+VARIANTS = (
+    "fa2_tc",
+    "fa3_tc",
+    "naive_tc",
+    "cupy_naive",
+    "torch_math",
+    "torch_flash",
+    "torch_cudnn",
+    "torch_efficient",
+)
 TOKENS = 2**18
 HEADS = 16
 TARGET_S = 0.15

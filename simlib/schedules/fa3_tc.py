@@ -34,7 +34,9 @@ DEFAULT_WARPGROUPS = 1
 DEFAULT_BLOCK_COLS = {64: 64, 128: 64}
 MAX_BLOCK_COLS = 256
 DYNAMIC_SHARED_LIMIT = 227 * 1024
-WARPGROUPS = Parameter("warpgroups", "G: consumer warpgroups per block, 1 or 2 (64 query rows each; default 1)")
+WARPGROUPS = Parameter(
+    "warpgroups", "G: consumer warpgroups per block, 1 or 2 (64 query rows each; default 1)"
+)
 
 
 def tile_problem(head_dim: int, warpgroups: int, block_cols: int) -> str | None:
