@@ -45,13 +45,15 @@ def hand_counts(b, h, nq, nk, d, cfg, causal):
             hr += 2 * keys * d * 2
             sw += 2 * bc * d * 2
             sr += g * (64 + 2 * bc) * d * 2
+        if cfg.overlap:
+            sr += g * (64 + bc) * d * 2  # the pipeline's last S, computed and thrown away
         hw += rows * d * 2 + rows * 4
     return dict(zip(KEYS, (x * b * h for x in (hr, hw, sr, sw))))
 
 
 def simlib_counts(b, h, hkv, nq, nk, d, cfg, causal, dtype):
     wl = Workload(nk, d, b, h, dtype=dtype, kv_heads=hkv, causal=causal, query_len=nq)
-    kw = dict(warpgroups=cfg.warpgroups, block_cols=cfg.block_cols)
+    kw = dict(warpgroups=cfg.warpgroups, block_cols=cfg.block_cols, overlap=cfg.overlap)
     closed, traced = count("fa3_tc", wl, **kw), count("fa3_tc", wl, method="trace", **kw)
     assert closed.traffic == traced.traffic
     return {key: int(getattr(closed, key)) for key in KEYS}
@@ -75,17 +77,22 @@ def check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed, logit_scale=1.0, 
 
 
 SIM_CASES = [
-    # (B, H, H_kv, N_k, N_q, d, causal, warpgroups, Bc, dtype): the simulator runs 128 threads per group
-    (1, 1, None, 70, 50, 64, True, 1, 32, "bf16"),  # ragged K/V and Q, causal, N_q < N_k
-    (1, 2, 1, 40, None, 128, False, 1, 32, "fp16"),  # MQA, d = 128, two K/V blocks (one ragged)
-    (1, 1, None, 100, None, 64, True, 2, 32, "bf16"),  # two warpgroups, ragged Q block, 4 K/V blocks
+    # (B, H, H_kv, N_k, N_q, d, causal, warpgroups, Bc, overlap, dtype): the simulator runs 128 threads
+    # per group
+    (1, 1, None, 70, 50, 64, True, 1, 32, False, "bf16"),  # ragged K/V and Q, causal, N_q < N_k
+    (1, 2, 1, 40, None, 128, False, 1, 32, False, "fp16"),  # MQA, d = 128, two K/V blocks (one ragged)
+    (1, 1, None, 100, None, 64, True, 2, 32, False, "bf16"),  # two warpgroups, ragged Q block, 4 K/V blocks
+    (1, 1, None, 90, 70, 64, True, 1, 16, True, "bf16"),  # the pipeline: 6 visits (odd and even), ragged
+    (1, 2, 1, 40, None, 128, False, 2, 32, True, "fp16"),  # the pipeline, two groups, two visits
+    (1, 1, None, 20, None, 64, False, 1, 32, True, "bf16"),  # the pipeline with one visit only
 ]
 
 
 @sim_only
-@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,g,bc,dtype", SIM_CASES)
-def test_fa3_tc_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, g, bc, dtype):
-    check_case(b, h, hkv, nk, nq, d, causal, Fa3Config(d, g, bc), dtype, seed=nk + 7 * h + d, plain_too=False)
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,g,bc,ov,dtype", SIM_CASES)
+def test_fa3_tc_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, g, bc, ov, dtype):
+    cfg = Fa3Config(d, g, bc, overlap=ov)
+    check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed=nk + 7 * h + d, plain_too=False)
 
 
 @sim_only
@@ -156,7 +163,7 @@ def test_fa3_tc_refusals():
     with pytest.raises(ValueError, match="head_dim=96.*64 and 128"):
         run_fa3_tc(q, k, v)
     with pytest.raises(ValueError, match="warpgroups"):
-        Fa3Config(64, 3).check()
+        Fa3Config(64, 4).check()
     with pytest.raises(ValueError, match="block_cols"):
         Fa3Config(64, 1, 24).check()
     with pytest.raises(ValueError, match="shared memory"):
@@ -167,14 +174,15 @@ def test_fa3_tc_refusals():
 
 def test_schedule_refuses_what_the_kernel_refuses():
     for d in (64, 128):
-        for g in (1, 2, 3):
-            for bc in (8, 16, 24, 32, 64, 128, 192, 256, 272):
-                try:
-                    Fa3Config(d, g, bc).check()
-                    kernel_ok = True
-                except ValueError:
-                    kernel_ok = False
-                assert (tile_problem(d, g, bc) is None) == kernel_ok, (d, g, bc)
+        for g in (1, 2, 3, 4):
+            for bc in (8, 16, 24, 32, 64, 96, 128, 160, 192, 256, 272):
+                for ov in (False, True):
+                    try:
+                        Fa3Config(d, g, bc, overlap=ov).check()
+                        kernel_ok = True
+                    except ValueError:
+                        kernel_ok = False
+                    assert (tile_problem(d, g, bc, ov) is None) == kernel_ok, (d, g, bc, ov)
 
 
 def test_fa3_tc_defaults_and_worked_number():
@@ -200,37 +208,45 @@ def test_fa3_tc_defaults_and_worked_number():
     bc=st.sampled_from([16, 32, 48, 64, 128]),
     causal=st.booleans(),
     d=st.sampled_from([64, 128]),
+    ov=st.booleans(),
 )
-def test_fa3_tc_closed_form_equals_trace_and_hand_counts(n, nq, g, bc, causal, d):
-    if tile_problem(d, g, bc):
+def test_fa3_tc_closed_form_equals_trace_and_hand_counts(n, nq, g, bc, causal, d, ov):
+    if tile_problem(d, g, bc, ov):
         return
     if causal and nq is not None and nq > n:
         nq = n
     wl = Workload(n, d, 1, 2, dtype="bf16", causal=causal, query_len=nq)
-    m = SCHEDULE.build(wl, None, warpgroups=g, block_cols=bc)
+    m = SCHEDULE.build(wl, None, warpgroups=g, block_cols=bc, overlap=ov)
     closed = SCHEDULE.closed_form(wl, m)
     assert closed == Traffic.from_events(SCHEDULE.trace(wl, m))
-    hand = hand_counts(1, 2, wl.nq, n, d, Fa3Config(d, g, bc), causal)
-    assert {key: int(getattr(count("fa3_tc", wl, warpgroups=g, block_cols=bc), key)) for key in KEYS} == hand
+    hand = hand_counts(1, 2, wl.nq, n, d, Fa3Config(d, g, bc, overlap=ov), causal)
+    got = count("fa3_tc", wl, warpgroups=g, block_cols=bc, overlap=ov)
+    assert {key: int(getattr(got, key)) for key in KEYS} == hand
+    tiles = sum(len(js) for _, js in visited(wl.nq, n, g * 64, bc, causal))
+    extra = 2 * m.tr * g * 64 * bc * d if ov else 0
+    assert SCHEDULE.flops(wl, m) == 4 * tiles * g * 64 * bc * d + extra
 
 
 # --- GPU ------------------------------------------------------------------------------------------
 
 GPU_CASES = [
-    # (B, H, H_kv, N_k, N_q, d, causal, warpgroups, Bc, dtype): ragged N everywhere but one
-    (1, 2, None, 1000, None, 64, False, 1, 64, "bf16"),
-    (2, 2, None, 4096, None, 128, False, 1, 64, "fp16"),
-    (1, 2, None, 3001, None, 128, True, 2, 64, "bf16"),
-    (1, 4, 2, 3000, 2000, 64, True, 2, 128, "fp16"),  # GQA + N_q < N_k
-    (1, 4, 1, 2048, 777, 128, False, 1, 128, "bf16"),  # MQA
+    # (B, H, H_kv, N_k, N_q, d, causal, warpgroups, Bc, overlap, dtype): ragged N everywhere but one
+    (1, 2, None, 1000, None, 64, False, 1, 64, False, "bf16"),
+    (2, 2, None, 4096, None, 128, False, 1, 64, False, "fp16"),
+    (1, 2, None, 3001, None, 128, True, 2, 64, False, "bf16"),
+    (1, 4, 2, 3000, 2000, 64, True, 2, 128, False, "fp16"),  # GQA + N_q < N_k
+    (1, 4, 1, 2048, 777, 128, False, 1, 128, False, "bf16"),  # MQA
+    (1, 2, None, 3001, None, 128, True, 2, 64, True, "bf16"),  # the pipeline
+    (1, 4, 2, 3000, 2000, 64, True, 2, 64, True, "fp16"),
+    (2, 2, None, 1000, None, 64, False, 1, 128, True, "bf16"),
 ]
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
-@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,g,bc,dtype", GPU_CASES)
-def test_fa3_tc_gpu(b, h, hkv, nk, nq, d, causal, g, bc, dtype):
-    check_case(b, h, hkv, nk, nq, d, causal, Fa3Config(d, g, bc).check(), dtype, seed=nk + d)
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,g,bc,ov,dtype", GPU_CASES)
+def test_fa3_tc_gpu(b, h, hkv, nk, nq, d, causal, g, bc, ov, dtype):
+    check_case(b, h, hkv, nk, nq, d, causal, Fa3Config(d, g, bc, overlap=ov).check(), dtype, seed=nk + d)
 
 
 @pytest.mark.gpu

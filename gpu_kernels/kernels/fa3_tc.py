@@ -6,7 +6,7 @@ softmax with a running max m and sum l per row, O and the logsumexp L written on
 the instruction that multiplies, and with it who holds what:
 
     grid    = (Tr, B·H)          one thread block per (query block i, batch·head)
-    block   = G warpgroups (G = 1 or 2) of 128 threads; warpgroup g owns query rows 64g .. 64g + 63
+    block   = G warpgroups (G = 1, 2 or 3) of 128 threads; warpgroup g owns query rows 64g .. 64g + 63
               (Br = 64·G); inside it warp w owns 16 of them, as in every m64 wgmma
     shared  = Qs[Br×d] | Ks[2][Bc×d] | Vs[2][Bc×d], 16-bit, chunk-major (``wgmma_ops``: 16-byte
               chunk c of row r at element (8·rows + 8)·c + 8r, the no-swizzle core-matrix layout
@@ -61,7 +61,7 @@ from ..counting import counts_from, new_counters, simulator_enabled
 from ..flush import flush_counters
 from ..tensor_core.addressed_ops import addressed_ops
 from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
-from ..tensor_core.flash_tile import flash_tile_ops
+from ..tensor_core.flash_tile import flash_tile_ops, softmax_parts
 from ..tensor_core.tc_plan import TcPlan, checked_plan, upload
 from ..tensor_core.tiles import block_copiers
 from ..tensor_core.warp_ops import warp_ops
@@ -71,17 +71,21 @@ from .fa2_tc import kernel_signature as fa2_signature
 
 HEAD_DIMS = (64, 128)
 GROUP_ROWS = 64  # query rows per warpgroup: the M of every wgmma
+WARPGROUPS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
 class Fa3Config:
     """Compile-time shape: head dim d, G warpgroups of 64 query rows (Br = 64·G), Bc keys per K/V
-    block (the N of S's wgmma, the K of O's); an optional register cap per thread."""
+    block (the N of S's wgmma, the K of O's); an optional register cap per thread; `overlap`: FA3's
+    intra-warpgroup pipeline (S(j+1)'s wgmma in flight during softmax(j), P V(j)'s during
+    softmax(j+1); two S accumulators, two P fragment sets, three V buffers)."""
 
     head_dim: int
     warpgroups: int = 1
     block_cols: int = 64
     max_registers: int | None = None
+    overlap: bool = False
 
     BLOCK_MULTIPLE = (16, "one wgmma k-step of O += P V")
     MAX_BLOCK_COLS = 256  # the largest wgmma N
@@ -96,8 +100,10 @@ class Fa3Config:
 
     @property
     def smem_bytes(self) -> int:
-        """Qs and two buffers each of Ks, Vs, chunk-major with one padding chunk per column."""
-        return (self.block_rows + 4 * self.block_cols + 5) * self.head_dim * 2
+        """Qs, two buffers of Ks and two (three with `overlap`) of Vs, chunk-major with one padding
+        chunk per column."""
+        tiles = 5 if self.overlap else 4
+        return (self.block_rows + tiles * self.block_cols + tiles + 1) * self.head_dim * 2
 
     def tiles(self) -> tuple[tuple[int, int], ...]:
         return ((self.block_rows, self.head_dim), (self.block_cols, self.head_dim))
@@ -107,8 +113,8 @@ class Fa3Config:
         multiple, why = self.BLOCK_MULTIPLE
         if d not in HEAD_DIMS:
             raise ValueError(f"head_dim={d}: the tensor-core kernels support head_dim 64 and 128 only")
-        if not isinstance(g, int) or isinstance(g, bool) or g not in (1, 2):
-            raise ValueError(f"warpgroups must be 1 or 2; got {g!r}")
+        if not isinstance(g, int) or isinstance(g, bool) or g not in WARPGROUPS:
+            raise ValueError(f"warpgroups must be one of {WARPGROUPS}; got {g!r}")
         if (
             not isinstance(bc, int)
             or isinstance(bc, bool)
@@ -119,6 +125,8 @@ class Fa3Config:
             raise ValueError(
                 f"block_cols must be a multiple of {multiple} ({why}) up to {self.MAX_BLOCK_COLS}; got {bc!r}"
             )
+        if not isinstance(self.overlap, bool):
+            raise ValueError(f"overlap must be True or False; got {self.overlap!r}")
         mr = self.max_registers
         if mr is not None and (not isinstance(mr, int) or isinstance(mr, bool) or not 64 <= mr <= 255):
             raise ValueError(f"max_registers must be None or an int in 64..255; got {mr!r}")
@@ -141,7 +149,8 @@ class Fa3Config:
     @property
     def name(self) -> str:
         r = f"_r{self.max_registers}" if self.max_registers else ""
-        return f"g{self.warpgroups}_bc{self.block_cols}{r}"
+        ov = "_ov" if self.overlap else ""
+        return f"g{self.warpgroups}_bc{self.block_cols}{ov}{r}"
 
 
 #: version 1's defaults (PERFORMANCE.md, "fa3_tc"): one warpgroup, Bc = 64
@@ -162,7 +171,7 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
     KQ, NS, NO, KP = D // 16, BC // 8, D // 8, BC // 16  # S k-steps, S / O column tiles, O k-steps
     TILE = chunk_column(BC) * (D // 8)  # elements of one K or V buffer (padded chunk columns)
     K_OFF = chunk_column(BR) * (D // 8)  # element offsets of Ks[0] and Vs[0]
-    V_OFF = K_OFF + 2 * TILE
+    V_OFF = K_OFF + 2 * TILE  # then 2 V buffers (3 with overlap)
     SM_ELEMS = 0 if cfg.dynamic_smem else cfg.smem_bytes // 2
     COUNTING, CAUSAL = counting, causal
     ALIGN = None if simulator else 128
@@ -195,11 +204,149 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
     LOW = np.uint32(0xFFFF)
     SIXTEEN = np.uint32(16)
 
+    jit = cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True)
+    OVERLAP = cfg.overlap
+    wg_wait1 = wg.wait1
+    softmax_rows, rescale = softmax_parts(dtype, simulator, 1, NS, NO, C)
+
+    def load_kv(base, sidx, src, gfirst, c, tid):
+        """My copies of one K or V tile of c valid rows (the zero-filling copier only when short)."""
+        if c == BC:
+            return copy_kv(base, sidx, src, gfirst, tid)
+        return copy_kv_ragged(base, sidx, src, gfirst, c, tid)
+
+    def s_product(s, base, q_off, k_off):
+        """Issue S = Q K_jᵀ (d/16 wgmma, both operands in shared memory) as one group; no wait."""
+        wg_fence()
+        for kk in range(KQ):
+            mma_ss(
+                s,
+                base,
+                desc(base, q_off + kk * Q_STEP, HI_Q),
+                desc(base, k_off + kk * K_STEP, HI_K),
+                int32(min(kk, 1)),
+            )
+        wg_commit()
+
+    def pv_product(acc, pa, base, v_off):
+        """Issue O += P V_j (Bc/16 wgmma, A = P from registers, V MN-major) as one group; no wait."""
+        pin_o(acc)
+        pin_p(pa)
+        wg_fence()
+        for kk in range(KP):
+            mma_rs(
+                acc,
+                pa[kk, 0],
+                pa[kk, 1],
+                pa[kk, 2],
+                pa[kk, 3],
+                base,
+                desc(base, v_off + kk * V_STEP, HI_V),
+                int32(1),
+            )
+        wg_commit()
+
+    def mask(s, k_start, c, n_k, warp_first, row0, tq, off):
+        """Keys past N_k, and (causal) keys beyond my rows' reach, get −∞ (warp-uniform test first)."""
+        if c < BC or (CAUSAL and k_start + BC - 1 > warp_first + off):
+            for t in range(NS):
+                for e in range(2):
+                    col = k_start + 8 * t + 2 * tq + e
+                    if col >= n_k or (CAUSAL and col > row0 + off):
+                        s[t, e] = NEG_INF
+                    if col >= n_k or (CAUSAL and col > row0 + 8 + off):
+                        s[t, 2 + e] = NEG_INF
+
+    def finish(acc, m, lsum, o, lse, bh, n_q, row0, tq):
+        """O = O / l in the dtype, L = (m + log2 l)·ln 2 in fp32; returns the bytes written."""
+        n_gw = 0
+        for h in range(2):
+            row = row0 + 8 * h
+            lt = quad_sum(lsum[h])
+            inv = ONE / lt
+            if row < n_q:
+                for t in range(NO):
+                    col = 8 * t + 2 * tq
+                    pair = pack2(acc[t, 2 * h] * inv, acc[t, 2 * h + 1] * inv)
+                    o[(bh * n_q + row) * D + col] = pair & LOW
+                    o[(bh * n_q + row) * D + col + 1] = pair >> SIXTEEN
+                n_gw += 4 * NO
+                if tq == 0:
+                    lse[bh * n_q + row] = (m[h] + float32(math.log2(lt))) * F_LN2
+                    n_gw += 4
+        return n_gw
+
+    load_kv, s_product, pv_product, mask, finish = (
+        jit(f) for f in (load_kv, s_product, pv_product, mask, finish)
+    )
+
+    def visit(
+        s,
+        pa_cur,
+        pa_nxt,
+        alpha,
+        base,
+        acc,
+        m,
+        lsum,
+        jj,
+        tc,
+        kvg,
+        k,
+        v,
+        n_k,
+        q_off,
+        warp_first,
+        row0,
+        tq,
+        off,
+        tid,
+    ):
+        """One K/V block of the pipelined schedule (``overlap``), FA3's order: on entry P_jj is in pa_cur
+        and its rescale factors in alpha, O holds P V up to jj − 1 (finished), s is free. Visit v's K is
+        in buffer v mod 2, its V in buffer v mod 3. Returns my copy bytes."""
+        j = tc - 1 - jj
+        k_start = j * BC
+        got = 0
+        put = 0
+        cuda.syncthreads()  # S_jj and P V(jj − 1) are done everywhere: their K and V buffers are free
+        if jj + 2 < tc:  # K of visit jj + 2 (never ragged) into K buffer jj mod 2
+            g1, p1 = copy_kv(base, K_OFF + (jj & 1) * TILE, k, kvg + (k_start - 2 * BC) * D, tid)
+            got += g1
+            put += p1
+        if jj + 1 < tc:  # V of visit jj + 1 into V buffer (jj + 1) mod 3
+            g2, p2 = copy_kv(base, V_OFF + ((jj + 1) % 3) * TILE, v, kvg + (k_start - BC) * D, tid)
+            got += g2
+            put += p2
+        cp_commit()
+        cp_wait1()  # my copies of K_jj+1 and V_jj (the group of the previous visit) have landed
+        proxy_fence()
+        cuda.syncthreads()
+        # S_jj+1, then P V(jj) behind it on the tensor cores. The last visit computes an S on the K
+        # buffer's old contents and throws it away: every visit issues and waits alike (ptxas serialises
+        # the wgmma when a wait sits in a branch, warning C7515)
+        s_product(s, base, q_off, K_OFF + ((jj + 1) & 1) * TILE)
+        rescale(acc, alpha)
+        pv_product(acc, pa_cur, base, V_OFF + (jj % 3) * TILE)
+        wg_wait1()  # S_jj+1 has finished; P V(jj) runs on during its softmax
+        pin_s(s)
+        if jj + 1 < tc:
+            ks = k_start - BC
+            mask(s, ks, min(BC, n_k - ks), n_k, warp_first, row0, tq, off)
+            softmax_rows(s, m, lsum, alpha)
+            pack_p(s, pa_nxt)
+        wg_wait0()  # P V(jj) has finished
+        pin_o(acc)
+        return got, put
+
+    visit = jit(visit)
+
     def fa3_tc(q, k, v, o, lse, counters, n_q, n_k, group):
-        sm = cuda.shared.array(SM_ELEMS, uint16, alignment=ALIGN)  # Qs | Ks[0] Ks[1] | Vs[0] Vs[1]
+        sm = cuda.shared.array(SM_ELEMS, uint16, alignment=ALIGN)  # Qs | Ks[0] Ks[1] | Vs[0] Vs[1] (Vs[2])
         base = smem_base(sm)
         s = cuda.local.array((NS, 4), float32)  # S, then P: the accumulator of S's wgmma
         pa = cuda.local.array((KP, 4), uint32)  # P in the dtype: the A fragments of O's wgmma
+        pa2 = cuda.local.array((KP, 4 if OVERLAP else 1), uint32)  # the other visits' P (overlap)
         acc = cuda.local.array((NO, 4), float32)  # O: the accumulator of O's wgmma
         m = cuda.local.array(2, float32)  # running max of my two rows (base-2 units)
         lsum = cuda.local.array(2, float32)  # my partial running sums
@@ -208,7 +355,6 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
         grp = tid >> 7  # my warpgroup: query rows 64·grp ..
         w = (tid >> 5) & 3  # my warp inside it: 16 of them
         lane = tid & 31
-        g = lane >> 2
         tq = lane & 3
         i = cuda.blockIdx.x
         bh = cuda.blockIdx.y
@@ -220,133 +366,140 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
         if CAUSAL:
             tc = min(tc, (q_start + r - 1 + off) // BC + 1)
         warp_first = q_start + GROUP_ROWS * grp + 16 * w  # my warp's first query row
-        row0 = warp_first + g  # my rows: row0 and row0 + 8
+        row0 = warp_first + (lane >> 2)  # my rows: row0 and row0 + 8
+        q_off = GROUP_ROWS * grp * 8  # my group's 64 rows in the chunk-major Q tile
+        kvg = kv_bh * n_k * D
 
         n_gr = 0
-        n_gw = 0
-        n_sr = 0
         n_sw = 0
-
-        # --- Q_i and the first visited K/V block (the last one) into buffer 0: one group
-        qg = (bh * n_q + q_start) * D
-        if r == BR:
-            got, put = copy_q(base, 0, q, qg, tid)
-        else:
-            got, put = copy_q_ragged(base, 0, q, qg, r, tid)
-        if COUNTING:
-            n_gr += got
-            n_sw += put
-        kvg = kv_bh * n_k * D
-        j = tc - 1
-        c = min(BC, n_k - j * BC)
-        if c == BC:
-            got, put = copy_kv(base, K_OFF, k, kvg + j * BC * D, tid)
-            got2, put2 = copy_kv(base, V_OFF, v, kvg + j * BC * D, tid)
-        else:
-            got, put = copy_kv_ragged(base, K_OFF, k, kvg + j * BC * D, c, tid)
-            got2, put2 = copy_kv_ragged(base, V_OFF, v, kvg + j * BC * D, c, tid)
-        cp_commit()
-        if COUNTING:
-            n_gr += got + got2
-            n_sw += put + put2
-
         for e in range(2):
             m[e] = NEG_INF
             lsum[e] = ZERO
         for t in range(NO):
             for e in range(4):
                 acc[t, e] = ZERO
-        q_off = GROUP_ROWS * grp * 8  # my group's 64 rows in the chunk-major Q tile
 
-        for jj in range(tc):
-            j = tc - 1 - jj
-            k_start = j * BC
-            c = min(BC, n_k - k_start)
-            b_off = (jj & 1) * TILE
-            if jj + 1 < tc:  # prefetch block j − 1 into the other buffer
-                if jj > 0:
-                    cuda.syncthreads()  # everyone is done reading it (visit jj − 1)
-                nb = TILE - b_off
-                src = kvg + (k_start - BC) * D  # block j − 1 is never ragged: only the last block is
-                got, put = copy_kv(base, K_OFF + nb, k, src, tid)
-                got2, put2 = copy_kv(base, V_OFF + nb, v, src, tid)
-                cp_commit()
-                if COUNTING:
-                    n_gr += got + got2
-                    n_sw += put + put2
-                cp_wait1()  # my copies of block j have landed
-            else:
-                cp_wait_all()
-            proxy_fence()  # ... and are visible to the tensor cores' (async) proxy
-            cuda.syncthreads()  # everyone's
+        # --- Q_i and the first visited K block (the last one, j = tc − 1: the only ragged one)
+        qg = (bh * n_q + q_start) * D
+        if r == BR:
+            got, put = copy_q(base, 0, q, qg, tid)
+        else:
+            got, put = copy_q_ragged(base, 0, q, qg, r, tid)
+        j = tc - 1
+        c = min(BC, n_k - j * BC)
+        got2, put2 = load_kv(base, K_OFF, k, kvg + j * BC * D, c, tid)
+        n_gr += got + got2
+        n_sw += put + put2
 
-            # --- S = Q K_jᵀ: d/16 wgmma, both operands in shared memory
-            wg_fence()
-            for kk in range(KQ):
-                mma_ss(
-                    s,
-                    base,
-                    desc(base, q_off + kk * Q_STEP, HI_Q),
-                    desc(base, K_OFF + b_off + kk * K_STEP, HI_K),
-                    int32(min(kk, 1)),
-                )
-            wg_commit()
+        if OVERLAP:
+            cp_commit()  # group: Q, K_0
+            got, put = load_kv(base, V_OFF, v, kvg + j * BC * D, c, tid)
+            n_gr += got
+            n_sw += put
+            if tc > 1:
+                got, put = copy_kv(base, K_OFF + TILE, k, kvg + (j - 1) * BC * D, tid)
+                n_gr += got
+                n_sw += put
+            cp_commit()  # group: V_0, K_1
+            cp_wait1()
+            proxy_fence()
+            cuda.syncthreads()
+            s_product(s, base, q_off, K_OFF)
             wg_wait0()
             pin_s(s)
-            if COUNTING:
-                n_sr += SS_BYTES + RS_BYTES
-
-            # --- mask: keys past N_k, and (causal) keys beyond my row's reach, get −∞
-            if c < BC or (CAUSAL and k_start + BC - 1 > warp_first + off):
-                for t in range(NS):
-                    for e in range(2):
-                        col = k_start + 8 * t + 2 * tq + e
-                        if col >= n_k or (CAUSAL and col > row0 + off):
-                            s[t, e] = NEG_INF
-                        if col >= n_k or (CAUSAL and col > row0 + 8 + off):
-                            s[t, 2 + e] = NEG_INF
-
-            # --- online softmax of my two rows; P in the dtype, packed as O's A fragments
-            softmax_update(s, m, lsum, acc)
+            alpha = cuda.local.array(2, float32)
+            mask(s, j * BC, c, n_k, warp_first, row0, tq, off)
+            softmax_rows(s, m, lsum, alpha)
             pack_p(s, pa)
-
-            # --- O += P V_j: Bc/16 wgmma, A = P from registers, B = V_j (MN-major) from shared memory
-            pin_o(acc)
-            pin_p(pa)
-            wg_fence()
-            for kk in range(KP):
-                mma_rs(
-                    acc,
-                    pa[kk, 0],
-                    pa[kk, 1],
-                    pa[kk, 2],
-                    pa[kk, 3],
+            for jj in range(0, tc, 2):
+                got, put = visit(
+                    s,
+                    pa,
+                    pa2,
+                    alpha,
                     base,
-                    desc(base, V_OFF + b_off + kk * V_STEP, HI_V),
-                    int32(1),
+                    acc,
+                    m,
+                    lsum,
+                    jj,
+                    tc,
+                    kvg,
+                    k,
+                    v,
+                    n_k,
+                    q_off,
+                    warp_first,
+                    row0,
+                    tq,
+                    off,
+                    tid,
                 )
-            wg_commit()
-            wg_wait0()
-            pin_o(acc)
+                n_gr += got
+                n_sw += put
+                if jj + 1 < tc:
+                    got, put = visit(
+                        s,
+                        pa2,
+                        pa,
+                        alpha,
+                        base,
+                        acc,
+                        m,
+                        lsum,
+                        jj + 1,
+                        tc,
+                        kvg,
+                        k,
+                        v,
+                        n_k,
+                        q_off,
+                        warp_first,
+                        row0,
+                        tq,
+                        off,
+                        tid,
+                    )
+                    n_gr += got
+                    n_sw += put
+        else:
+            got, put = load_kv(base, V_OFF, v, kvg + j * BC * D, c, tid)
+            n_gr += got
+            n_sw += put
+            cp_commit()  # group: Q, K_0, V_0
+            for jj in range(tc):
+                j = tc - 1 - jj
+                k_start = j * BC
+                b_off = (jj & 1) * TILE
+                if jj + 1 < tc:  # prefetch block j − 1 (never ragged) into the other buffers
+                    if jj > 0:
+                        cuda.syncthreads()  # everyone is done reading them (visit jj − 1)
+                    nb = TILE - b_off
+                    src = kvg + (k_start - BC) * D
+                    got, put = copy_kv(base, K_OFF + nb, k, src, tid)
+                    got2, put2 = copy_kv(base, V_OFF + nb, v, src, tid)
+                    cp_commit()
+                    n_gr += got + got2
+                    n_sw += put + put2
+                    cp_wait1()  # my copies of block j have landed
+                else:
+                    cp_wait_all()
+                proxy_fence()  # ... and are visible to the tensor cores' (async) proxy
+                cuda.syncthreads()  # everyone's
+                s_product(s, base, q_off, K_OFF + b_off)
+                wg_wait0()
+                pin_s(s)
+                mask(s, k_start, min(BC, n_k - k_start), n_k, warp_first, row0, tq, off)
+                softmax_update(s, m, lsum, acc)
+                pack_p(s, pa)
+                pv_product(acc, pa, base, V_OFF + b_off)
+                wg_wait0()
+                pin_o(acc)
 
-        # --- O = O / l in the dtype, L = (m + log2 l)·ln 2 in fp32
-        for h in range(2):
-            row = row0 + 8 * h
-            lt = quad_sum(lsum[h])
-            inv = ONE / lt
-            if row < n_q:
-                for t in range(NO):
-                    col = 8 * t + 2 * tq
-                    pair = pack2(acc[t, 2 * h] * inv, acc[t, 2 * h + 1] * inv)
-                    o[(bh * n_q + row) * D + col] = pair & LOW
-                    o[(bh * n_q + row) * D + col + 1] = pair >> SIXTEEN
-                if COUNTING:
-                    n_gw += 4 * NO
-                if tq == 0:
-                    lse[bh * n_q + row] = (m[h] + float32(math.log2(lt))) * F_LN2
-                    if COUNTING:
-                        n_gw += 4
+        n_gw = finish(acc, m, lsum, o, lse, bh, n_q, row0, tq)
         if COUNTING:
+            n_sr = tc * (SS_BYTES + RS_BYTES)  # my share of the wgmma's shared-memory reads
+            if OVERLAP:
+                n_sr += SS_BYTES  # the last visit's thrown-away S
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
     fa3_tc.__name__ = fa3_tc.__qualname__ = (

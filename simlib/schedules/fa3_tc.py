@@ -21,10 +21,12 @@ Worked number (N = 4096, d = 64, G = 1, Bc = 64, Tr = Tc = 64): SRAM reads Tr·T
 reads 262,144 + 2048·(2·4·64·64) = 67,371,008.
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..schedule_protocol import Parameter, ParamValue, Schedule, WorkingSet
 from ..tiling import BLOCK_COLS, Tiling, tile_trace_size
+from ..traffic import Event, Traffic
 from ..workload import Workload
 from . import fa2_tc
 from .fa2_tc import TcMapping, check_tensor_core_workload
@@ -34,21 +36,26 @@ DEFAULT_WARPGROUPS = 1
 DEFAULT_BLOCK_COLS = {64: 64, 128: 64}
 MAX_BLOCK_COLS = 256
 DYNAMIC_SHARED_LIMIT = 227 * 1024
+DEFAULT_OVERLAP = False
+OVERLAP = Parameter(
+    "overlap", "FA3's pipeline: S(j+1) on the tensor cores during softmax(j) (default off)", kind="bool"
+)
 WARPGROUPS = Parameter(
-    "warpgroups", "G: consumer warpgroups per block, 1 or 2 (64 query rows each; default 1)"
+    "warpgroups", "G: consumer warpgroups per block, 1, 2 or 3 (64 query rows each; default 1)"
 )
 
 
-def tile_problem(head_dim: int, warpgroups: int, block_cols: int) -> str | None:
+def tile_problem(head_dim: int, warpgroups: int, block_cols: int, overlap: bool = False) -> str | None:
     """What the kernel's Fa3Config refuses, in its words (None: a config it runs)."""
     g, bc, d = warpgroups, block_cols, head_dim
-    if g not in (1, 2):
-        return f"warpgroups must be 1 or 2; got {g!r}"
+    if g not in (1, 2, 3):
+        return f"warpgroups must be one of (1, 2, 3); got {g!r}"
     if bc % 16 or not 16 <= bc <= MAX_BLOCK_COLS:
         return f"block_cols must be a multiple of 16 (one wgmma k-step of O += P V) up to {MAX_BLOCK_COLS}; got {bc!r}"
     if (bc * d // 8) % (128 * g):
         return f"block_cols={bc}: the {bc}x{d} K/V tiles must split into 16-byte copies evenly over {128 * g} threads"
-    smem = (GROUP_ROWS * g + 4 * bc + 5) * d * 2  # five tiles, each padded by one row's worth
+    tiles = 5 if overlap else 4  # K/V buffers: 2 + 2, or 2 + 3 with the pipeline
+    smem = (GROUP_ROWS * g + tiles * bc + tiles + 1) * d * 2  # each tile padded by one row's worth
     if smem > DYNAMIC_SHARED_LIMIT:
         return f"block_cols={bc}, warpgroups={g}, head_dim={d} need {smem} bytes of shared memory; at most {DYNAMIC_SHARED_LIMIT}"
     return None
@@ -56,17 +63,21 @@ def tile_problem(head_dim: int, warpgroups: int, block_cols: int) -> str | None:
 
 @dataclass(frozen=True)
 class Fa3Mapping(TcMapping):
-    """fa2_tc's mapping with warpgroups for warps: R = 64 rows each, Q re-read per tile."""
+    """fa2_tc's mapping with warpgroups for warps: R = 64 rows each, Q re-read per tile; with
+    `overlap` (FA3's pipeline) one more S product per Q block, thrown away."""
+
+    overlap: bool = False
 
     @property
     def warpgroups(self) -> int:
         return self.warps
 
     def as_dict(self) -> dict[str, ParamValue]:
-        return {**Tiling.as_dict(self), "warpgroups": self.warpgroups}
+        return {**Tiling.as_dict(self), "warpgroups": self.warpgroups, "overlap": self.overlap}
 
     def summary(self) -> str:
-        return f"{Tiling.summary(self)}; {self.warpgroups} warpgroup(s) of 64 query rows; Q read from SRAM per tile"
+        ov = "; S(j+1) overlapped with softmax(j)" if self.overlap else ""
+        return f"{Tiling.summary(self)}; {self.warpgroups} warpgroup(s) of 64 query rows; Q read from SRAM per tile{ov}"
 
 
 def build(
@@ -74,14 +85,50 @@ def build(
     sram_bytes: int | None,
     warpgroups: int | None = None,
     block_cols: int | None = None,
+    overlap: bool | None = None,
 ) -> Fa3Mapping:
     check_tensor_core_workload(workload, "fa3_tc")
     g = DEFAULT_WARPGROUPS if warpgroups is None else warpgroups
     bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
-    problem = tile_problem(workload.head_dim, g, bc)
+    ov = DEFAULT_OVERLAP if overlap is None else bool(overlap)
+    problem = tile_problem(workload.head_dim, g, bc, ov)
     if problem:
         raise ValueError(problem)
-    return Fa3Mapping(GROUP_ROWS * g, bc, workload.nq, workload.nk, warp_rows=GROUP_ROWS, q_reload=True)
+    return Fa3Mapping(
+        GROUP_ROWS * g, bc, workload.nq, workload.nk, warp_rows=GROUP_ROWS, q_reload=True, overlap=ov
+    )
+
+
+def _extra_s(mapping: Fa3Mapping, d: int, blocks: int) -> list[tuple[str, str, str, str, int]]:
+    """The pipeline's thrown-away S of `blocks` Q blocks: its wgmma read Q and K once more."""
+    if not mapping.overlap:
+        return []
+    return [
+        ("SRAM", "read", "Q", "scores", blocks * mapping.block_rows * d),
+        ("SRAM", "read", "K", "scores", blocks * mapping.warpgroups * mapping.block_cols * d),
+    ]
+
+
+def trace(workload: Workload, mapping: Fa3Mapping) -> Iterator[Event]:
+    yield from fa2_tc.trace(workload, mapping)
+    for _ in range(mapping.tr):
+        for level, op, tensor, phase, n in _extra_s(mapping, workload.head_dim, 1):
+            yield Event(level, op, tensor, phase, n)
+
+
+def closed_form(workload: Workload, mapping: Fa3Mapping) -> Traffic:
+    t = fa2_tc.closed_form(workload, mapping)
+    for level, op, tensor, phase, n in _extra_s(mapping, workload.head_dim, mapping.tr):
+        t.add(level, op, tensor, phase, n)
+    return t
+
+
+def flops(workload: Workload, mapping: Fa3Mapping) -> int:
+    """fa2_tc's (4·d per computed score, padding included), plus the thrown-away S with `overlap`."""
+    extra = (
+        2 * mapping.tr * mapping.block_rows * mapping.block_cols * workload.head_dim if mapping.overlap else 0
+    )
+    return fa2_tc.flops(workload, mapping) + extra
 
 
 def working_set(workload: Workload, mapping: Fa3Mapping) -> WorkingSet:
@@ -92,7 +139,11 @@ def working_set(workload: Workload, mapping: Fa3Mapping) -> WorkingSet:
     return WorkingSet(
         (
             ("Q_i", "SRAM", (br + 1) * d * eb),
-            ("K_j, V_j (two buffers each)", "SRAM", 4 * (bc + 1) * d * eb),
+            (
+                "K_j, V_j (two buffers each; three of V with overlap)",
+                "SRAM",
+                (5 if mapping.overlap else 4) * (bc + 1) * d * eb,
+            ),
             ("S/P (fp32)", "registers", br * bc * 4),
             ("O_i (fp32)", "registers", br * d * 4),
             ("P (the dtype)", "registers", br * bc * eb),
@@ -104,12 +155,12 @@ def working_set(workload: Workload, mapping: Fa3Mapping) -> WorkingSet:
 SCHEDULE = Schedule(
     name="fa3_tc",
     description="FlashAttention forward on Hopper's wgmma (fp16/bf16) as the kernel `fa3_tc` runs it",
-    parameters=(WARPGROUPS, BLOCK_COLS),
+    parameters=(WARPGROUPS, BLOCK_COLS, OVERLAP),
     sram="checks",
     build=build,
-    trace=fa2_tc.trace,
-    closed_form=fa2_tc.closed_form,
-    flops=fa2_tc.flops,
+    trace=trace,
+    closed_form=closed_form,
+    flops=flops,
     units=fa2_tc.units,
     trace_size=tile_trace_size,
     working_set=working_set,
