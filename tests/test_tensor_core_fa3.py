@@ -195,9 +195,12 @@ def test_fa3_tc_defaults_and_worked_number():
             cfg.block_cols,
         )
     wl = Workload(4096, 64, dtype="bf16")
-    t = SCHEDULE.closed_form(wl, SCHEDULE.build(wl, None))
+    t = SCHEDULE.closed_form(wl, SCHEDULE.build(wl, None, warpgroups=1, overlap=False))
     assert t.elements("SRAM", "read") == 64 * 64 * (64 + 2 * 64) * 64 == 50_331_648  # the docstring's
-    assert count("fa3_tc", wl).to_dict()["onchip_sram_bytes"] == 41_600 == default_config(64).smem_bytes
+    one = count("fa3_tc", wl, warpgroups=1, overlap=False).to_dict()
+    assert one["onchip_sram_bytes"] == 41_600 == Fa3Config(64, 1, 64).smem_bytes
+    assert count("fa3_tc", wl).to_dict()["onchip_sram_bytes"] == default_config(64).smem_bytes
+    assert (default_config(64).warpgroups, default_config(64).overlap) == (2, True)  # run 2's best
 
 
 @settings(max_examples=80, deadline=None)

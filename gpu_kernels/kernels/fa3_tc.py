@@ -153,15 +153,19 @@ class Fa3Config:
         return f"g{self.warpgroups}_bc{self.block_cols}{ov}{r}"
 
 
-#: version 1's defaults (PERFORMANCE.md, "fa3_tc"): one warpgroup, Bc = 64
-DEFAULT_WARPGROUPS = 1
+#: the defaults (PERFORMANCE.md, "fa3_tc", run 20261202T050801Z-1ff3899ea4): two warpgroups, Bc = 64,
+#: the pipeline; simlib's fa3_tc schedule has the same
+DEFAULT_WARPGROUPS = 2
 DEFAULT_BLOCK_COLS = {64: 64, 128: 64}
+DEFAULT_OVERLAP = True
 
 
 def default_config(head_dim: int) -> Fa3Config:
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim={head_dim}: the tensor-core kernels support head_dim 64 and 128 only")
-    return Fa3Config(head_dim, DEFAULT_WARPGROUPS, DEFAULT_BLOCK_COLS[head_dim]).check()
+    return Fa3Config(
+        head_dim, DEFAULT_WARPGROUPS, DEFAULT_BLOCK_COLS[head_dim], overlap=DEFAULT_OVERLAP
+    ).check()
 
 
 @functools.cache
