@@ -86,6 +86,10 @@ SIM_CASES = [
     (1, 2, 1, 40, None, 128, False, 2, 32, True, "fp16"),  # the pipeline, two groups, two visits
     (1, 1, None, 20, None, 64, False, 1, 32, True, "bf16"),  # the pipeline with one visit only
 ]
+SWIZZLED_CASES = [
+    (1, 1, None, 70, 50, 64, True, 1, 32, True, "bf16"),
+    (1, 2, 1, 40, None, 128, False, 1, 32, False, "fp16"),
+]
 
 
 @sim_only
@@ -93,6 +97,13 @@ SIM_CASES = [
 def test_fa3_tc_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, g, bc, ov, dtype):
     cfg = Fa3Config(d, g, bc, overlap=ov)
     check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed=nk + 7 * h + d, plain_too=False)
+
+
+@sim_only
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,g,bc,ov,dtype", SWIZZLED_CASES)
+def test_fa3_tc_swizzled_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, g, bc, ov, dtype):
+    cfg = Fa3Config(d, g, bc, overlap=ov, swizzle=True)
+    check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed=nk + 3 * h + d, plain_too=False)
 
 
 @sim_only
@@ -144,6 +155,31 @@ def test_descriptor_decoder_reads_the_kernels_tiles(rows, cols):
         np.testing.assert_array_equal(x, vals[:, 16 * kk : 16 * kk + 16])
     for kk in range(rows // 16):
         x = wgmma_ops.operand(bits, wgmma_ops.descriptor(2 * (24 + kk * 128), hi_v), cols, True, "bf16")
+        np.testing.assert_array_equal(x, vals[16 * kk : 16 * kk + 16, :].T)
+
+
+@pytest.mark.parametrize("rows,cols", [(64, 64), (32, 128)])
+def test_swizzled_descriptor_decoder_reads_the_kernels_tiles(rows, cols):
+    """The same with the 128-byte swizzle: the tile as 64-column halves of rows × 128 B, 16-byte chunk
+    c of row r at chunk c ^ (r mod 8) of its row (placed here element by element), the descriptors the
+    kernel builds for it (K-major Q, K: SBO 1024, a k-step 32 B, the second half 128·rows B on; MN-major
+    V: SBO 1024, LBO 128·rows B)."""
+    rng = np.random.default_rng(rows * cols)
+    tile = rng.standard_normal((rows, cols)).astype(np.float32)
+    b = to_bits(tile, "bf16")
+    bits = np.zeros(512 + rows * cols, np.uint16)  # the tile one 1024-byte atom in
+    for r in range(rows):
+        for c in range(cols):
+            bits[512 + (c // 64) * rows * 64 + r * 64 + (((c % 64) // 8) ^ (r % 8)) * 8 + c % 8] = b[r, c]
+    vals = from_bits(b, "bf16").astype(np.float64)
+    hi_k = wgmma_ops.swizzle128_bits(16, 1024)
+    hi_v = wgmma_ops.swizzle128_bits(128 * rows, 1024)
+    for kk in range(cols // 16):
+        at = 2 * (512 + (kk % 4) * 16 + (kk // 4) * 64 * rows)
+        x = wgmma_ops.operand(bits, wgmma_ops.descriptor(at, hi_k), rows, False, "bf16")
+        np.testing.assert_array_equal(x, vals[:, 16 * kk : 16 * kk + 16])
+    for kk in range(rows // 16):
+        x = wgmma_ops.operand(bits, wgmma_ops.descriptor(2 * (512 + kk * 1024), hi_v), cols, True, "bf16")
         np.testing.assert_array_equal(x, vals[16 * kk : 16 * kk + 16, :].T)
 
 
@@ -243,6 +279,18 @@ GPU_CASES = [
     (1, 4, 2, 3000, 2000, 64, True, 2, 64, True, "fp16"),
     (2, 2, None, 1000, None, 64, False, 1, 128, True, "bf16"),
 ]
+GPU_SWIZZLED = [
+    (1, 2, None, 3001, None, 128, True, 2, 64, True, "bf16"),
+    (1, 4, 2, 3000, 2000, 64, False, 2, 64, True, "fp16"),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,g,bc,ov,dtype", GPU_SWIZZLED)
+def test_fa3_tc_gpu_swizzled(b, h, hkv, nk, nq, d, causal, g, bc, ov, dtype):
+    cfg = Fa3Config(d, g, bc, overlap=ov, swizzle=True).check()
+    check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed=nk + d + 1)
 
 
 @pytest.mark.gpu

@@ -65,7 +65,17 @@ from ..tensor_core.flash_tile import flash_tile_ops, softmax_parts
 from ..tensor_core.tc_plan import TcPlan, checked_plan, upload
 from ..tensor_core.tiles import block_copiers
 from ..tensor_core.warp_ops import warp_ops
-from ..tensor_core.wgmma_ops import chunk_column, core_matrix_index, layout_bits, pin_f32, pin_u32, wgmma_ops
+from ..tensor_core.wgmma_ops import (
+    ATOM_BYTES,
+    chunk_column,
+    core_matrix_index,
+    layout_bits,
+    pin_f32,
+    pin_u32,
+    swizzle128_bits,
+    swizzle128_index,
+    wgmma_ops,
+)
 from .fa2_tc import DYNAMIC_SHARED_LIMIT, LN2, LOG2E, STATIC_SHARED_LIMIT, TcResult, allow_dynamic_smem
 from .fa2_tc import kernel_signature as fa2_signature
 
@@ -79,13 +89,15 @@ class Fa3Config:
     """Compile-time shape: head dim d, G warpgroups of 64 query rows (Br = 64·G), Bc keys per K/V
     block (the N of S's wgmma, the K of O's); an optional register cap per thread; `overlap`: FA3's
     intra-warpgroup pipeline (S(j+1)'s wgmma in flight during softmax(j), P V(j)'s during
-    softmax(j+1); two S accumulators, two P fragment sets, three V buffers)."""
+    softmax(j+1); two P fragment sets, three V buffers); `swizzle`: the tiles in the 128-byte-swizzled
+    layout (the tensor cores' own, ``wgmma_ops.swizzle128_index``) instead of padded chunk-major."""
 
     head_dim: int
     warpgroups: int = 1
     block_cols: int = 64
     max_registers: int | None = None
     overlap: bool = False
+    swizzle: bool = False
 
     BLOCK_MULTIPLE = (16, "one wgmma k-step of O += P V")
     MAX_BLOCK_COLS = 256  # the largest wgmma N
@@ -103,7 +115,8 @@ class Fa3Config:
         """Qs, two buffers of Ks and two (three with `overlap`) of Vs, chunk-major with one padding
         chunk per column."""
         tiles = 5 if self.overlap else 4
-        return (self.block_rows + tiles * self.block_cols + tiles + 1) * self.head_dim * 2
+        pad = 0 if self.swizzle else tiles + 1
+        return (self.block_rows + tiles * self.block_cols + pad) * self.head_dim * 2
 
     def tiles(self) -> tuple[tuple[int, int], ...]:
         return ((self.block_rows, self.head_dim), (self.block_cols, self.head_dim))
@@ -125,8 +138,9 @@ class Fa3Config:
             raise ValueError(
                 f"block_cols must be a multiple of {multiple} ({why}) up to {self.MAX_BLOCK_COLS}; got {bc!r}"
             )
-        if not isinstance(self.overlap, bool):
-            raise ValueError(f"overlap must be True or False; got {self.overlap!r}")
+        for flag in ("overlap", "swizzle"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{flag} must be True or False; got {getattr(self, flag)!r}")
         mr = self.max_registers
         if mr is not None and (not isinstance(mr, int) or isinstance(mr, bool) or not 64 <= mr <= 255):
             raise ValueError(f"max_registers must be None or an int in 64..255; got {mr!r}")
@@ -150,7 +164,8 @@ class Fa3Config:
     def name(self) -> str:
         r = f"_r{self.max_registers}" if self.max_registers else ""
         ov = "_ov" if self.overlap else ""
-        return f"g{self.warpgroups}_bc{self.block_cols}{ov}{r}"
+        sw = "_sw" if self.swizzle else ""
+        return f"g{self.warpgroups}_bc{self.block_cols}{ov}{sw}{r}"
 
 
 #: the defaults (PERFORMANCE.md, "fa3_tc", run 20261202T050801Z-1ff3899ea4): two warpgroups, Bc = 64,
@@ -173,19 +188,31 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
     """The kernel for one (config, dtype, build); compiled on first launch."""
     D, BC, BR, NT = cfg.head_dim, cfg.block_cols, cfg.block_rows, cfg.threads
     KQ, NS, NO, KP = D // 16, BC // 8, D // 8, BC // 16  # S k-steps, S / O column tiles, O k-steps
-    TILE = chunk_column(BC) * (D // 8)  # elements of one K or V buffer (padded chunk columns)
-    K_OFF = chunk_column(BR) * (D // 8)  # element offsets of Ks[0] and Vs[0]
+    SWZ = cfg.swizzle
+    if SWZ:  # 128-byte swizzle (wgmma_ops): 64-column halves of rows × 128 B, no padding
+        TILE, K_OFF = BC * D, BR * D  # elements of one K or V buffer; of Qs (Ks[0] follows)
+        # K-major Q and K: a k-step moves 32 B along the row, four of them the next half; MN-major V:
+        # a k-step is 16 rows of 128 B, its second 64 columns (d = 128) LBO = 128·Bc bytes further
+        HI_Q = HI_K = swizzle128_bits(16, ATOM_BYTES)
+        HI_V = swizzle128_bits(128 * BC, ATOM_BYTES)
+        Q_A, Q_B, K_A, K_B, V_STEP, Q_ROW = 16, 64 * BR, 16, 64 * BC, 16 * 64, 64
+        layout_q, layout_kv = swizzle128_index(BR), swizzle128_index(BC)
+    else:  # padded chunk-major
+        TILE = chunk_column(BC) * (D // 8)  # elements of one K or V buffer (padded chunk columns)
+        K_OFF = chunk_column(BR) * (D // 8)  # element offsets of Ks[0] and Vs[0]
+        # descriptors (wgmma_ops): Q and K K-major (SBO = 128 B between 8-row groups, LBO = 16·rows + 16
+        # between the two 8-element halves of a k-step); V MN-major (SBO = 16·Bc + 16 between 8-column
+        # groups of d, LBO = 128 between 8-key groups). A k-step advances Q / K by 2 chunk columns, V by 16 keys.
+        HI_Q = layout_bits(128, 2 * chunk_column(BR), False)
+        HI_K = layout_bits(128, 2 * chunk_column(BC), False)
+        HI_V = layout_bits(2 * chunk_column(BC), 128, True)
+        Q_A, K_A, V_STEP, Q_ROW = 2 * chunk_column(BR), 2 * chunk_column(BC), 16 * 8, 8
+        Q_B, K_B = 4 * Q_A, 4 * K_A  # k-step kk at (kk mod 4)·A + (kk div 4)·B: kk·A here
+        layout_q, layout_kv = core_matrix_index(BR), core_matrix_index(BC)
     V_OFF = K_OFF + 2 * TILE  # then 2 V buffers (3 with overlap)
     SM_ELEMS = 0 if cfg.dynamic_smem else cfg.smem_bytes // 2
     COUNTING, CAUSAL = counting, causal
-    ALIGN = None if simulator else 128
-    # descriptors (wgmma_ops): Q and K K-major (SBO = 128 B between 8-row groups, LBO = 16·rows between
-    # the two 8-element halves of a k-step); V MN-major (SBO = 16·Bc between 8-column groups of d,
-    # LBO = 128 between 8-key groups). A k-step advances Q / K by 2 chunk columns, V by 16 keys.
-    HI_Q = layout_bits(128, 2 * chunk_column(BR), False)
-    HI_K = layout_bits(128, 2 * chunk_column(BC), False)
-    HI_V = layout_bits(2 * chunk_column(BC), 128, True)
-    Q_STEP, K_STEP, V_STEP = 2 * chunk_column(BR), 2 * chunk_column(BC), 16 * 8  # elements per k-step
+    ALIGN = None if simulator else (ATOM_BYTES if SWZ else 128)
     SS_BYTES = KQ * (GROUP_ROWS + BC) // 4  # my share of S's shared-memory reads per tile (bytes)
     RS_BYTES = KP * D // 4  # my share of O's
 
@@ -197,8 +224,8 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
     desc, wg_fence, wg_commit, wg_wait0, proxy_fence = wg.desc, wg.fence, wg.commit, wg.wait0, wg.proxy_fence
     mma_ss, mma_rs = wg.mma_ss, wg.mma_rs
     pin_s, pin_o, pin_p = pin_f32(BC // 2, simulator), pin_f32(D // 2, simulator), pin_u32(BC // 4, simulator)
-    copy_q, copy_q_ragged = block_copiers(cp16, cp16z, BR, D, NT, simulator, core_matrix_index(BR))
-    copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator, core_matrix_index(BC))
+    copy_q, copy_q_ragged = block_copiers(cp16, cp16z, BR, D, NT, simulator, layout_q)
+    copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator, layout_kv)
     C = np.float32(LOG2E / math.sqrt(D))
     _, _, softmax_update, pack_p, _ = flash_tile_ops(dtype, simulator, 1, NS, NO, D, C)
     F_LN2 = np.float32(LN2)
@@ -226,8 +253,8 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
             mma_ss(
                 s,
                 base,
-                desc(base, q_off + kk * Q_STEP, HI_Q),
-                desc(base, k_off + kk * K_STEP, HI_K),
+                desc(base, q_off + (kk & 3) * Q_A + (kk >> 2) * Q_B, HI_Q),
+                desc(base, k_off + (kk & 3) * K_A + (kk >> 2) * K_B, HI_K),
                 int32(min(kk, 1)),
             )
         wg_commit()
@@ -371,7 +398,7 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
             tc = min(tc, (q_start + r - 1 + off) // BC + 1)
         warp_first = q_start + GROUP_ROWS * grp + 16 * w  # my warp's first query row
         row0 = warp_first + (lane >> 2)  # my rows: row0 and row0 + 8
-        q_off = GROUP_ROWS * grp * 8  # my group's 64 rows in the chunk-major Q tile
+        q_off = GROUP_ROWS * grp * Q_ROW  # my group's 64 rows in the Q tile
         kvg = kv_bh * n_k * D
 
         n_gr = 0

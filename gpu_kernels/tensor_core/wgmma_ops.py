@@ -113,6 +113,30 @@ K_MAJOR_SBO_ALONG_MN = True
 MN_MAJOR_SBO_ALONG_MN = True
 
 
+SWIZZLE_128B = 1  # the descriptor's layout type (bits 62-63) for the 128-byte swizzle on sm_90
+ATOM_BYTES = 1024  # one 128-byte-swizzle atom: 8 rows of 128 bytes; tiles start on a multiple of it
+
+
+def swizzle128_bits(lbo: int, sbo: int) -> np.uint64:
+    """A 128-byte-swizzled layout's descriptor fields: LBO, SBO (as ``descriptor_bits``) and layout
+    type 1 in bits 62-63. K-major: SBO = 1024 (8 rows of 128 B), LBO unused (1, CUTLASS's value);
+    MN-major: SBO = 1024 between 8-row groups along k, LBO between 64-element blocks along MN."""
+    return np.uint64(int(descriptor_bits(lbo, sbo)) | (SWIZZLE_128B << 62))
+
+
+def swizzle128_index(rows: int):
+    """A device function ``(row, chunk) -> element index`` of the 128-byte-swizzled layout of a
+    `rows`-row tile: the tile as 64-column halves, each rows × 128 bytes, chunk c of row r at chunk
+    (c mod 8) ^ (r mod 8) of its row (tiles.swizzled's pattern), half c div 8 after the first. A tile
+    64 rows deep: row 9, chunk 10 at element 64·64 + 9·64 + ((2 ^ 1)·8) = 4,696."""
+    HALF = 64 * rows
+
+    def index(row, chunk):
+        return (chunk >> 3) * HALF + (row << 6) + (((chunk & 7) ^ (row & 7)) << 3)
+
+    return cuda.jit(device=True, inline=True)(index)
+
+
 def layout_bits(mn_stride: int, k_stride: int, trans: bool) -> np.uint64:
     """The stride fields of a K-major (`trans` False) or MN-major operand whose 8-row (M or N) groups
     are `mn_stride` bytes apart and whose 8-element k groups `k_stride` bytes apart."""
@@ -151,13 +175,21 @@ def core_matrix_index(rows: int):
 
 def operand(tile_bits, desc, rows, trans, dtype):
     """The (rows, 16) matrix a descriptor names in a shared array of 16-bit bits, as float64:
-    X[r, k] = element (row r of M or N, k), for either major-ness (the simulator twins' decoder, and
-    the tests' reference)."""
+    X[r, k] = element (row r of M or N, k), for either major-ness, no swizzle or the 128-byte one
+    (whose XOR pattern is taken from the array's start: tiles there start on 1024-byte multiples);
+    the simulator twins' decoder, and the tests' reference."""
     d = int(desc)
     start, lbo, sbo = (d & _FIELD) << 4, ((d >> 16) & _FIELD) << 4, ((d >> 32) & _FIELD) << 4
-    mn, ks = _strides(lbo, sbo, trans)
     r = np.arange(rows)[:, None]
     k = np.arange(16)[None, :]
+    if (d >> 62) == SWIZZLE_128B:  # canonical address, then bits 4-6 ^= bits 7-9 (Swizzle<3,4,3>)
+        if trans:
+            byte = start + (r // 64) * lbo + (r % 64) * 2 + (k // 8) * sbo + (k % 8) * 128
+        else:
+            byte = start + (r // 8) * sbo + (r % 8) * 128 + k * 2
+        byte = byte ^ (((byte >> 7) & 7) << 4)
+        return from_bits(np.asarray(tile_bits)[byte // 2], dtype).astype(np.float64)
+    mn, ks = _strides(lbo, sbo, trans)
     if trans:
         byte = start + (r // 8) * mn + (r % 8) * 2 + (k // 8) * ks + (k % 8) * 16
     else:
