@@ -168,18 +168,25 @@ class Fa3Config:
         return f"g{self.warpgroups}_bc{self.block_cols}{ov}{sw}{r}"
 
 
-#: the defaults (PERFORMANCE.md, "fa3_tc", run 20261202T050801Z-1ff3899ea4): two warpgroups, Bc = 64,
-#: the pipeline; simlib's fa3_tc schedule has the same
+#: the defaults (PERFORMANCE.md, "fa3_tc", run 20261202T051703Z-1ff3899ea4): two warpgroups and the
+#: 128-byte swizzle at both head dims; d = 64: Bc = 64 without the pipeline (0.75x torch flash; with
+#: it 130 registers allow one block per SM instead of two: 1.06x), d = 128: Bc = 128 with it (0.78-0.83x).
+#: simlib's fa3_tc schedule has the same.
 DEFAULT_WARPGROUPS = 2
-DEFAULT_BLOCK_COLS = {64: 64, 128: 64}
-DEFAULT_OVERLAP = True
+DEFAULT_BLOCK_COLS = {64: 64, 128: 128}
+DEFAULT_OVERLAP = {64: False, 128: True}
+DEFAULT_SWIZZLE = True
 
 
 def default_config(head_dim: int) -> Fa3Config:
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim={head_dim}: the tensor-core kernels support head_dim 64 and 128 only")
     return Fa3Config(
-        head_dim, DEFAULT_WARPGROUPS, DEFAULT_BLOCK_COLS[head_dim], overlap=DEFAULT_OVERLAP
+        head_dim,
+        DEFAULT_WARPGROUPS,
+        DEFAULT_BLOCK_COLS[head_dim],
+        overlap=DEFAULT_OVERLAP[head_dim],
+        swizzle=DEFAULT_SWIZZLE,
     ).check()
 
 

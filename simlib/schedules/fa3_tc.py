@@ -15,7 +15,8 @@ memory) and no fragment load:
 That is fa2_tc's closed form with W = G "warps" of R = 64 rows and q_reload: this schedule is that
 one with the warpgroup mapping (``Fa3Mapping``). K/V are double-buffered in shared memory (4·Bc·d).
 Per score: 2·G·d/Br + d/Bc = d/32 + d/Bc reads, against fa2_tc's default 2d/32 (+ d/Bc at d = 128).
-Defaults (the kernel's, measured best on the H200): G = 2, Bc = 64, the pipeline on.
+Defaults (the kernel's, measured best on the H200, run 20261202T051703Z-1ff3899ea4): G = 2, the 128-byte
+swizzle; d = 64: Bc = 64, no pipeline; d = 128: Bc = 128 with the pipeline.
 Worked number (N = 4096, d = 64, G = 1, Bc = 64, Tr = Tc = 64): SRAM reads Tr·Tc·(64 + 2·64)·64 =
 4096·12,288 = 50,331,648 elements; fa2_tc's default (Br = 128, Bc = 64, Q in registers, Tr = 32)
 reads 262,144 + 2048·(2·4·64·64) = 67,371,008.
@@ -32,20 +33,30 @@ from . import fa2_tc
 from .fa2_tc import TcMapping, check_tensor_core_workload
 
 GROUP_ROWS = 64  # query rows per warpgroup (the M of a wgmma)
-DEFAULT_WARPGROUPS = 2  # the kernel's defaults (gpu_kernels/kernels/fa3_tc.py), measured best in run 2
-DEFAULT_BLOCK_COLS = {64: 64, 128: 64}
+DEFAULT_WARPGROUPS = 2  # the kernel's defaults (gpu_kernels/kernels/fa3_tc.py), measured best in run 3
+DEFAULT_BLOCK_COLS = {64: 64, 128: 128}
 MAX_BLOCK_COLS = 256
 DYNAMIC_SHARED_LIMIT = 227 * 1024
-DEFAULT_OVERLAP = True
+DEFAULT_OVERLAP = {64: False, 128: True}
+DEFAULT_SWIZZLE = True
 OVERLAP = Parameter(
-    "overlap", "FA3's pipeline: S(j+1) on the tensor cores during softmax(j) (default on)", kind="bool"
+    "overlap",
+    "FA3's pipeline: S(j+1) on the tensor cores during softmax(j) (default: at d = 128)",
+    kind="bool",
+)
+SWIZZLE = Parameter(
+    "swizzle",
+    "tiles in the 128-byte-swizzled layout, not padded chunk-major (default on; same counts)",
+    kind="bool",
 )
 WARPGROUPS = Parameter(
     "warpgroups", "G: consumer warpgroups per block, 1, 2 or 3 (64 query rows each; default 2)"
 )
 
 
-def tile_problem(head_dim: int, warpgroups: int, block_cols: int, overlap: bool = False) -> str | None:
+def tile_problem(
+    head_dim: int, warpgroups: int, block_cols: int, overlap: bool = False, swizzle: bool = False
+) -> str | None:
     """What the kernel's Fa3Config refuses, in its words (None: a config it runs)."""
     g, bc, d = warpgroups, block_cols, head_dim
     if g not in (1, 2, 3):
@@ -55,7 +66,8 @@ def tile_problem(head_dim: int, warpgroups: int, block_cols: int, overlap: bool 
     if (bc * d // 8) % (128 * g):
         return f"block_cols={bc}: the {bc}x{d} K/V tiles must split into 16-byte copies evenly over {128 * g} threads"
     tiles = 5 if overlap else 4  # K/V buffers: 2 + 2, or 2 + 3 with the pipeline
-    smem = (GROUP_ROWS * g + tiles * bc + tiles + 1) * d * 2  # each tile padded by one row's worth
+    pad = 0 if swizzle else tiles + 1  # chunk-major: each tile padded by one row's worth
+    smem = (GROUP_ROWS * g + tiles * bc + pad) * d * 2
     if smem > DYNAMIC_SHARED_LIMIT:
         return f"block_cols={bc}, warpgroups={g}, head_dim={d} need {smem} bytes of shared memory; at most {DYNAMIC_SHARED_LIMIT}"
     return None
@@ -67,13 +79,19 @@ class Fa3Mapping(TcMapping):
     `overlap` (FA3's pipeline) one more S product per Q block, thrown away."""
 
     overlap: bool = False
+    swizzle: bool = False
 
     @property
     def warpgroups(self) -> int:
         return self.warps
 
     def as_dict(self) -> dict[str, ParamValue]:
-        return {**Tiling.as_dict(self), "warpgroups": self.warpgroups, "overlap": self.overlap}
+        return {
+            **Tiling.as_dict(self),
+            "warpgroups": self.warpgroups,
+            "overlap": self.overlap,
+            "swizzle": self.swizzle,
+        }
 
     def summary(self) -> str:
         ov = "; S(j+1) overlapped with softmax(j)" if self.overlap else ""
@@ -86,16 +104,25 @@ def build(
     warpgroups: int | None = None,
     block_cols: int | None = None,
     overlap: bool | None = None,
+    swizzle: bool | None = None,
 ) -> Fa3Mapping:
     check_tensor_core_workload(workload, "fa3_tc")
     g = DEFAULT_WARPGROUPS if warpgroups is None else warpgroups
     bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
-    ov = DEFAULT_OVERLAP if overlap is None else bool(overlap)
-    problem = tile_problem(workload.head_dim, g, bc, ov)
+    ov = DEFAULT_OVERLAP[workload.head_dim] if overlap is None else bool(overlap)
+    sw = DEFAULT_SWIZZLE if swizzle is None else bool(swizzle)
+    problem = tile_problem(workload.head_dim, g, bc, ov, sw)
     if problem:
         raise ValueError(problem)
     return Fa3Mapping(
-        GROUP_ROWS * g, bc, workload.nq, workload.nk, warp_rows=GROUP_ROWS, q_reload=True, overlap=ov
+        GROUP_ROWS * g,
+        bc,
+        workload.nq,
+        workload.nk,
+        warp_rows=GROUP_ROWS,
+        q_reload=True,
+        overlap=ov,
+        swizzle=sw,
     )
 
 
@@ -132,17 +159,19 @@ def flops(workload: Workload, mapping: Fa3Mapping) -> int:
 
 
 def working_set(workload: Workload, mapping: Fa3Mapping) -> WorkingSet:
-    """Qs and two buffers each of Ks, Vs in shared memory (the dtype, 16 bytes of padding per 8
-    columns of each tile); S/P and O in fp32 registers, P packed in the dtype. d = 64, G = 1, Bc = 64:
-    41,600 B of SRAM; 16,384 + 16,384 + 8,192 B of registers."""
+    """Qs and two buffers each of Ks, Vs (three of V with the pipeline) in shared memory (the dtype;
+    chunk-major tiles carry 16 bytes of padding per 8 columns, swizzled ones none); S/P and O in fp32
+    registers, P packed in the dtype. d = 64, G = 1, Bc = 64, chunk-major: 41,600 B of SRAM (swizzled
+    40,960); 16,384 + 16,384 + 8,192 B of registers."""
     br, bc, d, eb = mapping.block_rows, mapping.block_cols, workload.head_dim, workload.element_bytes
+    pad = 0 if mapping.swizzle else 1
     return WorkingSet(
         (
-            ("Q_i", "SRAM", (br + 1) * d * eb),
+            ("Q_i", "SRAM", (br + pad) * d * eb),
             (
                 "K_j, V_j (two buffers each; three of V with overlap)",
                 "SRAM",
-                (5 if mapping.overlap else 4) * (bc + 1) * d * eb,
+                (5 if mapping.overlap else 4) * (bc + pad) * d * eb,
             ),
             ("S/P (fp32)", "registers", br * bc * 4),
             ("O_i (fp32)", "registers", br * d * 4),
@@ -155,7 +184,7 @@ def working_set(workload: Workload, mapping: Fa3Mapping) -> WorkingSet:
 SCHEDULE = Schedule(
     name="fa3_tc",
     description="FlashAttention forward on Hopper's wgmma (fp16/bf16) as the kernel `fa3_tc` runs it",
-    parameters=(WARPGROUPS, BLOCK_COLS, OVERLAP),
+    parameters=(WARPGROUPS, BLOCK_COLS, OVERLAP, SWIZZLE),
     sram="checks",
     build=build,
     trace=trace,
