@@ -120,6 +120,24 @@ def intrinsics():
 
         return types.uint32(types.uint32, types.uint32), codegen
 
+    def int3(text):
+        """An integer instruction of three 32-bit operands through inline PTX (numba widens uint32)."""
+
+        @intrinsic
+        def op(typingctx, a, b, c):
+            def codegen(context, builder, signature, args):
+                return asm(builder, i32, list(args), text, "=r,r,r,r")
+
+            return types.uint32(types.uint32, types.uint32, types.uint32), codegen
+
+        return op
+
+    # IADD3 (a + b + c), LOP3.LUT (a ^ b ^ c: lut 0x96), ISETP + SEL (a < b ? c : a): the ALU pipe's
+    # address arithmetic, logic and compares, each chain fed by its neighbour so nothing folds
+    iadd3 = int3("add.u32 $0, $1, $2; add.u32 $0, $0, $3;")
+    lop3 = int3("lop3.b32 $0, $1, $2, $3, 0x96;")
+    setp_sel = int3("{ .reg .pred p; setp.lt.u32 p, $1, $2; selp.u32 $0, $3, $1, p; }")
+
     @intrinsic
     def bits_f32(typingctx, bits):
         def codegen(context, builder, signature, args):
@@ -127,7 +145,7 @@ def intrinsics():
 
         return types.float32(types.uint32), codegen
 
-    return ex2, ldg_v4, pack_bf16x2, bits_f32, imad_sq
+    return ex2, ldg_v4, pack_bf16x2, bits_f32, imad_sq, iadd3, lop3, setp_sel
 
 
 def kernels(jit=None):
@@ -137,7 +155,7 @@ def kernels(jit=None):
 
     jit = jit or cuda.jit
 
-    ex2, ldg_v4, pack, bits_f32, imad_sq = intrinsics()
+    ex2, ldg_v4, pack, bits_f32, imad_sq, iadd3, lop3, setp_sel = intrinsics()
     from gpu_kernels.tensor_core.warp_ops import warp_ops
 
     ops = warp_ops("bf16", False)
@@ -160,6 +178,29 @@ def kernels(jit=None):
                 x6 = imad_sq(x6, c)
                 x7 = imad_sq(x7, c)
         out[cuda.grid(1)] = float32(x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7)
+
+    def alu_chains(op):
+        """8 chains x 8 per trip of `op`(x_i, x_{i+1}, c): each reads its neighbour (no folding)."""
+
+        @jit()
+        def kern(out, trips):
+            t = uint32(cuda.grid(1))
+            c = uint32(2654435761)
+            x0, x1, x2, x3 = uint32(t + 1), uint32(t + 2), uint32(t + 3), uint32(t + 4)
+            x4, x5, x6, x7 = uint32(t + 5), uint32(t + 6), uint32(t + 7), uint32(t + 8)
+            for _ in range(trips):
+                for _u in range(8):
+                    x0 = op(x0, x1, c)
+                    x1 = op(x1, x2, c)
+                    x2 = op(x2, x3, c)
+                    x3 = op(x3, x4, c)
+                    x4 = op(x4, x5, c)
+                    x5 = op(x5, x6, c)
+                    x6 = op(x6, x7, c)
+                    x7 = op(x7, x0, c)
+            out[cuda.grid(1)] = float32(x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7)
+
+        return kern
 
     @jit(fastmath=True)
     def issue_mix(out, trips):
@@ -289,6 +330,9 @@ def kernels(jit=None):
 
     return {
         "int_alu": int_alu,
+        "iadd3": alu_chains(iadd3),
+        "lop3": alu_chains(lop3),
+        "isetp_sel": alu_chains(setp_sel),
         "issue_mix": issue_mix,
         "mufu_ex2": mufu,
         "shfl": shfl,
@@ -344,6 +388,22 @@ def benches(sms):
             0,
             0,
             "8 IMAD chains x 8 per trip (loop overhead ~3 instructions per 64 not counted)",
+        ),
+        *(
+            (
+                name,
+                "warp_instructions",
+                64 * t * warps * per,
+                (lambda name=name: k[name][grid, THREADS](out, t)),
+                0,
+                0,
+                note,
+            )
+            for name, per, note in (
+                ("iadd3", 1, "8 chains of IADD3 (a + b + c, PTX add.u32 x2) x 8 per trip"),
+                ("lop3", 1, "8 chains of LOP3.LUT 0x96 (a ^ b ^ c) x 8 per trip"),
+                ("isetp_sel", 2, "8 chains of ISETP.LT.U32 + SEL x 8 per trip: 2 warp instructions each"),
+            )
         ),
         (
             "issue_mix",
@@ -528,6 +588,10 @@ def main(argv=None):
     p.add_argument("--out", required=True)
     p.add_argument("--seconds", type=float, default=1.5)
     p.add_argument("--budget-s", type=float, default=150.0)
+    p.add_argument(
+        "--only", default="", help="only these benches (comma separated; the eager attention skipped)"
+    )
+    p.add_argument("--units-file", default="cost_units_h200.csv", help="name of the unit-calibration CSV")
     args = p.parse_args(argv)
     deadline = time.monotonic() + args.budget_s
     from numba import cuda
@@ -551,7 +615,7 @@ def main(argv=None):
             "seconds": args.seconds,
         }
     )
-    units_path = os.path.join(args.out, "cost_units_h200.csv")
+    units_path = os.path.join(args.out, args.units_file)
     eager_path = os.path.join(args.out, "eager_bf16_h200.csv")
     rows = []
 
@@ -561,6 +625,11 @@ def main(argv=None):
         )
 
     bench_list, keep = benches(sms)
+    only = [x for x in args.only.split(",") if x]
+    if only:
+        bench_list = [b for b in bench_list if b[0] in only]
+        record["benches"] = only
+        record["sass_opcodes"] = sass_histograms(only)
     for name, _unit, _units, call, *_ in bench_list:  # compile and warm up; a failure drops the bench
         try:
             call()
@@ -597,11 +666,42 @@ def main(argv=None):
         print(f"{name:12s} {res['watts']:7.1f} W {rate:.4e} {unit}/s SM {res['sm_mhz']} MHz", flush=True)
         save()
     del keep
+    if only:
+        return summary(rows, [])
     rng = np.random.default_rng(2027)
     eager = measure_eager(counter, args.seconds, rng, deadline)
     write_measurement(
         eager_path, csv_text([{k: r.get(k, "") for k in ATTN_FIELDS} for r in eager], ATTN_FIELDS), record
     )
+    summary(rows, eager)
+
+
+def sass_histograms(names):
+    """Opcode counts of each bench kernel's SASS (nvdisasm through numba), to check what ran."""
+    import re
+    from collections import Counter
+
+    k = kernels()
+    out = {}
+    for name in names:
+        if name not in k:
+            continue
+        try:
+            k[name].compile("(float32[::1], int64)")
+            sass = k[name].inspect_sass()
+            sass = sass if isinstance(sass, str) else next(iter(sass.values()))
+            ops = Counter(
+                m.group(1).split(".")[0]
+                for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass)
+            )
+            out[name] = dict(ops.most_common(12))
+        except Exception as e:  # noqa: BLE001 - recorded, the measurement still runs
+            out[name] = f"{type(e).__name__}: {str(e)[:200]}"
+        print(f"SASS {name}: {out[name]}", flush=True)
+    return out
+
+
+def summary(rows, eager):
     static = next((r["watts"] for r in rows if r["bench"] == "static"), float("nan"))
     print(f"{'bench':12s} {'W':>7s} {'rate/s':>11s} {'pJ/unit':>9s}")
     for r in rows:

@@ -34,7 +34,10 @@ FIELDS = [
 FP32 = ("numba_naive", "numba_tiled", "numba_fast", "torch_math", "cupy_naive")
 BF16 = ("naive_tc", "fa2_tc", "torch_flash", "torch_math", "eager_bf16")
 NO_CAUSAL = ("numba_fast", "cupy_naive")
-TOL = {"fp32": 1e-4, "bf16": 2e-2}
+TOL = {"fp32": 1e-4, "bf16": 2e-2, "fp16": 2e-2}
+#: --variants name:dtype pairs beyond the first round's: fa2_tc version 4 (gpu_kernels' default build) and
+#: the 16-bit eager baseline in fp16.
+EXTRA = ("fa2_tc_v4:bf16", "eager_bf16:fp16")
 
 
 def parse_shapes(text):
@@ -52,7 +55,7 @@ class Inputs:
         import torch.nn.functional as F
 
         self.b, self.h, self.n, self.d, self.causal = b, h, n, d, causal
-        tdt = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+        tdt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
         per_set = 3 * b * h * n * d * (4 if dtype == "fp32" else 2)
         count = max(2, -(-2 * 62914560 // per_set))
         self.sets = [[torch.randn(b, h, n, d, device="cuda").to(tdt) for _ in range(3)] for _ in range(count)]
@@ -73,13 +76,13 @@ class Inputs:
 
 
 def eager_call(inp, torch):
-    """The Hugging Face eager attention: softmax(QKᵀ·s + mask, dtype=float32).to(bf16) @ V."""
+    """The Hugging Face eager attention: softmax(QKᵀ·s + mask, dtype=float32).to(dtype) @ V."""
     scale = 1 / math.sqrt(inp.d)
     mask = None
     if inp.causal:
-        mask = torch.triu(torch.full((inp.n, inp.n), float("-inf"), device="cuda"), 1).to(torch.bfloat16)[
-            None, None
-        ]
+        mask = torch.triu(torch.full((inp.n, inp.n), float("-inf"), device="cuda"), 1).to(
+            inp.sets[0][0].dtype
+        )[None, None]
 
     def call(i):
         q, k, v = inp.sets[i % len(inp.sets)]
@@ -89,7 +92,8 @@ def eager_call(inp, torch):
         p = torch.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype)
         return torch.matmul(p, v)
 
-    return call, {"softmax_dtype": "float32", "mask": "additive (1,1,N,N) bf16" if inp.causal else "none"}
+    mask_kind = f"additive (1,1,N,N) {inp.sets[0][0].dtype}" if inp.causal else "none"
+    return call, {"softmax_dtype": "float32", "mask": mask_kind}
 
 
 def sdpa_call(inp, backend_name, torch):
@@ -108,7 +112,7 @@ def sdpa_call(inp, backend_name, torch):
 
 def tc_call(inp, name, torch):
     from gpu_kernels.counting import new_counters
-    from gpu_kernels.kernels.fa2_tc import Fa2TcPlan, TcConfig
+    from gpu_kernels.kernels.fa2_tc import Fa2TcPlan, TcConfig, default_config
     from gpu_kernels.kernels.naive_tc import NaiveTcConfig, NaiveTcPlan, row_stride
     from gpu_kernels.measure.side_by_side import bits_view
 
@@ -119,11 +123,12 @@ def tc_call(inp, name, torch):
     lse = torch.empty(b, h, n, device="cuda", dtype=torch.float32)
     ov, lv = bits_view(out), bits_view(lse)
     counters = new_counters()
-    if name == "fa2_tc":
-        # version 3's layout (4 warps of 16 rows, Bc = 64, Q in registers): the build the cost model's
-        # fa2_tc describes and run cost-validate-20261202 measured (commit 20d920b)
-        cfg = TcConfig(d, 4, 64, 16, True).check()
-        plan = Fa2TcPlan(shape, cfg, "bf16", causal=inp.causal)
+    if name in ("fa2_tc", "fa2_tc_v4"):
+        # fa2_tc: version 3's layout (4 warps of 16 rows, Bc = 64, Q in registers), the build the cost
+        # model's fa2_tc describes and run cost-validate-20261202 measured (commit 20d920b);
+        # fa2_tc_v4: gpu_kernels' default build (version 4, issue 22)
+        cfg = TcConfig(d, 4, 64, 16, True).check() if name == "fa2_tc" else default_config(d)
+        plan = Fa2TcPlan.of(shape, cfg, "bf16", causal=inp.causal)
 
         def call(i):
             plan.launch(*views[i % len(views)], ov, lv, counters)
@@ -131,7 +136,7 @@ def tc_call(inp, name, torch):
 
         return call, {"block_rows": cfg.block_rows, "block_cols": cfg.block_cols}, (lse,)
     cfg = NaiveTcConfig(d).check()
-    plan = NaiveTcPlan(shape, cfg, "bf16", causal=inp.causal)
+    plan = NaiveTcPlan.of(shape, cfg, "bf16", causal=inp.causal)
     sp = [torch.empty(b * h * n * row_stride(n), device="cuda", dtype=torch.bfloat16) for _ in range(2)]
     s, p = (bits_view(x) for x in sp)
 
@@ -224,7 +229,7 @@ def build(name, dtype, inp, torch):
         call, params = sdpa_call(inp, "MATH", torch)
     elif name == "torch_flash":
         call, params = sdpa_call(inp, "FLASH_ATTENTION", torch)
-    elif name in ("fa2_tc", "naive_tc"):
+    elif name in ("fa2_tc", "fa2_tc_v4", "naive_tc"):
         call, params, keep = tc_call(inp, name, torch)
     elif name == "cupy_naive":
         call, params, keep = cupy_call(inp, torch)
@@ -275,6 +280,13 @@ def main(argv=None):
     p.add_argument("--shapes", required=True, help="B,H,N,d,causal;... (causal 0 or 1)")
     p.add_argument("--seconds", type=float, default=1.1)
     p.add_argument("--budget-s", type=float, default=220.0)
+    p.add_argument(
+        "--variants",
+        default="",
+        help="name:dtype,... to measure (default: the first round's bf16 and fp32 sets); also "
+        + ", ".join(EXTRA),
+    )
+    p.add_argument("--file", default="cost_validate_h200.csv", help="name of the CSV under --out")
     args = p.parse_args(argv)
     shapes = parse_shapes(args.shapes)
     deadline = time.monotonic() + args.budget_s
@@ -299,9 +311,16 @@ def main(argv=None):
             "torch": torch.__version__,
         }
     )
-    path = os.path.join(args.out, "cost_validate_h200.csv")
+    path = os.path.join(args.out, args.file)
     rows = []
-    plan = [(s, dt, name) for s in shapes for dt, names in (("bf16", BF16), ("fp32", FP32)) for name in names]
+    if args.variants:
+        pairs = [tuple(x.split(":")) for x in args.variants.split(",")]
+        record["variants"] = args.variants
+        plan = [(s, dt, name) for s in shapes for name, dt in pairs]
+    else:
+        plan = [
+            (s, dt, name) for s in shapes for dt, names in (("bf16", BF16), ("fp32", FP32)) for name in names
+        ]
     current = {}
     for (b, h, n, d, causal), dtype, name in plan:
         row = {

@@ -69,6 +69,12 @@ METRICS = [
 CALL_FIELDS = ["variant", "dtype", "pass", "batch", "heads", "seq_len", "head_dim", "status", "rel_err"]
 CALL_FIELDS += ["kernels", "params", *METRICS, "kernel_names"]
 KERNEL_FIELDS = ["variant", "dtype", "pass", "batch", "heads", "seq_len", "kernel", *METRICS]
+#: With --pipes: warp instructions by the pipe that executed them (the cost model prices the integer
+#: ALU pipe's apart from the FMA pipe's IMADs).
+PIPE_METRICS = [
+    f"smsp__inst_executed_pipe_{p}.sum"
+    for p in ("alu", "fma", "fmaheavy", "fmalite", "fp16", "lsu", "adu", "cbu", "uniform", "xu", "tensor")
+]
 
 
 def configs_of(text):
@@ -188,8 +194,11 @@ def main(argv=None):
     ap.add_argument("--timeout-s", type=float, default=200.0, help="time limit of one configuration's ncu")
     ap.add_argument("--variants", default="", help="only these variants (default: every one of the plan)")
     ap.add_argument("--tag", default="h200", help="files energy_counters_<tag>.csv, _kernels.csv, .log")
+    ap.add_argument("--pipes", action="store_true", help="also count warp instructions per pipe")
     ap.add_argument("--driver", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.pipes:
+        METRICS.extend(m for m in PIPE_METRICS if m not in METRICS)
     try:
         configs = configs_of(args.driver or args.configs)
     except ValueError as e:
@@ -199,12 +208,16 @@ def main(argv=None):
         return driver(*configs[0], variants)
     if not args.out:
         ap.error("--out: required")
+    os.makedirs(args.out, exist_ok=True)
     log = []
     ncu = find_ncu()
     if not ncu or not ncu_reads_counters(ncu, log):
         print("\n".join(log))
         ap.error("ncu: not found, or it cannot read counters here")
     metrics = available(ncu, log)
+    extra = [m for m in metrics if m in PIPE_METRICS and m not in KERNEL_FIELDS]
+    CALL_FIELDS[-1:-1] = extra
+    KERNEL_FIELDS.extend(extra)
     record, write = provenance_writer(log)
     rec = record(
         {

@@ -364,6 +364,23 @@ def run_sweep(args: argparse.Namespace) -> None:
         if "roofline_s" in shown:  # 3 significant digits: pandas printed 1.37e-07 s as 0.0
             shown["roofline_s"] = [f"{v:.3g}" if isinstance(v, float) else v for v in shown["roofline_s"]]
         print(shown.to_string(index=False))
+        note = sram_not_binding_note(rows)
+        if note:
+            print(note)
+
+
+def sram_not_binding_note(rows: list[dict]) -> str:
+    """One line when a row's SRAM bytes would take longer than its HBM bytes yet its bound says HBM:
+    the roofline leaves SRAM out on purpose (simlib.roofline: thread-level SRAM bytes are an upper bound),
+    which the table alone does not show."""
+    over = [r for r in rows if r.get("sram_s") and r.get("hbm_s") and r["sram_s"] > r["hbm_s"]]
+    if not over:
+        return ""
+    return (
+        f"note: in {len(over)} of {len(rows)} rows the SRAM bytes would take longer than the HBM bytes at the "
+        "preset's bandwidths; SRAM does not bind: its bytes count per-thread accesses (docs/COUNTING.md), an "
+        "upper bound, so the bound column names HBM or compute (simlib.roofline; `simlib count --gpu` prints the SRAM time)"
+    )
 
 
 def run_kvcache(args: argparse.Namespace) -> None:

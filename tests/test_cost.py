@@ -191,19 +191,34 @@ def test_the_fit_file_is_reproducible():
 
 
 def test_the_post_freeze_predictions_are_the_frozen_models():
-    """data/cost/predictions_after_freeze_h200.csv was written before the run; the model must still
-    predict exactly that (no tuning after seeing the data)."""
-    old = pd.read_csv(COST_DIR / "predictions_after_freeze_h200.csv")
+    """Each round's predictions were written before its run: the latest round's must still be what the
+    model predicts (no tuning after seeing the data); an earlier round's, made by an earlier frozen model,
+    must be the file as written (its sidecar's sha256)."""
+    from simlib.cost.check import ROUNDS, parse_variants
+
+    written = [r for r in ROUNDS if (COST_DIR / r.predictions).is_file()]
+    for rnd in written[:-1]:
+        side = json.loads((COST_DIR / (rnd.predictions + ".provenance.json")).read_text())
+        assert (
+            side["sha256"]
+            == __import__("hashlib").sha256((COST_DIR / rnd.predictions).read_bytes()).hexdigest()
+        )
+    old = pd.read_csv(COST_DIR / written[-1].predictions)
     shapes = sorted(
         {(r.batch, r.heads, r.seq_len, r.head_dim, int(r.causal)) for r in old.itertuples()},
         key=lambda s: list(old.seq_len).index(s[2]),
     )
+    pairs = list(dict.fromkeys(zip(old.implementation, old.dtype)))
     new = predict_shapes(
-        parse_shapes(";".join(",".join(map(str, s)) for s in shapes)), old.frozen_commit.iloc[0]
+        parse_shapes(";".join(",".join(map(str, s)) for s in shapes)),
+        old.frozen_commit.iloc[0],
+        parse_variants(",".join(f"{i}:{d}" for i, d in pairs)),
     )
-    assert list(new.implementation) == list(old.implementation)
-    np.testing.assert_allclose(new.predicted_ms, old.predicted_ms, rtol=1e-5)
-    np.testing.assert_allclose(new.predicted_j, old.predicted_j, rtol=1e-5)
+    key = ["implementation", "dtype", "batch", "heads", "seq_len", "head_dim", "causal"]
+    merged = old.merge(new, on=key, suffixes=("_old", "_new"))
+    assert len(merged) == len(old) == len(new)
+    np.testing.assert_allclose(merged.predicted_ms_new, merged.predicted_ms_old, rtol=1e-5)
+    np.testing.assert_allclose(merged.predicted_j_new, merged.predicted_j_old, rtol=1e-5)
 
 
 def test_the_committed_table_is_regenerated_not_edited():
@@ -227,19 +242,26 @@ def test_every_miss_has_a_cause_and_every_hit_none():
 
 
 def test_post_freeze_rows_are_the_measured_ones():
-    """The post-freeze rows' measured values are the run's NVML numbers, read independently here."""
+    """Each round's post-freeze rows' measured values are its run's NVML numbers, read independently here."""
+    from simlib.cost.check import ROUNDS
+
     t = pd.read_csv(COST_DIR / "predicted_vs_measured_h200.csv")
-    after = t[t.when.str.startswith("measured after")]
-    run = pd.read_csv(MEASUREMENTS / "cost_validate_h200.csv")
-    run = run[run.status == "ok"]
-    assert len(after) == len(run) == 36
-    merged = after.merge(
-        run,
-        left_on=["implementation", "dtype", "seq_len", "head_dim", "causal"],
-        right_on=["variant", "dtype", "seq_len", "head_dim", "causal"],
-    )
-    np.testing.assert_allclose(merged.measured_ms, merged.ms_per_call, rtol=1e-5)
-    np.testing.assert_allclose(merged.measured_j, merged.joules_per_call, rtol=1e-5)
+    sizes = {}
+    for rnd in ROUNDS:
+        after = t[t.when == rnd.when]
+        run = pd.read_csv(MEASUREMENTS / rnd.validation)
+        run = run[run.status == "ok"]
+        assert len(after) == len(run)
+        sizes[rnd.when] = len(run)
+        merged = after.merge(
+            run,
+            left_on=["implementation", "dtype", "batch", "heads", "seq_len", "head_dim", "causal"],
+            right_on=["variant", "dtype", "batch", "heads", "seq_len", "head_dim", "causal"],
+        )
+        assert len(merged) == len(run)
+        np.testing.assert_allclose(merged.measured_ms, merged.ms_per_call, rtol=1e-5)
+        np.testing.assert_allclose(merged.measured_j, merged.joules_per_call, rtol=1e-5)
+    assert sizes == {ROUNDS[0].when: 36, ROUNDS[1].when: 24}
 
 
 # --- the CLI's energy: FlashAttention-2 within 15 % of the H200 -------------------------------------

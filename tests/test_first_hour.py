@@ -66,7 +66,7 @@ def test_sweep_table_shows_the_roofline_time_in_significant_digits(capsys):
 
     argv = ["sweep", "--algorithm", "naive", "--seq-len", "256", "--head-dim", "64", "--gpu", "h200"]
     rc, out, _ = run_simlib(argv, capsys)
-    header, row = out.splitlines()
+    header, row = out.splitlines()[:2]
     shown = float(row.split()[header.split().index("roofline_s")])
     # naive at N = 256, d = 64, fp16: reads 3Nd + 2N^2, writes 2N^2 + Nd elements of 2 B, over HBM's bandwidth
     n, d = 256, 64
@@ -95,3 +95,25 @@ def test_make_check_is_the_quick_target():
 def test_readme_names_make_check(doc):
     text = (__import__("pathlib").Path(REPO) / doc).read_text()
     assert "make check" in text
+
+
+def test_sweep_says_why_its_bound_is_hbm_where_sram_would_take_longer(capsys):
+    """naive at N = 256 showed "memory (HBM)" while its thread-level SRAM bytes take longer than its HBM
+    bytes: by design (simlib.roofline: SRAM bytes are an upper bound and do not bind), now said in a note."""
+    from simlib import load_preset
+
+    hw = load_preset("h200")
+    n, d = 256, 64
+    # thread-level SRAM traffic of naive (the table's own sram_read + sram_write columns) against HBM's
+    argv = ["sweep", "--algorithm", "naive", "--seq-len", str(n), "--head-dim", str(d), "--gpu", "h200"]
+    rc, out, _ = run_simlib(argv, capsys)
+    header, row, note = out.splitlines()
+    cols = dict(zip(header.split(), row.split()))
+    sram_s = (int(cols["sram_read_bytes"]) + int(cols["sram_write_bytes"])) / hw.level(
+        "SRAM"
+    ).bandwidth_bytes_per_s
+    hbm_s = 2 * (3 * n * d + 2 * n * n + 2 * n * n + n * d) / hw.level("HBM").bandwidth_bytes_per_s
+    assert sram_s > hbm_s and cols["bound"] == "memory"  # "memory (HBM)" splits in two
+    assert rc == 0 and note.startswith("note: in 1 of 1 rows the SRAM bytes would take longer"), note
+    rc, out, _ = run_simlib(argv[:-2], capsys)  # no GPU: no roofline, no note
+    assert "note:" not in out

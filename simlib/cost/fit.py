@@ -545,9 +545,7 @@ def fit_causal_softmax(classes: dict[str, dict[str, Any]]) -> None:
     for w, seconds in _side_by_side("naive_tc", causal=True):
         costs = {
             c.launch.name: c
-            for c in (
-                launch_cost(x, hw, cal, balanced=False) for x in IMPLEMENTATIONS["naive_tc"].launches(w, cal)
-            )
+            for c in (launch_cost(x, hw, cal) for x in IMPLEMENTATIONS["naive_tc"].launches(w, cal))
         }
         rest = seconds - costs["scores"].time_s - costs["pv"].time_s - hw.rate["launch_s"]
         if rest > 0:

@@ -36,6 +36,7 @@ from ..tiling import ceil_div
 from ..workload import Workload
 from .calibration import Calibration
 from .common import MMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
+from .schedule import causal_cta_work
 from .work import Launch, Work
 
 #: FlashAttention-2's forward kernels keep S/P and O in registers: (Br·Bc + Br·d)/threads fp32 per
@@ -107,6 +108,7 @@ def fa2_layout(
             registers=registers,
             shared_bytes=shared,
             serial=("tensor", "mufu"),
+            cta_work=causal_cta_work(w, br, bc) if w.causal else (),
             detail={"basis": b, "dram": note, "tiles": (br, bc), "occupancy": f"{resident} blocks ({limit})"},
         )
     ]

@@ -12,8 +12,9 @@ and the launch takes
           + ⌈blocks / resident blocks⌉ × t_block
 
 where ⊕ is + for launches whose matmuls and exponentials one warp issues in turn (FlashAttention-2
-kernels: `Launch.serial`) and max otherwise; q = ⌈blocks/SMs⌉·SMs/blocks is the busiest SM (blocks
-of equal work, so not for a causal launch); η is the fraction of its binding roof the launch class
+kernels: `Launch.serial`) and max otherwise; q is the busiest SM's time over the even share of the blocks'
+work (`simlib.cost.schedule`: ⌈blocks/SMs⌉·SMs/blocks for one wave of equal blocks; under a causal
+mask the blocks' unequal works list-scheduled in launch order); η is the fraction of its binding roof the launch class
 reached in the committed timings, and t_block (FlashAttention-type kernels) the time each generation
 of resident blocks spends loading its Q tile, filling its pipeline and writing O (both
 `simlib.cost.calibration`). The binding roof is named, with its
@@ -41,12 +42,14 @@ Worked number: a launch that only streams 4.2 GB through DRAM at 4.2 TB/s (η = 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
 from .calibration import Calibration
 from .common import resident_blocks
 from .rates import CostHardware
+from .schedule import equal_work_q, launch_q
 from .work import WARP, Launch
 
 #: Units in the order they are printed, and their labels.
@@ -135,30 +138,33 @@ def roof(launch: Launch, unit_s: dict[str, float]) -> tuple[float, str, float]:
 LATENCY_WARPS = 8
 
 
-def waves(launch: Launch, hw: CostHardware, balanced: bool = True) -> tuple[float, float]:
+def waves(launch: Launch, hw: CostHardware) -> tuple[float, float]:
     """(waves, quantization factor q) of a launch with a known grid; (0, 1) otherwise.
 
-    Blocks go out `resident` at a time; in a wave of b blocks the busiest SM holds ⌈b / SMs⌉ of
-    them and shares its units among them, so the wave takes ⌈b / SMs⌉ blocks' worth of one SM;
-    q = Σ_waves ⌈b / SMs⌉ / (blocks / SMs) (1.03 for 2048 blocks on 132 SMs; 132/128 for 128
-    blocks, one per SM). A latency-bound launch (at most LATENCY_WARPS warps per SM when full) issues
-    in proportion to its warps: a wave holding fewer blocks per SM than full residency counts
-    ⌈b / SMs⌉ × (full / held). `balanced`: blocks of equal work (not under a causal mask: q = 1)."""
+    Blocks go out `resident` at a time per SM (occupancy), in launch order, to the SMs with free
+    slots (`simlib.cost.schedule`); q is the busiest SM's time over the even share Σ work / SMs.
+    Blocks of equal work: in a wave of b blocks the busiest SM holds ⌈b / SMs⌉ of them and shares
+    its units among them, so the wave takes ⌈b / SMs⌉ blocks' worth of one SM (1.03 for 2048 blocks
+    on 132 SMs; 132/128 for 128 blocks, one per SM). A latency-bound launch (at most LATENCY_WARPS
+    warps per SM when full) issues in proportion to its warps: each slot runs at 1/resident of the SM
+    whatever its neighbours do, so a wave counts `resident` blocks' worth. Blocks of unequal work
+    (`Launch.cta_work`: a causal mask) are list-scheduled in launch order (`schedule.launch_q`)."""
     if not launch.blocks or not launch.threads:
         return 0.0, 1.0
     per_sm = resident_blocks(launch.threads, launch.registers, launch.shared_bytes, 1)[0]
-    resident = per_sm * hw.sms
-    n = launch.blocks / resident
-    if not balanced:
-        return n, 1.0
-    latency_bound = per_sm * -(-launch.threads // WARP) <= LATENCY_WARPS
-    total, left = 0.0, launch.blocks
-    while left > 0:
-        b = min(resident, left)
-        held = math.ceil(b / hw.sms)
-        total += held * (per_sm / held if latency_bound else 1.0)
-        left -= b
-    return n, total / (launch.blocks / hw.sms)
+    n = launch.blocks / (per_sm * hw.sms)
+    shared = per_sm * -(-launch.threads // WARP) > LATENCY_WARPS
+    work = launch.cta_work
+    if work and min(work) != max(work):
+        if len(work) != launch.blocks:
+            raise ValueError(f"{launch.name}: cta_work has {len(work)} entries for {launch.blocks} blocks")
+        return n, _launch_q(work, hw.sms, per_sm, shared)
+    return n, equal_work_q(launch.blocks, hw.sms, per_sm, shared)
+
+
+@functools.lru_cache(maxsize=256)
+def _launch_q(work: tuple[float, ...], sms: int, resident: int, shared: bool) -> float:
+    return launch_q(work, sms, resident, shared)
 
 
 def energy_terms(launch: Launch, hw: CostHardware, time_s: float) -> dict[str, float]:
@@ -190,10 +196,10 @@ def energy_terms(launch: Launch, hw: CostHardware, time_s: float) -> dict[str, f
     return terms
 
 
-def launch_cost(launch: Launch, hw: CostHardware, cal: Calibration, balanced: bool = True) -> LaunchCost:
+def launch_cost(launch: Launch, hw: CostHardware, cal: Calibration) -> LaunchCost:
     unit_s = unit_times(launch, hw)
     roof_s, bound, margin = roof(launch, unit_s)
-    n, q = waves(launch, hw, balanced)
+    n, q = waves(launch, hw)
     eta = cal.eta(launch.klass)
     block_s = math.ceil(n) * cal.block_latency(launch.klass) if n else 0.0
     time_s = hw.rate["launch_s"] + roof_s * q / eta + block_s

@@ -35,6 +35,7 @@ from ..tiling import ceil_div
 from ..workload import Workload
 from .calibration import Calibration
 from .common import FFMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
+from .schedule import causal_cta_work
 from .work import Grid, Launch, Work
 
 #: Registers per thread of the compiled kernels (Nsight Compute launch__registers_per_thread in
@@ -146,7 +147,16 @@ def numba_tiled(
         instructions=cal.instructions(klass, b),
     )
     geometry = Grid(bh * ceil_div(nq, br), br, tiled_shared_bytes(br, bc, d))
-    return [geometry.launch("fa2", klass, work, registers=regs, detail={"basis": b, "tiles": (br, bc)})]
+    return [
+        geometry.launch(
+            "fa2",
+            klass,
+            work,
+            registers=regs,
+            cta_work=causal_cta_work(w, br, bc) if w.causal else (),
+            detail={"basis": b, "tiles": (br, bc)},
+        )
+    ]
 
 
 def numba_fast(w: Workload, cal: Calibration) -> list[Launch]:

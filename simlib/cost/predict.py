@@ -109,7 +109,7 @@ def predict(name: str, workload: Workload, gpu: str = "h200") -> Prediction:
     hw = load_cost_hardware(gpu)
     cal = load_calibration()
     launches = impl.launches(workload, cal)
-    costs = tuple(launch_cost(launch, hw, cal, balanced=not workload.causal) for launch in launches)
+    costs = tuple(launch_cost(launch, hw, cal) for launch in launches)
     return Prediction(name, workload, gpu, costs, tuple(sorted(cal.missing)))
 
 

@@ -236,6 +236,13 @@ def _load(key: str) -> CostHardware:
             price[name], sources[f"price:{name}"], measured[f"price:{name}"] = per_inst, s["derived"], True
         elif name == "shared_byte":
             price[name], sources[f"price:{name}"], measured[f"price:{name}"] = per_byte, s["derived"], True
+        elif s.get("file", UNITS_CSV) != UNITS_CSV:  # another unit-calibration run (reported figures)
+            other = derive_units(read_units(MEASUREMENTS / s["file"]))[s["bench"]]
+            price[name] = other["pj"]
+            sources[f"price:{name}"] = (
+                f"measured: data/measurements/current/{s['file']} ({s['bench']}): {s['what']}"
+            )
+            measured[f"price:{name}"] = True
         elif s["bench"] in units:
             price[name] = units[s["bench"]]["pj_raw" if s.get("raw") else "pj"]
             sources[f"price:{name}"] = (

@@ -32,6 +32,7 @@ from ..tiling import ceil_div
 from ..workload import Workload
 from .calibration import Calibration
 from .common import MMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
+from .schedule import causal_cta_work
 from .work import Grid, Launch, Work
 
 ELEMENT = 2
@@ -109,6 +110,7 @@ def fa2_tc(
             work,
             registers=regs,
             serial=("tensor", "mufu"),
+            cta_work=causal_cta_work(w, br, bc) if w.causal else (),
             detail={"basis": b, "dram": note, "occupancy": f"{resident} blocks resident ({limit})"},
         )
     ]

@@ -87,7 +87,8 @@ class Launch:
     """One kernel launch: its name in the implementation, the class whose calibration it uses
     (instruction coefficients and achieved fraction of its roof, `simlib.cost.fit`), its work and
     its geometry. `serial` names units whose times add rather than overlap (FlashAttention-2's
-    matmuls and its exponentials, which one warp issues in turn: FlashAttention-3, §3.1)."""
+    matmuls and its exponentials, which one warp issues in turn: FlashAttention-3, §3.1);
+    `cta_work` the CTAs' relative works when they differ (a causal mask), for the wave model."""
 
     name: str
     klass: str
@@ -97,6 +98,8 @@ class Launch:
     registers: int | None = None
     shared_bytes: int = 0
     serial: tuple[str, ...] = ()
+    #: relative work of each CTA in launch order (simlib.cost.schedule.causal_cta_work); empty: all equal
+    cta_work: tuple[float, ...] = ()
     note: str = ""
     detail: dict = field(default_factory=dict)
 
