@@ -23,26 +23,37 @@ import statistics
 import sys
 import time
 
-#: (name, TcConfig keyword arguments) per head dim: the default first. "v3-layout" is the old mapping
-#: (4 warps of 16 rows) with the new instruction diet, to separate the two steps.
-#: Run k22-fa2v4-run1 timed at d = 64 also "q-smem" (Q re-read, 1.02-1.05x the default's time) and
+#: (name, TcConfig keyword arguments, "all" or "causal") per head dim: the default first. Run
+#: k22-fa2v4-run1 timed at d = 64 also "q-smem" (Q re-read, 1.02-1.05x the default's time) and
 #: "q-smem-r168" (capped at 168 registers for 3 blocks/SM, 124 B spilled: 1.05-1.08x); run
 #: k22-fa2v4-run2 the 16-row layout at both d (1.04-1.16x the default's time at d = 64) and, at
-#: d = 128, Bc = 32 / 48 / 64 (48, now the default, fastest at N >= 8K; PERFORMANCE.md).
+#: d = 128, Bc = 32 / 48 / 64 (48, now the default, fastest at N >= 8K; PERFORMANCE.md). Since the
+#: K/V ring (kernel3): "v4-single" is version 4 (single K/V buffers, Q blocks in launch order),
+#: "ring-light-first" the ring with version 4's block order (causal only: the order matters there).
+V4 = dict(kv_stages=1, heavy_first=False)
 VARIANTS = {
-    64: [("default", {})],
-    128: [("default", {}), ("bc32-static", dict(block_cols=32, warp_rows=32, q_in_regs=False))],
+    64: [
+        ("default", {}, "all"),
+        ("v4-single", V4, "all"),
+        ("ring-light-first", dict(heavy_first=False), "causal"),
+    ],
+    128: [
+        ("default", {}, "all"),
+        ("v4-single", V4, "all"),
+        ("ring-light-first", dict(heavy_first=False), "causal"),
+    ],
 }
 
 
 def builds(dtypes, causals, full_dtype="bf16"):
-    """(d, dtype, causal, name, kwargs): every variant in `full_dtype` non-causal, defaults elsewhere."""
+    """(d, dtype, causal, name, kwargs): every variant in `full_dtype` (those marked "causal" only under
+    causal masking), defaults elsewhere."""
     out = []
     for causal in causals:
         for dtype in dtypes:
             for d, vs in VARIANTS.items():
-                for name, kw in vs:
-                    if name == "default" or (dtype == full_dtype and not causal):
+                for name, kw, when in vs:
+                    if name == "default" or (dtype == full_dtype and (when == "all" or causal)):
                         out.append((d, dtype, causal, name, kw))
     return out
 

@@ -624,7 +624,7 @@ def read_cuda_context(path=None):
     }
 
 
-#: fa2_tc version 4 against torch flash and cuDNN (benchmarks/fa2_tc_speed.py, issue 22).
+#: fa2_tc's default build (version 5 since run k3-run1) against torch flash and cuDNN (benchmarks/fa2_tc_speed.py, issue 22).
 FA2_TC_SPEED = "fa2_tc_speed.csv"
 
 

@@ -322,7 +322,7 @@ TC_WARP_ROWS = {"fa2_tc": (16, 32), "naive_tc": (16,)}
 
 
 def tc_tile_problem(
-    kernel: str, head_dim: int, warps: object, block_cols: object, warp_rows: object = 16
+    kernel: str, head_dim: int, warps: object, block_cols: object, warp_rows: object = 16, kv_stages: int = 2
 ) -> str | None:
     """Why fa2_tc or naive_tc cannot run W = `warps`, Bc = `block_cols`, R = `warp_rows` query rows per
     warp at d = `head_dim` (None: it can).
@@ -330,8 +330,9 @@ def tc_tile_problem(
     The rules: d ∈ {64, 128}; W an int in 1..8 (Br = R·W); Bc a positive multiple of 16 (fa2_tc) or 64
     (naive_tc); R 16 or 32 (naive_tc: 16); every tile (Q: Br × d, K and V: Bc × d, naive_tc's P: Br × Bc)
     splits into 16-byte copies evenly over the 32·W threads; the tiles fit in the 227 KiB of dynamic
-    shared memory (fa2_tc: (Br + 2·Bc)·d·2 B; naive_tc: the larger matmul's tiles).
-    Worked number: fa2_tc, d = 128, W = 8, R = 32, Bc = 256 needs (256 + 512)·128·2 = 196,608 B: runs.
+    shared memory (fa2_tc: (Br + 2·S·Bc)·d·2 B with S = `kv_stages` buffers each of K and V; naive_tc:
+    the larger matmul's tiles).
+    Worked number: fa2_tc, d = 128, W = 8, R = 32, Bc = 128, S = 2 needs (256 + 512)·128·2 = 196,608 B: runs.
 
     >>> tc_tile_problem("fa2_tc", 64, 9, 64)
     'warps must be an int in 1..8; got 9'
@@ -355,7 +356,7 @@ def tc_tile_problem(
             f"{threads} threads"
         )
     if kernel == "fa2_tc":
-        smem = (br + 2 * bc) * d * TC_ELEMENT_BYTES
+        smem = (br + 2 * kv_stages * bc) * d * TC_ELEMENT_BYTES
     else:
         smem = max((br + bc) * d, br * bc + bc * d) * TC_ELEMENT_BYTES
     if smem > OPTIN_SHARED_LIMIT_BYTES:

@@ -62,11 +62,11 @@ COMMANDS: list[tuple[str, str, list[str]]] = [
     (
         "count_fa2_tc",
         "simlib count --algorithm fa2_tc --seq-len 4096 --head-dim 128 --warps 4",
-        # fa2_tc's defaults are version 4's since (32 query rows per warp, Bc = 48 at d = 128): the old
-        # kernel's tiles spelled out give the old counts
+        # fa2_tc's defaults are version 4's since (32 query rows per warp, Bc = 48 at d = 128) and
+        # version 5's (a K/V ring of 2 stages): the old kernel's tiles spelled out give the old counts
         [
             "simlib count --algorithm fa2_tc --seq-len 4096 --head-dim 128 --warps 4 --warp-rows 16 "
-            "--block-cols 64 --no-q-reload"
+            "--block-cols 64 --no-q-reload --kv-stages 1"
         ],
     ),
     ("kvcache_llama", "simlib kvcache --model llama-2-7b --gpu h200 --batch 4", []),

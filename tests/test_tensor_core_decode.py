@@ -101,6 +101,13 @@ def test_decode_tc_matches_reference_and_counts(b, h, hkv, nk, ql, d, w, bc, sta
 
 
 @sim_only
+def test_decode_tc_two_kernel_combine():
+    """The combine as its own kernel (fused_combine=False): the same O and the same counts as the fused
+    one, whose last split combines (check_case launches twice: the arrival counts were set back)."""
+    check_case(1, 2, 1, 40, 1, 64, DecodeConfig(64, 2, 32, 2, fused_combine=False), 3, "bf16", seed=5)
+
+
+@sim_only
 def test_decode_tc_large_logits():
     """Logits ×60: each split's softmax is nearly one-hot and the splits' log-sum-exps differ by tens, so
     the combine's weights span many orders of magnitude."""
@@ -279,8 +286,9 @@ def test_decode_tc_gpu(b, h, hkv, nk, ql, d, splits, dtype):
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
 def test_decode_tc_gpu_ptx():
-    """Timing builds: mma, ldmatrix and cp.async in the split kernel, no float64, no local memory, no
-    atomics (the counting builds have them)."""
+    """Timing builds: mma, ldmatrix and cp.async in the split kernel, no float64, no local memory; no
+    atomics but the fused combine's one arrival count in the split kernel (the counting builds add the
+    counters')."""
     from gpu_kernels.kernels.decode_tc import ptx_of
     from gpu_kernels.ptx_check import summarize_ptx
 
@@ -289,10 +297,10 @@ def test_decode_tc_gpu_ptx():
     ):  # d = 64's timing build was checked locally (PERFORMANCE.md); compiling costs device time
         for counting in (False, True):
             split, comb = ptx_of(default_config(d), "bf16", 4, counting)
-            for ptx in (split, comb):
+            for ptx, arrivals in ((split, 1), (comb, 0)):
                 s = summarize_ptx(ptx)
                 assert s["f64"] == 0 and s["ld_local"] == 0 and s["st_local"] == 0, s
-                assert (s["atom"] > 0) == counting
+                assert (s["atom"] > arrivals) if counting else (s["atom"] == arrivals), s
             assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in split
             assert (
                 "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in split

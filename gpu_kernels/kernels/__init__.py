@@ -112,7 +112,7 @@ KERNELS: dict[str, Kernel] = {
             "fa2_tc",
             "fa2_tc",
             SIXTEEN_BIT,
-            ("warps", "block_cols", "warp_rows", "q_reload"),
+            ("warps", "block_cols", "warp_rows", "q_reload", "kv_stages"),
             WARP_OPS,
             "TcConfig",
             tolerance_u=2,  # O rounded once to the dtype, P too (about 0.6 u seen)

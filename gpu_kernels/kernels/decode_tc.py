@@ -9,8 +9,10 @@ to keep HBM busy. Three things do that (Dao et al., "Flash-Decoding for long-con
   one block (rows of one m16 mma tile, or two), so the cache of a KV head is read once, not g times.
 * **Split over the sequence**: B·H_kv units are too few blocks for 132 SMs (a Llama-3-8B layer at batch
   1 has 8), so each unit's keys are cut into s splits of ⌈L/s⌉ and each (split, unit) is one block; each
-  writes a partial O (fp32) and its log-sum-exp, and a second kernel combines them (the split kernel
-  writes O itself when s = 1). ``default_splits`` picks s from simlib's model of the time on 132 SMs.
+  writes a partial O (fp32) and its log-sum-exp, and the unit's last split to finish combines them
+  (an atomic count of arrivals per unit: one launch; ``fused_combine=False``: a second kernel does, as
+  version 1 did; the split kernel writes O itself when s = 1). ``default_splits`` picks s from
+  simlib's model of the time on 132 SMs.
 * **Bytes in flight**: every thread streams K and V through a ring of `stages` tiles with 16-byte
   ``cp.async`` copies, so stages − 1 tiles are in flight while one is multiplied.
 
@@ -22,10 +24,14 @@ Mapping (compile-time constants of ``DecodeConfig`` and the packed rows):
                   past the split, online softmax (m, l per row, base 2), O += P V (ldmatrix.trans of V)
     at the end    the W warps' (m, l, O) meet in shared memory (fp32, reusing the ring) and each thread
                   merges 8 columns of one row: O = Σ_w 2^(m_w − M) O_w / Σ_w 2^(m_w − M) l_w
-    combine       grid = ⌈B·H·q_len / k⌉ blocks of k warps (k = 4 at d = 128, 8 at d = 64, as FA2's
-                  combine kernel and simlib.decode_time), one warp per output row: lane j holds the
-                  log-sum-exp of splits j, j + 32, ... (at most 128), the weights 2^(lse_j − lse) go to
-                  every lane by shuffle, each lane sums its d/32 columns of the s partial rows
+    combine       (``combine_row_op``) one warp per output row: lane j holds the log-sum-exp of splits
+                  j, j + 32, ... (at most 128), the weights 2^(lse_j − lse) go to every lane by
+                  shuffle, each lane sums its d/32 columns of the s partial rows. Fused: after its
+                  partials, each block fences them, counts itself in (``atomic.add`` on the unit's
+                  arrival count); the block that arrives s-th runs the combine of the unit's R rows on
+                  its W warps (the partials are in L2) and sets the count back to 0. Two kernels: grid
+                  ⌈B·H·q_len / k⌉ blocks of k warps (k = 4 at d = 128, 8 at d = 64, as FA2's combine
+                  kernel and simlib.decode_time)
 
 Rows past R and keys past a split's end are zero-filled in shared memory and computed whole (keys
 masked with −∞); they are never written. Packed row r of unit (b, h_kv) is query head h_kv·g + r // q_len,
@@ -36,7 +42,8 @@ Counting build: every thread counts the bytes it moves (registers and shuffles a
 reads 16 bytes per lane; a cp.async of 16 bytes is 16 bytes read from global memory, or none when it
 zero-fills, and 16 bytes written to shared memory; fp32 stores and loads 4 bytes) and adds them with one
 atomic per counter at the end. simlib's ``decode_tc`` schedule counts the same, and its HBM events are
-the ``decode`` schedule's. Head dims 64 and 128; no causal mask (a decode step sees the whole cache).
+the ``decode`` schedule's; the fused combine reads and writes exactly what the combine kernel does
+(its 4-byte arrival count, an L2 atomic per block like the counters' own, is not counted). Head dims 64 and 128; no causal mask (a decode step sees the whole cache).
 """
 
 from __future__ import annotations
@@ -71,12 +78,14 @@ LN2 = 0.6931471805599453
 @dataclass(frozen=True)
 class DecodeConfig:
     """Compile-time shape of the split kernel: head dim d, W warps, Bc keys per tile (Bc/W per warp, a
-    multiple of 16), `stages` tiles in the cp.async ring."""
+    multiple of 16), `stages` tiles in the cp.async ring; `fused_combine`: the last split of a unit to
+    finish combines the unit's partials itself (one launch), else the combine kernel does (two)."""
 
     head_dim: int
     warps: int = schedule.DEFAULT_WARPS
     block_cols: int = schedule.DEFAULT_BLOCK_COLS
     stages: int = 3
+    fused_combine: bool = True
 
     @property
     def threads(self) -> int:
@@ -98,6 +107,8 @@ class DecodeConfig:
             raise ValueError(f"block_cols must be a positive multiple of 16·warps = {16 * w}; got {bc!r}")
         if not isinstance(st, int) or isinstance(st, bool) or not 2 <= st <= 8:
             raise ValueError(f"stages must be an int in 2..8; got {st!r}")
+        if not isinstance(self.fused_combine, bool):
+            raise ValueError(f"fused_combine must be True or False; got {self.fused_combine!r}")
         if self.smem_bytes(rows) > DYNAMIC_SHARED_LIMIT:
             raise ValueError(
                 f"block_cols={bc}, stages={st}, head_dim={d} need {self.smem_bytes(rows)} bytes of shared "
@@ -107,7 +118,7 @@ class DecodeConfig:
 
     @property
     def name(self) -> str:
-        return f"w{self.warps}_bc{self.block_cols}_st{self.stages}"
+        return f"w{self.warps}_bc{self.block_cols}_st{self.stages}{'' if self.fused_combine else '_2k'}"
 
 
 def default_config(head_dim: int) -> DecodeConfig:
@@ -129,9 +140,10 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
     F_M = W * QR * D  # fp32 offsets of the merge: O of every warp, then m, then l
     F_L = F_M + W * QR
     CPR = D // MERGE_COLS  # merge items per row
-    COUNTING = counting
+    COUNTING, FUSED = counting, cfg.fused_combine
     _, _, _, _, _, _, pack2, _, _, quad_sum, _, _ = warp_ops(dtype, simulator)
     smem_base, ldsm_x4, _, cp16, cp16z, _, ex2, fmax = addressed_ops(dtype, simulator)
+    combine_row = combine_row_op(D, dtype, counting, simulator)
     copy_q, copy_q_ragged = block_copiers(cp16, cp16z, QR, D, NT, simulator)
     copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator)
     cp_commit = warp_ops(dtype, simulator).cp_commit
@@ -159,10 +171,12 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
 
     issue_tile = (cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True))(issue_tile)
 
-    def decode_split(q, k, v, o, o_part, lse_part, counters, n_k, chunk, n_splits, rows):
+    def decode_split(q, k, v, o, o_part, lse_part, counters, arrivals, n_k, chunk, n_splits, rows):
         # q, o: flat (units·R·d,) uint16 bits; k, v: flat (units·L·d,); o_part: (units·R·s·d,) fp32,
-        # lse_part (units·R·s,) fp32: log2 of the split's softmax sum in base-2 score units (s > 1 only)
+        # lse_part (units·R·s,) fp32: log2 of the split's softmax sum in base-2 score units (s > 1 only);
+        # arrivals (units,) int32, zero between launches: splits of the unit done (fused combine only)
         sm = cuda.shared.array(0, uint16, alignment=ALIGN)  # Q | ring: dynamic shared memory
+        last = cuda.shared.array(1, int32)  # fused combine: 1 when this block is its unit's last split
         smf = cuda.shared.array(0, float32, alignment=ALIGN)  # the same bytes as fp32, for the merge
         base = smem_base(sm)
         qa = cuda.local.array((QA, 4), uint32)  # Q fragments (A operand), all of d
@@ -327,6 +341,24 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
                 if COUNTING:
                     n_gw += 4
             item += NT
+
+        # --- fused combine: the unit's last split to finish (an atomic count of arrivals) combines the
+        # s partials of its rows, one warp per row, as the combine kernel would (they are in L2 by then)
+        if FUSED and n_splits > 1:
+            cuda.threadfence()  # my partials are visible to every block before I count myself in
+            cuda.syncthreads()
+            if tid == 0:
+                last[0] = 1 if cuda.atomic.add(arrivals, u, 1) == n_splits - 1 else 0
+            cuda.syncthreads()
+            if last[0] == 1:
+                cuda.threadfence()  # the others' partials, counted in before me, are read after this
+                for rr in range(w, rows, W):
+                    got, put = combine_row(o_part, lse_part, o, u * rows + rr, n_splits, lane, True)
+                    if COUNTING:
+                        n_gr += got
+                        n_gw += put
+                if tid == 0:
+                    arrivals[u] = 0  # ready for the next launch
         if COUNTING:
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
 
@@ -344,11 +376,16 @@ def combine_rows(head_dim: int) -> int:
 
 
 @functools.cache
-def combine_kernel(head_dim: int, dtype: str, counting: bool, simulator: bool):
-    """O from the s partial rows of every output row: one warp per row, combine_rows(d) per block."""
-    D, RB = head_dim, combine_rows(head_dim)
+def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
+    """A device function ``(o_part, lse_part, o, row, n_splits, lane, ok) -> (global bytes read, written)``:
+    one warp writes output row `row` from its s partial rows: lane j holds the log-sum-exps of splits
+    j, j + 32, ... (at most 128), the weights 2^(lse_j − lse) go to every lane by shuffle, each lane sums
+    its d/32 columns. A warp with ``ok`` False (a short last block of the combine kernel) takes part in
+    the shuffles and reads and writes nothing."""
+    D = head_dim
     CPL = D // 32  # columns per lane
     SLOTS = MAX_SPLITS // 32
+    U = 8  # partial rows loaded at once (divides 32)
     COUNTING = counting
     _, _, _, _, _, _, pack2, _, _, _, warp_max, warp_sum = warp_ops(dtype, simulator)
     ex2 = addressed_ops(dtype, simulator).ex2
@@ -360,13 +397,10 @@ def combine_kernel(head_dim: int, dtype: str, counting: bool, simulator: bool):
     LOW = np.uint32(0xFFFF)
     SIXTEEN = np.uint32(16)
 
-    def decode_combine(o_part, lse_part, o, counters, n_rows, n_splits):
+    def combine_row(o_part, lse_part, o, row, n_splits, lane, ok):
         x = cuda.local.array(SLOTS, float32)  # lse of splits lane, lane + 32, ...; then their weights
         acc = cuda.local.array(CPL, float32)
-        tid = cuda.threadIdx.x
-        lane = tid & 31
-        row = cuda.blockIdx.x * RB + (tid >> 5)
-        ok = row < n_rows  # a short last block: its spare warps still take part in the shuffles
+        vals = cuda.local.array((U, CPL), float32)  # my columns of U partial rows, loaded together
         n_gr = 0
         n_gw = 0
         mx = NEG_INF
@@ -389,16 +423,23 @@ def combine_kernel(head_dim: int, dtype: str, counting: bool, simulator: bool):
         inv = ONE / total if ok else ZERO
         for e in range(CPL):
             acc[e] = ZERO
-        for sl in range(SLOTS):
-            if 32 * sl < n_splits:
-                for jj in range(min(32, n_splits - 32 * sl)):
-                    wj = bcast(x[sl], jj) * inv
-                    if ok:
-                        part = (row * n_splits + 32 * sl + jj) * D + lane * CPL
-                        for e in range(CPL):
-                            acc[e] += wj * o_part[part + e]
-                        if COUNTING:
-                            n_gr += 4 * CPL
+        # U splits at a time, their loads issued before any is used: one L2 round trip per U splits, not
+        # per split (lanes past the last split hold weight 0: their partial reads as 0, unread)
+        for j0 in range(0, n_splits, U):
+            xs = x[0]  # the slot that holds the weights of splits j0 .. j0 + U − 1 (U divides 32)
+            for sl in range(1, SLOTS):
+                if j0 >= 32 * sl:
+                    xs = x[sl]
+            for uu in range(U):
+                part = (row * n_splits + j0 + uu) * D + lane * CPL
+                for e in range(CPL):
+                    vals[uu, e] = o_part[part + e] if ok and j0 + uu < n_splits else ZERO
+                if COUNTING and ok and j0 + uu < n_splits:
+                    n_gr += 4 * CPL
+            for uu in range(U):
+                wj = bcast(xs, (j0 + uu) & 31) * inv
+                for e in range(CPL):
+                    acc[e] += wj * vals[uu, e]
         if ok:
             for e in range(0, CPL, 2):
                 pair = pack2(acc[e], acc[e + 1])
@@ -406,6 +447,23 @@ def combine_kernel(head_dim: int, dtype: str, counting: bool, simulator: bool):
                 o[row * D + lane * CPL + e + 1] = pair >> SIXTEEN
             if COUNTING:
                 n_gw += 2 * CPL
+        return n_gr, n_gw
+
+    return (cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True))(combine_row)
+
+
+@functools.cache
+def combine_kernel(head_dim: int, dtype: str, counting: bool, simulator: bool):
+    """O from the s partial rows of every output row: one warp per row, combine_rows(d) per block."""
+    D, RB = head_dim, combine_rows(head_dim)
+    COUNTING = counting
+    combine_row = combine_row_op(D, dtype, counting, simulator)
+
+    def decode_combine(o_part, lse_part, o, counters, n_rows, n_splits):
+        tid = cuda.threadIdx.x
+        row = cuda.blockIdx.x * RB + (tid >> 5)
+        # a short last block: its spare warps still take part in the shuffles
+        n_gr, n_gw = combine_row(o_part, lse_part, o, row, n_splits, tid & 31, row < n_rows)
         if COUNTING:
             flush_counters(counters, n_gr, n_gw, 0, 0)
 
@@ -420,7 +478,8 @@ def split_signature():
 
     u16, f32 = types.Array(types.uint16, 1, "C"), types.Array(types.float32, 1, "C")
     i64 = types.int64
-    return (u16, u16, u16, u16, f32, f32, types.Array(types.int64, 1, "C"), i64, i64, i64, i64)
+    c64, c32 = types.Array(types.int64, 1, "C"), types.Array(types.int32, 1, "C")
+    return (u16, u16, u16, u16, f32, f32, c64, c32, i64, i64, i64, i64)
 
 
 def combine_signature():
@@ -495,17 +554,40 @@ class DecodePlan:
         return split, comb
 
     def launch(self, q, k, v, o, o_part, lse_part, counters):
-        """Flat device arrays (uint16 bits for q, k, v, o; fp32 partials); no checks, no sync."""
-        split, comb = self.kernels()
-        nk, d, s, rows = self.shape[4], self.shape[5], self.splits_made, self.rows
+        """Flat device arrays (uint16 bits for q, k, v, o; fp32 partials); no checks, no sync. With the
+        fused combine, one launch (the split kernel's arrival counts: ``arrival_counts``), else two."""
+        self.launch_split(q, k, v, o, o_part, lse_part, counters)
+        if self.splits_made > 1 and not self.config.fused_combine:
+            self.launch_combine(o, o_part, lse_part, counters)
+
+    def launch_split(self, q, k, v, o, o_part, lse_part, counters):
+        """The split kernel alone (with the fused combine: the whole step)."""
+        split, _ = self.kernels()
+        nk, s, rows = self.shape[4], self.splits_made, self.rows
         if not simulator_enabled():
             allow_dynamic_smem(split, self.smem_bytes, split_signature())
         split[(s, self.units), self.config.threads, 0, self.smem_bytes](
-            q, k, v, o, o_part, lse_part, counters, nk, self.chunk, s, rows
+            q, k, v, o, o_part, lse_part, counters, arrival_counts(self.units), nk, self.chunk, s, rows
         )
-        if s > 1:
-            n_rows, rb = self.units * rows, combine_rows(d)
-            comb[(-(-n_rows // rb),), 32 * rb](o_part, lse_part, o, counters, n_rows, s)
+
+    def launch_combine(self, o, o_part, lse_part, counters):
+        """The combine kernel alone (s > 1), on the partials the split kernel left."""
+        _, comb = self.kernels()
+        n_rows, rb = self.units * self.rows, combine_rows(self.shape[5])
+        comb[(-(-n_rows // rb),), 32 * rb](o_part, lse_part, o, counters, n_rows, self.splits_made)
+
+
+_ARRIVALS: dict = {}
+
+
+def arrival_counts(units: int):
+    """A zeroed int32 device array of at least `units` counts, made once per process (and per simulator
+    mode) and reused: the fused combine's last block sets its unit's count back to 0, so launches
+    queued on one stream may share it (launches on concurrent streams may not)."""
+    key = (simulator_enabled(), units)
+    if key not in _ARRIVALS:
+        _ARRIVALS[key] = cuda.to_device(np.zeros(max(1, units), np.int32))
+    return _ARRIVALS[key]
 
 
 def plan_decode_tc(

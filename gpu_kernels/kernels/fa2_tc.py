@@ -8,7 +8,8 @@ and P is rounded to the input dtype for the PV product, exactly as FlashAttentio
 
 Mapping (compile-time constants of ``TcConfig``):
 
-    grid    = (Tr, B·H)          one thread block per (query block i, batch·head)
+    grid    = (Tr, B·H)          one thread block per (query block i, batch·head); causal: (B·H, Tr), the
+                                 blocks numbered so that the ones with the most K/V blocks launch first
     block   = W warps            warp w owns query rows 16w .. 16w + 15 of the block: Br = 16·W
     shared  = Qs[Br×d], Ks[Bc×d], Vs[Bc×d]  (16-bit, rows swizzled: 16-byte chunk c of row r is
               stored at chunk c ^ (r mod 8), so the 8 rows an ldmatrix reads hit 8 different bank groups)
@@ -60,7 +61,7 @@ from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
 from ..tensor_core.flash_tile import flash_tile_ops
 from ..tensor_core.tc_plan import TcPlan, checked_plan, upload
 from ..tensor_core.tiles import block_copiers
-from ..tensor_core.warp_ops import warp_ops
+from ..tensor_core.warp_ops import cp_wait_group, warp_ops
 
 HEAD_DIMS = (64, 128)
 #: numba has no opt-in above 48 KiB for static shared memory; a larger config uses dynamic shared
@@ -76,7 +77,10 @@ LN2 = 0.6931471805599453
 class TcConfig:
     """Compile-time shape: head dim d, W warps of `warp_rows` query rows each (Br = warp_rows·W), Bc
     keys per K/V block; Q's fragments kept in registers or re-read from shared memory per tile; an
-    optional register cap per thread (ptxas -maxrregcount) for occupancy."""
+    optional register cap per thread (ptxas -maxrregcount) for occupancy; `kv_stages` shared-memory
+    buffers each for K and for V (2: a ring, the loads of block j − 1 in flight during all of block j's
+    math; 1: version 4's ping-pong, V_j landing during S_j and K_j−1 during PV_j); under causal
+    masking `heavy_first` starts the Q blocks with the most K/V blocks first (longest job first)."""
 
     head_dim: int
     warps: int = 4
@@ -84,6 +88,8 @@ class TcConfig:
     warp_rows: int = 16
     q_in_regs: bool = True
     max_registers: int | None = None
+    kv_stages: int = 2
+    heavy_first: bool = True
 
     #: Bc must be a multiple of this, and why (naive_tc's P tile needs whole swizzle rows: 64)
     BLOCK_MULTIPLE = (16, "one mma k-step")
@@ -99,7 +105,7 @@ class TcConfig:
 
     @property
     def smem_bytes(self) -> int:
-        return (self.block_rows + 2 * self.block_cols) * self.head_dim * 2
+        return (self.block_rows + 2 * self.kv_stages * self.block_cols) * self.head_dim * 2
 
     def tiles(self) -> tuple[tuple[int, int], ...]:
         """(rows, cols) of every tile the threads copy: each must split into 16-byte chunks evenly."""
@@ -118,6 +124,10 @@ class TcConfig:
             raise ValueError(f"warp_rows must be one of {self.WARP_ROWS}; got {self.warp_rows!r}")
         if not isinstance(self.q_in_regs, bool):
             raise ValueError(f"q_in_regs must be True or False; got {self.q_in_regs!r}")
+        if self.kv_stages not in (1, 2) or isinstance(self.kv_stages, bool):
+            raise ValueError(f"kv_stages must be 1 or 2; got {self.kv_stages!r}")
+        if not isinstance(self.heavy_first, bool):
+            raise ValueError(f"heavy_first must be True or False; got {self.heavy_first!r}")
         mr = self.max_registers
         if mr is not None and (not isinstance(mr, int) or isinstance(mr, bool) or not 64 <= mr <= 255):
             raise ValueError(f"max_registers must be None or an int in 64..255; got {mr!r}")
@@ -142,7 +152,9 @@ class TcConfig:
     def name(self) -> str:
         q = "" if self.q_in_regs else "_qs"
         r = f"_r{self.max_registers}" if self.max_registers else ""
-        return f"w{self.warps}x{self.warp_rows}_bc{self.block_cols}{q}{r}"
+        st = "" if self.kv_stages == 2 else f"_st{self.kv_stages}"
+        lf = "" if self.heavy_first else "_lf"
+        return f"w{self.warps}x{self.warp_rows}_bc{self.block_cols}{q}{r}{st}{lf}"
 
 
 #: Bc and where Q's fragments live, per head dim (issue 22, PERFORMANCE.md version 4): FA2's layout of
@@ -171,16 +183,27 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
     QREGS = cfg.q_in_regs
     QA = MT * KQ if QREGS else 1
     S_T, P_T, O_T, ROWS2 = MT * NS, MT * KP, MT * NO, 2 * MT  # local array shapes: plain constants
-    K_OFF, V_OFF = BR * D, (BR + BC) * D  # element offsets of Ks and Vs in the one shared array
-    SM_ELEMS = 0 if cfg.dynamic_smem else (BR + 2 * BC) * D  # 0: dynamic, sized at launch
-    COUNTING, CAUSAL = counting, causal
+    RING = cfg.kv_stages == 2
+    KV_ELEMS = BC * D  # one stage of K or of V
+    K_OFF, V_OFF = BR * D, (BR + cfg.kv_stages * BC) * D  # element offsets of Ks and Vs (stage 0)
+    SM_ELEMS = 0 if cfg.dynamic_smem else cfg.smem_bytes // 2  # 0: dynamic, sized at launch
+    COUNTING, CAUSAL, HEAVY_FIRST = counting, causal, causal and cfg.heavy_first
     # numba resolves a closure variable that is a function, not an attribute of a tuple: unpack
     _, _, _, _, _, _, pack2, _, _, quad_sum, _, _ = warp_ops(dtype, simulator)
     smem_base, ldsm_x4, _, cp16, cp16z, _, _, _ = addressed_ops(dtype, simulator)
     copy_q, copy_q_ragged = block_copiers(cp16, cp16z, BR, D, NT, simulator)
     copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator)
+
+    def copy_block(base, so, src, g, c, tid):
+        """My copies of a K or V block of c valid rows (the full copier unless the block ends early)."""
+        if c == BC:
+            return copy_kv(base, so, src, g, tid)
+        return copy_kv_ragged(base, so, src, g, c, tid)
+
+    copy_block = (cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True))(copy_block)
     cp_commit = warp_ops(dtype, simulator).cp_commit
     cp_wait_all = warp_ops(dtype, simulator).cp_wait_all
+    cp_wait_ring = cp_wait_group(2, simulator)  # the ring: the two groups issued after the one I need
     ALIGN = None if simulator else 128
     C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
     load_q, qk_step, softmax_update, pack_p, pv_products = flash_tile_ops(dtype, simulator, MT, NS, NO, D, C)
@@ -209,8 +232,13 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
         w = tid >> 5
         g = lane >> 2  # my rows in m-tile mt are WR·w + 16·mt + g and + 8
         tq = lane & 3  # my columns inside each 8-wide n-tile: 2tq, 2tq + 1
-        i = cuda.blockIdx.x
-        bh = cuda.blockIdx.y
+        # causal: grid (B·H, Tr), launched x fastest: Q block Tr − 1 of every head first, then Tr − 2, ...
+        if HEAVY_FIRST:
+            i = cuda.gridDim.y - 1 - cuda.blockIdx.y
+            bh = cuda.blockIdx.x
+        else:
+            i = cuda.blockIdx.x
+            bh = cuda.blockIdx.y
         kv_bh = bh // group  # GQA/MQA: `group` query heads share a K/V head
         q_start = i * BR
         r = min(BR, n_q - q_start)  # valid query rows of this block
@@ -234,14 +262,23 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
         j = tc - 1
         kvg = kv_bh * n_k * D
         c = min(BC, n_k - j * BC)
-        if c == BC:
-            got2, put2 = copy_kv(base, K_OFF, k, kvg + j * BC * D, tid)
-        else:
-            got2, put2 = copy_kv_ragged(base, K_OFF, k, kvg + j * BC * D, c, tid)
+        got2, put2 = copy_block(base, K_OFF, k, kvg + j * BC * D, c, tid)
         cp_commit()
         if COUNTING:
             n_gr += got + got2
             n_sw += put + put2
+        if RING:  # then V of the same block, and K of the next: three groups in flight
+            got, put = copy_block(base, V_OFF, v, kvg + j * BC * D, c, tid)
+            cp_commit()
+            if COUNTING:
+                n_gr += got
+                n_sw += put
+            if j > 0:
+                got, put = copy_kv(base, K_OFF + KV_ELEMS, k, kvg + (j - 1) * BC * D, tid)
+                if COUNTING:
+                    n_gr += got
+                    n_sw += put
+            cp_commit()  # an empty group when there is no next block keeps the count of groups the same
 
         # ldmatrix lane roles: A (Q) matrices are (rows 0-7 | 8-15) × (k 0-7 | 8-15), lane 8m + x gives
         # row x of matrix m; B (K) matrices are (keys 0-7 | 8-15) × (k 0-7 | 8-15) in the order b0, b1
@@ -256,7 +293,10 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
         k_lane = K_OFF + ((lane & 7) + (lane >> 4) * 8) * D
         v_lane = V_OFF + ((lane & 7) + ((lane >> 3) & 1) * 8) * D
 
-        cp_wait_all()
+        if RING:
+            cp_wait_ring()  # Q and K of the first block have landed (V and the next K may not have)
+        else:
+            cp_wait_all()
         cuda.syncthreads()
         if QREGS:
             load_q(qa, base, q_lane, xa)
@@ -274,17 +314,27 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
             j = tc - 1 - jj  # last block first
             k_start = j * BC
             c = min(BC, n_k - k_start)  # valid keys of this block
-            if jj > 0:
-                cp_wait_all()  # my copies of K_j have landed
-                cuda.syncthreads()  # everyone's; and everyone is done reading V_j+1
-            if c == BC:
-                got, put = copy_kv(base, V_OFF, v, kvg + k_start * D, tid)
+            ko = 0  # element offset of this block's stage (the ring alternates two)
+            if RING:
+                ko = (jj & 1) * KV_ELEMS
+                if jj > 0:
+                    cp_wait_ring()  # my copies of K_j have landed (V_j and K_j−1 may still fly)
+                    cuda.syncthreads()  # everyone's; and everyone is done reading V_j+1's stage
+                if j > 0:  # V_j−1 into the stage V_j+1 used: it lands during all of block j's math
+                    got, put = copy_kv(base, V_OFF + KV_ELEMS - ko, v, kvg + (k_start - BC) * D, tid)
+                    if COUNTING:
+                        n_gr += got
+                        n_sw += put
+                cp_commit()
             else:
-                got, put = copy_kv_ragged(base, V_OFF, v, kvg + k_start * D, c, tid)
-            cp_commit()
-            if COUNTING:
-                n_gr += got
-                n_sw += put
+                if jj > 0:
+                    cp_wait_all()  # my copies of K_j have landed
+                    cuda.syncthreads()  # everyone's; and everyone is done reading V_j+1
+                got, put = copy_block(base, V_OFF, v, kvg + k_start * D, c, tid)
+                cp_commit()
+                if COUNTING:
+                    n_gr += got
+                    n_sw += put
 
             # --- S = Q K_jᵀ: one ldmatrix of K feeds 2·MT mma
             for t in range(MT * NS):
@@ -292,13 +342,13 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
                     s[t, e] = ZERO
             for kk in range(KQ):
                 if QREGS:
-                    qk_step(s, qa, kk, KQ, base, k_lane, xk, kk)
+                    qk_step(s, qa, kk, KQ, base, k_lane + ko, xk, kk)
                 else:  # Q's fragments of this k-step again, into pa (free until P is packed)
                     for mt in range(MT):
                         pa[mt, 0], pa[mt, 1], pa[mt, 2], pa[mt, 3] = ldsm_x4(
                             base, q_lane + 16 * mt * D + xa[kk & 3] + (kk >> 2) * 64
                         )
-                    qk_step(s, pa, 0, 1, base, k_lane, xk, kk)
+                    qk_step(s, pa, 0, 1, base, k_lane + ko, xk, kk)
             if COUNTING:
                 n_sr += 16 * KQ * (NS // 2)
                 if not QREGS:
@@ -319,17 +369,27 @@ def fa2_tc_kernel(cfg: TcConfig, dtype: str, counting: bool, causal: bool, simul
             softmax_update(s, m, lsum, acc)
             pack_p(s, pa)
 
-            cp_wait_all()  # my copies of V_j have landed
-            cuda.syncthreads()  # everyone's; and everyone is done reading K_j
-            if j > 0:
-                got, put = copy_kv(base, K_OFF, k, kvg + (k_start - BC) * D, tid)
+            if RING:
+                cp_wait_ring()  # my copies of V_j have landed (K_j−1 and V_j−1 may still fly)
+                cuda.syncthreads()  # everyone's; and everyone is done reading K_j
+                if j > 1:  # K_j−2 into K_j's stage: it lands during PV_j and all of block j − 1
+                    got, put = copy_kv(base, K_OFF + ko, k, kvg + (k_start - 2 * BC) * D, tid)
+                    if COUNTING:
+                        n_gr += got
+                        n_sw += put
                 cp_commit()
-                if COUNTING:
-                    n_gr += got
-                    n_sw += put
+            else:
+                cp_wait_all()  # my copies of V_j have landed
+                cuda.syncthreads()  # everyone's; and everyone is done reading K_j
+                if j > 0:
+                    got, put = copy_kv(base, K_OFF, k, kvg + (k_start - BC) * D, tid)
+                    cp_commit()
+                    if COUNTING:
+                        n_gr += got
+                        n_sw += put
 
             # --- O += P V_j: one ldmatrix.trans of V feeds 2·MT mma
-            pv_products(acc, pa, base, v_lane, xa)
+            pv_products(acc, pa, base, v_lane + ko, xa)
             if COUNTING:
                 n_sr += 16 * KP * (NO // 2)
 
@@ -401,12 +461,14 @@ class TcResult:
 
 @dataclass(frozen=True)
 class Fa2TcPlan(TcPlan):
-    """One launch of the FA2 kernel: grid (Tr, B·H), W warps per block."""
+    """One launch of the FA2 kernel: grid (Tr, B·H), W warps per block; (B·H, Tr) under causal masking
+    with ``heavy_first``, so that the blocks launch heaviest first."""
 
     @property
     def grid(self):
         b, h, _, nq, _, _ = self.shape
-        return (-(-nq // self.config.block_rows), b * h)
+        tr = -(-nq // self.config.block_rows)
+        return (b * h, tr) if self.causal and self.config.heavy_first else (tr, b * h)
 
     def kernel(self):
         return fa2_tc_kernel(self.config, self.dtype, self.counting, self.causal, simulator_enabled())

@@ -177,7 +177,7 @@ def launchers(sh, torch, splits_default):
         return make
 
     def fa2():
-        plan = Fa2TcPlan((sh.b, sh.h, sh.hkv, sh.ql, sh.n, sh.d), fa2_config(sh.d), sh.dtype)
+        plan = Fa2TcPlan.of((sh.b, sh.h, sh.hkv, sh.ql, sh.n, sh.d), fa2_config(sh.d), sh.dtype)
 
         def launch(i):
             plan.launch(*sh.views[i], sh.o_view, sh.l_view, counters)

@@ -26,7 +26,7 @@ from ..energy import MEASUREMENTS
 from ..measured_files import csv_rows, own_sidecar
 from ..workload import Workload
 from .common import workload_of_row
-from .fit import BLOCK_CLASSES, D128, NAIVE_TC_D128, WALL_FILES
+from .fit import BLOCK_CLASSES, D128, NAIVE_TC_D128, V4_PATH, WALL_FILES
 from .implementations import IMPLEMENTATIONS
 from .predict import predict
 
@@ -150,7 +150,7 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
                 ),
             )
         )
-    for r in _read("fa2_tc_speed.csv"):  # fa2_tc version 4's default build (issue 22)
+    for r in csv_rows(V4_PATH) if V4_PATH.is_file() else []:  # fa2_tc version 4's default build (its run)
         if r["kernel"] != "fa2_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
             continue
         w = workload_of_row(r)

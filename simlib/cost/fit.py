@@ -420,6 +420,10 @@ def fit_eta(obs: list[dict], classes: dict[str, dict[str, Any]]) -> None:
 #: FlashAttention-type classes whose eta and t_block are fitted together, on Nsight Compute's
 #: durations and the side-by-side's non-causal medians (default tiles).
 V4_FILE = "fa2_tc_speed.csv"
+#: the run that timed version 4's default build: since run k3-run1 (version 5, the K/V ring and causal
+#: blocks heaviest first: another instruction mix and launch order) the current file is version 5's
+V4_RUN = "k22-fa2v4-run3"
+V4_PATH = MEASUREMENTS.parent / "archive" / V4_RUN / V4_FILE
 #: fa2_tc version 4 (issue 22), never profiled: eta and t_block from its committed non-causal medians.
 V4_CLASSES = {"fa2_tc_v4.d64.bc64": 64, "fa2_tc_v4.d128.bc48": 128}
 BLOCK_CLASSES = {
@@ -449,8 +453,8 @@ def _side_by_side(variant: str, causal: bool) -> list[tuple[Workload, float]]:
 
 
 def _v4_rows(causal: bool) -> list[tuple[Workload, float]]:
-    """(workload, CUDA-event median seconds) of fa2_tc version 4's default build (fa2_tc_speed.csv)."""
-    path = MEASUREMENTS / V4_FILE
+    """(workload, CUDA-event median seconds) of fa2_tc version 4's default build (its run's fa2_tc_speed.csv)."""
+    path = V4_PATH
     if not path.is_file():
         return []
     out = []

@@ -4,7 +4,8 @@ HBM: exactly the `decode` schedule's (this module takes its HBM events from ther
 per (unit, split), a unit being one (batch, KV head) whose g query heads × q_len queries are packed
 into R = g·q_len rows; each split streams its ⌈L/s⌉ keys of K and V once; with one split the block
 writes O (the dtype), with s > 1 it writes an fp32 partial O and its log-sum-exp, which the combine
-kernel reads back to write O.
+reads back to write O (the combine kernel, or, by default, the unit's last split block itself: the
+same bytes; its arrival count, a 4-byte L2 atomic per block, is not counted).
 
 SRAM (shared memory), what the kernel's code does, per split of c keys in T = ⌈c/Bc⌉ tiles:
 

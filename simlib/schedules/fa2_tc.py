@@ -16,7 +16,8 @@ reads are the ldmatrix fragment loads:
 Per score that is 2·W·d/Br = 2d/R reads (+ d/Bc with q_reload), against 3d + 2 for the
 one-thread-per-row fa2 kernel.
 Defaults (the kernel's, gpu_kernels/kernels/fa2_tc.py): W = 4, R = 32 (Br = 128);
-Bc = 64 with Q in registers at d = 64, Bc = 48 with Q re-read at d = 128.
+Bc = 64 with Q in registers at d = 64, Bc = 48 with Q re-read at d = 128; K and V in SRAM rings of
+two stages each (``kv_stages``: the same transfers, twice the K/V footprint).
 Worked number (N = 4096, d = 64, R = 16, W = 4, Br = Bc = 64, Tr = Tc = 64): HBM reads N·d + Tr·2N·d =
 262,144 + 64·524,288 = 33,816,576 elements (67.6 MB in bf16); SRAM reads Tr·Br·d + Tr·Tc·2·W·Bc·d
 = 262,144 + 4096·32,768 = 134,479,872 elements = N²·d/8 + N·d. With the default R = 32 (Br = 128,
@@ -41,6 +42,7 @@ DEFAULT_WARPS = 4
 DEFAULT_WARP_ROWS = 32
 DEFAULT_BLOCK_COLS = {64: 64, 128: 48}  # Bc per head dim (d = 128: 56 KiB, dynamic shared memory)
 DEFAULT_Q_RELOAD = {64: False, 128: True}  # Q fragments re-read from SRAM per tile (registers: d = 128)
+DEFAULT_KV_STAGES = 2  # SRAM buffers each of K and V: a ring of two (1: version 4's single buffers)
 WARP_ROW_CHOICES = (16, 32)
 WARPS = Parameter(
     "warps",
@@ -51,6 +53,11 @@ WARP_ROWS = Parameter("warp_rows", "R: query rows per warp, 16 or 32 (one or two
 Q_RELOAD = Parameter(
     "q_reload", "re-read Q's fragments from SRAM for every tile (default: at d = 128)", kind="bool"
 )
+KV_STAGES = Parameter(
+    "kv_stages",
+    "S: SRAM buffers each of K and V, 1 or 2 (default 2, a ring: the next block lands during this one's "
+    "math); the same transfers, S times the K/V footprint",
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class TcMapping(Tiling):
 
     warp_rows: int = 16
     q_reload: bool = False
+    kv_stages: int = DEFAULT_KV_STAGES
 
     @property
     def warps(self) -> int:
@@ -70,11 +78,13 @@ class TcMapping(Tiling):
             "warps": self.warps,
             "warp_rows": self.warp_rows,
             "q_reload": self.q_reload,
+            "kv_stages": self.kv_stages,
         }
 
     def summary(self) -> str:
         q = "; Q re-read per tile" if self.q_reload else ""
-        return f"{super().summary()}; {self.warps} warps of {self.warp_rows} query rows{q}"
+        st = f"; K/V ring of {self.kv_stages}" if self.kv_stages > 1 else ""
+        return f"{super().summary()}; {self.warps} warps of {self.warp_rows} query rows{q}{st}"
 
 
 def check_tensor_core_workload(workload: Workload, kernel: str) -> None:
@@ -95,28 +105,36 @@ def build(
     block_cols: int | None = None,
     warp_rows: int | None = None,
     q_reload: bool | None = None,
+    kv_stages: int | None = None,
 ) -> TcMapping:
     check_tensor_core_workload(workload, "fa2_tc")
     w = DEFAULT_WARPS if warps is None else warps
     bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
     r = DEFAULT_WARP_ROWS if warp_rows is None else warp_rows
-    problem = tc_tile_problem("fa2_tc", workload.head_dim, w, bc, r)  # what the kernel's TcConfig refuses
+    st = DEFAULT_KV_STAGES if kv_stages is None else kv_stages
+    if st not in (1, 2) or isinstance(st, bool):
+        raise ValueError(f"kv_stages must be 1 or 2; got {st!r}")
+    problem = tc_tile_problem("fa2_tc", workload.head_dim, w, bc, r, st)  # what the kernel's TcConfig refuses
     if problem:
         raise ValueError(problem)
     qr = DEFAULT_Q_RELOAD[workload.head_dim] if q_reload is None else bool(q_reload)
-    return TcMapping(r * w, bc, workload.nq, workload.nk, warp_rows=r, q_reload=qr)
+    return TcMapping(r * w, bc, workload.nq, workload.nk, warp_rows=r, q_reload=qr, kv_stages=st)
 
 
 def working_set(workload: Workload, mapping: TcMapping) -> WorkingSet:
     """Qs, Ks, Vs in shared memory (the dtype); S/P and O in fp32 registers, Q's fragments in the dtype
-    (unless Q is re-read per tile). d = 64, Br = 64, Bc = 128: 40,960 B of SRAM, 32,768 + 16,384 +
-    8,192 B of registers."""
+    (unless Q is re-read per tile); K and V in a ring of S stages each. d = 64, Br = 64, Bc = 128, S = 2:
+    73,728 B of SRAM, 32,768 + 16,384 + 8,192 B of registers."""
     br, bc, d, eb = mapping.block_rows, mapping.block_cols, workload.head_dim, workload.element_bytes
     regs = (("Q_i fragments", "registers", br * d * eb),) if not mapping.q_reload else ()
     return WorkingSet(
         (
             ("Q_i", "SRAM", br * d * eb),
-            ("K_j, V_j", "SRAM", 2 * bc * d * eb),
+            (
+                "K_j, V_j" if mapping.kv_stages == 1 else "K, V ring",
+                "SRAM",
+                2 * mapping.kv_stages * bc * d * eb,
+            ),
             ("S/P (fp32)", "registers", br * bc * 4),
             ("O_i (fp32)", "registers", br * d * 4),
         )
@@ -216,7 +234,7 @@ def flops(workload: Workload, mapping: TcMapping) -> int:
 SCHEDULE = Schedule(
     name="fa2_tc",
     description="FlashAttention-2 forward on tensor cores (fp16/bf16) as the kernel `fa2_tc` runs it",
-    parameters=(WARPS, BLOCK_COLS, WARP_ROWS, Q_RELOAD),
+    parameters=(WARPS, BLOCK_COLS, WARP_ROWS, Q_RELOAD, KV_STAGES),
     sram="checks",
     build=build,
     trace=trace,
