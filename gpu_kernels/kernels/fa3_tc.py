@@ -8,8 +8,9 @@ the instruction that multiplies, and with it who holds what:
     grid    = (Tr, B·H)          one thread block per (query block i, batch·head)
     block   = G warpgroups (G = 1, 2 or 3) of 128 threads; warpgroup g owns query rows 64g .. 64g + 63
               (Br = 64·G); inside it warp w owns 16 of them, as in every m64 wgmma
-    shared  = Qs[Br×d] | Ks[2][Bc×d] | Vs[2][Bc×d], 16-bit, chunk-major (``wgmma_ops``: 16-byte
-              chunk c of row r at element (8·rows + 8)·c + 8r, the no-swizzle core-matrix layout
+    shared  = Qs[Br×d] | Ks[2][Bc×d] | Vs[2 or 3][Bc×d], 16-bit, 128-byte swizzled (``swizzle``) or
+              chunk-major (``wgmma_ops``: 16-byte chunk c of row r at element (8·rows + 8)·c + 8r,
+              the no-swizzle core-matrix layout
               with 16 bytes of padding per chunk column against bank conflicts in the copies)
     registers per thread: S/P (Bc/2 fp32: the wgmma accumulator), P packed (Bc/4 registers), O
               (d/2 fp32), m and l of its two rows
@@ -35,9 +36,13 @@ and written, L = (m + log2 l)·ln 2 in fp32. A ragged last Q block and a ragged 
 zero-filled in shared memory by the copies and computed whole; masked keys get −∞, rows past N_q
 are never written.
 
-What is *not* FA3 here (issue 22 asks for it next, PERFORMANCE.md): no producer warpgroup and no
-TMA (every thread issues cp.async copies), no overlap of S(j+1)'s wgmma with softmax(j) (each
-wgmma batch is waited for at once), no register reallocation (setmaxnreg), no swizzled layouts.
+Two options, both on where measured best (``default_config``; PERFORMANCE.md, "fa3_tc", runs 1-3):
+``swizzle`` stores the tiles in the tensor cores' own 128-byte-swizzled layout (the no-swizzle one
+left the warps waiting on shared memory: 1.7x slower at d = 128), and ``overlap`` is FA3's
+intra-warpgroup pipeline (``visit``: S(j+1)'s wgmma issued before P V(j)'s, softmax(j+1) while P V(j)
+runs; two P fragment sets, three V buffers; on at d = 128). What is *not* FA3 here: no producer
+warpgroup and no TMA (every thread issues cp.async copies), no ping-pong of two warpgroups on named
+barriers, no register reallocation (setmaxnreg).
 
 Counting build (bytes, as fa2_tc): a cp.async moves 16 bytes from global memory (none when it
 zero-fills) to shared memory; a wgmma reads its shared operands once per warpgroup: an SS k-step
