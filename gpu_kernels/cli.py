@@ -76,13 +76,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--dtype",
         choices=TENSOR_CORE_DTYPES,
         default=None,
-        help="fa2_tc, naive_tc, decode_tc: the 16-bit input type (default bf16; naive and tiled are fp32)",
+        help="fa2_tc, fa3_tc, naive_tc, decode_tc: the 16-bit input type (default bf16; naive and tiled are fp32)",
     )
     r.add_argument(
         "--warps",
         type=_positive_int,
         help="fa2_tc, naive_tc, decode_tc: W warps per block (Br = 32·W for fa2_tc, 16·W for naive_tc; "
         "decode_tc: Bc/W keys of every tile per warp; default 4)",
+    )
+    r.add_argument(
+        "--warpgroups",
+        type=_positive_int,
+        help="fa3_tc: G consumer warpgroups of 64 query rows, 1-3 (default 2)",
     )
     r.add_argument(
         "--splits",
@@ -124,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         help="tiled: Br (default: the paper's Algorithm 1 tiles for 48 KiB)",
     )
-    r.add_argument("--block-cols", type=_positive_int, help="tiled, fa2_tc, naive_tc: Bc")
+    r.add_argument("--block-cols", type=_positive_int, help="tiled, fa2_tc, fa3_tc, naive_tc: Bc")
     r.add_argument("--matmul-tile", type=_positive_int, help="naive: matmul tile T (T*T threads)")
     r.add_argument(
         "--softmax-threads", type=_positive_int, help="naive: threads per softmax row (power of two)"

@@ -121,6 +121,22 @@ def _validate_tc_run(args):
     _check_host_memory(shape, "naive" if args.kernel == "naive_tc" else "tiled")
     if args.kernel == "decode_tc":
         return shape, _decode_params(args, shape)
+    if args.kernel == "fa3_tc":  # the kernel's defaults, from simlib's schedule (no numba import here)
+        from simlib.schedules.fa3_tc import (
+            DEFAULT_BLOCK_COLS,
+            DEFAULT_OVERLAP,
+            DEFAULT_SWIZZLE,
+            DEFAULT_WARPGROUPS,
+        )
+
+        d = shape.head_dim
+        return shape, {
+            "dtype": args.dtype or "bf16",
+            "warpgroups": args.warpgroups or DEFAULT_WARPGROUPS,
+            "block_cols": args.block_cols or DEFAULT_BLOCK_COLS[d],
+            "overlap": DEFAULT_OVERLAP[d],
+            "swizzle": DEFAULT_SWIZZLE,
+        }
     params = {"dtype": args.dtype or "bf16", "warps": args.warps or 4, "block_cols": args.block_cols or 64}
     if args.kernel == "fa2_tc":  # the kernel's defaults, from simlib's table (no numba import here)
         from simlib.schedules.fa2_tc import DEFAULT_BLOCK_COLS, DEFAULT_Q_RELOAD, DEFAULT_WARP_ROWS

@@ -1,7 +1,7 @@
 """The attention kernels, one file each, and `KERNELS`: the one registry of them.
 
 `naive` (Algorithm 0, three launches), `tiled` (readable FlashAttention-2), `fast` (register-tiled
-FlashAttention-2), all fp32 on CUDA cores; `naive_tc`, `fa2_tc` and `decode_tc` (flash-decoding) in
+FlashAttention-2), all fp32 on CUDA cores; `naive_tc`, `fa2_tc`, `fa3_tc` (Hopper's wgmma) and `decode_tc` (flash-decoding) in
 fp16/bf16 on tensor cores. Each
 entry says which simlib schedule counts the kernel (its counters must equal that schedule's `count()`
 to the byte), which dtypes it runs, its mapping parameters (named as the schedule's), its physical
@@ -116,6 +116,15 @@ KERNELS: dict[str, Kernel] = {
             WARP_OPS,
             "TcConfig",
             tolerance_u=2,  # O rounded once to the dtype, P too (about 0.6 u seen)
+        ),
+        Kernel(
+            "fa3_tc",
+            "fa3_tc",
+            SIXTEEN_BIT,
+            ("warpgroups", "block_cols", "overlap", "swizzle"),
+            "gpu_kernels.tensor_core.wgmma_ops",
+            "Fa3Config",
+            tolerance_u=2,  # O rounded once to the dtype, P too (as fa2_tc)
         ),
         Kernel(
             "naive_tc",

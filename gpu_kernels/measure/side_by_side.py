@@ -1,4 +1,4 @@
-"""The 16-bit side by side, in one run: numba's fa2_tc and naive_tc against cupy's naive attention and
+"""The 16-bit side by side, in one run: numba's fa2_tc, fa3_tc (wgmma) and naive_tc against cupy's naive attention and
 torch SDPA's math (fp32 inside: it upcasts 16-bit inputs, so it is not the 16-bit standard attention;
 benchmarks/eager16_h200.py measures that), flash (FlashAttention-2), cuDNN and memory-efficient
 backends, in bf16 and fp16, non-causal and causal (``python -m gpu_kernels side-by-side``;
@@ -50,7 +50,16 @@ from .decode_side_by_side import DECODE_VARIANTS
 from .torch_views import bits_view, checked_first_call, not_timed, tolerance  # noqa: F401 (bits_view: the benchmarks')
 
 FIELDS = list(SIDE_BY_SIDE.columns)  # measurements.schemas: the one definition, the readers check it
-VARIANTS = ("fa2_tc", "naive_tc", "cupy_naive", "torch_math", "torch_flash", "torch_cudnn", "torch_efficient")
+VARIANTS = (
+    "fa2_tc",
+    "fa3_tc",
+    "naive_tc",
+    "cupy_naive",
+    "torch_math",
+    "torch_flash",
+    "torch_cudnn",
+    "torch_efficient",
+)
 TOKENS = 2**18
 HEADS = 16
 TARGET_S = 0.15
@@ -208,6 +217,8 @@ def launchers(sh, names, torch):
 
     from ..counting import new_counters
     from ..kernels.fa2_tc import Fa2TcPlan, TcConfig, default_config
+    from ..kernels.fa3_tc import Fa3TcPlan
+    from ..kernels.fa3_tc import default_config as fa3_default
     from ..kernels.naive_tc import NaiveTcConfig, NaiveTcPlan, row_stride
 
     b, h, n, d = sh.batch, sh.heads, sh.n, sh.d
@@ -216,9 +227,9 @@ def launchers(sh, names, torch):
     counters = new_counters()
     keep = {}
 
-    def fa2(cfg):
+    def fa2(cfg, plan_type=Fa2TcPlan):
         def make():
-            plan = Fa2TcPlan.of(shape, cfg, sh.dtype, causal=sh.causal)
+            plan = plan_type.of(shape, cfg, sh.dtype, causal=sh.causal)
 
             def launch(i):
                 plan.launch(*sh.views[i], sh.o_view, sh.l_view, counters)
@@ -271,6 +282,7 @@ def launchers(sh, names, torch):
     table = {
         "fa2_tc": [("fa2_tc", f"{default_config(d).name} (default)", fa2(default_config(d)))]
         + [("fa2_tc", cfg.name, fa2(cfg)) for cfg in (TcConfig(d, **kw).check() for kw in ALTERNATIVES[d])],
+        "fa3_tc": [("fa3_tc", f"{fa3_default(d).name} (default)", fa2(fa3_default(d), Fa3TcPlan))],
         "naive_tc": [("naive_tc", "w4_bc64", naive)],
         "cupy_naive": [("cupy_naive", f"cublasGemmStridedBatchedEx {sh.dtype}, fp32 acc.", cupy)],
         "torch_math": [("torch_math", "fp32 inside (upcast)", sdpa(SDPBackend.MATH))],

@@ -20,6 +20,7 @@ running max in base-2 units and my partial running sums):
         the online softmax of my 2·MT rows over the tile's columns in s (masked ones already −∞):
         new running max (quad shuffles), p = 2^(s·C − m) with C = log2(e)/√d, l and O rescaled by
         2^(m_old − m_new); a row that has seen only masked keys keeps m = −∞ and gets p = 0, not NaN
+        (``softmax_parts``: the same in two steps, the rescale of O separate)
     pack_p(s, pa)
         P in the dtype: n-tiles 2kk, 2kk + 1 of P are the A fragment of k-step kk (no data movement)
     pv_products(acc, pa, base, v_addr, xa)
@@ -38,7 +39,7 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
-from numba import cuda  # module global: the simulator swaps `cuda` (cuda.fma below)
+from numba import cuda, float32  # module global: the simulator swaps `cuda` (cuda.fma below)
 
 from .addressed_ops import addressed_ops
 from .warp_ops import warp_ops
@@ -57,9 +58,7 @@ def flash_tile_ops(dtype: str, simulator: bool, MT: int, NS: int, NO: int, D: in
     mma, _, _, _, _, _, pack2, _, quad_max, _, _, _ = warp_ops(dtype, simulator)
     _, ldsm_x4, ldsm_x4_t, _, _, _, ex2, fmax = addressed_ops(dtype, simulator)
     KP = NS // 2
-    SC = np.float32(C)
-    NEG_INF = np.float32(-np.inf)
-    ZERO = np.float32(0.0)
+    ROWS2 = 2 * MT
 
     def load_q(qa, base, q_lane, xa):
         for mt in range(MT):
@@ -83,28 +82,12 @@ def flash_tile_ops(dtype: str, simulator: bool, MT: int, NS: int, NO: int, D: in
                     a0, a1, a2, a3, b2, b3, s[t0 + 1, 0], s[t0 + 1, 1], s[t0 + 1, 2], s[t0 + 1, 3]
                 )
 
+    softmax_rows, rescale = softmax_parts(dtype, simulator, MT, NS, NO, C)
+
     def softmax_update(s, m, lsum, acc):
-        for mt in range(MT):
-            for h in range(2):
-                mx = NEG_INF
-                for t in range(NS):
-                    mx = fmax(mx, fmax(s[mt * NS + t, 2 * h], s[mt * NS + t, 2 * h + 1]))
-                m_new = fmax(m[2 * mt + h], quad_max(mx) * SC)
-                # a row that has seen only masked keys keeps m = −∞: subtract 0 instead, so p =
-                # exp2(−∞) = 0 and alpha = exp2(−∞) = 0 (l and O are still 0): no −∞ − (−∞) = NaN
-                mu = ZERO if m_new == NEG_INF else m_new
-                alpha = ex2(m[2 * mt + h] - mu)
-                m[2 * mt + h] = m_new
-                total = ZERO
-                for t in range(NS):
-                    for e in range(2):
-                        pv = ex2(cuda.fma(s[mt * NS + t, 2 * h + e], SC, -mu))
-                        s[mt * NS + t, 2 * h + e] = pv
-                        total += pv
-                lsum[2 * mt + h] = lsum[2 * mt + h] * alpha + total  # fp32 p, before rounding (FA2)
-                for t in range(NO):
-                    acc[mt * NO + t, 2 * h] *= alpha
-                    acc[mt * NO + t, 2 * h + 1] *= alpha
+        alpha = cuda.local.array(ROWS2, float32)
+        softmax_rows(s, m, lsum, alpha)
+        rescale(acc, alpha)
 
     def pack_p(s, pa):
         for mt in range(MT):
@@ -132,3 +115,48 @@ def flash_tile_ops(dtype: str, simulator: bool, MT: int, NS: int, NO: int, D: in
 
     jit = cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True)
     return FlashTileOps(jit(load_q), jit(qk_step), jit(softmax_update), jit(pack_p), jit(pv_products))
+
+
+@functools.cache
+def softmax_parts(dtype: str, simulator: bool, MT: int, NS: int, NO: int, C: float):
+    """``(softmax_rows, rescale)``: softmax_update in two steps. ``softmax_rows(s, m, lsum, alpha)``
+    is all of it but O's rescale, each row's factor 2^(m_old − m_new) left in alpha (2·MT,);
+    ``rescale(acc, alpha)`` multiplies O's rows by it. fa3_tc rescales O only once the wgmma still
+    adding P V of the previous tile into it has finished."""
+    _, _, _, _, _, _, _, _, quad_max, _, _, _ = warp_ops(dtype, simulator)
+    _, _, _, _, _, _, ex2, fmax = addressed_ops(dtype, simulator)
+    SC = np.float32(C)
+    NEG_INF = np.float32(-np.inf)
+    ZERO = np.float32(0.0)
+
+    def softmax_rows(s, m, lsum, alpha):
+        for mt in range(MT):
+            for h in range(2):
+                mx = NEG_INF
+                for t in range(NS):
+                    mx = fmax(mx, fmax(s[mt * NS + t, 2 * h], s[mt * NS + t, 2 * h + 1]))
+                m_new = fmax(m[2 * mt + h], quad_max(mx) * SC)
+                # a row that has seen only masked keys keeps m = −∞: subtract 0 instead, so p =
+                # exp2(−∞) = 0 and alpha = exp2(−∞) = 0 (l and O are still 0): no −∞ − (−∞) = NaN
+                mu = ZERO if m_new == NEG_INF else m_new
+                alpha[2 * mt + h] = ex2(m[2 * mt + h] - mu)
+                m[2 * mt + h] = m_new
+                total = ZERO
+                for t in range(NS):
+                    for e in range(2):
+                        pv = ex2(cuda.fma(s[mt * NS + t, 2 * h + e], SC, -mu))
+                        s[mt * NS + t, 2 * h + e] = pv
+                        total += pv
+                lsum[2 * mt + h] = (
+                    lsum[2 * mt + h] * alpha[2 * mt + h] + total
+                )  # fp32 p, before rounding (FA2)
+
+    def rescale(acc, alpha):
+        for mt in range(MT):
+            for h in range(2):
+                for t in range(NO):
+                    acc[mt * NO + t, 2 * h] *= alpha[2 * mt + h]
+                    acc[mt * NO + t, 2 * h + 1] *= alpha[2 * mt + h]
+
+    jit = cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True)
+    return jit(softmax_rows), jit(rescale)

@@ -55,7 +55,7 @@ def tile_copier(cp_async16, ROWS, COLS, NT, simulator, ragged_cols=False):
     return cuda.jit(device=True)(copy) if simulator else cuda.jit(device=True, inline=True)(copy)
 
 
-def block_copiers(cp_async16, cp_async16z, ROWS, COLS, NT, simulator):
+def block_copiers(cp_async16, cp_async16z, ROWS, COLS, NT, simulator, layout=None):
     """fa2_tc's two copiers of a ROWS × COLS tile (COLS the head dim, so whole rows) through a 32-bit
     shared base (``addressed_ops``): ``full(base, sidx, src, gfirst, tid)`` for a tile of ROWS valid
     rows, and ``ragged(base, sidx, src, gfirst, valid_rows, tid)`` for the one tile of a launch's
@@ -68,8 +68,18 @@ def block_copiers(cp_async16, cp_async16z, ROWS, COLS, NT, simulator):
     no row test in the full copier). Both return (global bytes read, shared bytes written).
     Worked number: d = 64, 128 threads: 8 chunks per row, 16 rows per iteration; a 64-row K tile is
     4 copies per thread, 64 bytes read and 64 written.
+
+    `layout` (a device function ``(row, chunk) -> element index``) places the chunks otherwise than
+    ``swizzled``: fa3_tc's wgmma tiles are chunk-major (``wgmma_ops.core_matrix_index``).
     """
     CH = COLS // 8
+    jit = cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True)
+    if layout is None:
+
+        def place(row, ch):
+            return swizzled(row, ch, COLS)
+
+        layout = jit(place)
     RPI = NT // CH  # rows per iteration
     ITERS = ROWS * CH // NT
 
@@ -78,7 +88,7 @@ def block_copiers(cp_async16, cp_async16z, ROWS, COLS, NT, simulator):
         ch = tid - r0 * CH
         for it in range(ITERS):
             row = r0 + RPI * it
-            cp_async16(base, sidx + swizzled(row, ch, COLS), src, gfirst + row * COLS + 8 * ch)
+            cp_async16(base, sidx + layout(row, ch), src, gfirst + row * COLS + 8 * ch)
         return 16 * ITERS, 16 * ITERS
 
     def ragged(base, sidx, src, gfirst, valid_rows, tid):
@@ -90,9 +100,8 @@ def block_copiers(cp_async16, cp_async16z, ROWS, COLS, NT, simulator):
             ok = row < valid_rows
             nbytes = 16 if ok else 0
             gidx = gfirst + row * COLS + 8 * ch if ok else gfirst  # a valid address either way
-            cp_async16z(base, sidx + swizzled(row, ch, COLS), src, gidx, nbytes)
+            cp_async16z(base, sidx + layout(row, ch), src, gidx, nbytes)
             got += nbytes
         return got, 16 * ITERS
 
-    jit = cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True)
     return jit(full), jit(ragged)

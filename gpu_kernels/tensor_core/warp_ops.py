@@ -255,8 +255,9 @@ _G, _T = _LANE >> 2, _LANE & 3
 _XCHG_COLS = 8
 
 
-def _warp_gather(values):
-    """All 32 lanes' `values` (a tuple of at most 8 numbers) as a (32, len) float64 array.
+def _warp_gather(values, width=32):
+    """All 32 lanes' `values` (a tuple of at most 8 numbers) as a (32, len) float64 array (with
+    `width`, the `width` threads of my aligned group: 128 for a Hopper warpgroup, ``wgmma_ops``).
 
     float64 holds a uint32 register or an fp32 value exactly. Two block barriers: the first makes
     every lane's entry visible, the second keeps the scratch from being overwritten by a faster lane's
@@ -266,8 +267,8 @@ def _warp_gather(values):
     for i, x in enumerate(values):
         xchg[tid, i] = x
     cuda.syncthreads()
-    base = tid - (tid & 31)
-    out = xchg[base : base + 32, : len(values)].copy()
+    base = tid - tid % width
+    out = xchg[base : base + width, : len(values)].copy()
     cuda.syncthreads()
     return out
 

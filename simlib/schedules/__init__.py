@@ -38,6 +38,7 @@ NAMES = (
     "fa2",
     "fa2_fast",
     "fa2_tc",
+    "fa3_tc",
     "naive_tc",
     "decode",
     "decode_tc",

@@ -1,0 +1,631 @@
+"""FlashAttention forward on Hopper's warpgroup MMA (wgmma), fp16 or bf16 in, fp32 accumulation
+(kernel ``fa3_tc``).
+
+The algorithm is fa2_tc's (outer loop over Q blocks, K/V blocks visited last to first, online
+softmax with a running max m and sum l per row, O and the logsumexp L written once); what changes is
+the instruction that multiplies, and with it who holds what:
+
+    grid    = (Tr, B·H)          one thread block per (query block i, batch·head)
+    block   = G warpgroups (G = 1, 2 or 3) of 128 threads; warpgroup g owns query rows 64g .. 64g + 63
+              (Br = 64·G); inside it warp w owns 16 of them, as in every m64 wgmma
+    shared  = Qs[Br×d] | Ks[2][Bc×d] | Vs[2 or 3][Bc×d], 16-bit, 128-byte swizzled (``swizzle``) or
+              chunk-major (``wgmma_ops``: 16-byte chunk c of row r at element (8·rows + 8)·c + 8r,
+              the no-swizzle core-matrix layout
+              with 16 bytes of padding per chunk column against bank conflicts in the copies)
+    registers per thread: S/P (Bc/2 fp32: the wgmma accumulator), P packed (Bc/4 registers), O
+              (d/2 fp32), m and l of its two rows
+
+Per K/V block j (buffer b = visit number mod 2; K_j−1 and V_j−1 are already on their way into the
+other buffer, cp.async, issued at the top of the visit: double buffering):
+
+    1. wait for my copies of K_j, V_j (cp.async.wait_group 1), fence.proxy.async (cp.async writes
+       through the generic proxy; wgmma reads through the async one), barrier
+    2. S = Q K_jᵀ: d/16 wgmma m64nBck16 with both operands in shared memory (descriptors: Q and K
+       are K-major), one commit, wait
+    3. mask (keys past N_k, causal), online softmax on the accumulator in registers (exp2 ftz, the
+       scale log2(e)/√d folded into one FMA: ``flash_tile``, as fa2_tc), P rounded to the dtype and
+       packed into wgmma A fragments: the accumulator layout of column tiles 2kk, 2kk + 1 is the A
+       layout of k-step kk, as in FA3 (no data movement)
+    4. O += P V_j: Bc/16 wgmma m64ndk16 with A = P from registers and B = V_j from shared memory,
+       read MN-major through the descriptor's transpose flag (V stays as it lands: no transposed
+       copy, no extra shared-memory pass; the flag exists for 16-bit types, which is all this
+       kernel takes), one commit, wait
+
+At the end the row sums are reduced over the quad of lanes that share a row, O = O / l is rounded
+and written, L = (m + log2 l)·ln 2 in fp32. A ragged last Q block and a ragged last K/V block are
+zero-filled in shared memory by the copies and computed whole; masked keys get −∞, rows past N_q
+are never written.
+
+Two options, both on where measured best (``default_config``; PERFORMANCE.md, "fa3_tc", runs 1-3):
+``swizzle`` stores the tiles in the tensor cores' own 128-byte-swizzled layout (the no-swizzle one
+left the warps waiting on shared memory: 1.7x slower at d = 128), and ``overlap`` is FA3's
+intra-warpgroup pipeline (``visit``: S(j+1)'s wgmma issued before P V(j)'s, softmax(j+1) while P V(j)
+runs; two P fragment sets, three V buffers; on at d = 128). What is *not* FA3 here: no producer
+warpgroup and no TMA (every thread issues cp.async copies), no ping-pong of two warpgroups on named
+barriers, no register reallocation (setmaxnreg).
+
+Counting build (bytes, as fa2_tc): a cp.async moves 16 bytes from global memory (none when it
+zero-fills) to shared memory; a wgmma reads its shared operands once per warpgroup: an SS k-step
+(64 + Bc)·16 elements, an RS k-step d·16 elements, split evenly over the group's 128 threads. simlib's
+``fa3_tc`` schedule counts the same.
+
+Variants: causal (bottom-right aligned, key k visible to query q when k ≤ q + N_k − N_q; a Q block
+skips the K/V blocks beyond its last valid row's reach), GQA/MQA, N_q ≠ N_k. Head dims 64 and 128.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import cuda, float32, int32, uint16, uint32  # module globals: the simulator swaps `cuda`
+
+from ..counting import counts_from, new_counters, simulator_enabled
+from ..flush import flush_counters
+from ..tensor_core.addressed_ops import addressed_ops
+from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
+from ..tensor_core.flash_tile import flash_tile_ops, softmax_parts
+from ..tensor_core.tc_plan import TcPlan, checked_plan, upload
+from ..tensor_core.tiles import block_copiers
+from ..tensor_core.warp_ops import warp_ops
+from ..tensor_core.wgmma_ops import (
+    ATOM_BYTES,
+    chunk_column,
+    core_matrix_index,
+    layout_bits,
+    pin_f32,
+    pin_u32,
+    swizzle128_bits,
+    swizzle128_index,
+    wgmma_ops,
+)
+from .fa2_tc import DYNAMIC_SHARED_LIMIT, LN2, LOG2E, STATIC_SHARED_LIMIT, TcResult, allow_dynamic_smem
+from .fa2_tc import kernel_signature as fa2_signature
+
+HEAD_DIMS = (64, 128)
+GROUP_ROWS = 64  # query rows per warpgroup: the M of every wgmma
+WARPGROUPS = (1, 2, 3)
+
+
+@dataclass(frozen=True)
+class Fa3Config:
+    """Compile-time shape: head dim d, G warpgroups of 64 query rows (Br = 64·G), Bc keys per K/V
+    block (the N of S's wgmma, the K of O's); an optional register cap per thread; `overlap`: FA3's
+    intra-warpgroup pipeline (S(j+1)'s wgmma in flight during softmax(j), P V(j)'s during
+    softmax(j+1); two P fragment sets, three V buffers); `swizzle`: the tiles in the 128-byte-swizzled
+    layout (the tensor cores' own, ``wgmma_ops.swizzle128_index``) instead of padded chunk-major."""
+
+    head_dim: int
+    warpgroups: int = 1
+    block_cols: int = 64
+    max_registers: int | None = None
+    overlap: bool = False
+    swizzle: bool = False
+
+    BLOCK_MULTIPLE = (16, "one wgmma k-step of O += P V")
+    MAX_BLOCK_COLS = 256  # the largest wgmma N
+
+    @property
+    def block_rows(self) -> int:
+        return GROUP_ROWS * self.warpgroups
+
+    @property
+    def threads(self) -> int:
+        return 128 * self.warpgroups
+
+    @property
+    def smem_bytes(self) -> int:
+        """Qs, two buffers of Ks and two (three with `overlap`) of Vs, chunk-major with one padding
+        chunk per column."""
+        tiles = 5 if self.overlap else 4
+        pad = 0 if self.swizzle else tiles + 1
+        return (self.block_rows + tiles * self.block_cols + pad) * self.head_dim * 2
+
+    def tiles(self) -> tuple[tuple[int, int], ...]:
+        return ((self.block_rows, self.head_dim), (self.block_cols, self.head_dim))
+
+    def check(self):
+        d, g, bc = self.head_dim, self.warpgroups, self.block_cols
+        multiple, why = self.BLOCK_MULTIPLE
+        if d not in HEAD_DIMS:
+            raise ValueError(f"head_dim={d}: the tensor-core kernels support head_dim 64 and 128 only")
+        if not isinstance(g, int) or isinstance(g, bool) or g not in WARPGROUPS:
+            raise ValueError(f"warpgroups must be one of {WARPGROUPS}; got {g!r}")
+        if (
+            not isinstance(bc, int)
+            or isinstance(bc, bool)
+            or bc < multiple
+            or bc % multiple
+            or bc > self.MAX_BLOCK_COLS
+        ):
+            raise ValueError(
+                f"block_cols must be a multiple of {multiple} ({why}) up to {self.MAX_BLOCK_COLS}; got {bc!r}"
+            )
+        for flag in ("overlap", "swizzle"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{flag} must be True or False; got {getattr(self, flag)!r}")
+        mr = self.max_registers
+        if mr is not None and (not isinstance(mr, int) or isinstance(mr, bool) or not 64 <= mr <= 255):
+            raise ValueError(f"max_registers must be None or an int in 64..255; got {mr!r}")
+        if any((rows * cols // 8) % self.threads for rows, cols in self.tiles()):
+            raise ValueError(
+                f"block_cols={bc}: the tiles {self.tiles()} must split into 16-byte copies evenly "
+                f"over {self.threads} threads"
+            )
+        if self.smem_bytes > DYNAMIC_SHARED_LIMIT:
+            raise ValueError(
+                f"block_cols={bc}, warpgroups={g}, head_dim={d} need {self.smem_bytes} bytes of shared "
+                f"memory; at most {DYNAMIC_SHARED_LIMIT}"
+            )
+        return self
+
+    @property
+    def dynamic_smem(self) -> bool:
+        return self.smem_bytes > STATIC_SHARED_LIMIT
+
+    @property
+    def name(self) -> str:
+        r = f"_r{self.max_registers}" if self.max_registers else ""
+        ov = "_ov" if self.overlap else ""
+        sw = "_sw" if self.swizzle else ""
+        return f"g{self.warpgroups}_bc{self.block_cols}{ov}{sw}{r}"
+
+
+#: the defaults (PERFORMANCE.md, "fa3_tc", run 20261202T051703Z-1ff3899ea4): two warpgroups and the
+#: 128-byte swizzle at both head dims; d = 64: Bc = 64 without the pipeline (0.75x torch flash; with
+#: it 130 registers allow one block per SM instead of two: 1.06x), d = 128: Bc = 128 with it (0.78-0.83x).
+#: simlib's fa3_tc schedule has the same.
+DEFAULT_WARPGROUPS = 2
+DEFAULT_BLOCK_COLS = {64: 64, 128: 128}
+DEFAULT_OVERLAP = {64: False, 128: True}
+DEFAULT_SWIZZLE = True
+
+
+def default_config(head_dim: int) -> Fa3Config:
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim={head_dim}: the tensor-core kernels support head_dim 64 and 128 only")
+    return Fa3Config(
+        head_dim,
+        DEFAULT_WARPGROUPS,
+        DEFAULT_BLOCK_COLS[head_dim],
+        overlap=DEFAULT_OVERLAP[head_dim],
+        swizzle=DEFAULT_SWIZZLE,
+    ).check()
+
+
+@functools.cache
+def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simulator: bool):
+    """The kernel for one (config, dtype, build); compiled on first launch."""
+    D, BC, BR, NT = cfg.head_dim, cfg.block_cols, cfg.block_rows, cfg.threads
+    KQ, NS, NO, KP = D // 16, BC // 8, D // 8, BC // 16  # S k-steps, S / O column tiles, O k-steps
+    SWZ = cfg.swizzle
+    if SWZ:  # 128-byte swizzle (wgmma_ops): 64-column halves of rows × 128 B, no padding
+        TILE, K_OFF = BC * D, BR * D  # elements of one K or V buffer; of Qs (Ks[0] follows)
+        # K-major Q and K: a k-step moves 32 B along the row, four of them the next half; MN-major V:
+        # a k-step is 16 rows of 128 B, its second 64 columns (d = 128) LBO = 128·Bc bytes further
+        HI_Q = HI_K = swizzle128_bits(16, ATOM_BYTES)
+        HI_V = swizzle128_bits(128 * BC, ATOM_BYTES)
+        Q_A, Q_B, K_A, K_B, V_STEP, Q_ROW = 16, 64 * BR, 16, 64 * BC, 16 * 64, 64
+        layout_q, layout_kv = swizzle128_index(BR), swizzle128_index(BC)
+    else:  # padded chunk-major
+        TILE = chunk_column(BC) * (D // 8)  # elements of one K or V buffer (padded chunk columns)
+        K_OFF = chunk_column(BR) * (D // 8)  # element offsets of Ks[0] and Vs[0]
+        # descriptors (wgmma_ops): Q and K K-major (SBO = 128 B between 8-row groups, LBO = 16·rows + 16
+        # between the two 8-element halves of a k-step); V MN-major (SBO = 16·Bc + 16 between 8-column
+        # groups of d, LBO = 128 between 8-key groups). A k-step advances Q / K by 2 chunk columns, V by 16 keys.
+        HI_Q = layout_bits(128, 2 * chunk_column(BR), False)
+        HI_K = layout_bits(128, 2 * chunk_column(BC), False)
+        HI_V = layout_bits(2 * chunk_column(BC), 128, True)
+        Q_A, K_A, V_STEP, Q_ROW = 2 * chunk_column(BR), 2 * chunk_column(BC), 16 * 8, 8
+        Q_B, K_B = 4 * Q_A, 4 * K_A  # k-step kk at (kk mod 4)·A + (kk div 4)·B: kk·A here
+        layout_q, layout_kv = core_matrix_index(BR), core_matrix_index(BC)
+    V_OFF = K_OFF + 2 * TILE  # then 2 V buffers (3 with overlap)
+    SM_ELEMS = 0 if cfg.dynamic_smem else cfg.smem_bytes // 2
+    COUNTING, CAUSAL = counting, causal
+    ALIGN = None if simulator else (ATOM_BYTES if SWZ else 128)
+    SS_BYTES = KQ * (GROUP_ROWS + BC) // 4  # my share of S's shared-memory reads per tile (bytes)
+    RS_BYTES = KP * D // 4  # my share of O's
+
+    _, _, _, _, _, _, pack2, _, _, quad_sum, _, _ = warp_ops(dtype, simulator)
+    smem_base, _, _, cp16, cp16z, cp_wait1, _, _ = addressed_ops(dtype, simulator)
+    ops = warp_ops(dtype, simulator)
+    cp_commit, cp_wait_all = ops.cp_commit, ops.cp_wait_all
+    wg = wgmma_ops(dtype, simulator, BC, D)
+    desc, wg_fence, wg_commit, wg_wait0, proxy_fence = wg.desc, wg.fence, wg.commit, wg.wait0, wg.proxy_fence
+    mma_ss, mma_rs = wg.mma_ss, wg.mma_rs
+    pin_s, pin_o, pin_p = pin_f32(BC // 2, simulator), pin_f32(D // 2, simulator), pin_u32(BC // 4, simulator)
+    copy_q, copy_q_ragged = block_copiers(cp16, cp16z, BR, D, NT, simulator, layout_q)
+    copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator, layout_kv)
+    C = np.float32(LOG2E / math.sqrt(D))
+    _, _, softmax_update, pack_p, _ = flash_tile_ops(dtype, simulator, 1, NS, NO, D, C)
+    F_LN2 = np.float32(LN2)
+    NEG_INF = np.float32(-np.inf)
+    ZERO = np.float32(0.0)
+    ONE = np.float32(1.0)
+    LOW = np.uint32(0xFFFF)
+    SIXTEEN = np.uint32(16)
+
+    jit = cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True)
+    OVERLAP = cfg.overlap
+    wg_wait1 = wg.wait1
+    softmax_rows, rescale = softmax_parts(dtype, simulator, 1, NS, NO, C)
+
+    def load_kv(base, sidx, src, gfirst, c, tid):
+        """My copies of one K or V tile of c valid rows (the zero-filling copier only when short)."""
+        if c == BC:
+            return copy_kv(base, sidx, src, gfirst, tid)
+        return copy_kv_ragged(base, sidx, src, gfirst, c, tid)
+
+    def s_product(s, base, q_off, k_off):
+        """Issue S = Q K_jᵀ (d/16 wgmma, both operands in shared memory) as one group; no wait."""
+        wg_fence()
+        for kk in range(KQ):
+            mma_ss(
+                s,
+                base,
+                desc(base, q_off + (kk & 3) * Q_A + (kk >> 2) * Q_B, HI_Q),
+                desc(base, k_off + (kk & 3) * K_A + (kk >> 2) * K_B, HI_K),
+                int32(min(kk, 1)),
+            )
+        wg_commit()
+
+    def pv_product(acc, pa, base, v_off):
+        """Issue O += P V_j (Bc/16 wgmma, A = P from registers, V MN-major) as one group; no wait."""
+        pin_o(acc)
+        pin_p(pa)
+        wg_fence()
+        for kk in range(KP):
+            mma_rs(
+                acc,
+                pa[kk, 0],
+                pa[kk, 1],
+                pa[kk, 2],
+                pa[kk, 3],
+                base,
+                desc(base, v_off + kk * V_STEP, HI_V),
+                int32(1),
+            )
+        wg_commit()
+
+    def mask(s, k_start, c, n_k, warp_first, row0, tq, off):
+        """Keys past N_k, and (causal) keys beyond my rows' reach, get −∞ (warp-uniform test first)."""
+        if c < BC or (CAUSAL and k_start + BC - 1 > warp_first + off):
+            for t in range(NS):
+                for e in range(2):
+                    col = k_start + 8 * t + 2 * tq + e
+                    if col >= n_k or (CAUSAL and col > row0 + off):
+                        s[t, e] = NEG_INF
+                    if col >= n_k or (CAUSAL and col > row0 + 8 + off):
+                        s[t, 2 + e] = NEG_INF
+
+    def finish(acc, m, lsum, o, lse, bh, n_q, row0, tq):
+        """O = O / l in the dtype, L = (m + log2 l)·ln 2 in fp32; returns the bytes written."""
+        n_gw = 0
+        for h in range(2):
+            row = row0 + 8 * h
+            lt = quad_sum(lsum[h])
+            inv = ONE / lt
+            if row < n_q:
+                for t in range(NO):
+                    col = 8 * t + 2 * tq
+                    pair = pack2(acc[t, 2 * h] * inv, acc[t, 2 * h + 1] * inv)
+                    o[(bh * n_q + row) * D + col] = pair & LOW
+                    o[(bh * n_q + row) * D + col + 1] = pair >> SIXTEEN
+                n_gw += 4 * NO
+                if tq == 0:
+                    lse[bh * n_q + row] = (m[h] + float32(math.log2(lt))) * F_LN2
+                    n_gw += 4
+        return n_gw
+
+    load_kv, s_product, pv_product, mask, finish = (
+        jit(f) for f in (load_kv, s_product, pv_product, mask, finish)
+    )
+
+    def visit(
+        s,
+        pa_cur,
+        pa_nxt,
+        alpha,
+        base,
+        acc,
+        m,
+        lsum,
+        jj,
+        tc,
+        kvg,
+        k,
+        v,
+        n_k,
+        q_off,
+        warp_first,
+        row0,
+        tq,
+        off,
+        tid,
+    ):
+        """One K/V block of the pipelined schedule (``overlap``), FA3's order: on entry P_jj is in pa_cur
+        and its rescale factors in alpha, O holds P V up to jj − 1 (finished), s is free. Visit v's K is
+        in buffer v mod 2, its V in buffer v mod 3. Returns my copy bytes."""
+        j = tc - 1 - jj
+        k_start = j * BC
+        got = 0
+        put = 0
+        cuda.syncthreads()  # S_jj and P V(jj − 1) are done everywhere: their K and V buffers are free
+        if jj + 2 < tc:  # K of visit jj + 2 (never ragged) into K buffer jj mod 2
+            g1, p1 = copy_kv(base, K_OFF + (jj & 1) * TILE, k, kvg + (k_start - 2 * BC) * D, tid)
+            got += g1
+            put += p1
+        if jj + 1 < tc:  # V of visit jj + 1 into V buffer (jj + 1) mod 3
+            g2, p2 = copy_kv(base, V_OFF + ((jj + 1) % 3) * TILE, v, kvg + (k_start - BC) * D, tid)
+            got += g2
+            put += p2
+        cp_commit()
+        cp_wait1()  # my copies of K_jj+1 and V_jj (the group of the previous visit) have landed
+        proxy_fence()
+        cuda.syncthreads()
+        # S_jj+1, then P V(jj) behind it on the tensor cores. The last visit computes an S on the K
+        # buffer's old contents and throws it away: every visit issues and waits alike (ptxas serialises
+        # the wgmma when a wait sits in a branch, warning C7515)
+        s_product(s, base, q_off, K_OFF + ((jj + 1) & 1) * TILE)
+        rescale(acc, alpha)
+        pv_product(acc, pa_cur, base, V_OFF + (jj % 3) * TILE)
+        wg_wait1()  # S_jj+1 has finished; P V(jj) runs on during its softmax
+        pin_s(s)
+        if jj + 1 < tc:
+            ks = k_start - BC
+            mask(s, ks, min(BC, n_k - ks), n_k, warp_first, row0, tq, off)
+            softmax_rows(s, m, lsum, alpha)
+            pack_p(s, pa_nxt)
+        wg_wait0()  # P V(jj) has finished
+        pin_o(acc)
+        return got, put
+
+    visit = jit(visit)
+
+    def fa3_tc(q, k, v, o, lse, counters, n_q, n_k, group):
+        sm = cuda.shared.array(SM_ELEMS, uint16, alignment=ALIGN)  # Qs | Ks[0] Ks[1] | Vs[0] Vs[1] (Vs[2])
+        base = smem_base(sm)
+        s = cuda.local.array((NS, 4), float32)  # S, then P: the accumulator of S's wgmma
+        pa = cuda.local.array((KP, 4), uint32)  # P in the dtype: the A fragments of O's wgmma
+        pa2 = cuda.local.array((KP, 4 if OVERLAP else 1), uint32)  # the other visits' P (overlap)
+        acc = cuda.local.array((NO, 4), float32)  # O: the accumulator of O's wgmma
+        m = cuda.local.array(2, float32)  # running max of my two rows (base-2 units)
+        lsum = cuda.local.array(2, float32)  # my partial running sums
+
+        tid = cuda.threadIdx.x
+        grp = tid >> 7  # my warpgroup: query rows 64·grp ..
+        w = (tid >> 5) & 3  # my warp inside it: 16 of them
+        lane = tid & 31
+        tq = lane & 3
+        i = cuda.blockIdx.x
+        bh = cuda.blockIdx.y
+        kv_bh = bh // group
+        q_start = i * BR
+        r = min(BR, n_q - q_start)
+        tc = (n_k + BC - 1) // BC
+        off = n_k - n_q
+        if CAUSAL:
+            tc = min(tc, (q_start + r - 1 + off) // BC + 1)
+        warp_first = q_start + GROUP_ROWS * grp + 16 * w  # my warp's first query row
+        row0 = warp_first + (lane >> 2)  # my rows: row0 and row0 + 8
+        q_off = GROUP_ROWS * grp * Q_ROW  # my group's 64 rows in the Q tile
+        kvg = kv_bh * n_k * D
+
+        n_gr = 0
+        n_sw = 0
+        for e in range(2):
+            m[e] = NEG_INF
+            lsum[e] = ZERO
+        for t in range(NO):
+            for e in range(4):
+                acc[t, e] = ZERO
+
+        # --- Q_i and the first visited K block (the last one, j = tc − 1: the only ragged one)
+        qg = (bh * n_q + q_start) * D
+        if r == BR:
+            got, put = copy_q(base, 0, q, qg, tid)
+        else:
+            got, put = copy_q_ragged(base, 0, q, qg, r, tid)
+        j = tc - 1
+        c = min(BC, n_k - j * BC)
+        got2, put2 = load_kv(base, K_OFF, k, kvg + j * BC * D, c, tid)
+        n_gr += got + got2
+        n_sw += put + put2
+
+        if OVERLAP:
+            cp_commit()  # group: Q, K_0
+            got, put = load_kv(base, V_OFF, v, kvg + j * BC * D, c, tid)
+            n_gr += got
+            n_sw += put
+            if tc > 1:
+                got, put = copy_kv(base, K_OFF + TILE, k, kvg + (j - 1) * BC * D, tid)
+                n_gr += got
+                n_sw += put
+            cp_commit()  # group: V_0, K_1
+            cp_wait1()
+            proxy_fence()
+            cuda.syncthreads()
+            s_product(s, base, q_off, K_OFF)
+            wg_wait0()
+            pin_s(s)
+            alpha = cuda.local.array(2, float32)
+            mask(s, j * BC, c, n_k, warp_first, row0, tq, off)
+            softmax_rows(s, m, lsum, alpha)
+            pack_p(s, pa)
+            for jj in range(0, tc, 2):
+                got, put = visit(
+                    s,
+                    pa,
+                    pa2,
+                    alpha,
+                    base,
+                    acc,
+                    m,
+                    lsum,
+                    jj,
+                    tc,
+                    kvg,
+                    k,
+                    v,
+                    n_k,
+                    q_off,
+                    warp_first,
+                    row0,
+                    tq,
+                    off,
+                    tid,
+                )
+                n_gr += got
+                n_sw += put
+                if jj + 1 < tc:
+                    got, put = visit(
+                        s,
+                        pa2,
+                        pa,
+                        alpha,
+                        base,
+                        acc,
+                        m,
+                        lsum,
+                        jj + 1,
+                        tc,
+                        kvg,
+                        k,
+                        v,
+                        n_k,
+                        q_off,
+                        warp_first,
+                        row0,
+                        tq,
+                        off,
+                        tid,
+                    )
+                    n_gr += got
+                    n_sw += put
+        else:
+            got, put = load_kv(base, V_OFF, v, kvg + j * BC * D, c, tid)
+            n_gr += got
+            n_sw += put
+            cp_commit()  # group: Q, K_0, V_0
+            for jj in range(tc):
+                j = tc - 1 - jj
+                k_start = j * BC
+                b_off = (jj & 1) * TILE
+                if jj + 1 < tc:  # prefetch block j − 1 (never ragged) into the other buffers
+                    if jj > 0:
+                        cuda.syncthreads()  # everyone is done reading them (visit jj − 1)
+                    nb = TILE - b_off
+                    src = kvg + (k_start - BC) * D
+                    got, put = copy_kv(base, K_OFF + nb, k, src, tid)
+                    got2, put2 = copy_kv(base, V_OFF + nb, v, src, tid)
+                    cp_commit()
+                    n_gr += got + got2
+                    n_sw += put + put2
+                    cp_wait1()  # my copies of block j have landed
+                else:
+                    cp_wait_all()
+                proxy_fence()  # ... and are visible to the tensor cores' (async) proxy
+                cuda.syncthreads()  # everyone's
+                s_product(s, base, q_off, K_OFF + b_off)
+                wg_wait0()
+                pin_s(s)
+                mask(s, k_start, min(BC, n_k - k_start), n_k, warp_first, row0, tq, off)
+                softmax_update(s, m, lsum, acc)
+                pack_p(s, pa)
+                pv_product(acc, pa, base, V_OFF + b_off)
+                wg_wait0()
+                pin_o(acc)
+
+        n_gw = finish(acc, m, lsum, o, lse, bh, n_q, row0, tq)
+        if COUNTING:
+            n_sr = tc * (SS_BYTES + RS_BYTES)  # my share of the wgmma's shared-memory reads
+            if OVERLAP:
+                n_sr += SS_BYTES  # the last visit's thrown-away S
+            flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
+
+    fa3_tc.__name__ = fa3_tc.__qualname__ = (
+        f"fa3_tc_{dtype}_d{D}_{cfg.name}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
+    )
+    if simulator or cfg.max_registers is None:
+        return cuda.jit(fa3_tc)
+    return cuda.jit(max_registers=cfg.max_registers)(fa3_tc)
+
+
+def kernel_signature():
+    """fa2_tc's argument types: the same launch."""
+    return fa2_signature()
+
+
+def ptx_of(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, cc=None) -> str:
+    """The PTX of one build: from the compiled dispatcher on a GPU, else ``cuda.compile_ptx`` for
+    `cc` (default (9, 0); the text's target is then sm_90, to be assembled as sm_90a)."""
+    disp = fa3_tc_kernel(cfg.check(), check_dtype(dtype), counting, causal, False)
+    if cuda.is_available():
+        disp.compile(kernel_signature())
+        return disp.inspect_asm(kernel_signature())
+    ptx, _ = cuda.compile_ptx(disp.py_func, kernel_signature(), cc=cc or (9, 0))
+    return ptx
+
+
+@dataclass(frozen=True)
+class Fa3TcPlan(TcPlan):
+    """One launch of the wgmma kernel: grid (Tr, B·H), 128·G threads per block."""
+
+    @property
+    def grid(self):
+        b, h, _, nq, _, _ = self.shape
+        return (-(-nq // self.config.block_rows), b * h)
+
+    def kernel(self):
+        return fa3_tc_kernel(self.config, self.dtype, self.counting, self.causal, simulator_enabled())
+
+    def launch(self, q, k, v, o, lse, counters):
+        """Flat device arrays (uint16 bits for q, k, v, o; fp32 lse); no checks, no sync."""
+        b, h, hkv, nq, nk, _ = self.shape
+        kern, cfg = self.kernel(), self.config
+        if not cfg.dynamic_smem:
+            kern[self.grid, cfg.threads](q, k, v, o, lse, counters, nq, nk, h // hkv)
+            return
+        if not simulator_enabled():
+            allow_dynamic_smem(kern, cfg.smem_bytes, kernel_signature())
+        kern[self.grid, cfg.threads, 0, cfg.smem_bytes](q, k, v, o, lse, counters, nq, nk, h // hkv)
+
+
+def plan_fa3_tc(
+    q, k, v, *, dtype="bf16", config: Fa3Config | None = None, counting=False, causal=False
+) -> Fa3TcPlan:
+    return checked_plan(
+        Fa3TcPlan,
+        q,
+        k,
+        v,
+        dtype=dtype,
+        config=config,
+        default=default_config,
+        counting=counting,
+        causal=causal,
+    )
+
+
+def run_fa3_tc(
+    q, k, v, *, dtype="bf16", config: Fa3Config | None = None, count=False, causal=False
+) -> TcResult:
+    """FlashAttention forward on wgmma for host fp32 arrays rounded to `dtype` on the way in (as
+    ``run_fa2_tc``: outputs poisoned with NaN before the launch, O back as the dtype's fp32 values)."""
+    plan = plan_fa3_tc(q, k, v, dtype=dtype, config=config, counting=count, causal=causal)
+    b, h, hkv, nq, nk, d = plan.shape
+    dq, dk, dv = upload(dtype, q, k, v)
+    do = cuda.to_device(to_bits(np.full(b * h * nq * d, np.nan, np.float32), dtype))
+    dl = cuda.to_device(np.full(b * h * nq, np.nan, dtype=np.float32))
+    counters = new_counters()
+    plan.launch(dq, dk, dv, do, dl, counters)
+    if not simulator_enabled():
+        cuda.synchronize()
+    return TcResult(
+        o=from_bits(do.copy_to_host(), dtype).reshape(b, h, nq, d),
+        lse=dl.copy_to_host().reshape(b, h, nq),
+        config=plan.config,
+        counts=counts_from(counters, unit_bytes=1) if count else None,
+    )

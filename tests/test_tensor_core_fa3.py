@@ -1,0 +1,342 @@
+"""fa3_tc (gpu_kernels.kernels.fa3_tc), its wgmma helpers' simulator twins (tensor_core.wgmma_ops) and
+its schedule (simlib fa3_tc).
+
+Outputs: against the float64 reference of the rounded inputs, as fa2_tc's (its tests say why 2u on
+O and 1e-5 on L). Counts: the kernel's counters (bytes) against simlib's closed form and trace and
+against the hand formula below, derived from the kernel's loop nest: per Q block, Q read from HBM
+(valid rows), written to SRAM whole (Br·d); per visited tile K, V read from HBM (valid rows),
+written to SRAM whole (2·Bc·d); each of the G warpgroups' wgmma read its 64 rows of Q and all of
+K (S = Q Kᵀ, both operands in SRAM) and all of V (O += P V): G·(64 + 2·Bc)·d; O (2 B) and L (4 B)
+written once per valid row. The visited tiles are found by brute force (fa2_tc's tests' ``visited``).
+
+The descriptor decoder is checked against a layout written out element by element, independently of
+its formula: the chunk-major tile places element (r, c) at (8·rows + 8)·(c // 8) + 8r + c % 8.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kernel_helpers import ON_GPU, lse_error, sim_only
+from test_tensor_core_fa2 import visited
+
+from gpu_kernels.kernels.fa3_tc import Fa3Config, default_config, run_fa3_tc
+from gpu_kernels.reference import attention_reference, random_qkv, rel_error
+from gpu_kernels.tensor_core import wgmma_ops
+from gpu_kernels.tensor_core.dtypes import from_bits, round_to, to_bits
+from simlib import Workload, count
+from simlib.schedules.fa3_tc import SCHEDULE, tile_problem
+from simlib.traffic import Traffic
+from simlib.units import UNIT_ROUNDOFF
+
+KEYS = ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes")
+LSE_TOL = 1e-5
+
+
+def hand_counts(b, h, nq, nk, d, cfg, causal):
+    br, bc, g = cfg.block_rows, cfg.block_cols, cfg.warpgroups
+    hr = hw = sr = sw = 0
+    for i, js in visited(nq, nk, br, bc, causal):
+        rows = min(br, nq - i * br)
+        hr += rows * d * 2
+        sw += br * d * 2
+        for j in js:
+            keys = min(bc, nk - j * bc)
+            hr += 2 * keys * d * 2
+            sw += 2 * bc * d * 2
+            sr += g * (64 + 2 * bc) * d * 2
+        if cfg.overlap:
+            sr += g * (64 + bc) * d * 2  # the pipeline's last S, computed and thrown away
+        hw += rows * d * 2 + rows * 4
+    return dict(zip(KEYS, (x * b * h for x in (hr, hw, sr, sw))))
+
+
+def simlib_counts(b, h, hkv, nq, nk, d, cfg, causal, dtype):
+    wl = Workload(nk, d, b, h, dtype=dtype, kv_heads=hkv, causal=causal, query_len=nq)
+    kw = dict(warpgroups=cfg.warpgroups, block_cols=cfg.block_cols, overlap=cfg.overlap)
+    closed, traced = count("fa3_tc", wl, **kw), count("fa3_tc", wl, method="trace", **kw)
+    assert closed.traffic == traced.traffic
+    return {key: int(getattr(closed, key)) for key in KEYS}
+
+
+def check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed, logit_scale=1.0, plain_too=True):
+    q, k, v = random_qkv(b, h, nk, d, seed=seed, kv_heads=hkv, query_len=nq, logit_scale=logit_scale)
+    ref_o, ref_lse = attention_reference(*(round_to(x, dtype) for x in (q, k, v)), causal=causal)
+    runs = [run_fa3_tc(q, k, v, dtype=dtype, config=cfg, causal=causal, count=True)]
+    if plain_too:
+        runs.append(run_fa3_tc(q, k, v, dtype=dtype, config=cfg, causal=causal))
+    for res in runs:
+        assert np.all(np.isfinite(res.o)) and np.all(np.isfinite(res.lse))  # every poisoned value written
+        assert rel_error(res.o, ref_o) < 2 * UNIT_ROUNDOFF[dtype]
+        assert lse_error(res.lse, ref_lse) < LSE_TOL
+    if plain_too:
+        np.testing.assert_array_equal(runs[0].o, runs[1].o)  # counting changes no arithmetic
+    nq_ = nk if nq is None else nq
+    assert runs[0].counts == hand_counts(b, h, nq_, nk, d, cfg, causal)
+    assert runs[0].counts == simlib_counts(b, h, hkv, nq_, nk, d, cfg, causal, dtype)
+
+
+SIM_CASES = [
+    # (B, H, H_kv, N_k, N_q, d, causal, warpgroups, Bc, overlap, dtype): the simulator runs 128 threads
+    # per group
+    (1, 1, None, 70, 50, 64, True, 1, 32, False, "bf16"),  # ragged K/V and Q, causal, N_q < N_k
+    (1, 2, 1, 40, None, 128, False, 1, 32, False, "fp16"),  # MQA, d = 128, two K/V blocks (one ragged)
+    (1, 1, None, 100, None, 64, True, 2, 32, False, "bf16"),  # two warpgroups, ragged Q block, 4 K/V blocks
+    (1, 1, None, 90, 70, 64, True, 1, 16, True, "bf16"),  # the pipeline: 6 visits (odd and even), ragged
+    (1, 2, 1, 40, None, 128, False, 2, 32, True, "fp16"),  # the pipeline, two groups, two visits
+    (1, 1, None, 20, None, 64, False, 1, 32, True, "bf16"),  # the pipeline with one visit only
+]
+SWIZZLED_CASES = [
+    (1, 1, None, 70, 50, 64, True, 1, 32, True, "bf16"),
+    (1, 2, 1, 40, None, 128, False, 1, 32, False, "fp16"),
+]
+
+
+@sim_only
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,g,bc,ov,dtype", SIM_CASES)
+def test_fa3_tc_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, g, bc, ov, dtype):
+    cfg = Fa3Config(d, g, bc, overlap=ov)
+    check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed=nk + 7 * h + d, plain_too=False)
+
+
+@sim_only
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,g,bc,ov,dtype", SWIZZLED_CASES)
+def test_fa3_tc_swizzled_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, g, bc, ov, dtype):
+    cfg = Fa3Config(d, g, bc, overlap=ov, swizzle=True)
+    check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed=nk + 3 * h + d, plain_too=False)
+
+
+@sim_only
+def test_fa3_tc_fully_masked_first_tile_and_large_logits():
+    """Br = 64, Bc = 32, causal, N = 70: Q block 0 visits K/V blocks 1 then 0 and block 1 (keys 32-63)
+    is fully masked for rows 0-31 (running max still −∞ after it); logits ×100."""
+    assert visited(70, 70, 64, 32, True)[0] == (0, [0, 1])
+    check_case(
+        1,
+        1,
+        None,
+        70,
+        None,
+        64,
+        True,
+        Fa3Config(64, 1, 32),
+        "bf16",
+        seed=3,
+        logit_scale=100.0,
+        plain_too=False,
+    )
+
+
+def _chunk_major(tile):
+    """A (rows, cols) array laid out chunk-major, element by element (the test's own placement: each
+    8-column chunk column is rows × 8 elements and 8 of padding)."""
+    rows, cols = tile.shape
+    out = np.zeros((rows + 1) * cols, dtype=tile.dtype)
+    for r in range(rows):
+        for c in range(cols):
+            out[(8 * rows + 8) * (c // 8) + 8 * r + c % 8] = tile[r, c]
+    return out
+
+
+@pytest.mark.parametrize("rows,cols", [(64, 64), (32, 128)])
+def test_descriptor_decoder_reads_the_kernels_tiles(rows, cols):
+    """K-major (Q, K: rows are M or N, columns k) and MN-major (V: rows are k, columns N) operands of
+    every k-step, decoded from the descriptors the kernel builds, are the tile's own blocks."""
+    rng = np.random.default_rng(rows + cols)
+    tile = rng.standard_normal((rows, cols)).astype(np.float32)
+    bits = np.concatenate([np.zeros(24, np.uint16), _chunk_major(to_bits(tile, "bf16"))])  # at element 24
+    vals = from_bits(to_bits(tile, "bf16"), "bf16").astype(np.float64)
+    hi_k = wgmma_ops.layout_bits(128, 16 * rows + 16, False)
+    hi_v = wgmma_ops.layout_bits(16 * rows + 16, 128, True)
+    for kk in range(cols // 16):
+        x = wgmma_ops.operand(
+            bits, wgmma_ops.descriptor(2 * (24 + kk * (16 * rows + 16)), hi_k), rows, False, "bf16"
+        )
+        np.testing.assert_array_equal(x, vals[:, 16 * kk : 16 * kk + 16])
+    for kk in range(rows // 16):
+        x = wgmma_ops.operand(bits, wgmma_ops.descriptor(2 * (24 + kk * 128), hi_v), cols, True, "bf16")
+        np.testing.assert_array_equal(x, vals[16 * kk : 16 * kk + 16, :].T)
+
+
+@pytest.mark.parametrize("rows,cols", [(64, 64), (32, 128)])
+def test_swizzled_descriptor_decoder_reads_the_kernels_tiles(rows, cols):
+    """The same with the 128-byte swizzle: the tile as 64-column halves of rows × 128 B, 16-byte chunk
+    c of row r at chunk c ^ (r mod 8) of its row (placed here element by element), the descriptors the
+    kernel builds for it (K-major Q, K: SBO 1024, a k-step 32 B, the second half 128·rows B on; MN-major
+    V: SBO 1024, LBO 128·rows B)."""
+    rng = np.random.default_rng(rows * cols)
+    tile = rng.standard_normal((rows, cols)).astype(np.float32)
+    b = to_bits(tile, "bf16")
+    bits = np.zeros(512 + rows * cols, np.uint16)  # the tile one 1024-byte atom in
+    for r in range(rows):
+        for c in range(cols):
+            bits[512 + (c // 64) * rows * 64 + r * 64 + (((c % 64) // 8) ^ (r % 8)) * 8 + c % 8] = b[r, c]
+    vals = from_bits(b, "bf16").astype(np.float64)
+    hi_k = wgmma_ops.swizzle128_bits(16, 1024)
+    hi_v = wgmma_ops.swizzle128_bits(128 * rows, 1024)
+    for kk in range(cols // 16):
+        at = 2 * (512 + (kk % 4) * 16 + (kk // 4) * 64 * rows)
+        x = wgmma_ops.operand(bits, wgmma_ops.descriptor(at, hi_k), rows, False, "bf16")
+        np.testing.assert_array_equal(x, vals[:, 16 * kk : 16 * kk + 16])
+    for kk in range(rows // 16):
+        x = wgmma_ops.operand(bits, wgmma_ops.descriptor(2 * (512 + kk * 1024), hi_v), cols, True, "bf16")
+        np.testing.assert_array_equal(x, vals[16 * kk : 16 * kk + 16, :].T)
+
+
+def test_wgmma_asm_and_descriptor_refusals():
+    text, constraints = wgmma_ops.mma_asm("fp16", 16, True)
+    assert "m64n16k16.f32.f16.f16 {$0,$1,$2,$3,$4,$5,$6,$7}, {$16,$17,$18,$19}, $20, p, 1, 1, 1" in text
+    assert constraints.startswith("=f," * 8 + "0,1,2,3,4,5,6,7,r,r,r,r,l,r")
+    with pytest.raises(ValueError, match="n_ss"):
+        wgmma_ops.wgmma_ops("bf16", True, 12, 64)
+    with pytest.raises(ValueError, match="sbo"):
+        wgmma_ops.descriptor_bits(128, 24)
+
+
+@sim_only
+def test_fa3_tc_refusals():
+    q, k, v = random_qkv(1, 1, 8, 96, seed=0)
+    with pytest.raises(ValueError, match="head_dim=96.*64 and 128"):
+        run_fa3_tc(q, k, v)
+    with pytest.raises(ValueError, match="warpgroups"):
+        Fa3Config(64, 4).check()
+    with pytest.raises(ValueError, match="block_cols"):
+        Fa3Config(64, 1, 24).check()
+    with pytest.raises(ValueError, match="shared memory"):
+        Fa3Config(128, 2, 256).check()  # (128 + 4·256) rows of 256 B = 288 KiB > 227 KiB
+    with pytest.raises(ValueError, match="dtype"):
+        SCHEDULE.build(Workload(64, 64, dtype="fp32"), None)
+
+
+def test_schedule_refuses_what_the_kernel_refuses():
+    for d in (64, 128):
+        for g in (1, 2, 3, 4):
+            for bc in (8, 16, 24, 32, 64, 96, 128, 160, 192, 256, 272):
+                for ov in (False, True):
+                    for sw in (False, True):
+                        try:
+                            Fa3Config(d, g, bc, overlap=ov, swizzle=sw).check()
+                            kernel_ok = True
+                        except ValueError:
+                            kernel_ok = False
+                        assert (tile_problem(d, g, bc, ov, sw) is None) == kernel_ok, (d, g, bc, ov, sw)
+
+
+def test_fa3_tc_defaults_and_worked_number():
+    for d in (64, 128):
+        cfg = default_config(d)
+        r = count("fa3_tc", Workload(4096, d, dtype="bf16")).to_dict()
+        got = (
+            r["warpgroups"],
+            r["block_rows"],
+            r["block_cols"],
+            r["overlap"],
+            r["swizzle"],
+            r["onchip_sram_bytes"],
+        )
+        assert got == (
+            cfg.warpgroups,
+            cfg.block_rows,
+            cfg.block_cols,
+            cfg.overlap,
+            cfg.swizzle,
+            cfg.smem_bytes,
+        )
+    # run 3's best (PERFORMANCE.md): G = 2 and the swizzle; d = 64 Bc = 64 alone, d = 128 Bc = 128 pipelined
+    assert [(c.warpgroups, c.block_cols, c.overlap, c.swizzle) for c in map(default_config, (64, 128))] == [
+        (2, 64, False, True),
+        (2, 128, True, True),
+    ]
+    wl = Workload(4096, 64, dtype="bf16")
+    t = SCHEDULE.closed_form(wl, SCHEDULE.build(wl, None, warpgroups=1, overlap=False, swizzle=False))
+    assert t.elements("SRAM", "read") == 64 * 64 * (64 + 2 * 64) * 64 == 50_331_648  # the docstring's
+    one = count("fa3_tc", wl, warpgroups=1, overlap=False, swizzle=False).to_dict()
+    assert one["onchip_sram_bytes"] == 41_600 == Fa3Config(64, 1, 64).smem_bytes  # the working set's
+    swz = count("fa3_tc", wl, warpgroups=1, overlap=False, swizzle=True).to_dict()
+    assert swz["onchip_sram_bytes"] == 40_960 == Fa3Config(64, 1, 64, swizzle=True).smem_bytes
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(1, 700),
+    nq=st.none() | st.integers(1, 700),
+    g=st.sampled_from([1, 2]),
+    bc=st.sampled_from([16, 32, 48, 64, 128]),
+    causal=st.booleans(),
+    d=st.sampled_from([64, 128]),
+    ov=st.booleans(),
+)
+def test_fa3_tc_closed_form_equals_trace_and_hand_counts(n, nq, g, bc, causal, d, ov):
+    if tile_problem(d, g, bc, ov, True):
+        return
+    if causal and nq is not None and nq > n:
+        nq = n
+    wl = Workload(n, d, 1, 2, dtype="bf16", causal=causal, query_len=nq)
+    m = SCHEDULE.build(wl, None, warpgroups=g, block_cols=bc, overlap=ov)
+    closed = SCHEDULE.closed_form(wl, m)
+    assert closed == Traffic.from_events(SCHEDULE.trace(wl, m))
+    hand = hand_counts(1, 2, wl.nq, n, d, Fa3Config(d, g, bc, overlap=ov), causal)
+    got = count("fa3_tc", wl, warpgroups=g, block_cols=bc, overlap=ov)
+    assert {key: int(getattr(got, key)) for key in KEYS} == hand
+    tiles = sum(len(js) for _, js in visited(wl.nq, n, g * 64, bc, causal))
+    extra = 2 * m.tr * g * 64 * bc * d if ov else 0
+    assert SCHEDULE.flops(wl, m) == 4 * tiles * g * 64 * bc * d + extra
+
+
+# --- GPU ------------------------------------------------------------------------------------------
+
+GPU_CASES = [
+    # (B, H, H_kv, N_k, N_q, d, causal, warpgroups, Bc, overlap, dtype): ragged N everywhere but one
+    (1, 2, None, 1000, None, 64, False, 1, 64, False, "bf16"),
+    (2, 2, None, 4096, None, 128, False, 1, 64, False, "fp16"),
+    (1, 2, None, 3001, None, 128, True, 2, 64, False, "bf16"),
+    (1, 4, 2, 3000, 2000, 64, True, 2, 128, False, "fp16"),  # GQA + N_q < N_k
+    (1, 4, 1, 2048, 777, 128, False, 1, 128, False, "bf16"),  # MQA
+    (1, 2, None, 3001, None, 128, True, 2, 64, True, "bf16"),  # the pipeline
+    (1, 4, 2, 3000, 2000, 64, True, 2, 64, True, "fp16"),
+    (2, 2, None, 1000, None, 64, False, 1, 128, True, "bf16"),
+]
+GPU_SWIZZLED = [
+    (1, 2, None, 3001, None, 128, True, 2, 64, True, "bf16"),
+    (1, 4, 2, 3000, 2000, 64, False, 2, 64, True, "fp16"),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,g,bc,ov,dtype", GPU_SWIZZLED)
+def test_fa3_tc_gpu_swizzled(b, h, hkv, nk, nq, d, causal, g, bc, ov, dtype):
+    cfg = Fa3Config(d, g, bc, overlap=ov, swizzle=True).check()
+    check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed=nk + d + 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,g,bc,ov,dtype", GPU_CASES)
+def test_fa3_tc_gpu(b, h, hkv, nk, nq, d, causal, g, bc, ov, dtype):
+    check_case(b, h, hkv, nk, nq, d, causal, Fa3Config(d, g, bc, overlap=ov).check(), dtype, seed=nk + d)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+def test_fa3_tc_gpu_large_logits_masked_first_tiles():
+    check_case(1, 2, None, 1111, None, 64, True, Fa3Config(64, 1, 32), "bf16", seed=5, logit_scale=100.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+def test_fa3_tc_gpu_ptx():
+    """Timing builds: wgmma (SS and RS with the transpose flag), cp.async and the proxy fence present,
+    no float64, no local memory, no atomics."""
+    from gpu_kernels.kernels.fa3_tc import ptx_of
+    from gpu_kernels.ptx_check import summarize_ptx
+
+    for d in (64, 128):
+        for counting in (False, True):
+            ptx = ptx_of(default_config(d), "bf16", counting, causal=True)
+            s = summarize_ptx(ptx)
+            assert s["f64"] == 0 and s["ld_local"] == 0 and s["st_local"] == 0, s
+            assert (s["atom"] > 0) == counting
+            assert ptx.count("wgmma.mma_async.sync.aligned") >= d // 16 + 64 // 16
+            assert "fence.proxy.async.shared::cta" in ptx and "cp.async.cg.shared.global" in ptx
+            assert "p, 1, 1, 1;" in ptx and "p, 1, 1, 0, 0;" in ptx
