@@ -24,7 +24,7 @@ import time
 
 import fa2_tc_speed as fa2
 
-#: (name, Fa3Config keywords) per head dim: timed in bf16 non-causal; CAUSAL_AND_FP16 elsewhere. Run 1
+#: (name, Fa3Config keywords) per head dim (``--defaults``: the kernel's default build per head dim instead): timed in bf16 non-causal; CAUSAL_AND_FP16 elsewhere. Run 1
 #: (20261202T045137Z-1ff3899ea4) timed version 1 (no overlap) at G = 1, 2 and Bc = 64, 128: g2_bc64
 #: best (1.17-1.21x torch flash at d = 64, 1.50-1.53x at d = 128), G = 1 about 2x slower.
 #: run 2 (20261202T050801Z-1ff3899ea4) timed the pipeline (overlap) and G = 3: g2_bc64_ov best
@@ -96,11 +96,11 @@ def worker(job, seq_lens, lock, queue):
 
         select_backend(False)
         from gpu_kernels.counting import new_counters
-        from gpu_kernels.kernels.fa3_tc import Fa3Config, Fa3TcPlan
+        from gpu_kernels.kernels.fa3_tc import Fa3Config, Fa3TcPlan, default_config
         from gpu_kernels.measure import side_by_side as bench
 
         _, d, dtype, causal, name, kw = job
-        cfg = Fa3Config(d, **kw).check()
+        cfg = (default_config(d) if kw is None else Fa3Config(d, **kw)).check()
         t0 = time.perf_counter()
         e_o, e_l, reading = small_check(cfg, dtype, causal)
         compile_s = time.perf_counter() - t0
@@ -158,6 +158,12 @@ def main(argv=None):
     p.add_argument("--dtypes", default="bf16,fp16")
     p.add_argument("--causal", default="no,yes")
     p.add_argument("--variants", default="", help="comma-separated fa3 variant names (default: all)")
+    p.add_argument(
+        "--defaults",
+        action="store_true",
+        help="time fa3_tc's default build per head dim (kernels.fa3_tc.default_config) at every dtype and "
+        "causal value given, instead of the variants",
+    )
     a = p.parse_args(argv)
     seq_lens = [int(x) for x in a.seq_lens.split(",")]
     causals = [c == "yes" for c in a.causal.split(",")]
@@ -165,7 +171,10 @@ def main(argv=None):
     keep = set(a.variants.split(",")) if a.variants else None
     jobs = [(kind, dt, c) for kind in ("flash", "cudnn") for c in causals for dt in dtypes]
     jobs += [("fa2", d, "bf16", c, "default", {}) for c in causals for d in (64, 128)]
-    jobs += [("fa3",) + b for b in builds(dtypes, causals) if keep is None or b[3] in keep]
+    if a.defaults:
+        jobs += [("fa3", d, dt, c, "default", None) for c in causals for dt in dtypes for d in VARIANTS]
+    else:
+        jobs += [("fa3",) + b for b in builds(dtypes, causals) if keep is None or b[3] in keep]
     # the fa3 builds first: their compiles are the long pole
     jobs = [j for j in jobs if j[0] == "fa3"] + [j for j in jobs if j[0] != "fa3"]
     ctx = mp.get_context("spawn")
