@@ -628,17 +628,37 @@ def read_cuda_context(path=None):
 FA2_TC_SPEED = "fa2_tc_speed.csv"
 
 
-def fa2_tc_speed(path=None):
-    """fa2_tc's default build next to torch flash and cuDNN, one row per (dtype, causal, d, N): ms of
-    each and fa2_tc / flash, as `benchmarks/fa2_tc_speed.py` measured them (checked rows only)."""
-    frame = read_frame(path if path is not None else lookup(FA2_TC_SPEED), schemas.FA2_TC_SPEED)
+def _default_build_speed(name, kernel, path):
+    """One kernel's default build next to the baselines timed in the same run, one row per (dtype,
+    causal, d, N): ms of each kernel and `kernel` / flash (checked rows only)."""
+    frame = read_frame(path if path is not None else lookup(name), schemas.FA2_TC_SPEED)
     frame = frame[frame["ok"].astype(str) == "True"]
-    frame = frame[(frame.kernel != "fa2_tc") | frame.config.astype(str).str.startswith("default")]
+    own = frame.kernel.isin(["fa2_tc", "fa3_tc"])
+    frame = frame[~own | frame.config.astype(str).str.startswith("default")]
     wide = frame.pivot_table(
         index=["dtype", "causal", "head_dim", "seq_len"],
         columns="kernel",
         values="median_ms",
         aggfunc="first",
     )
-    wide["fa2_tc / flash"] = wide["fa2_tc"] / wide["torch_flash"]
+    wide[f"{kernel} / flash"] = wide[kernel] / wide["torch_flash"]
+    return wide
+
+
+def fa2_tc_speed(path=None):
+    """fa2_tc's default build next to torch flash and cuDNN, one row per (dtype, causal, d, N): ms of
+    each and fa2_tc / flash, as `benchmarks/fa2_tc_speed.py` measured them (checked rows only)."""
+    return _default_build_speed(FA2_TC_SPEED, "fa2_tc", path).reset_index()
+
+
+#: fa3_tc's default build (wgmma, Hopper) against torch flash, cuDNN and fa2_tc in one run
+#: (benchmarks/fa3_tc_speed.py --defaults, issue 22).
+FA3_TC_SPEED = "fa3_tc_speed.csv"
+
+
+def fa3_tc_speed(path=None):
+    """fa3_tc's default build next to torch flash, cuDNN and fa2_tc's default, one row per (dtype,
+    causal, d, N): ms of each, fa3_tc / flash and fa3_tc / cuDNN (checked rows only)."""
+    wide = _default_build_speed(FA3_TC_SPEED, "fa3_tc", path)
+    wide["fa3_tc / cuDNN"] = wide["fa3_tc"] / wide["torch_cudnn"]
     return wide.reset_index()

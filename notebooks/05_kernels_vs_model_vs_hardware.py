@@ -512,25 +512,57 @@ else:
     )
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ### fa2_tc version 4: FA2's layout and instruction diet (issue 22)
+# ### fa2_tc versions 4 and 5: FA2's layout, the instruction diet, a K/V ring (issue 22)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The side by side above timed fa2_tc's version 3. Version 4 gives each of 4 warps 32 query rows
 # (Br = 128, FA2's layout), addresses shared memory through 32-bit pointers with compile-time offsets,
-# and computes each probability as one FFMA and one `ex2.approx.ftz` (gpu_kernels/tensor_core/
-# PERFORMANCE.md has the SASS counts and the prediction written before the run). Its times next to
-# torch flash and cuDNN, from the committed run (`readers.fa2_tc_speed`):
+# and computes each probability as one FFMA and one `ex2.approx.ftz`. Version 5, the default now, adds
+# a two-stage cp.async ring for K and for V (the load of the next block lands during this block's
+# math) and, under a causal mask, launches each head's heaviest query block first, so the long blocks
+# do not form the last wave (gpu_kernels/tensor_core/PERFORMANCE.md has the SASS counts and the
+# prediction written before each run). Its times next to torch flash and cuDNN, from the committed
+# run (`readers.fa2_tc_speed`):
 
 # %% tags=["remove-input"]
-v4 = readers.fa2_tc_speed()
-v4.round(3)
+v5 = readers.fa2_tc_speed()
+v5.round(3)
 
 # %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
 Markdown(
-    f"fa2_tc / torch flash: {v4['fa2_tc / flash'].min():.2f}–{v4['fa2_tc / flash'].max():.2f} over these "
-    f"{len(v4)} shapes (d = 64: {v4[v4.head_dim == 64]['fa2_tc / flash'].min():.2f}–"
-    f"{v4[v4.head_dim == 64]['fa2_tc / flash'].max():.2f}; d = 128: "
-    f"{v4[v4.head_dim == 128]['fa2_tc / flash'].min():.2f}–{v4[v4.head_dim == 128]['fa2_tc / flash'].max():.2f})."
+    f"fa2_tc / torch flash: {v5['fa2_tc / flash'].min():.2f}–{v5['fa2_tc / flash'].max():.2f} over these "
+    f"{len(v5)} shapes (d = 64: {v5[v5.head_dim == 64]['fa2_tc / flash'].min():.2f}–"
+    f"{v5[v5.head_dim == 64]['fa2_tc / flash'].max():.2f}; d = 128: "
+    f"{v5[v5.head_dim == 128]['fa2_tc / flash'].min():.2f}–{v5[v5.head_dim == 128]['fa2_tc / flash'].max():.2f}); "
+    f"at or under torch flash's time at {(v5['fa2_tc / flash'] <= 1).sum()} of them."
+)
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ### fa3_tc: the same algorithm on Hopper's wgmma
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# fa2_tc issues `mma.sync` per warp; on the H200 the tensor cores reach their rate only through
+# `wgmma.mma_async`, issued by a warpgroup of four warps with its operands read from shared memory
+# through matrix descriptors. `fa3_tc` computes S = QKᵀ that way (both operands in shared memory),
+# keeps P in registers as the A operand of O += PV (the accumulator's layout is already the
+# operand's), reads V through the descriptor's transpose flag, runs two consumer warpgroups per block,
+# and lays its tiles out in the 128-byte swizzle (without it, ncu showed a third of the stalls waiting
+# on shared memory). Its traffic is fa2_tc's, counted equal to simlib's `fa3_tc` schedule; what
+# changed is the time per byte moved. Its default build against torch flash, cuDNN and fa2_tc in one
+# run (`readers.fa3_tc_speed`):
+
+# %% tags=["remove-input"]
+fa3 = readers.fa3_tc_speed()
+fa3[
+    ["causal", "head_dim", "seq_len", "fa3_tc", "fa2_tc", "torch_flash", "torch_cudnn", "fa3_tc / flash"]
+].round(3)
+
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
+Markdown(
+    f"fa3_tc / torch flash: {fa3['fa3_tc / flash'].min():.2f}–{fa3['fa3_tc / flash'].max():.2f} over "
+    f"{len(fa3)} shapes (bf16, N ≥ 4096), at most 0.83 (1.2× faster) at {(fa3['fa3_tc / flash'] <= 0.83).sum()} "
+    f"of them; cuDNN stays ahead ({fa3['fa3_tc / cuDNN'].min():.2f}–{fa3['fa3_tc / cuDNN'].max():.2f}× "
+    "its time): the same bytes, fewer instructions and more overlap per byte."
 )
 
 # %% [markdown] slideshow={"slide_type": "slide"}

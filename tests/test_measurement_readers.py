@@ -146,6 +146,7 @@ def test_a_cuda_context_without_its_summary_names_the_file(tmp_path):
         ("tc_side_by_side_h200_causal.csv", schemas.SIDE_BY_SIDE),
         ("tc_side_by_side_h200_cupy.csv", schemas.SIDE_BY_SIDE),
         ("fa2_tc_speed.csv", schemas.FA2_TC_SPEED),
+        ("fa3_tc_speed.csv", schemas.FA2_TC_SPEED),
         ("profile_h200.csv", schemas.PROFILE),
         ("profile_h200_tc.csv", schemas.PROFILE),
         ("model_vs_ncu_h200.csv", schemas.MODEL_VS_NCU),
@@ -193,3 +194,28 @@ def test_the_models_own_reads_refuse_a_cut_calibration(tmp_path):
     path.write_text("".join(lines[:-1]))  # cut after a whole row
     with pytest.raises(DamagedMeasurement, match=src.name):
         read_calibration(path)
+
+
+def test_fa3_tc_speed_pairs_each_default_build_with_the_baselines_of_its_run():
+    """readers.fa3_tc_speed against the committed file read with the csv module: per (causal, d, N) the
+    default fa3_tc build's median over torch flash's and cuDNN's of the same run."""
+    import csv
+
+    from evidence import readers
+
+    with open(CURRENT / "fa3_tc_speed.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["ok"] == "True"]
+    ms = {}
+    for r in rows:
+        if r["kernel"] in ("fa2_tc", "fa3_tc") and not r["config"].startswith("default"):
+            continue
+        ms[(r["kernel"], r["causal"] == "True", int(r["head_dim"]), int(r["seq_len"]))] = float(
+            r["median_ms"]
+        )
+    table = readers.fa3_tc_speed()
+    assert len(table) == sum(1 for k in ms if k[0] == "fa3_tc") > 0
+    for t in table.itertuples(index=False):
+        key = (bool(t.causal), int(t.head_dim), int(t.seq_len))
+        fa3, flash, cudnn = (ms[(k, *key)] for k in ("fa3_tc", "torch_flash", "torch_cudnn"))
+        assert abs(t[table.columns.get_loc("fa3_tc / flash")] - fa3 / flash) < 1e-12
+        assert abs(t[table.columns.get_loc("fa3_tc / cuDNN")] - fa3 / cudnn) < 1e-12
