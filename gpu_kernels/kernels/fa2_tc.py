@@ -460,18 +460,9 @@ class TcResult:
 
 
 @dataclass(frozen=True)
-class Fa2TcPlan(TcPlan):
-    """One launch of the FA2 kernel: grid (Tr, B·H), W warps per block; (B·H, Tr) under causal masking
-    with ``heavy_first``, so that the blocks launch heaviest first."""
-
-    @property
-    def grid(self):
-        b, h, _, nq, _, _ = self.shape
-        tr = -(-nq // self.config.block_rows)
-        return (b * h, tr) if self.causal and self.config.heavy_first else (tr, b * h)
-
-    def kernel(self):
-        return fa2_tc_kernel(self.config, self.dtype, self.counting, self.causal, simulator_enabled())
+class FlashTcPlan(TcPlan):
+    """A FlashAttention forward launch on tensor cores (fa2_tc, fa3_tc): their kernels take the same
+    arguments (``kernel_signature``); a subclass gives ``grid`` and ``kernel()``."""
 
     def launch(self, q, k, v, o, lse, counters):
         """Flat device arrays (uint16 bits for q, k, v, o; fp32 lse); no checks, no sync."""
@@ -483,6 +474,40 @@ class Fa2TcPlan(TcPlan):
         if not simulator_enabled():
             allow_dynamic_smem(kern, cfg.smem_bytes)
         kern[self.grid, cfg.threads, 0, cfg.smem_bytes](q, k, v, o, lse, counters, nq, nk, h // hkv)
+
+    def run(self, q, k, v) -> TcResult:
+        """One launch on host fp32 arrays rounded to the plan's dtype on the way in; outputs poisoned
+        with NaN (O with the dtype's NaN bits) before it, O back as the dtype's fp32 values, the
+        counted bytes when the plan counts."""
+        b, h, hkv, nq, nk, d = self.shape
+        dq, dk, dv = upload(self.dtype, q, k, v)
+        do = cuda.to_device(to_bits(np.full(b * h * nq * d, np.nan, np.float32), self.dtype))
+        dl = cuda.to_device(np.full(b * h * nq, np.nan, dtype=np.float32))
+        counters = new_counters()
+        self.launch(dq, dk, dv, do, dl, counters)
+        if not simulator_enabled():
+            cuda.synchronize()
+        return TcResult(
+            o=from_bits(do.copy_to_host(), self.dtype).reshape(b, h, nq, d),
+            lse=dl.copy_to_host().reshape(b, h, nq),
+            config=self.config,
+            counts=counts_from(counters, unit_bytes=1) if self.counting else None,
+        )
+
+
+@dataclass(frozen=True)
+class Fa2TcPlan(FlashTcPlan):
+    """One launch of the FA2 kernel: grid (Tr, B·H), W warps per block; (B·H, Tr) under causal masking
+    with ``heavy_first``, so that the blocks launch heaviest first."""
+
+    @property
+    def grid(self):
+        b, h, _, nq, _, _ = self.shape
+        tr = -(-nq // self.config.block_rows)
+        return (b * h, tr) if self.causal and self.config.heavy_first else (tr, b * h)
+
+    def kernel(self):
+        return fa2_tc_kernel(self.config, self.dtype, self.counting, self.causal, simulator_enabled())
 
 
 def plan_fa2_tc(
@@ -510,18 +535,4 @@ def run_fa2_tc(
     nearest even, ``dtypes.to_bits``) before the launch, and O comes back as the fp32 values of the
     dtype's result. Outputs are poisoned with NaN (O with the dtype's NaN bits) before the launch.
     """
-    plan = plan_fa2_tc(q, k, v, dtype=dtype, config=config, counting=count, causal=causal)
-    b, h, hkv, nq, nk, d = plan.shape
-    dq, dk, dv = upload(dtype, q, k, v)
-    do = cuda.to_device(to_bits(np.full(b * h * nq * d, np.nan, np.float32), dtype))
-    dl = cuda.to_device(np.full(b * h * nq, np.nan, dtype=np.float32))
-    counters = new_counters()
-    plan.launch(dq, dk, dv, do, dl, counters)
-    if not simulator_enabled():
-        cuda.synchronize()
-    return TcResult(
-        o=from_bits(do.copy_to_host(), dtype).reshape(b, h, nq, d),
-        lse=dl.copy_to_host().reshape(b, h, nq),
-        config=plan.config,
-        counts=counts_from(counters, unit_bytes=1) if count else None,
-    )
+    return plan_fa2_tc(q, k, v, dtype=dtype, config=config, counting=count, causal=causal).run(q, k, v)

@@ -62,12 +62,12 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32, int32, uint16, uint32  # module globals: the simulator swaps `cuda`
 
-from ..counting import counts_from, new_counters, simulator_enabled
+from ..counting import simulator_enabled
 from ..flush import flush_counters
 from ..tensor_core.addressed_ops import addressed_ops
-from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
+from ..tensor_core.dtypes import check_dtype
 from ..tensor_core.flash_tile import flash_tile_ops, softmax_parts
-from ..tensor_core.tc_plan import TcPlan, checked_plan, upload
+from ..tensor_core.tc_plan import checked_plan
 from ..tensor_core.tiles import block_copiers
 from ..tensor_core.warp_ops import warp_ops
 from ..tensor_core.wgmma_ops import (
@@ -81,7 +81,7 @@ from ..tensor_core.wgmma_ops import (
     swizzle128_index,
     wgmma_ops,
 )
-from .fa2_tc import DYNAMIC_SHARED_LIMIT, LN2, LOG2E, STATIC_SHARED_LIMIT, TcResult, allow_dynamic_smem
+from .fa2_tc import DYNAMIC_SHARED_LIMIT, LN2, LOG2E, STATIC_SHARED_LIMIT, FlashTcPlan, TcResult
 from .fa2_tc import kernel_signature as fa2_signature
 
 HEAD_DIMS = (64, 128)
@@ -570,7 +570,7 @@ def ptx_of(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, cc=None) ->
 
 
 @dataclass(frozen=True)
-class Fa3TcPlan(TcPlan):
+class Fa3TcPlan(FlashTcPlan):
     """One launch of the wgmma kernel: grid (Tr, B·H), 128·G threads per block."""
 
     @property
@@ -580,17 +580,6 @@ class Fa3TcPlan(TcPlan):
 
     def kernel(self):
         return fa3_tc_kernel(self.config, self.dtype, self.counting, self.causal, simulator_enabled())
-
-    def launch(self, q, k, v, o, lse, counters):
-        """Flat device arrays (uint16 bits for q, k, v, o; fp32 lse); no checks, no sync."""
-        b, h, hkv, nq, nk, _ = self.shape
-        kern, cfg = self.kernel(), self.config
-        if not cfg.dynamic_smem:
-            kern[self.grid, cfg.threads](q, k, v, o, lse, counters, nq, nk, h // hkv)
-            return
-        if not simulator_enabled():
-            allow_dynamic_smem(kern, cfg.smem_bytes, kernel_signature())
-        kern[self.grid, cfg.threads, 0, cfg.smem_bytes](q, k, v, o, lse, counters, nq, nk, h // hkv)
 
 
 def plan_fa3_tc(
@@ -614,18 +603,4 @@ def run_fa3_tc(
 ) -> TcResult:
     """FlashAttention forward on wgmma for host fp32 arrays rounded to `dtype` on the way in (as
     ``run_fa2_tc``: outputs poisoned with NaN before the launch, O back as the dtype's fp32 values)."""
-    plan = plan_fa3_tc(q, k, v, dtype=dtype, config=config, counting=count, causal=causal)
-    b, h, hkv, nq, nk, d = plan.shape
-    dq, dk, dv = upload(dtype, q, k, v)
-    do = cuda.to_device(to_bits(np.full(b * h * nq * d, np.nan, np.float32), dtype))
-    dl = cuda.to_device(np.full(b * h * nq, np.nan, dtype=np.float32))
-    counters = new_counters()
-    plan.launch(dq, dk, dv, do, dl, counters)
-    if not simulator_enabled():
-        cuda.synchronize()
-    return TcResult(
-        o=from_bits(do.copy_to_host(), dtype).reshape(b, h, nq, d),
-        lse=dl.copy_to_host().reshape(b, h, nq),
-        config=plan.config,
-        counts=counts_from(counters, unit_bytes=1) if count else None,
-    )
+    return plan_fa3_tc(q, k, v, dtype=dtype, config=config, counting=count, causal=causal).run(q, k, v)
