@@ -640,6 +640,15 @@ def fit_causal_softmax(classes: dict[str, dict[str, Any]]) -> None:
     )
 
 
+def fit_broadcast_mask(classes: dict[str, dict[str, Any]]) -> None:
+    """The eager attention's broadcast mask add (library._broadcast_mask_add), never profiled: ATen's
+    legacy elementwise kernel, the template SDPA math's ``where`` runs, so its instructions per element
+    and eta are where's (Nsight Compute, the energy run)."""
+    src = classes["torch_where"]
+    classes["torch_ew_legacy"] = {k: v for k, v in src.items() if k in ("el", "ffma_el", "eta")}
+    classes["torch_ew_legacy"]["from"] = "torch_where"
+
+
 def inputs() -> list[dict[str, str]]:
     names = (
         *NCU_FILES,
@@ -670,6 +679,7 @@ def fit() -> dict:
     classes = fit_instructions(obs)
     fit_eager_softmax(classes)
     fit_eta(obs, classes)
+    fit_broadcast_mask(classes)
     fit_block_latency(obs, classes)
     fit_naive_tc_d128(classes)
     fit_causal_softmax(classes)

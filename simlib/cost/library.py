@@ -207,12 +207,13 @@ def _elementwise(
     cal: Calibration,
     mufu: float = 0.0,
     trip_fill: float = 1.0,
+    global_path: str = "ld.v4",
 ) -> Launch:
     b = {"el": elements / 32}
     work = Work(
         dram_bytes=read + written,
         l2_bytes=read + written,
-        global_path="ld.v4",
+        global_path=global_path,
         mufu=mufu,
         ffma=cal.ffma_per_element(klass) * elements,
         instructions=cal.instructions(klass, b),
@@ -250,6 +251,25 @@ def _eager_softmax_class(w: Workload) -> str:
     return "torch_softmax_to_fp32"
 
 
+#: The class of PyTorch's non-vectorized elementwise kernel (``elementwise_kernel<128, unroll>``), whose
+#: instructions per element and eta Nsight Compute measured on SDPA math's ``where`` (torch_math).
+LEGACY_ELEMENTWISE = "torch_ew_legacy"
+
+
+def _broadcast_mask_add(w: Workload, el: float, cal: Calibration) -> Launch:
+    """``attn_weights + causal_mask`` with the mask (1, 1, N_q, N_k): its B and H strides are 0, so the
+    TensorIterator is not contiguous and ATen's ``gpu_kernel_impl_nocast`` (aten/src/ATen/native/cuda/
+    CUDALoops.cuh) skips ``launch_vectorized_kernel`` for ``launch_legacy_kernel<128, 4>``: per element an
+    ``OffsetCalculator::get`` (an integer divmod per collapsed dimension), scalar 2-byte loads of S and
+    the mask and a scalar store. The same template runs SDPA math's ``where`` (elementwise_kernel<128, 2>
+    in the energy run's profile), whose instructions per element and eta the class takes
+    (fit.fit_instructions: ``from``); eta is then refitted on the committed causal eager timings
+    (fit.fit_broadcast_mask). Bytes: S read and written, the mask read once per head (L2-resident)."""
+    return _elementwise(
+        "mask", LEGACY_ELEMENTWISE, 2 * el + 2.0 * w.nq * w.nk, 2 * el, el, cal, global_path="ld"
+    )
+
+
 def eager_16bit(w: Workload, cal: Calibration) -> list[Launch]:
     if w.dtype not in ("fp16", "bf16"):
         raise ValueError(f"eager 16-bit attention runs fp16 or bf16, got dtype={w.dtype}")
@@ -264,7 +284,7 @@ def eager_16bit(w: Workload, cal: Calibration) -> list[Launch]:
         _elementwise("scale", "torch_ew", 2 * el, 2 * el, el, cal),
     ]
     if w.causal:  # attn_weights + causal_mask: a (1, 1, N_q, N_k) 16-bit mask, broadcast (L2-resident)
-        out.append(_elementwise("mask", "torch_ew", 2 * el + 2.0 * nq * nk, 2 * el, el, cal))
+        out.append(_broadcast_mask_add(w, el, cal))
     out += [
         _elementwise(
             "softmax", _eager_softmax_class(w), 2 * el, 4 * el, el, cal, mufu=el, trip_fill=softmax_fill(nk)
