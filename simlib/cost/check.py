@@ -26,7 +26,7 @@ from ..energy import MEASUREMENTS
 from ..measured_files import csv_rows, own_sidecar
 from ..workload import Workload
 from .common import workload_of_row
-from .fit import BLOCK_CLASSES, D128, NAIVE_TC_D128, V4_PATH, V5_PATH, WALL_FILES, round_rows_in_fit
+from .fit import BLOCK_CLASSES, D128, FA3_FILE, NAIVE_TC_D128, V4_PATH, V5_PATH, WALL_FILES, round_rows_in_fit
 from .implementations import IMPLEMENTATIONS
 from .predict import predict
 
@@ -157,6 +157,11 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
                 continue
             w = workload_of_row(r)
             out.append(_row("fa2_tc_speed.csv", variant, w, float(r["median_ms"])))
+    # fa3_tc's default builds (the wgmma kernel), run fa3-defaults-20261202
+    for r in _read(FA3_FILE):
+        if r["kernel"] != "fa3_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
+            continue
+        out.append(_row(FA3_FILE, "fa3_tc", workload_of_row(r), float(r["median_ms"])))
     for name in ("bench_h200.csv", "compare_h200.csv", "compare_h200_fast.csv"):
         for r in _read(name):
             if r["metric"] not in ("ms", "time_ms_median"):
@@ -174,7 +179,7 @@ def _in_fit(source: str, klass: str, w: Workload) -> bool:
     """Whether the calibration used this row's time (the d = 128 single-launch classes' wall rows)."""
     if source == "eager_bf16_h200.csv":
         return True
-    if source == "fa2_tc_speed.csv":
+    if source in ("fa2_tc_speed.csv", FA3_FILE):
         return not w.causal
     if w.causal:
         return False

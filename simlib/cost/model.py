@@ -117,7 +117,7 @@ def unit_times(launch: Launch, hw: CostHardware) -> dict[str, float]:
         "shared": w.shared_wavefronts / r["shared_wavefronts"],
         "issue": w.instructions / r["issue"],
         "ffma": w.ffma / r["ffma"],
-        "tensor": w.tensor_flops / r["tensor_flops"],
+        "tensor": w.tensor_flops / r["wgmma_flops" if w.tensor_unit == "wgmma" else "tensor_flops"],
         "mufu": w.mufu / r["mufu"],
         "gemm": w.gemm_flops / r[w.gemm_unit] if w.gemm_flops else 0.0,
     }
