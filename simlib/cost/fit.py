@@ -558,6 +558,7 @@ EAGER16_FILE = "eager16_h200.csv"
 H2F_CLASSES = {
     "torch_softmax_h2f.warp": "torch_softmax.warp",
     "torch_softmax_h2f.block": "torch_softmax.block",
+    "torch_softmax_h2f.block_global": "torch_softmax.block",
 }
 #: Round 2's measurements (check.ROUNDS) that the fp16 softmax's eta uses: the fp16 eager chain,
 #: non-causal (these rows count as calibration in the table, in_fit, no longer as validation).

@@ -208,11 +208,12 @@ def _elementwise(
     mufu: float = 0.0,
     trip_fill: float = 1.0,
     global_path: str = "ld.v4",
+    l2_reads: int = 1,
 ) -> Launch:
     b = {"el": elements / 32}
     work = Work(
         dram_bytes=read + written,
-        l2_bytes=read + written,
+        l2_bytes=l2_reads * read + written,
         global_path=global_path,
         mufu=mufu,
         ffma=cal.ffma_per_element(klass) * elements,
@@ -240,14 +241,24 @@ def _softmax_class(nk: int) -> str:
     return "torch_softmax.warp" if nk <= WARP_SOFTMAX_MAX else "torch_softmax.block"
 
 
+#: The half-to-float block softmax's vector width: ILP = sizeof(float4) / sizeof(half) = 8 (SoftMax.cu).
+H2F_ILP = 8
+
+
 def _eager_softmax_class(w: Workload) -> str:
     """``softmax(x, dtype=float32)`` of 16-bit scores (aten/src/ATen/native/SoftMax.cpp, ``softmax``):
     fp16 on CUDA takes the fused half-to-float kernel (``_softmax(x, dim, half_to_float=True)``), the
-    warp kernel up to 1024 columns and the block kernel above; bf16 is converted to fp32 first
+    warp kernel up to 1024 columns and the block kernel above, which (SoftMax.cu, host_softmax's
+    half_to_float branch) keeps the row in shared memory (``cunn_SoftMaxForwardSmem``) only when
+    ``can_use_smem``: N_k % ILP == 0 (and 16-byte aligned pointers); otherwise ``cunn_SoftMaxForward``
+    reads the row from global memory in each of its three passes (max, sum of exp, write), a class of
+    its own ("block_global", 3 reads of S through the L2); bf16 is converted to fp32 first
     (``x.toType(float)``, its own elementwise launch) and then runs the fp32 softmax: two kernels,
     timed together as one launch in the calibration run (eager_bf16_h200.csv)."""
     if w.dtype == "fp16":
-        return "torch_softmax_h2f." + ("warp" if w.nk <= WARP_SOFTMAX_MAX else "block")
+        if w.nk <= WARP_SOFTMAX_MAX:
+            return "torch_softmax_h2f.warp"
+        return "torch_softmax_h2f." + ("block" if w.nk % H2F_ILP == 0 else "block_global")
     return "torch_softmax_to_fp32"
 
 
@@ -285,9 +296,11 @@ def eager_16bit(w: Workload, cal: Calibration) -> list[Launch]:
     ]
     if w.causal:  # attn_weights + causal_mask: a (1, 1, N_q, N_k) 16-bit mask, broadcast (L2-resident)
         out.append(_broadcast_mask_add(w, el, cal))
+    soft = _eager_softmax_class(w)
+    passes = 3 if soft.endswith("block_global") else 1
     out += [
         _elementwise(
-            "softmax", _eager_softmax_class(w), 2 * el, 4 * el, el, cal, mufu=el, trip_fill=softmax_fill(nk)
+            "softmax", soft, 2 * el, 4 * el, el, cal, mufu=el, trip_fill=softmax_fill(nk), l2_reads=passes
         ),
         _elementwise("cast", "torch_ew", 4 * el, 2 * el, el, cal),
         _gemm(
