@@ -470,6 +470,9 @@ def post_freeze(rnd: Round = ROUNDS[0]) -> pd.DataFrame:
 
 #: The rounds whose predictions came from a model before round 3's changes (softmax trips, fp16 class).
 EARLY_ROUNDS = tuple(r.when for r in ROUNDS[:2])
+#: The rounds predicted before round 4's changes (the legacy mask add, the fp16 softmax's two kernels,
+#: the per-CTA fixed cost, fa3_tc).
+PRE_ROUND4 = tuple(r.when for r in ROUNDS[:3])
 
 
 def cause(row) -> str:
@@ -486,15 +489,24 @@ def cause(row) -> str:
                     "so the long ones finish last; the model frozen then let them even out (q = 1) and priced the "
                     "masked diagonal tiles as unmasked ones"
                 )
-            else:
+            elif row.get("when") in PRE_ROUND4:
                 out.append(
                     "time: the wave model list-schedules the causal blocks' unequal work; what it leaves out: "
                     "the masked diagonal tiles priced as unmasked ones, and each block's fixed cost (Q load, "
-                    "epilogue) counted per generation rather than per block"
+                    "epilogue) counted per generation rather than per block (per CTA from round 4 on)"
                 )
-        elif impl == "eager_bf16" and row["causal"] and row["ratio_time"] < 1:
+            else:
+                out.append(
+                    "time: the wave model list-schedules the causal blocks' unequal work, each CTA's fixed cost "
+                    "(t_block) inside the schedule; what it leaves out: the masked diagonal tiles' mask code "
+                    "(fa3_tc's SASS: 100 more instructions per masked visit at d = 64, 26 %), and a CTA's "
+                    "latency floor at short launches"
+                )
+        elif impl == "eager_bf16" and row["causal"] and row["ratio_time"] < 1 and row.get("when") in PRE_ROUND4:
             out.append(
-                "time: the broadcast (1, 1, N, N) mask add runs PyTorch's non-vectorized elementwise kernel, priced as the vectorized one"
+                "time: the broadcast (1, 1, N, N) mask add runs PyTorch's non-vectorized elementwise kernel "
+                "(CUDALoops.cuh: the iterator is not contiguous, launch_legacy_kernel), which the model frozen "
+                "then priced as the vectorized one (round 4 prices it as SDPA math's where, the same template)"
             )
         elif impl == "eager_bf16" and row["dtype"] == "fp16" and row.get("when") in EARLY_ROUNDS:
             out.append(
@@ -504,11 +516,17 @@ def cause(row) -> str:
                 else "time: outside ±20 % (the fp16 chain runs about 1.7× slower per score at these N than at powers of "
                 "two, where the bf16 one runs 1.3× slower: no cause established)"
             )
+        elif impl == "eager_bf16" and row["dtype"] == "fp16" and row.get("when") in PRE_ROUND4:
+            out.append(
+                "time: the fp16 softmax class (the fused half-to-float kernel) had one eta over its committed rows, "
+                "which spread 0.45–1.17 of its roof; round 4 splits it by SoftMax.cu's can_use_smem (N % 8: the "
+                "row in shared memory or three passes over global memory)"
+            )
         elif impl == "eager_bf16" and row["dtype"] == "fp16":
             out.append(
-                "time: the fp16 softmax class (the fused half-to-float kernel) has one eta over its committed rows, "
-                "which spread 0.45–1.17 of its roof: fast at powers of two, about 1.7× slower per score at round 2's "
-                "other N (no mechanism established)"
+                "time: the fp16 block softmax (cunn_SoftMaxForwardSmem) runs slower per score at N = 1400–2048 than "
+                "at 4096 and above, which its one eta does not follow (no mechanism established: the block is "
+                "min(N, 1024) threads, so a row is one partly filled trip there)"
             )
         elif impl == "torch_math" and row["causal"]:
             out.append(
@@ -536,7 +554,9 @@ def cause(row) -> str:
                 "IMAD's 377 pJ per warp instruction; the energy run's residual implies about 55 pJ for numba naive's, "
                 "but the integer ALU pipe is not that cheap (run cost-int-20261202: IADD3 383, LOP3 264, ISETP/SEL "
                 "210 pJ beside IMAD 348; numba_tiled's SASS, sass_tiled_d64/d128.txt, weighted by them: 0.96–0.97 of "
-                "IMAD's), so the excess lies elsewhere (a lead: broadcast shared loads priced as full wavefronts)"
+                "IMAD's), so the excess lies elsewhere; broadcast shared loads priced as full 128-byte wavefronts "
+                "cannot be all of it: the whole byte part of numba_tiled's shared-memory energy is 12 % of its "
+                "prediction (1.11 of 8.99 J at N = 4096) against a 38 % excess"
             )
         elif impl in ("torch_flash", "eager_bf16") and not t_ok:
             out.append(
