@@ -114,6 +114,20 @@ def measured_row(row, sh, launch, torch, bench):
     }
 
 
+def plan_launch(plan_class, sh, cfg):
+    """launch(i): one call of ``plan_class`` (Fa2TcPlan or Fa3TcPlan) on the shape's i-th input set, into its output."""
+    from gpu_kernels.counting import new_counters
+
+    plan = plan_class.of((sh.batch, sh.heads, sh.heads, sh.n, sh.n, sh.d), cfg, sh.dtype, causal=sh.causal)
+    counters = new_counters()
+
+    def launch(i):
+        plan.launch(*sh.views[i], sh.o_view, sh.l_view, counters)
+        return sh.out
+
+    return launch
+
+
 def worker(job, seq_lens, lock):
     """Compile one build (or torch flash / cuDNN), check it, then time it at every shape under the lock."""
     import torch
@@ -121,7 +135,6 @@ def worker(job, seq_lens, lock):
     from gpu_kernels.device import select_backend
 
     select_backend(False)
-    from gpu_kernels.counting import new_counters
     from gpu_kernels.kernels.fa2_tc import Fa2TcPlan, TcConfig, default_config
     from gpu_kernels.measure import side_by_side as bench
 
@@ -141,7 +154,6 @@ def worker(job, seq_lens, lock):
     with lock:
         for n, d in shapes:
             sh = bench.Shape(dtype, causal, n, d, torch)
-            b, h = sh.batch, sh.heads
             if kind in ("flash", "cudnn"):
                 import torch.nn.functional as F
                 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -154,13 +166,7 @@ def worker(job, seq_lens, lock):
 
                 row = {"kernel": f"torch_{kind}", "config": "", "note": ""}
             else:
-                plan = Fa2TcPlan.of((b, h, h, n, n, d), cfg, dtype, causal=causal)
-                counters = new_counters()
-
-                def launch(i, sh=sh, plan=plan, counters=counters):
-                    plan.launch(*sh.views[i], sh.o_view, sh.l_view, counters)
-                    return sh.out
-
+                launch = plan_launch(Fa2TcPlan, sh, cfg)
                 row = {
                     "kernel": "fa2_tc",
                     "config": f"{name}: {cfg.name}",

@@ -91,7 +91,6 @@ def worker(job, seq_lens, lock):
     from gpu_kernels.device import select_backend
 
     select_backend(False)
-    from gpu_kernels.counting import new_counters
     from gpu_kernels.kernels.fa3_tc import Fa3Config, Fa3TcPlan, default_config
     from gpu_kernels.measure import side_by_side as bench
 
@@ -104,14 +103,7 @@ def worker(job, seq_lens, lock):
     with lock:
         for n in seq_lens:
             sh = bench.Shape(dtype, causal, n, d, torch)
-            b, h = sh.batch, sh.heads
-            plan = Fa3TcPlan.of((b, h, h, n, n, d), cfg, dtype, causal=causal)
-            counters = new_counters()
-
-            def launch(i, sh=sh, plan=plan, counters=counters):
-                plan.launch(*sh.views[i], sh.o_view, sh.l_view, counters)
-                return sh.out
-
+            launch = fa2.plan_launch(Fa3TcPlan, sh, cfg)
             row = {
                 "kernel": "fa3_tc",
                 "config": f"{name}: {cfg.name}",
