@@ -502,7 +502,9 @@ def cause(row) -> str:
                     "(fa3_tc's SASS: 100 more instructions per masked visit at d = 64, 26 %), and a CTA's "
                     "latency floor at short launches"
                 )
-        elif impl == "eager_bf16" and row["causal"] and row["ratio_time"] < 1 and row.get("when") in PRE_ROUND4:
+        elif (
+            impl == "eager_bf16" and row["causal"] and row["ratio_time"] < 1 and row.get("when") in PRE_ROUND4
+        ):
             out.append(
                 "time: the broadcast (1, 1, N, N) mask add runs PyTorch's non-vectorized elementwise kernel "
                 "(CUDALoops.cuh: the iterator is not contiguous, launch_legacy_kernel), which the model frozen "
