@@ -419,7 +419,8 @@ class Round:
 
 #: Round 1: model 56eacf1, predictions 20d920b, run cost-validate-20261202. Round 2: the causal wave
 #: model, frozen again (docs/COST.md), new shapes and fa2_tc version 4 and the fp16 eager baseline.
-#: Round 3: the softmax's loop trips, the fp16 eager softmax class and fa2_tc version 5 (docs/COST.md);
+#: Round 3: the softmax's loop trips, the fp16 eager softmax class and fa2_tc version 5 (docs/COST.md). Round 4
+#: (frozen f7ff79c): the legacy mask add, the fp16 softmax's two block kernels, the per-CTA fixed cost, fa3_tc;
 #: a round whose run is not committed yet has no rows in the table.
 ROUNDS = (
     Round("measured after the freeze", PREDICTIONS, VALIDATION, "cost-validate-20261202"),
@@ -434,6 +435,12 @@ ROUNDS = (
         "predictions_after_freeze3_h200.csv",
         "cost_validate3_h200.csv",
         "cost-validate3-20261202",
+    ),
+    Round(
+        "measured after the fourth freeze",
+        "predictions_after_freeze4_h200.csv",
+        "cost_validate4_h200.csv",
+        "cost-validate4-20261202",
     ),
 )
 
