@@ -35,8 +35,7 @@ from ..hardware import load_preset
 from ..tiling import ceil_div
 from ..workload import Workload
 from .calibration import Calibration
-from .common import MMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
-from .schedule import causal_cta_work
+from .common import MMA_REGISTER_BYTES, basis, flash_launch, kv_dram, resident_blocks, visited
 from .softmax_trips import WARP_SOFTMAX_MAX, softmax_fill
 from .work import Launch, Work
 
@@ -103,17 +102,17 @@ def fa2_layout(
         instructions=cal.instructions(src, b),
     )
     return [
-        Launch(
+        flash_launch(
             name,
             klass,
             work,
-            blocks=bh * tr,
+            w,
+            tiles=(br, bc),
             threads=threads,
             registers=registers,
             shared_bytes=shared,
-            serial=("tensor", "mufu"),
-            cta_work=causal_cta_work(w, br, bc, heavy_first=heavy_first) if w.causal else (),
-            detail={"basis": b, "dram": note, "tiles": (br, bc), "occupancy": f"{resident} blocks ({limit})"},
+            heavy_first=heavy_first,
+            detail={"basis": b, "dram": note, "occupancy": f"{resident} blocks ({limit})"},
         )
     ]
 

@@ -31,7 +31,7 @@ from ..physical.naive_tc_model import naive_tc_launch
 from ..tiling import ceil_div
 from ..workload import Workload
 from .calibration import Calibration
-from .common import MMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
+from .common import MMA_REGISTER_BYTES, basis, flash_launch, kv_dram, resident_blocks, visited
 from .schedule import causal_cta_work
 from .work import Grid, Launch, Work
 
@@ -238,20 +238,19 @@ def fa3_tc(w: Workload, cal: Calibration) -> list[Launch]:
         instructions=float(visits * warps_per_visit * per_visit),
     )
     return [
-        Launch(
+        flash_launch(
             "fa3_tc",
             f"fa3_tc.d{d}",
             work,
-            blocks=bh * tr,
+            w,
+            tiles=(br, bc),
             threads=threads,
             registers=registers,
             shared_bytes=shared,
-            serial=("tensor", "mufu"),
-            cta_work=causal_cta_work(w, br, bc, heavy_first=FA3_TC_HEAVY_FIRST) if w.causal else (),
+            heavy_first=FA3_TC_HEAVY_FIRST,
             detail={
                 "basis": basis(el, d),
                 "dram": note,
-                "tiles": (br, bc),
                 "occupancy": f"{resident} blocks resident ({limit})",
             },
         )
