@@ -38,8 +38,8 @@ NO_CAUSAL = ("numba_fast", "cupy_naive")
 TOL = {"fp32": 1e-4, "bf16": 2e-2, "fp16": 2e-2}
 #: --variants name:dtype pairs beyond the first round's: fa2_tc version 4 (single K/V buffers, Q blocks in
 #: launch order) and version 5 (gpu_kernels' default build: the K/V ring, causal blocks heaviest first), and
-#: the 16-bit eager baseline in fp16.
-EXTRA = ("fa2_tc_v4:bf16", "fa2_tc_v5:bf16", "eager_bf16:fp16")
+#: the 16-bit eager baseline in fp16, and fa3_tc (the wgmma kernel, its default build).
+EXTRA = ("fa2_tc_v4:bf16", "fa2_tc_v5:bf16", "eager_bf16:fp16", "fa3_tc:bf16")
 #: fa2_tc version 4 rebuilt from version 5's code (benchmarks/fa2_tc_speed.py's "v4-single")
 V4 = dict(kv_stages=1, heavy_first=False)
 
@@ -127,6 +127,18 @@ def tc_call(inp, name, torch):
     lse = torch.empty(b, h, n, device="cuda", dtype=torch.float32)
     ov, lv = bits_view(out), bits_view(lse)
     counters = new_counters()
+    if name == "fa3_tc":
+        from gpu_kernels.kernels.fa3_tc import Fa3TcPlan
+        from gpu_kernels.kernels.fa3_tc import default_config as fa3_default
+
+        cfg = fa3_default(d)
+        plan = Fa3TcPlan.of(shape, cfg, "bf16", causal=inp.causal)
+
+        def call(i):
+            plan.launch(*views[i % len(views)], ov, lv, counters)
+            return out
+
+        return call, {"config": cfg.name, "block_rows": cfg.block_rows, "block_cols": cfg.block_cols}, (lse,)
     if name in ("fa2_tc", "fa2_tc_v4", "fa2_tc_v5"):
         # fa2_tc: version 3's layout (4 warps of 16 rows, Bc = 64, Q in registers), the build the cost
         # model's fa2_tc describes and run cost-validate-20261202 measured (commit 20d920b);
@@ -238,7 +250,7 @@ def build(name, dtype, inp, torch):
         call, params = sdpa_call(inp, "MATH", torch)
     elif name == "torch_flash":
         call, params = sdpa_call(inp, "FLASH_ATTENTION", torch)
-    elif name in ("fa2_tc", "fa2_tc_v4", "fa2_tc_v5", "naive_tc"):
+    elif name in ("fa2_tc", "fa2_tc_v4", "fa2_tc_v5", "fa3_tc", "naive_tc"):
         call, params, keep = tc_call(inp, name, torch)
     elif name == "cupy_naive":
         call, params, keep = cupy_call(inp, torch)

@@ -14,9 +14,10 @@ from __future__ import annotations
 from ..physical.occupancy import occupancy
 from ..physical.waves import head_rereads, waves
 from ..schedules.visits import visited_by_q_blocks
-from ..tiling import Tiling
+from ..tiling import Tiling, ceil_div
 from ..workload import Workload
-from .work import WARP
+from .schedule import causal_cta_work
+from .work import WARP, Launch, Work
 
 #: Register operand bytes per FFMA (three 4-byte operands read) and per mma.sync m16n8k16 bf16
 #: (A 16×16×2 B + B 16×8×2 B read, C 16×8×4 B read and written, per warp): 4096 FLOPs.
@@ -64,3 +65,33 @@ def kv_dram(
         return float(bh * head_bytes), "one wave: K/V read once per head"
     dram, worst, _ = head_rereads(waves(tr, bh, resident), bh, head_bytes, wave_bytes, l2_bytes)
     return float(dram), f"waves of {resident} blocks, reuse distance up to {worst / 2**20:.0f} MiB"
+
+
+def flash_launch(
+    name: str,
+    klass: str,
+    work: Work,
+    w: Workload,
+    *,
+    tiles: tuple[int, int],
+    threads: int,
+    registers: int,
+    shared_bytes: int,
+    detail: dict,
+    heavy_first: bool = False,
+) -> Launch:
+    """One FlashAttention-type launch: a block per Q tile of Br rows and batch·head, the matmuls and the
+    exponentials in turn (`Launch.serial`), under a causal mask each CTA's own work in launch order."""
+    br, bc = tiles
+    return Launch(
+        name,
+        klass,
+        work,
+        blocks=w.batch_heads * ceil_div(w.nq, br),
+        threads=threads,
+        registers=registers,
+        shared_bytes=shared_bytes,
+        serial=("tensor", "mufu"),
+        cta_work=causal_cta_work(w, br, bc, heavy_first=heavy_first) if w.causal else (),
+        detail={**detail, "tiles": tiles},
+    )

@@ -430,6 +430,10 @@ V4_CLASSES = {"fa2_tc_v4.d64.bc64": 64, "fa2_tc_v4.d128.bc48": 128}
 #: fa2_tc version 5 (run k3-run1), never profiled: eta and t_block from its committed non-causal medians
 #: (the current fa2_tc_speed.csv's default builds).
 V5_CLASSES = {"fa2_tc_v5.d64.bc64": 64, "fa2_tc_v5.d128.bc48": 128}
+#: fa3_tc (the wgmma kernel), never profiled: eta and t_block from its committed non-causal medians
+#: (fa3_tc_speed.csv, run fa3-defaults-20261202: the default builds).
+FA3_FILE = "fa3_tc_speed.csv"
+FA3_CLASSES = {"fa3_tc.d64": 64, "fa3_tc.d128": 128}
 BLOCK_CLASSES = {
     "fa2_tc.d64.w4bc64": "fa2_tc",
     "fa2_tc.d128.w4bc64": "fa2_tc",
@@ -437,6 +441,7 @@ BLOCK_CLASSES = {
     "torch_flash.d128.br128bc64": "torch_flash",
     **dict.fromkeys(V4_CLASSES, "fa2_tc_v4"),
     **dict.fromkeys(V5_CLASSES, "fa2_tc_v5"),
+    **dict.fromkeys(FA3_CLASSES, "fa3_tc"),
 }
 SIDE_BY_SIDE = "tc_side_by_side_h200.csv"
 SIDE_BY_SIDE_CAUSAL = "tc_side_by_side_h200_causal.csv"
@@ -457,14 +462,14 @@ def _side_by_side(variant: str, causal: bool) -> list[tuple[Workload, float]]:
     return out
 
 
-def _v4_rows(causal: bool, path=V4_PATH) -> list[tuple[Workload, float]]:
+def _v4_rows(causal: bool, path=V4_PATH, kernel: str = "fa2_tc") -> list[tuple[Workload, float]]:
     """(workload, CUDA-event median seconds) of fa2_tc version 4's default build (its run's fa2_tc_speed.csv),
-    or with `path` the current file, version 5's."""
+    or with `path` the current file, version 5's; with `kernel` fa3_tc's default builds (fa3_tc_speed.csv)."""
     if not path.is_file():
         return []
     out = []
     for r in csv_rows(path):
-        if r["kernel"] != "fa2_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
+        if r["kernel"] != kernel or not r["config"].startswith("default") or r.get("ok") != "True":
             continue
         if (r["causal"] == "True") != causal:
             continue
@@ -502,6 +507,11 @@ def fit_block_latency(obs: list[dict], classes: dict[str, dict[str, Any]]) -> No
                     (launch,) = IMPLEMENTATIONS[variant_].launches(w, cal)
                     if launch.klass == klass:
                         points.append((launch, seconds))
+        if klass in FA3_CLASSES:
+            for w, seconds in _v4_rows(causal=False, path=MEASUREMENTS / FA3_FILE, kernel="fa3_tc"):
+                (launch,) = IMPLEMENTATIONS["fa3_tc"].launches(w, cal)
+                if launch.klass == klass:
+                    points.append((launch, seconds))
         xs, ys = [], []
         for launch, seconds in points:
             c = launch_cost(launch, hw, cal)
@@ -548,6 +558,7 @@ EAGER16_FILE = "eager16_h200.csv"
 H2F_CLASSES = {
     "torch_softmax_h2f.warp": "torch_softmax.warp",
     "torch_softmax_h2f.block": "torch_softmax.block",
+    "torch_softmax_h2f.block_global": "torch_softmax.block",
 }
 #: Round 2's measurements (check.ROUNDS) that the fp16 softmax's eta uses: the fp16 eager chain,
 #: non-causal (these rows count as calibration in the table, in_fit, no longer as validation).
@@ -640,6 +651,15 @@ def fit_causal_softmax(classes: dict[str, dict[str, Any]]) -> None:
     )
 
 
+def fit_broadcast_mask(classes: dict[str, dict[str, Any]]) -> None:
+    """The eager attention's broadcast mask add (library._broadcast_mask_add), never profiled: ATen's
+    legacy elementwise kernel, the template SDPA math's ``where`` runs, so its instructions per element
+    and eta are where's (Nsight Compute, the energy run)."""
+    src = classes["torch_where"]
+    classes["torch_ew_legacy"] = {k: v for k, v in src.items() if k in ("el", "ffma_el", "eta")}
+    classes["torch_ew_legacy"]["from"] = "torch_where"
+
+
 def inputs() -> list[dict[str, str]]:
     names = (
         *NCU_FILES,
@@ -648,6 +668,7 @@ def inputs() -> list[dict[str, str]]:
         SIDE_BY_SIDE_CAUSAL,
         EAGER16_FILE,
         ROUND2_FILE,
+        FA3_FILE,
         "ceilings_h200.json",
         "energy_calibration_h200.csv",
         "cost_units_h200.csv",
@@ -670,6 +691,7 @@ def fit() -> dict:
     classes = fit_instructions(obs)
     fit_eager_softmax(classes)
     fit_eta(obs, classes)
+    fit_broadcast_mask(classes)
     fit_block_latency(obs, classes)
     fit_naive_tc_d128(classes)
     fit_causal_softmax(classes)

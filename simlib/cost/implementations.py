@@ -15,7 +15,7 @@ from ..workload import Workload
 from .calibration import Calibration
 from .library import cupy_naive, eager_16bit, fa2_tc_v4, fa2_tc_v5, torch_flash, torch_math
 from .numba_fp32 import numba_fast, numba_naive, numba_tiled
-from .tensor_core import fa2_tc, naive_tc
+from .tensor_core import fa2_tc, fa3_tc, naive_tc
 from .work import Launch
 
 
@@ -88,6 +88,14 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             ("bf16", "fp16"),
             True,
             fa2_tc_v5,
+        ),
+        Implementation(
+            "fa3_tc",
+            "numba: FlashAttention on Hopper's wgmma (two consumer warpgroups of 64 rows, the 128-byte swizzle; "
+            "d = 128 with FA3's intra-warpgroup pipeline); calibrated on its committed non-causal timings",
+            ("bf16", "fp16"),
+            True,
+            fa3_tc,
         ),
         Implementation(
             "torch_flash",

@@ -35,8 +35,7 @@ from ..hardware import load_preset
 from ..tiling import ceil_div
 from ..workload import Workload
 from .calibration import Calibration
-from .common import MMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
-from .schedule import causal_cta_work
+from .common import MMA_REGISTER_BYTES, basis, flash_launch, kv_dram, resident_blocks, visited
 from .softmax_trips import WARP_SOFTMAX_MAX, softmax_fill
 from .work import Launch, Work
 
@@ -103,17 +102,17 @@ def fa2_layout(
         instructions=cal.instructions(src, b),
     )
     return [
-        Launch(
+        flash_launch(
             name,
             klass,
             work,
-            blocks=bh * tr,
+            w,
+            tiles=(br, bc),
             threads=threads,
             registers=registers,
             shared_bytes=shared,
-            serial=("tensor", "mufu"),
-            cta_work=causal_cta_work(w, br, bc, heavy_first=heavy_first) if w.causal else (),
-            detail={"basis": b, "dram": note, "tiles": (br, bc), "occupancy": f"{resident} blocks ({limit})"},
+            heavy_first=heavy_first,
+            detail={"basis": b, "dram": note, "occupancy": f"{resident} blocks ({limit})"},
         )
     ]
 
@@ -207,12 +206,14 @@ def _elementwise(
     cal: Calibration,
     mufu: float = 0.0,
     trip_fill: float = 1.0,
+    global_path: str = "ld.v4",
+    l2_reads: int = 1,
 ) -> Launch:
     b = {"el": elements / 32}
     work = Work(
         dram_bytes=read + written,
-        l2_bytes=read + written,
-        global_path="ld.v4",
+        l2_bytes=l2_reads * read + written,
+        global_path=global_path,
         mufu=mufu,
         ffma=cal.ffma_per_element(klass) * elements,
         instructions=cal.instructions(klass, b),
@@ -239,15 +240,44 @@ def _softmax_class(nk: int) -> str:
     return "torch_softmax.warp" if nk <= WARP_SOFTMAX_MAX else "torch_softmax.block"
 
 
+#: The half-to-float block softmax's vector width: ILP = sizeof(float4) / sizeof(half) = 8 (SoftMax.cu).
+H2F_ILP = 8
+
+
 def _eager_softmax_class(w: Workload) -> str:
     """``softmax(x, dtype=float32)`` of 16-bit scores (aten/src/ATen/native/SoftMax.cpp, ``softmax``):
     fp16 on CUDA takes the fused half-to-float kernel (``_softmax(x, dim, half_to_float=True)``), the
-    warp kernel up to 1024 columns and the block kernel above; bf16 is converted to fp32 first
+    warp kernel up to 1024 columns and the block kernel above, which (SoftMax.cu, host_softmax's
+    half_to_float branch) keeps the row in shared memory (``cunn_SoftMaxForwardSmem``) only when
+    ``can_use_smem``: N_k % ILP == 0 (and 16-byte aligned pointers); otherwise ``cunn_SoftMaxForward``
+    reads the row from global memory in each of its three passes (max, sum of exp, write), a class of
+    its own ("block_global", 3 reads of S through the L2); bf16 is converted to fp32 first
     (``x.toType(float)``, its own elementwise launch) and then runs the fp32 softmax: two kernels,
     timed together as one launch in the calibration run (eager_bf16_h200.csv)."""
     if w.dtype == "fp16":
-        return "torch_softmax_h2f." + ("warp" if w.nk <= WARP_SOFTMAX_MAX else "block")
+        if w.nk <= WARP_SOFTMAX_MAX:
+            return "torch_softmax_h2f.warp"
+        return "torch_softmax_h2f." + ("block" if w.nk % H2F_ILP == 0 else "block_global")
     return "torch_softmax_to_fp32"
+
+
+#: The class of PyTorch's non-vectorized elementwise kernel (``elementwise_kernel<128, unroll>``), whose
+#: instructions per element and eta Nsight Compute measured on SDPA math's ``where`` (torch_math).
+LEGACY_ELEMENTWISE = "torch_ew_legacy"
+
+
+def _broadcast_mask_add(w: Workload, el: float, cal: Calibration) -> Launch:
+    """``attn_weights + causal_mask`` with the mask (1, 1, N_q, N_k): its B and H strides are 0, so the
+    TensorIterator is not contiguous and ATen's ``gpu_kernel_impl_nocast`` (aten/src/ATen/native/cuda/
+    CUDALoops.cuh) skips ``launch_vectorized_kernel`` for ``launch_legacy_kernel<128, 4>``: per element an
+    ``OffsetCalculator::get`` (an integer divmod per collapsed dimension), scalar 2-byte loads of S and
+    the mask and a scalar store. The same template runs SDPA math's ``where`` (elementwise_kernel<128, 2>
+    in the energy run's profile), whose instructions per element and eta the class takes
+    (fit.fit_instructions: ``from``); eta is then refitted on the committed causal eager timings
+    (fit.fit_broadcast_mask). Bytes: S read and written, the mask read once per head (L2-resident)."""
+    return _elementwise(
+        "mask", LEGACY_ELEMENTWISE, 2 * el + 2.0 * w.nq * w.nk, 2 * el, el, cal, global_path="ld"
+    )
 
 
 def eager_16bit(w: Workload, cal: Calibration) -> list[Launch]:
@@ -264,10 +294,12 @@ def eager_16bit(w: Workload, cal: Calibration) -> list[Launch]:
         _elementwise("scale", "torch_ew", 2 * el, 2 * el, el, cal),
     ]
     if w.causal:  # attn_weights + causal_mask: a (1, 1, N_q, N_k) 16-bit mask, broadcast (L2-resident)
-        out.append(_elementwise("mask", "torch_ew", 2 * el + 2.0 * nq * nk, 2 * el, el, cal))
+        out.append(_broadcast_mask_add(w, el, cal))
+    soft = _eager_softmax_class(w)
+    passes = 3 if soft.endswith("block_global") else 1
     out += [
         _elementwise(
-            "softmax", _eager_softmax_class(w), 2 * el, 4 * el, el, cal, mufu=el, trip_fill=softmax_fill(nk)
+            "softmax", soft, 2 * el, 4 * el, el, cal, mufu=el, trip_fill=softmax_fill(nk), l2_reads=passes
         ),
         _elementwise("cast", "torch_ew", 4 * el, 2 * el, el, cal),
         _gemm(

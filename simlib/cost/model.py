@@ -117,7 +117,7 @@ def unit_times(launch: Launch, hw: CostHardware) -> dict[str, float]:
         "shared": w.shared_wavefronts / r["shared_wavefronts"],
         "issue": w.instructions / r["issue"],
         "ffma": w.ffma / r["ffma"],
-        "tensor": w.tensor_flops / r["tensor_flops"],
+        "tensor": w.tensor_flops / r["wgmma_flops" if w.tensor_unit == "wgmma" else "tensor_flops"],
         "mufu": w.mufu / r["mufu"],
         "gemm": w.gemm_flops / r[w.gemm_unit] if w.gemm_flops else 0.0,
     }
@@ -164,8 +164,24 @@ def waves(launch: Launch, hw: CostHardware) -> tuple[float, float]:
 
 
 @functools.lru_cache(maxsize=256)
-def _launch_q(work: tuple[float, ...], sms: int, resident: int, shared: bool) -> float:
-    return launch_q(work, sms, resident, shared)
+def _launch_q(work: tuple[float, ...], sms: int, resident: int, shared: bool, fixed: float = 0.0) -> float:
+    return launch_q(work, sms, resident, shared, fixed)
+
+
+def unequal_block_time(launch: Launch, hw: CostHardware, roof_eta_s: float, t_block: float) -> float | None:
+    """Under a causal mask (`Launch.cta_work` unequal): the seconds the blocks' fixed costs add, each
+    CTA's t_block inside the list schedule (a light CTA pays it too, and a slot that runs many light
+    CTAs pays it many times), rather than once per generation of resident blocks; None otherwise.
+    `roof_eta_s`: the launch's roof time over eta (its work spread evenly over the SMs)."""
+    work = launch.cta_work
+    if not work or min(work) == max(work) or not t_block or not roof_eta_s:
+        return None
+    per_sm = resident_blocks(launch.threads, launch.registers, launch.shared_bytes, 1)[0]
+    shared = per_sm * -(-launch.threads // WARP) > LATENCY_WARPS
+    unit_s = roof_eta_s / (sum(work) / hw.sms)  # seconds per unit of work on one SM
+    with_fixed = _launch_q(work, hw.sms, per_sm, shared, t_block / unit_s)
+    without = _launch_q(work, hw.sms, per_sm, shared)
+    return (with_fixed - without) * roof_eta_s
 
 
 def energy_terms(launch: Launch, hw: CostHardware, time_s: float) -> dict[str, float]:
@@ -202,7 +218,11 @@ def launch_cost(launch: Launch, hw: CostHardware, cal: Calibration) -> LaunchCos
     roof_s, bound, margin = roof(launch, unit_s)
     n, q = waves(launch, hw)
     eta = cal.eta(launch.klass)
-    block_s = math.ceil(n) * cal.block_latency(launch.klass) if n else 0.0
+    t_block = cal.block_latency(launch.klass)
+    block_s = math.ceil(n) * t_block if n else 0.0
+    causal_s = unequal_block_time(launch, hw, roof_s / (eta * launch.trip_fill), t_block)
+    if causal_s is not None:
+        block_s = causal_s
     time_s = hw.rate["launch_s"] + roof_s * q / (eta * launch.trip_fill) + block_s
     return LaunchCost(
         launch, unit_s, roof_s, bound, margin, n, q, eta, block_s, time_s, energy_terms(launch, hw, time_s)

@@ -50,8 +50,11 @@ def equal_work_q(blocks: int, sms: int, resident: int, shared: bool) -> float:
     return total / (blocks / sms)
 
 
-def makespan(work: Sequence[float], sms: int, resident: int, shared: bool) -> float:
-    """The time until the last CTA of `work` (in launch order, in SM-full-rate units) finishes."""
+def makespan(work: Sequence[float], sms: int, resident: int, shared: bool, fixed: float = 0.0) -> float:
+    """The time until the last CTA of `work` (in launch order, in SM-full-rate units) finishes.
+    `fixed`: each CTA's fixed latency (its Q load, pipeline fill and epilogue, in the same time units),
+    which holds its slot without using the SM's units (under processor sharing it is added to the
+    CTA's work, an upper bound)."""
     if resident < 1 or sms < 1:
         raise ValueError(f"sms and resident must be at least 1, got {sms}, {resident}")
     if not shared:  # every slot a machine of rate 1/resident: greedy list scheduling on sms·resident
@@ -60,11 +63,11 @@ def makespan(work: Sequence[float], sms: int, resident: int, shared: bool) -> fl
         end = 0.0
         for x in work:
             t, j, s = heapq.heappop(free)
-            done = t + x * resident
+            done = t + x * resident + fixed
             end = max(end, done)
             heapq.heappush(free, (done, j, s))
         return end
-    return _processor_sharing(np.asarray(work, dtype=float), sms, resident)
+    return _processor_sharing(np.asarray(work, dtype=float) + fixed, sms, resident)
 
 
 def _processor_sharing(work: np.ndarray, sms: int, resident: int) -> float:
@@ -91,10 +94,11 @@ def _processor_sharing(work: np.ndarray, sms: int, resident: int) -> float:
         rem[busy & (rem <= 1e-12 * max(1.0, dt))] = np.inf
 
 
-def launch_q(work: Sequence[float], sms: int, resident: int, shared: bool) -> float:
-    """q = makespan / (Σ work / SMs) of CTAs of the given relative works."""
+def launch_q(work: Sequence[float], sms: int, resident: int, shared: bool, fixed: float = 0.0) -> float:
+    """q = makespan / (Σ work / SMs) of CTAs of the given relative works (and fixed latency each, in
+    units of the works)."""
     total = float(sum(work))
-    return makespan(work, sms, resident, shared) / (total / sms)
+    return makespan(work, sms, resident, shared, fixed) / (total / sms)
 
 
 def causal_cta_work(

@@ -31,7 +31,7 @@ from ..physical.naive_tc_model import naive_tc_launch
 from ..tiling import ceil_div
 from ..workload import Workload
 from .calibration import Calibration
-from .common import MMA_REGISTER_BYTES, basis, kv_dram, resident_blocks, visited
+from .common import MMA_REGISTER_BYTES, basis, flash_launch, kv_dram, resident_blocks, visited
 from .schedule import causal_cta_work
 from .work import Grid, Launch, Work
 
@@ -166,3 +166,92 @@ def naive_tc(
         )
         out.append(geometry.launch(name, klass, work, registers=regs, detail={"basis": b}))
     return out
+
+
+#: fa3_tc's default builds (gpu_kernels/kernels/fa3_tc.py, default_config; simlib/schedules/fa3_tc.py):
+#: G = 2 consumer warpgroups of 64 query rows (Br = 128, 256 threads), the 128-byte swizzle (no padding),
+#: d = 64: Bc = 64 without the pipeline, 4 K/V tiles in shared memory; d = 128: Bc = 128 with FA3's
+#: intra-warpgroup pipeline, 5 tiles (V triple-buffered) and one thrown-away S per Q block. Registers
+#: (ptxas 13.0 -v, sm_90a, bf16; non-causal, causal): 98, 98 at d = 64; 246, 247 at d = 128.
+#: Instructions per warp per K/V visit, from the SASS (nvdisasm 13.0 of those cubins): the main loop's
+#: body less the mask code an unmasked tile branches over: d = 64 483 − 100 = 383 (8 HGMMA, 34 MUFU,
+#: 4 LDGSTS), d = 128 (unrolled by two) (1838 − 2·193)/2 = 726 (16 HGMMA, 66 MUFU, 16 LDGSTS). A warp
+#: holds 16 rows × Bc scores of the warpgroup's 64 × Bc accumulator: per 32 scores 383/32 and 726/64.
+#: (Bc, K/V tiles, overlap, registers, causal registers, warp instructions per visit)
+FA3_TC = {64: (64, 4, False, 98, 98, 383), 128: (128, 5, True, 246, 247, 726)}
+FA3_WARPGROUPS, FA3_GROUP_ROWS = 2, 64
+#: the kernel's causal launch order: grid (Tr, B·H), Q blocks in index order (commit c7d1c99); True when
+#: it launches heaviest first (grid (B·H, Tr), as fa2_tc version 5)
+FA3_TC_HEAVY_FIRST = False
+
+
+def fa3_tc(w: Workload, cal: Calibration) -> list[Launch]:
+    """fa3_tc, Hopper's wgmma FlashAttention (gpu_kernels/kernels/fa3_tc.py): per Q block of Br = 128
+    rows, per visited K/V tile S = Q K_jᵀ by d/16 wgmma m64nBck16 with both operands in shared memory,
+    the online softmax on the accumulator in registers (one exp2 per score, one rescale per row and
+    tile), O += P V_j by Bc/16 wgmma with P from registers and V from shared memory. The products run
+    at the wgmma rate (rates: wgmma_flops), in turn with the exponentials (serial, as fa2_tc: no
+    ping-pong of the two warpgroups). Shared memory: each warpgroup's wgmma read their operands once,
+    (64 + Bc)·d elements for S and Bc·d for P V per tile, and the cp.async copies write 2·Bc·d per tile
+    (swizzled: conflict-free, one wavefront per 128 bytes). DRAM: fa2_tc's, K/V re-reads by the wave rule.
+    Instructions from the default builds' SASS (FA3_TC); eta and t_block fitted on the committed
+    non-causal timings (fit.fit_block_latency, fa3_tc_speed.csv)."""
+    if w.dtype not in ("fp16", "bf16") or w.head_dim not in FA3_TC:
+        raise ValueError(f"fa3_tc runs fp16/bf16 at head_dim 64 or 128, got {w.dtype}, d = {w.head_dim}")
+    hw = load_preset("h200")
+    bh, nq, nk, d = w.batch_heads, w.nq, w.nk, w.head_dim
+    bc, tiles, overlap, regs, regs_causal, per_visit = FA3_TC[d]
+    g = FA3_WARPGROUPS
+    br = FA3_GROUP_ROWS * g
+    threads = 128 * g
+    shared = (br + tiles * bc) * d * ELEMENT
+    registers = regs_causal if w.causal else regs
+    resident, limit = resident_blocks(threads, registers, shared, hw.sm_count)
+    tr = ceil_div(nq, br)
+    seen, kv_rows = visited(w, br, bc)
+    el = bh * seen
+    visits = el / (br * bc)  # K/V tiles visited, all Q blocks
+    kv_head = 2 * nk * d * ELEMENT
+    wave_q = min(resident, tr * bh) * br * d * ELEMENT
+    kv, note = kv_dram(w, tr, resident, kv_head, 2 * wave_q, hw.level("L2").capacity_bytes)
+    if w.causal:
+        kv = bh * kv_head + (kv - bh * kv_head) * seen / (nq * nk)
+    extra_s = bh * tr * 2.0 * br * bc * d if overlap else 0.0  # the pipeline's last S, thrown away
+    flops = 4.0 * d * el + extra_s
+    per_tile_bytes = (g * ((FA3_GROUP_ROWS + bc) * d + bc * d) + 2 * bc * d) * ELEMENT
+    extra_bytes = bh * tr * g * (FA3_GROUP_ROWS + bc) * d * ELEMENT if overlap else 0.0
+    wavefronts = (visits * per_tile_bytes + extra_bytes) / 128
+    copies = visits * 2 * bc * d * ELEMENT / 16 / 32  # LDGSTS.128 warp instructions
+    warps_per_visit = threads // 32
+    work = Work(
+        dram_bytes=float(bh * nq * d * ELEMENT + kv + bh * nq * (d * ELEMENT + 4)),
+        l2_bytes=float(bh * (2 * nq * d + 2 * kv_rows * d) * ELEMENT + bh * nq * 4),
+        global_path="cp.async",
+        shared_wavefronts=wavefronts,
+        shared_instructions=copies,
+        register_bytes=0.0,  # the B operands (and S's A) come from shared memory: counted there
+        tensor_flops=flops,
+        tensor_unit="wgmma",
+        tensor_flops_per_instruction=512.0 * bc if d == 64 else 512.0 * 128,
+        ffma=cal.ffma_per_element(f"fa3_tc.d{d}") * el,
+        mufu=float(el + bh * tr * br * ceil_div(nk, bc)),
+        instructions=float(visits * warps_per_visit * per_visit),
+    )
+    return [
+        flash_launch(
+            "fa3_tc",
+            f"fa3_tc.d{d}",
+            work,
+            w,
+            tiles=(br, bc),
+            threads=threads,
+            registers=registers,
+            shared_bytes=shared,
+            heavy_first=FA3_TC_HEAVY_FIRST,
+            detail={
+                "basis": basis(el, d),
+                "dram": note,
+                "occupancy": f"{resident} blocks resident ({limit})",
+            },
+        )
+    ]

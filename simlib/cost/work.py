@@ -18,7 +18,9 @@ shared_wavefronts         shared-memory wavefronts (one 128-byte bank cycle each
 shared_instructions       warp-level shared-memory instructions (LDS, STS, LDSM)
 register_bytes            operand bytes the FMA and MMA units read from the register file (reported;
                           their energy is inside the per-FLOP figures, measured with register operands)
-tensor_flops              FLOPs on the tensor cores through mma.sync (m16n8k16)
+tensor_flops              FLOPs on the tensor cores: through mma.sync (m16n8k16), or with
+tensor_unit "wgmma"       Hopper's warpgroup MMA (wgmma.mma_async, operands from shared memory),
+                          at its own rate; tensor_flops_per_instruction: FLOPs per warp instruction
 gemm_flops, gemm_unit     FLOPs of a library GEMM (cuBLAS), priced as a whole GEMM ("gemm16", "sgemm")
 ffma                      thread-level FFMA instructions (2 FLOPs each)
 mufu                      thread-level special-function operations (exp2: one per score, and the
@@ -52,6 +54,8 @@ class Work:
     shared_instructions: float = 0.0
     register_bytes: float = 0.0
     tensor_flops: float = 0.0
+    tensor_unit: str = "mma"
+    tensor_flops_per_instruction: float = 4096.0
     gemm_flops: float = 0.0
     gemm_unit: str = ""
     ffma: float = 0.0
@@ -68,12 +72,13 @@ class Work:
 
     @property
     def tensor_instructions(self) -> float:
-        """mma.sync m16n8k16: 2·16·8·16 = 4096 FLOPs per warp instruction."""
-        return self.tensor_flops / 4096
+        """mma.sync m16n8k16: 2·16·8·16 = 4096 FLOPs per warp instruction (a wgmma m64nNk16: each of
+        the warpgroup's 4 warps issues it, 2·64·N·16 / 4 = 512·N FLOPs per warp instruction)."""
+        return self.tensor_flops / self.tensor_flops_per_instruction
 
     def scaled(self, factor: float) -> Work:
         """Every count × `factor` (a fraction of the launch, e.g. the tiles a causal mask keeps)."""
-        keep = {"global_path", "gemm_unit"}
+        keep = {"global_path", "gemm_unit", "tensor_unit", "tensor_flops_per_instruction"}
         return replace(
             self, **{f.name: getattr(self, f.name) * factor for f in fields(self) if f.name not in keep}
         )
