@@ -26,8 +26,12 @@ TC_PROFILE_CSV = CURRENT / "profile_h200_tc.csv"
 TC_OUT_CSV = CURRENT / "model_vs_ncu_h200_tc.csv"
 TOLERANCE = 0.05
 TARGET_METRICS = (K.DRAM_READ, K.L1_LD)
-#: The tensor-core kernels' targets add the shared-memory load wavefronts (ldmatrix included).
-TC_KERNELS = ("fa2_tc", "naive_tc")
+#: Hopper's fa3_tc (bf16, profiled at its own shapes, causal and ragged N among them) and its table.
+FA3_PROFILE_CSV = CURRENT / "profile_h200_fa3.csv"
+FA3_OUT_CSV = CURRENT / "model_vs_ncu_h200_fa3.csv"
+#: The tensor-core kernels' targets add the shared-memory load wavefronts (ldmatrix included; 0
+#: for fa3_tc, whose wgmma read shared memory without the LSU).
+TC_KERNELS = ("fa2_tc", "naive_tc", "fa3_tc")
 TARGET_MIN_N = 4096
 COLUMNS = MODEL_VS_NCU.columns  # measurements.schemas: the one definition, the readers check it
 
@@ -116,6 +120,7 @@ def compare(profile_csv=PROFILE_CSV, hardware_key=DEFAULT_GPU):
             batch=int(batch),
             heads=int(heads),
             dtype=mapping.get("dtype", "fp32"),
+            causal=bool(mapping.get("causal", 0)),
         )
         predicted = K.predict(
             kernel,
@@ -125,7 +130,7 @@ def compare(profile_csv=PROFILE_CSV, hardware_key=DEFAULT_GPU):
             hardware,
             registers=None if registers is None else int(registers),
         )
-        for metric in K.METRICS:
+        for metric in predicted:  # METRICS, and a kernel's own counters (fa3_tc's instructions)
             if metric not in measured:
                 continue
             model, value = float(predicted[metric]), measured[metric]

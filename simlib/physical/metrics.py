@@ -18,6 +18,19 @@ WARPS_ACTIVE = "sm__warps_active.avg.pct_of_peak_sustained_active"
 DURATION = "gpu__time_duration.sum"
 L2_FABRIC = "lts__t_sectors_srcunit_ltcfabric.sum"
 
+#: Instruction counters fa3_tc's model predicts beside METRICS (fa3_tc_model.py): the wgmma (warp
+#: instructions of the tensor pipe's GMMA path, four per wgmma of a warpgroup), the cp.async copies
+#: (LDGSTS, two spellings across ncu versions) and the LSU's shared-memory instructions (none).
+GMMA_INSTRUCTIONS = "sm__inst_executed_pipe_tensor_op_gmma.sum"
+LDGSTS_INSTRUCTIONS = ("smsp__inst_executed_op_ldgsts.sum", "smsp__sass_inst_executed_op_ldgsts.sum")
+SHARED_LD_INSTRUCTIONS = "smsp__inst_executed_op_shared_ld.sum"
+SHARED_ST_INSTRUCTIONS = "smsp__inst_executed_op_shared_st.sum"
+#: Counters that may see the wgmma's shared-memory reads (recorded for fa3_tc, unit unknown before
+#: the profile: docs/L2_INVESTIGATION.md, "fa3_tc", says what they measured).
+SHARED_BANK_READS = "l1tex__data_bank_reads.sum"
+SHARED_BANK_WRITES = "l1tex__data_bank_writes.sum"
+SHARED_LSU_ALL = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+
 #: What `predict` returns for each launch.
 METRICS = (DRAM_READ, DRAM_WRITE, L2_READ, L2_WRITE, L1_LD, L1_ST, SHARED_LD, SHARED_ST)
 #: What `python -m gpu_kernels profile` asks ncu for: the predicted metrics, the registers the
