@@ -14,10 +14,12 @@ SHAPES="4096x64:b1h16,4096x64:b1h16:causal,4500x64:b1h16,4096x128:b1h16:causal,8
 NCU=$(python3 -c "from gpu_kernels.measure.ncu import find_ncu; print(find_ncu() or '')")
 [ -n "$NCU" ] || { echo "no ncu"; exit 1; }
 # Counters that might see the wgmma's shared-memory reads and the instruction counts the model
-# predicts; only those the GH100 knows are asked for (an unknown name stops ncu).
+# predicts; only those the GH100 knows are asked for (an unknown name stops ncu). The last two (the
+# HGMMA's own shared wavefronts and bytes) were added after run fa3phys-ncu-20261202 listed them.
 CANDIDATES="sm__inst_executed_pipe_tensor_op_gmma smsp__inst_executed_op_ldgsts smsp__sass_inst_executed_op_ldgsts
 smsp__inst_executed_op_shared_ld smsp__inst_executed_op_shared_st l1tex__data_bank_reads l1tex__data_bank_writes
-l1tex__data_pipe_lsu_wavefronts_mem_shared"
+l1tex__data_pipe_lsu_wavefronts_mem_shared l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma
+sm__sass_data_bytes_mem_shared_op_gmma"
 { "$NCU" --version; "$NCU" --query-metrics --chip gh100; } > /tmp/ncu_query.txt 2>&1
 EXTRA=""
 for m in $CANDIDATES; do

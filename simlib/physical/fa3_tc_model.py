@@ -32,6 +32,13 @@ Hopper changes is how the tensor cores read shared memory:
   ``LDGSTS_INSTRUCTIONS`` (cp.async warp instructions) are predicted too; which shared-memory
   counter sees the wgmma reads, and in what unit, is what docs/L2_INVESTIGATION.md ("fa3_tc")
   reads off the profile.
+* the data banks (l1tex__data_bank_reads / _writes, 4-byte words): what the profile
+  (run fa3phys-ncu-20261202, docs/L2_INVESTIGATION.md) showed the wgmma reads land in. Reads: the
+  wgmma bytes / 4 (the unit was the open question before the run: 4-byte words or 128-byte
+  wavefronts; ncu is 1.2-4.6 % above, unexplained). Writes, a rule read off that profile (so not a
+  prediction made before it, and exact there at all five shapes): 4 words per lane of every cp.async,
+  zero-filled ones included, plus one per 2-byte O element and per L value stored: the global stores
+  pass through the L1's data banks too.
 * L2: every L1 sector is an L2 request, times the partition factor (launches.py, rule 2).
 * DRAM: Q, K, V once each (their footprint) plus the re-reads that miss L2 in the wave picture
   (waves.py, as the fp32 tiled kernel, same grid order): blocks run `resident` at a time
@@ -65,6 +72,8 @@ from .waves import head_rereads, waves
 
 WARPS_PER_GROUP = 4
 LSE_BYTES = 4  # L is fp32
+BANK_WORD = 4  # bytes of one shared-memory data-bank access
+CHUNK_WORDS = 16 // BANK_WORD  # bank words one lane's cp.async writes (zero-filled ones too)
 
 
 def q_blocks(workload, br, bc):
@@ -165,5 +174,8 @@ def fa3_tc_launch(
         "ldgsts_instructions": t.instructions["global_ld"],
         "wgmma_shared_read_bytes": smem_read,
         "l1_ld_sectors_if_zero_fill_reads": t.units["global_ld"] + zero_fill_extra,
+        # the data banks (4-byte words; rules read off run fa3phys-ncu-20261202, see the docstring)
+        "bank_reads": smem_read // BANK_WORD,
+        "bank_writes": t.instructions["global_ld"] * 32 * CHUNK_WORDS + bh * nq * (d + 1),
     }
     return t, q_bytes + kv_dram, written, info

@@ -55,6 +55,8 @@ from .metrics import (
     L2_WRITE,
     LDGSTS_INSTRUCTIONS,
     METRICS,
+    SHARED_BANK_READS,
+    SHARED_BANK_WRITES,
     SHARED_LD,
     SHARED_LD_INSTRUCTIONS,
     SHARED_ST,
@@ -185,6 +187,8 @@ def predict(kernel, launch, workload, mapping, hardware, registers=None, details
         for name in LDGSTS_INSTRUCTIONS:
             out[name] = info["ldgsts_instructions"]
         out[SHARED_LD_INSTRUCTIONS] = out[SHARED_ST_INSTRUCTIONS] = 0
+        out[SHARED_BANK_READS] = info["bank_reads"]
+        out[SHARED_BANK_WRITES] = info["bank_writes"]
     if details:
         out.update({f"model:{k}": v for k, v in info.items()})
         out.update({f"model:local_{op}_sectors": u[f"local_{op}"] for op in ("ld", "st")})
