@@ -29,6 +29,12 @@ TARGET_METRICS = (K.DRAM_READ, K.L1_LD)
 #: Hopper's fa3_tc (bf16, profiled at its own shapes, causal and ragged N among them) and its table.
 FA3_PROFILE_CSV = CURRENT / "profile_h200_fa3.csv"
 FA3_OUT_CSV = CURRENT / "model_vs_ncu_h200_fa3.csv"
+#: `python -m evidence model-vs-ncu --table NAME`: (profile, table) of each committed pair.
+TABLES = {
+    "fp32": (PROFILE_CSV, OUT_CSV),
+    "tc": (TC_PROFILE_CSV, TC_OUT_CSV),
+    "fa3": (FA3_PROFILE_CSV, FA3_OUT_CSV),
+}
 #: The tensor-core kernels' targets add the shared-memory load wavefronts (ldmatrix included).
 TC_KERNELS = ("fa2_tc", "naive_tc")
 #: fa3_tc issues no LSU shared-memory load (its wgmma read through descriptors, ncu: 0 wavefronts
