@@ -45,11 +45,17 @@ def build_parser() -> Parser:
     p_claims.add_argument("--json", action="store_true", help="every field of every claim as JSON")
     m = sub.add_parser("model-vs-ncu", help="the physical model next to a recorded profile (CPU)")
     m.add_argument(
-        "--profile", default=None, help="profile CSV (default: data/measurements/current/profile_h200.csv)"
+        "--table",
+        choices=sorted(model_vs_ncu.TABLES),
+        default="fp32",
+        help="which committed profile and table: fp32 (profile_h200.csv), tc (fa2_tc, naive_tc), fa3 (fa3_tc)",
     )
     m.add_argument(
-        "--out", default=None, help="output CSV (default: data/measurements/current/model_vs_ncu_h200.csv)"
+        "--profile",
+        default=None,
+        help="profile CSV (default: the --table's, under data/measurements/current/)",
     )
+    m.add_argument("--out", default=None, help="output CSV (default: the --table's model_vs_ncu_h200*.csv)")
     return parser
 
 
@@ -63,8 +69,9 @@ def run_claims(args: argparse.Namespace) -> None:
 
 def run_model_vs_ncu(args: argparse.Namespace) -> None:
     """The physical model next to the profile, written with a sidecar naming the profile's run and sha256."""
-    profile = args.profile or str(model_vs_ncu.PROFILE_CSV)
-    out = args.out or str(model_vs_ncu.OUT_CSV)
+    default_profile, default_out = model_vs_ncu.TABLES[args.table]
+    profile = args.profile or str(default_profile)
+    out = args.out or str(default_out)
     check_destination(out, "--out", inputs={"--profile": profile})
     if not os.path.isfile(profile):
         raise ValueError(f"--profile: {profile!r} is not a file")

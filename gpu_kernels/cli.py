@@ -44,6 +44,21 @@ _positive_float = float_type("value", above=0)
 _int_list = int_type("value", MAX_SEQ_LEN, many=True)
 
 
+def _shape_list(text):
+    """--shapes: profile_driver's items, checked here (before numba is imported)."""
+    import argparse
+
+    from .measure.profile_driver import parse_shape
+
+    items = [item for item in text.split(",") if item.strip()]
+    try:
+        for item in items:
+            parse_shape(item, 1, 1)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return items
+
+
 def _add_out(p, default_tag=DEFAULT_GPU):
     p.add_argument("--out", required=True, help="folder for the files (e.g. $OUT on the device machine)")
     p.add_argument(
@@ -200,7 +215,19 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--head-dims", type=_int_list, default=[64, 128])
     f.add_argument("--batch", type=_positive_int, default=1)
     f.add_argument("--heads", type=_positive_int, default=4)
-    f.add_argument("--kernels", default="naive,tiled", help="from naive, tiled, fa2_tc, naive_tc (bf16)")
+    f.add_argument(
+        "--kernels", default="naive,tiled", help="from naive, tiled, fa2_tc, naive_tc, fa3_tc (bf16)"
+    )
+    f.add_argument(
+        "--shapes",
+        type=_shape_list,
+        default=None,
+        help="NxD[:bBhH][:causal],... instead of --seq-lens x --head-dims (causal: fa3_tc)",
+    )
+    f.add_argument("--extra-metrics", default="", help="more ncu metrics to record, comma-separated")
+    f.add_argument(
+        "--no-counted", action="store_true", help="leave out the counting build's rows (no second compile)"
+    )
     f.add_argument("--ncu", default=None, help="path of ncu (default: found on PATH or under /opt/nvidia)")
     f.add_argument("--timeout-s", type=_positive_float, default=240.0, help="per ncu process")
 

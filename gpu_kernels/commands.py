@@ -488,7 +488,7 @@ def cmd_launch(args) -> int:
 
 
 def cmd_profile(args) -> int:
-    kernels = _name_list(args.kernels, ("naive", "tiled", "fa2_tc", "naive_tc"), "--kernels")
+    kernels = _name_list(args.kernels, ("naive", "tiled", "fa2_tc", "naive_tc", "fa3_tc"), "--kernels")
     _prepare_out(args)
     require_gpu("profile")
     _make_out(args)
@@ -506,6 +506,9 @@ def cmd_profile(args) -> int:
             ncu=args.ncu,
             timeout_s=args.timeout_s,
             progress=not args.no_progress,
+            shapes=args.shapes,
+            extra_metrics=[m for m in args.extra_metrics.split(",") if m.strip()],
+            counted_build=not args.no_counted,
         )
     except RuntimeError as e:  # ncu missing or no counters (e.g. a sandbox without profiler access)
         sys.stderr.write(f"error: {e}\n")

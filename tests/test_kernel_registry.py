@@ -18,7 +18,7 @@ from gpu_kernels.prediction import prediction
 from simlib import DTYPE_BYTES, Workload, count
 from simlib.schedules import SCHEDULES
 
-NO_PHYSICAL_MODEL = {"fast", "decode_tc", "fa3_tc"}  # fa3_tc: no ncu profile yet (issue 22, item 2)
+NO_PHYSICAL_MODEL = {"fast", "decode_tc"}
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
@@ -31,7 +31,7 @@ def test_each_entry_matches_its_file_schedule_and_models(name):
     assert (k.config is not None) == k.sixteen_bit and (k.config is None or hasattr(module, k.config))
     assert k.twins is None or importlib.import_module(k.twins)
     # every kernel has a physical model (Nsight Compute's counters predicted) but these, which no ncu
-    # profile has measured yet: the register-tiled fp32 kernel, flash-decoding on tensor cores, fa3_tc
+    # profile has measured yet: the register-tiled fp32 kernel, flash-decoding on tensor cores
     assert name in NO_PHYSICAL_MODEL or k.physical_launches
     assert name not in NO_PHYSICAL_MODEL or not k.physical_launches  # a model added: drop it from the set
 

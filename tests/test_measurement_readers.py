@@ -151,6 +151,8 @@ def test_a_cuda_context_without_its_summary_names_the_file(tmp_path):
         ("profile_h200_tc.csv", schemas.PROFILE),
         ("model_vs_ncu_h200.csv", schemas.MODEL_VS_NCU),
         ("model_vs_ncu_h200_tc.csv", schemas.MODEL_VS_NCU),
+        ("profile_h200_fa3.csv", schemas.PROFILE),
+        ("model_vs_ncu_h200_fa3.csv", schemas.MODEL_VS_NCU),
         ("figure2_h200.csv", schemas.FIGURE2),
         ("figure2_h200_kernels.csv", schemas.FIGURE2_KERNELS),
         ("energy_attention_h200.csv", schemas.ENERGY_ATTENTION),

@@ -41,15 +41,18 @@ from .ncu import find_ncu
 
 METRICS = list(PROFILE_METRICS)
 SUMMABLE = [m for m in METRICS if m.endswith(".sum")]
-KERNEL_REGEX = "regex:fa2_forward|matmul_t|softmax_t|fa2_tc_|naive_tc_"
+KERNEL_REGEX = "regex:fa2_forward|matmul_t|softmax_t|fa2_tc_|naive_tc_|fa3_tc_"
 #: Bytes per element of each kernel's Q, K, V, O (the tensor-core kernels run bf16).
-ITEM = {"naive": 4, "tiled": 4, "fa2_tc": 2, "naive_tc": 2}
+ITEM = {"naive": 4, "tiled": 4, "fa2_tc": 2, "naive_tc": 2, "fa3_tc": 2}
+#: The kernels that write L (fp32 per row) beside O.
+WRITES_L = ("tiled", "fa2_tc", "fa3_tc")
 FIELDS = list(PROFILE.columns)  # measurements.schemas: the one definition, the readers check it
 
 
 def _launch_kind(name: str) -> str:
     for tc, kind in (
         ("fa2_tc_", "fa2_tc"),
+        ("fa3_tc_", "fa3_tc"),
         ("naive_tc_scores", "scores"),
         ("naive_tc_softmax", "softmax"),
         ("naive_tc_pv", "pv"),
@@ -67,19 +70,20 @@ def _launch_kind(name: str) -> str:
     return "?"
 
 
-def _counted(kernel, batch, heads, n, d):
+def _counted(kernel, batch, heads, n, d, causal=False):
     """Per-launch counters of the counting build for the same shape (on the GPU, not under ncu); a
     16-bit kernel in bf16."""
     from ..reference import random_qkv
 
     q, k, v = random_qkv(batch, heads, n, d)
     registered = KERNELS[kernel]
-    res = registered.run(q, k, v, count=True, **({"dtype": "bf16"} if registered.sixteen_bit else {}))
+    extra = {"dtype": "bf16"} if registered.sixteen_bit else {}
+    res = registered.run(q, k, v, count=True, **extra, **({"causal": True} if causal else {}))
     by_launch = getattr(res, "counts_by_launch", None)
     return by_launch if by_launch is not None else {registered.physical_launches[0]: res.counts}
 
 
-def _ncu_command(ncu, kernel, shapes, batch, heads, manifest, base_units=True):
+def _ncu_command(ncu, kernel, shapes, batch, heads, manifest, base_units=True, metrics=METRICS):
     cmd = [
         ncu,
         "--clock-control",
@@ -90,7 +94,7 @@ def _ncu_command(ncu, kernel, shapes, batch, heads, manifest, base_units=True):
         "--page",
         "details",
         "--metrics",
-        ",".join(METRICS),
+        ",".join(metrics),
         "--kernel-name",
         KERNEL_REGEX,
     ]
@@ -103,7 +107,7 @@ def _ncu_command(ncu, kernel, shapes, batch, heads, manifest, base_units=True):
         "--kernel",
         kernel,
         "--shapes",
-        ",".join(f"{n}x{d}" for n, d in shapes),
+        ",".join(shapes),
         "--batch",
         str(batch),
         "--heads",
@@ -126,8 +130,16 @@ def run_profile(
     ncu=None,
     timeout_s=240.0,
     progress=True,
+    shapes=None,
+    extra_metrics=(),
+    counted_build=True,
 ):
+    """Profile `kernels` at seq_lens × head_dims (batch, heads), or at `shapes` (the driver's
+    ``NxD[:bBhH][:causal]`` items) when given; `extra_metrics` are recorded beside PROFILE_METRICS;
+    `counted_build=False` leaves out the counting build's rows (it compiles and runs every shape again)."""
     from tqdm import tqdm
+
+    from .profile_driver import parse_shape
 
     ncu_path = find_ncu(ncu)
     log = {"ncu": ncu_path, "runs": []}
@@ -148,7 +160,10 @@ def run_profile(
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["NUMBA_ENABLE_CUDASIM"] = "0"
 
-    shapes = [(n, d) for n in seq_lens for d in head_dims]
+    shapes = list(shapes) if shapes else [f"{n}x{d}" for n in seq_lens for d in head_dims]
+    for item in shapes:  # a bad item fails here, before ncu starts
+        parse_shape(item, batch, heads)
+    metrics = METRICS + [m for m in extra_metrics if m not in METRICS]
     rows = []
     t_start = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -157,7 +172,7 @@ def run_profile(
             run = {"kernel": kernel}
             parsed, proc = [], None
             for base_units in (True, False):
-                cmd = _ncu_command(ncu_path, kernel, shapes, batch, heads, manifest, base_units)
+                cmd = _ncu_command(ncu_path, kernel, shapes, batch, heads, manifest, base_units, metrics)
                 run["command"] = " ".join(cmd)
                 t0 = time.monotonic()
                 try:
@@ -195,31 +210,36 @@ def run_profile(
                 if kind != exp["launch"]:
                     run["error"] = f"launch order mismatch: ncu {got['name']!r} vs expected {exp['launch']}"
                     break
-                per_shape.setdefault((exp["seq_len"], exp["head_dim"]), []).append((exp, got))
+                per_shape.setdefault(exp.get("case", (exp["seq_len"], exp["head_dim"])), []).append(
+                    (exp, got)
+                )
             if "error" in run:
                 continue
 
-            for (n, d), items in per_shape.items():
-                params = items[0][0]["params"]
+            for items in per_shape.values():
+                first = items[0][0]
+                n, d, cb, ch = first["seq_len"], first["head_dim"], first["batch"], first["heads"]
+                causal = bool(first["params"].get("causal", 0))
+                params = first["params"]
                 ptxt = ";".join(f"{k}={v}" for k, v in params.items())
                 base = {
                     "kernel": kernel,
-                    "batch": batch,
-                    "heads": heads,
+                    "batch": cb,
+                    "heads": ch,
                     "seq_len": n,
                     "head_dim": d,
                     "params": ptxt,
                 }
-                bh, item = batch * heads, ITEM[kernel]
+                bh, item = cb * ch, ITEM[kernel]
                 inter = 2 * bh * n * n * item if kernel in ("naive", "naive_tc") else 0
-                ws = bh * n * d * item * 4 + (bh * n * 4 if kernel in ("tiled", "fa2_tc") else 0) + inter
+                ws = bh * n * d * item * 4 + (bh * n * 4 if kernel in WRITES_L else 0) + inter
                 note = (
                     "working set fits in L2: DRAM counts measure first touches, not re-reads"
                     if ws <= l2
                     else ""
                 )
                 try:
-                    counted = _counted(kernel, batch, heads, n, d)
+                    counted = _counted(kernel, cb, ch, n, d, causal) if counted_build else {}
                 except Exception as e:  # keep the ncu numbers even if this fails
                     counted = {}
                     run.setdefault("counted_errors", []).append(f"N={n} d={d}: {e!r}")
@@ -287,7 +307,7 @@ def run_profile(
                             }
                         )
                 try:
-                    pred = prediction(kernel, batch, heads, n, d, **params)
+                    pred = prediction(kernel, cb, ch, n, d, **params)
                     for key in COUNT_KEYS:
                         rows.append(
                             {
@@ -319,11 +339,13 @@ def run_profile(
     meta = {
         "what": "Nsight Compute counters per kernel launch (timing build), one launch per shape",
         "ncu_options": "--clock-control none --cache-control all --csv --page details --print-units base",
-        "metrics": METRICS,
+        "metrics": metrics,
         "batch": batch,
         "heads": heads,
         "seq_lens": list(seq_lens),
         "head_dims": list(head_dims),
+        "shapes": shapes,
+        "counted_build": counted_build,
         "kernels": list(kernels),
         "l2_bytes": l2,
         **log,

@@ -69,15 +69,20 @@ def swizzled(row, chunk, cols):
     return row * cols + ((chunk ^ (row & 7)) << 3)
 
 
-def copy_sectors(rows, cols, threads, row_stride, col0=0):
+def copy_sectors(rows, cols, threads, row_stride, col0=0, valid_rows=None):
     """Global-load sectors and instructions of one tile copy: rows × cols elements of a row-major
-    source with `row_stride` elements per row, 16 bytes per thread and instruction."""
-    chunks = rows * cols // 8
+    source with `row_stride` elements per row, 16 bytes per thread and instruction. `valid_rows`
+    (default all): the rows past it are zero-filled by a cp.async of src-size 0, which is counted as
+    an instruction that reads nothing (fa3_tc's ragged tiles)."""
+    per_row = cols // 8
+    chunks = rows * per_row
+    valid = rows if valid_rows is None else valid_rows
     sectors = 0
     for first in range(0, chunks, 32):  # one warp instruction: 32 consecutive chunks
         addresses = [
-            ((c // (cols // 8)) * row_stride + col0 + 8 * (c % (cols // 8))) * ELEMENT
+            ((c // per_row) * row_stride + col0 + 8 * (c % per_row)) * ELEMENT
             for c in range(first, min(first + 32, chunks))
+            if c // per_row < valid
         ]
         sectors += warp_sectors(addresses, CHUNK)
     assert chunks % threads == 0, "the kernels' tiles split into 16-byte chunks evenly over the threads"
@@ -94,9 +99,10 @@ def ldmatrix_wavefronts(element_of_lane, cols):
     return total
 
 
-def fragment_store_sectors(n_tiles, row_stride):
+def fragment_store_sectors(n_tiles, row_stride, valid_rows=16):
     """Store sectors of one warp writing a 16-row × 8·n_tiles accumulator as 2-byte values: per
-    n-tile, four instructions (rows g / g + 8, columns 2t / 2t + 1), lane 4g + t."""
+    n-tile, four instructions (rows g / g + 8, columns 2t / 2t + 1), lane 4g + t; rows at or past
+    `valid_rows` are not written (their lanes are predicated off)."""
     sectors = 0
     for j in range(n_tiles):
         for half in (0, 8):
@@ -104,6 +110,7 @@ def fragment_store_sectors(n_tiles, row_stride):
                 addresses = [
                     ((lane >> 2) + half) * row_stride * ELEMENT + (8 * j + 2 * (lane & 3) + e) * ELEMENT
                     for lane in range(32)
+                    if (lane >> 2) + half < valid_rows
                 ]
                 sectors += warp_sectors(addresses, ELEMENT)
     return sectors, 4 * n_tiles

@@ -37,14 +37,31 @@ name → predicted value for one launch of gpu_kernels' `naive` (launches "qk", 
 The numbers this gives, next to ncu's, are in data/measurements/model_vs_ncu_h200.csv
 (`python -m gpu_kernels model-vs-ncu`); every gap is explained in docs/L2_INVESTIGATION.md.
 
-The rules per kernel are in tiled_model.py and naive_model.py (fp32), fa2_tc_model.py and
-naive_tc_model.py (the tensor-core kernels); this module only dispatches.
+The rules per kernel are in tiled_model.py and naive_model.py (fp32), fa2_tc_model.py,
+naive_tc_model.py and fa3_tc_model.py (the tensor-core kernels); this module only dispatches.
 """
 
 from ..kernel_layout import ITEM_BYTES
 from .fa2_tc_model import fa2_tc_launch, kernel_layout
+from .fa3_tc_model import fa3_tc_launch
 from .l2 import l2_partition_factor
-from .metrics import DRAM_READ, DRAM_WRITE, L1_LD, L1_ST, L2_READ, L2_WRITE, METRICS, SHARED_LD, SHARED_ST
+from .metrics import (
+    DRAM_READ,
+    DRAM_WRITE,
+    GMMA_INSTRUCTIONS,
+    L1_LD,
+    L1_ST,
+    L2_READ,
+    L2_WRITE,
+    LDGSTS_INSTRUCTIONS,
+    METRICS,
+    SHARED_BANK_READS,
+    SHARED_BANK_WRITES,
+    SHARED_LD,
+    SHARED_LD_INSTRUCTIONS,
+    SHARED_ST,
+    SHARED_ST_INSTRUCTIONS,
+)
 from .naive_model import matmul_dram, matmul_launch, softmax_launch
 from .naive_tc_model import LAUNCHES as NAIVE_TC_LAUNCHES
 from .naive_tc_model import naive_tc_launch
@@ -55,6 +72,7 @@ KERNEL_LAUNCHES = {
     "tiled": ("fa2",),
     "fa2_tc": ("fa2_tc",),
     "naive_tc": NAIVE_TC_LAUNCHES,
+    "fa3_tc": ("fa3_tc",),
 }
 
 __all__ = [
@@ -84,6 +102,16 @@ def _get(mapping, name):
     return int(value)
 
 
+def _flag(mapping, name):
+    """A boolean mapping entry (True/False or 1/0, as a profile's params write it), None when absent."""
+    value = _opt(mapping, name)
+    if value is None or isinstance(value, bool):
+        return value
+    if value in (0, 1, "0", "1", "True", "False"):
+        return value in (1, "1", "True")
+    raise ValueError(f"mapping's {name} must be true or false (1 or 0), got {value!r}")
+
+
 def _launch(kernel, launch, workload, mapping, hardware, registers):
     """(Tally, DRAM read bytes, DRAM write bytes, details) from the kernel's model."""
     bh, n, d = workload.batch_heads, workload.seq_len, workload.head_dim
@@ -92,6 +120,17 @@ def _launch(kernel, launch, workload, mapping, hardware, registers):
         l2 = hardware.level("L2").capacity_bytes
         return fa2_tc_launch(
             workload, _get(mapping, "warps"), _get(mapping, "block_cols"), l2, warp_rows, q_reload
+        )
+    if kernel == "fa3_tc":
+        return fa3_tc_launch(
+            workload,
+            _opt(mapping, "warpgroups"),
+            _opt(mapping, "block_cols"),
+            _flag(mapping, "overlap"),
+            _flag(mapping, "swizzle"),
+            l2_bytes=hardware.level("L2").capacity_bytes,
+            sm_count=hardware.sm_count,
+            registers=registers,
         )
     if kernel == "naive_tc":
         return naive_tc_launch(
@@ -124,6 +163,9 @@ def predict(kernel, launch, workload, mapping, hardware, registers=None, details
     (launches 'scores', 'softmax', 'pv'), 16-bit, take mapping warps and block_cols (naive_tc's
     softmax also softmax_threads; fa2_tc also warp_rows and q_reload, by default the kernel's own,
     version 4's: 32 rows per warp, Q re-read at d = 128): fa2_tc_model.py, naive_tc_model.py.
+    'fa3_tc' (launch 'fa3_tc'; mapping warpgroups, block_cols, overlap, swizzle, each defaulting to
+    the kernel's; the workload may be causal and N any length) adds its instruction counters
+    (GMMA, LDGSTS, LSU shared-memory instructions): fa3_tc_model.py.
     """
     if kernel not in KERNEL_LAUNCHES or launch not in KERNEL_LAUNCHES[kernel]:
         raise ValueError(f"unknown launch {kernel}/{launch}; known: {KERNEL_LAUNCHES}")
@@ -140,6 +182,13 @@ def predict(kernel, launch, workload, mapping, hardware, registers=None, details
         SHARED_LD: u["shared_ld"],
         SHARED_ST: u["shared_st"],
     }
+    if kernel == "fa3_tc":  # its instruction counters (fa3_tc_model.py)
+        out[GMMA_INSTRUCTIONS] = info["gmma_instructions"]
+        for name in LDGSTS_INSTRUCTIONS:
+            out[name] = info["ldgsts_instructions"]
+        out[SHARED_LD_INSTRUCTIONS] = out[SHARED_ST_INSTRUCTIONS] = 0
+        out[SHARED_BANK_READS] = info["bank_reads"]
+        out[SHARED_BANK_WRITES] = info["bank_writes"]
     if details:
         out.update({f"model:{k}": v for k, v in info.items()})
         out.update({f"model:local_{op}_sectors": u[f"local_{op}"] for op in ("ld", "st")})
