@@ -5,7 +5,9 @@ The algorithm is fa2_tc's (outer loop over Q blocks, K/V blocks visited last to 
 softmax with a running max m and sum l per row, O and the logsumexp L written once); what changes is
 the instruction that multiplies, and with it who holds what:
 
-    grid    = (Tr, B·H)          one thread block per (query block i, batch·head)
+    grid    = (Tr, B·H)          one thread block per (query block i, batch·head); causal: (B·H, Tr), the
+                                 Q blocks with the most K/V blocks launched first (longest job first, as
+                                 fa2_tc version 5: the short blocks fill the last wave)
     block   = G warpgroups (G = 1, 2 or 3) of 128 threads; warpgroup g owns query rows 64g .. 64g + 63
               (Br = 64·G); inside it warp w owns 16 of them, as in every m64 wgmma
     shared  = Qs[Br×d] | Ks[2][Bc×d] | Vs[2 or 3][Bc×d], 16-bit, 128-byte swizzled (``swizzle``) or
@@ -399,8 +401,12 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
         w = (tid >> 5) & 3  # my warp inside it: 16 of them
         lane = tid & 31
         tq = lane & 3
-        i = cuda.blockIdx.x
-        bh = cuda.blockIdx.y
+        if CAUSAL:  # grid (B·H, Tr), launched x fastest: every head's last (heaviest) Q block first
+            i = cuda.gridDim.y - 1 - cuda.blockIdx.y
+            bh = cuda.blockIdx.x
+        else:
+            i = cuda.blockIdx.x
+            bh = cuda.blockIdx.y
         kv_bh = bh // group
         q_start = i * BR
         r = min(BR, n_q - q_start)
@@ -571,12 +577,14 @@ def ptx_of(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, cc=None) ->
 
 @dataclass(frozen=True)
 class Fa3TcPlan(FlashTcPlan):
-    """One launch of the wgmma kernel: grid (Tr, B·H), 128·G threads per block."""
+    """One launch of the wgmma kernel: grid (Tr, B·H), 128·G threads per block; (B·H, Tr) under causal
+    masking, so that the blocks launch heaviest first."""
 
     @property
     def grid(self):
         b, h, _, nq, _, _ = self.shape
-        return (-(-nq // self.config.block_rows), b * h)
+        tr = -(-nq // self.config.block_rows)
+        return (b * h, tr) if self.causal else (tr, b * h)
 
     def kernel(self):
         return fa3_tc_kernel(self.config, self.dtype, self.counting, self.causal, simulator_enabled())
