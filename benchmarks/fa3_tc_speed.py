@@ -36,15 +36,19 @@ VARIANTS = {
         ("g2_bc64_ov_sw", dict(warpgroups=2, block_cols=64, overlap=True, swizzle=True)),
         ("g2_bc64_sw", dict(warpgroups=2, block_cols=64, swizzle=True)),
         ("g1_bc64_sw", dict(warpgroups=1, block_cols=64, swizzle=True)),
+        ("g2_bc32_sw", dict(warpgroups=2, block_cols=32, swizzle=True)),
     ],
     128: [
         DEFAULT,
         ("g2_bc64_ov_sw", dict(warpgroups=2, block_cols=64, overlap=True, swizzle=True)),
         ("g2_bc128_ov_sw", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True)),
         ("g2_bc64_sw", dict(warpgroups=2, block_cols=64, swizzle=True)),
+        ("g1_bc64_ov_sw", dict(warpgroups=1, block_cols=64, overlap=True, swizzle=True)),
     ],
 }
-CAUSAL_AND_FP16 = ("g2_bc64_ov_sw",)
+#: timed causal (and in fp16) too. g1_bc64_sw, g2_bc32_sw (d = 64: 96 and 80 registers, 5 and 3 blocks per
+#: SM) and g1_bc64_ov_sw (d = 128: 183 registers, 2 blocks per SM) against the causal defaults (hopper2)
+CAUSAL_AND_FP16 = ("g2_bc64_ov_sw", "g1_bc64_sw", "g2_bc32_sw", "g1_bc64_ov_sw")
 
 
 def builds(dtypes, causals, full_dtype="bf16"):
@@ -158,6 +162,7 @@ def main(argv=None):
     p.add_argument("--dtypes", default="bf16,fp16")
     p.add_argument("--causal", default="no,yes")
     p.add_argument("--variants", default="", help="comma-separated fa3 variant names (default: all)")
+    p.add_argument("--file", default="fa3_tc_speed.csv", help="the CSV's name under --out")
     p.add_argument(
         "--defaults",
         action="store_true",
@@ -165,6 +170,8 @@ def main(argv=None):
         "causal value given, instead of the variants",
     )
     a = p.parse_args(argv)
+    if os.path.basename(a.file) != a.file or not a.file.endswith(".csv"):
+        p.error(f"--file must be a plain file name ending in .csv; got {a.file!r}")
     seq_lens = [int(x) for x in a.seq_lens.split(",")]
     causals = [c == "yes" for c in a.causal.split(",")]
     dtypes = a.dtypes.split(",")
@@ -216,7 +223,7 @@ def main(argv=None):
         from measurements.provenance import provenance, write_measurement
 
         write_measurement(
-            f"{a.out}/fa3_tc_speed.csv",
+            f"{a.out}/{a.file}",
             buf.getvalue(),
             {
                 **provenance(
@@ -231,7 +238,7 @@ def main(argv=None):
         )
     except Exception as ex:
         print(f"provenance failed ({ex!r}); plain CSV written", flush=True)
-        open(f"{a.out}/fa3_tc_speed.csv", "w").write(buf.getvalue())
+        open(f"{a.out}/{a.file}", "w").write(buf.getvalue())
     for e in errors:
         print("ERROR", e[:600])
     print(
