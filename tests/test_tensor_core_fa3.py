@@ -85,6 +85,7 @@ SIM_CASES = [
     (1, 1, None, 90, 70, 64, True, 1, 16, True, "bf16"),  # the pipeline: 6 visits (odd and even), ragged
     (1, 2, 1, 40, None, 128, False, 2, 32, True, "fp16"),  # the pipeline, two groups, two visits
     (1, 1, None, 20, None, 64, False, 1, 32, True, "bf16"),  # the pipeline with one visit only
+    (1, 2, 1, 96, 80, 64, True, 1, 32, False, "bf16"),  # causal grid (B·H, Tr) heaviest first: 2 heads × 2 Q blocks
 ]
 SWIZZLED_CASES = [
     (1, 1, None, 70, 50, 64, True, 1, 32, True, "bf16"),
@@ -104,6 +105,17 @@ def test_fa3_tc_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, g, bc
 def test_fa3_tc_swizzled_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, g, bc, ov, dtype):
     cfg = Fa3Config(d, g, bc, overlap=ov, swizzle=True)
     check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed=nk + 3 * h + d, plain_too=False)
+
+
+def test_fa3_tc_causal_grid_launches_heaviest_first():
+    """Causal: grid (B·H, Tr), x fastest, so the first blocks launched are every head's last Q block (the
+    most K/V blocks); non-causal keeps (Tr, B·H)."""
+    from gpu_kernels.kernels.fa3_tc import Fa3TcPlan
+
+    cfg = Fa3Config(64, 2, 64)
+    shape = (3, 5, 5, 1000, 1000, 64)  # Tr = 8 blocks of 128 rows
+    assert Fa3TcPlan.of(shape, cfg, "bf16", causal=True).grid == (15, 8)
+    assert Fa3TcPlan.of(shape, cfg, "bf16", causal=False).grid == (8, 15)
 
 
 @sim_only
