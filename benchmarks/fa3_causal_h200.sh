@@ -3,10 +3,12 @@
 #  1. the default builds, bf16, causal and not, N = 4096 and 16384 (benchmarks/fa3_tc_speed.py --defaults):
 #     run id $RUN (fa3_tc_speed.csv, replaces current/'s), then fa3_tc's GPU tests (log in the same folder);
 #  2. the causal candidates beside them (g1_bc64_sw, g2_bc32_sw at d = 64; g1_bc64_ov_sw, g2_bc64_ov_sw at
-#     d = 128), causal and not, bf16: run id $RUN-variants (fa3_tc_variants.csv);
+#     d = 128; or $VARIANT_LIST), causal and not (or $VAR_CAUSAL), bf16: run id $RUN-variants
+#     (fa3_tc_variants.csv);
 #  3. the default builds in fp16, same shapes: same run id (fa3_tc_fp16_defaults.csv).
 # From the repo root on the device, after the numpy-2.4 prefix, with FLASHIO_COMMIT set:
-#   RUN=fa3-heavy-first-20261202 bash benchmarks/fa3_causal_h200.sh   (a short table last)
+#   RUN=fa3-heavy-first-20261202 bash benchmarks/fa3_causal_h200.sh   (a short table last; run 1)
+#   RUN=fa3-l2-sections-20261202 VARIANT_LIST=sec4,sec8,sec16,sec64 VAR_CAUSAL=yes bash ...   (run 2)
 set -u
 cd "$(dirname "$0")/.."
 RUN=${RUN:-fa3-heavy-first-20261202}
@@ -20,7 +22,8 @@ FLASHIO_GPU=1 timeout "${TESTS_S:-120}" python3 -m pytest -q -p no:cacheprovider
 echo "test-gpu rc=$?" >> "$OUT/defaults/pytest_fa3_gpu.log"
 if [ "${VARIANTS:-1}" = 1 ]; then
   FLASHIO_RUN_ID=$RUN-variants timeout "${VAR_S:-100}" python3 benchmarks/fa3_tc_speed.py --out "$OUT/variants" \
-    --variants g1_bc64_sw,g2_bc32_sw,g1_bc64_ov_sw,g2_bc64_ov_sw --dtypes bf16 "${S[@]}" \
+    --variants "${VARIANT_LIST:-g1_bc64_sw,g2_bc32_sw,g1_bc64_ov_sw,g2_bc64_ov_sw}" --dtypes bf16 \
+    --causal "${VAR_CAUSAL:-no,yes}" --seq-lens 4096,16384 \
     --file fa3_tc_variants.csv >> "$OUT/variants/stdout.log" 2>&1
   echo "variants rc=$?" >> "$OUT/variants/stdout.log"
   FLASHIO_RUN_ID=$RUN-variants timeout "${FP16_S:-70}" python3 benchmarks/fa3_tc_speed.py --out "$OUT/variants" \

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import io
 import multiprocessing as mp
 import os
@@ -37,6 +38,8 @@ VARIANTS = {
         ("g2_bc64_sw", dict(warpgroups=2, block_cols=64, swizzle=True)),
         ("g1_bc64_sw", dict(warpgroups=1, block_cols=64, swizzle=True)),
         ("g2_bc32_sw", dict(warpgroups=2, block_cols=32, swizzle=True)),
+        ("sec8", dict(warpgroups=2, block_cols=64, swizzle=True, sections=8)),
+        ("sec64", dict(warpgroups=2, block_cols=64, swizzle=True, sections=64)),
     ],
     128: [
         DEFAULT,
@@ -44,11 +47,17 @@ VARIANTS = {
         ("g2_bc128_ov_sw", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True)),
         ("g2_bc64_sw", dict(warpgroups=2, block_cols=64, swizzle=True)),
         ("g1_bc64_ov_sw", dict(warpgroups=1, block_cols=64, overlap=True, swizzle=True)),
+        ("sec4", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, sections=4)),
+        ("sec16", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, sections=16)),
+        ("sec64", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, sections=64)),
     ],
 }
 #: timed causal (and in fp16) too. g1_bc64_sw, g2_bc32_sw (d = 64: 96 and 80 registers, 5 and 3 blocks per
 #: SM) and g1_bc64_ov_sw (d = 128: 183 registers, 2 blocks per SM) against the causal defaults (hopper2)
-CAUSAL_AND_FP16 = ("g2_bc64_ov_sw", "g1_bc64_sw", "g2_bc32_sw", "g1_bc64_ov_sw")
+#: secS: the default build with causal blocks in L2 sections of S heads (the plan's `sections`;
+#: 64 = every head at once, as run fa3-heavy-first-20261202 launched them)
+CAUSAL_AND_FP16 = ("g2_bc64_ov_sw", "g1_bc64_sw", "g2_bc32_sw", "g1_bc64_ov_sw", "sec4", "sec8")
+CAUSAL_AND_FP16 += ("sec16", "sec64")
 
 
 def builds(dtypes, causals, full_dtype="bf16"):
@@ -104,6 +113,8 @@ def worker(job, seq_lens, lock, queue):
         from gpu_kernels.measure import side_by_side as bench
 
         _, d, dtype, causal, name, kw = job
+        kw = None if kw is None else dict(kw)
+        sections = kw.pop("sections", None) if kw else None  # the plan's, not the config's: the causal grid
         cfg = (default_config(d) if kw is None else Fa3Config(d, **kw)).check()
         t0 = time.perf_counter()
         e_o, e_l, reading = small_check(cfg, dtype, causal)
@@ -114,6 +125,8 @@ def worker(job, seq_lens, lock, queue):
                 sh = bench.Shape(dtype, causal, n, d, torch)
                 b, h = sh.batch, sh.heads
                 plan = Fa3TcPlan.of((b, h, h, n, n, d), cfg, dtype, causal=causal)
+                if sections:
+                    plan = dataclasses.replace(plan, sections=sections)
                 counters = new_counters()
 
                 def launch(i, sh=sh, plan=plan, counters=counters):
