@@ -85,7 +85,19 @@ SIM_CASES = [
     (1, 1, None, 90, 70, 64, True, 1, 16, True, "bf16"),  # the pipeline: 6 visits (odd and even), ragged
     (1, 2, 1, 40, None, 128, False, 2, 32, True, "fp16"),  # the pipeline, two groups, two visits
     (1, 1, None, 20, None, 64, False, 1, 32, True, "bf16"),  # the pipeline with one visit only
-    (1, 2, 1, 96, 80, 64, True, 1, 32, False, "bf16"),  # causal grid (B·H, Tr) heaviest first: 2 heads × 2 Q blocks
+    (
+        1,
+        2,
+        1,
+        96,
+        80,
+        64,
+        True,
+        1,
+        32,
+        False,
+        "bf16",
+    ),  # causal grid (B·H, Tr) heaviest first: 2 heads × 2 Q blocks
 ]
 SWIZZLED_CASES = [
     (1, 1, None, 70, 50, 64, True, 1, 32, True, "bf16"),
@@ -141,7 +153,9 @@ def test_fa3_tc_causal_ragged_last_section():
     cfg = Fa3Config(d, 1, 32)
     q, k, v = random_qkv(b, h, n, d, seed=23)
     ref_o, ref_lse = attention_reference(*(round_to(x, dtype) for x in (q, k, v)), causal=True)
-    plan = dataclasses.replace(plan_fa3_tc(q, k, v, dtype=dtype, config=cfg, counting=True, causal=True), sections=2)
+    plan = dataclasses.replace(
+        plan_fa3_tc(q, k, v, dtype=dtype, config=cfg, counting=True, causal=True), sections=2
+    )
     assert plan.grid == (2, 2, 2)
     r = plan.run(q, k, v)
     assert np.all(np.isfinite(r.o)) and np.all(np.isfinite(r.lse))  # every poisoned value written
