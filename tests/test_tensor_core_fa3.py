@@ -141,6 +141,16 @@ def test_fa3_tc_causal_grid_launches_heaviest_first():
     assert section_heads(4096, 64, 1, 5) == 5
 
 
+def test_fa3_tc_worked_numbers_run():
+    """The module's docstring examples (section_heads' worked number) run as doctests."""
+    import doctest
+
+    from gpu_kernels.kernels import fa3_tc
+
+    result = doctest.testmod(fa3_tc)
+    assert result.attempted >= 1 and result.failed == 0
+
+
 @sim_only
 def test_fa3_tc_causal_ragged_last_section():
     """3 heads in sections of 2 (grid (2, 2, 2)): the empty head slot returns, every other block
