@@ -15,6 +15,8 @@ which reading was right. Writes fa3_tc_speed.csv (+ provenance sidecar), prints 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
 import time
 
@@ -33,15 +35,27 @@ VARIANTS = {
         ("g2_bc64_ov_sw", dict(warpgroups=2, block_cols=64, overlap=True, swizzle=True)),
         ("g2_bc64_sw", dict(warpgroups=2, block_cols=64, swizzle=True)),
         ("g1_bc64_sw", dict(warpgroups=1, block_cols=64, swizzle=True)),
+        ("g2_bc32_sw", dict(warpgroups=2, block_cols=32, swizzle=True)),
+        ("sec8", dict(warpgroups=2, block_cols=64, swizzle=True, sections=8)),
+        ("sec64", dict(warpgroups=2, block_cols=64, swizzle=True, sections=64)),
     ],
     128: [
         DEFAULT,
         ("g2_bc64_ov_sw", dict(warpgroups=2, block_cols=64, overlap=True, swizzle=True)),
         ("g2_bc128_ov_sw", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True)),
         ("g2_bc64_sw", dict(warpgroups=2, block_cols=64, swizzle=True)),
+        ("g1_bc64_ov_sw", dict(warpgroups=1, block_cols=64, overlap=True, swizzle=True)),
+        ("sec4", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, sections=4)),
+        ("sec16", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, sections=16)),
+        ("sec64", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, sections=64)),
     ],
 }
-CAUSAL_AND_FP16 = ("g2_bc64_ov_sw",)
+#: timed causal (and in fp16) too. g1_bc64_sw, g2_bc32_sw (d = 64: 96 and 80 registers, 5 and 3 blocks per
+#: SM) and g1_bc64_ov_sw (d = 128: 183 registers, 2 blocks per SM) against the causal defaults (hopper2)
+#: secS: the default build with causal blocks in L2 sections of S heads (the plan's `sections`;
+#: 64 = every head at once, as run fa3-heavy-first-20261202 launched them)
+CAUSAL_AND_FP16 = ("g2_bc64_ov_sw", "g1_bc64_sw", "g2_bc32_sw", "g1_bc64_ov_sw", "sec4", "sec8")
+CAUSAL_AND_FP16 += ("sec16", "sec64")
 
 
 def builds(dtypes, causals, full_dtype="bf16"):
@@ -82,6 +96,18 @@ def small_check(cfg, dtype, causal):
     raise AssertionError("fa3_tc wrong under every descriptor reading: " + "; ".join(tried))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Sectioned:
+    """Fa3TcPlan.of with the causal grid's L2 sections fixed at `sections` heads (variants secS)."""
+
+    sections: int
+
+    def of(self, *args, **kwargs):
+        from gpu_kernels.kernels.fa3_tc import Fa3TcPlan
+
+        return dataclasses.replace(Fa3TcPlan.of(*args, **kwargs), sections=self.sections)
+
+
 def worker(job, seq_lens, lock):
     """fa3 jobs here; torch flash, cuDNN and fa2_tc jobs in fa2_tc_speed.worker."""
     if job[0] != "fa3":
@@ -95,7 +121,10 @@ def worker(job, seq_lens, lock):
     from gpu_kernels.measure import side_by_side as bench
 
     _, d, dtype, causal, name, kw = job
+    kw = None if kw is None else dict(kw)
+    sections = kw.pop("sections", None) if kw else None  # the plan's, not the config's: the causal grid
     cfg = (default_config(d) if kw is None else Fa3Config(d, **kw)).check()
+    plan_class = Fa3TcPlan if not sections else _Sectioned(sections)
     t0 = time.perf_counter()
     e_o, e_l, reading = small_check(cfg, dtype, causal)
     compile_s = time.perf_counter() - t0
@@ -103,7 +132,7 @@ def worker(job, seq_lens, lock):
     with lock:
         for n in seq_lens:
             sh = bench.Shape(dtype, causal, n, d, torch)
-            launch = fa2.plan_launch(Fa3TcPlan, sh, cfg)
+            launch = fa2.plan_launch(plan_class, sh, cfg)
             row = {
                 "kernel": "fa3_tc",
                 "config": f"{name}: {cfg.name}",
@@ -124,6 +153,7 @@ def main(argv=None):
     p.add_argument("--dtypes", default="bf16,fp16")
     p.add_argument("--causal", default="no,yes")
     p.add_argument("--variants", default="", help="comma-separated fa3 variant names (default: all)")
+    p.add_argument("--file", default="fa3_tc_speed.csv", help="the CSV's name under --out")
     p.add_argument(
         "--defaults",
         action="store_true",
@@ -132,6 +162,8 @@ def main(argv=None):
     )
     p.add_argument("--deadline-s", type=float, default=None, help="terminate builds still running after this")
     a = p.parse_args(argv)
+    if os.path.basename(a.file) != a.file or not a.file.endswith(".csv"):
+        p.error(f"--file must be a plain file name ending in .csv; got {a.file!r}")
     seq_lens = [int(x) for x in a.seq_lens.split(",")]
     causals = [c == "yes" for c in a.causal.split(",")]
     dtypes = a.dtypes.split(",")
@@ -147,9 +179,7 @@ def main(argv=None):
     t0 = time.monotonic()
     rows, errors = run_jobs(worker, jobs, seq_lens, processes=a.jobs, deadline_s=a.deadline_s)
     what = "fa3_tc (wgmma) variants vs torch flash, cuDNN, fa2_tc (issue 22)"
-    return report(
-        rows, errors, out=a.out, filename="fa3_tc_speed.csv", what=what, started=t0, config_width=20
-    )
+    return report(rows, errors, out=a.out, filename=a.file, what=what, started=t0, config_width=20)
 
 
 if __name__ == "__main__":

@@ -85,6 +85,19 @@ SIM_CASES = [
     (1, 1, None, 90, 70, 64, True, 1, 16, True, "bf16"),  # the pipeline: 6 visits (odd and even), ragged
     (1, 2, 1, 40, None, 128, False, 2, 32, True, "fp16"),  # the pipeline, two groups, two visits
     (1, 1, None, 20, None, 64, False, 1, 32, True, "bf16"),  # the pipeline with one visit only
+    (
+        1,
+        2,
+        1,
+        96,
+        80,
+        64,
+        True,
+        1,
+        32,
+        False,
+        "bf16",
+    ),  # causal grid (B·H, Tr) heaviest first: 2 heads × 2 Q blocks
 ]
 SWIZZLED_CASES = [
     (1, 1, None, 70, 50, 64, True, 1, 32, True, "bf16"),
@@ -104,6 +117,62 @@ def test_fa3_tc_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, g, bc
 def test_fa3_tc_swizzled_matches_reference_and_counts(b, h, hkv, nk, nq, d, causal, g, bc, ov, dtype):
     cfg = Fa3Config(d, g, bc, overlap=ov, swizzle=True)
     check_case(b, h, hkv, nk, nq, d, causal, cfg, dtype, seed=nk + 3 * h + d, plain_too=False)
+
+
+def test_fa3_tc_causal_grid_launches_heaviest_first():
+    """Causal: grid (S, Tr, sections), x fastest, so the first blocks launched are the last Q block (the
+    most K/V blocks) of the first section's S heads; non-causal keeps (Tr, B·H). S from the L2 rule: K and
+    V of 2^k heads in 16 MiB (hand numbers: 2·N_k·d·2 bytes per head)."""
+    import dataclasses
+
+    from gpu_kernels.kernels.fa3_tc import Fa3TcPlan, section_heads
+
+    cfg = Fa3Config(64, 2, 64)
+    shape = (3, 5, 5, 1000, 1000, 64)  # Tr = 8 blocks of 128 rows; 256,000 B of K/V per head: 64 fit
+    assert Fa3TcPlan.of(shape, cfg, "bf16", causal=True).grid == (15, 8, 1)
+    assert Fa3TcPlan.of(shape, cfg, "bf16", causal=False).grid == (8, 15)
+    plan = dataclasses.replace(Fa3TcPlan.of(shape, cfg, "bf16", causal=True), sections=4)
+    assert plan.grid == (4, 8, 4)  # 16 head slots for 15 heads: one block column returns at once
+    # 4096 keys: 1 MiB (d = 64) and 2 MiB (d = 128) per head; 3 MiB (d = 128, 6144 keys): 5 fit -> 4
+    assert [section_heads(4096, d, 1, 64) for d in (64, 128)] == [16, 8]
+    assert section_heads(6144, 128, 1, 64) == 4
+    assert section_heads(6144, 128, 4, 64) == 16  # GQA: 4 query heads per K/V head
+    assert section_heads(1 << 20, 128, 1, 64) == 1  # one head's K/V beyond the budget: 1
+    assert section_heads(4096, 64, 1, 5) == 5
+
+
+def test_fa3_tc_worked_numbers_run():
+    """The module's docstring examples (section_heads' worked number) run as doctests."""
+    import doctest
+
+    from gpu_kernels.kernels import fa3_tc
+
+    result = doctest.testmod(fa3_tc)
+    assert result.attempted >= 1 and result.failed == 0
+
+
+@sim_only
+def test_fa3_tc_causal_ragged_last_section():
+    """3 heads in sections of 2 (grid (2, 2, 2)): the empty head slot returns, every other block
+    writes its rows; O, L against float64 and the counts against the hand count."""
+    import dataclasses
+
+    from gpu_kernels.kernels.fa3_tc import plan_fa3_tc
+
+    b, h, n, d, dtype = 1, 3, 70, 64, "bf16"
+    cfg = Fa3Config(d, 1, 32)
+    q, k, v = random_qkv(b, h, n, d, seed=23)
+    ref_o, ref_lse = attention_reference(*(round_to(x, dtype) for x in (q, k, v)), causal=True)
+    plan = dataclasses.replace(
+        plan_fa3_tc(q, k, v, dtype=dtype, config=cfg, counting=True, causal=True), sections=2
+    )
+    assert plan.grid == (2, 2, 2)
+    r = plan.run(q, k, v)
+    assert np.all(np.isfinite(r.o)) and np.all(np.isfinite(r.lse))  # every poisoned value written
+    assert rel_error(r.o, ref_o) < 2 * UNIT_ROUNDOFF[dtype]
+    assert lse_error(r.lse, ref_lse) < LSE_TOL
+    assert r.counts == hand_counts(b, h, n, n, d, cfg, True)
+    assert r.counts == simlib_counts(b, h, None, n, n, d, cfg, True, dtype)
 
 
 @sim_only

@@ -5,7 +5,11 @@ The algorithm is fa2_tc's (outer loop over Q blocks, K/V blocks visited last to 
 softmax with a running max m and sum l per row, O and the logsumexp L written once); what changes is
 the instruction that multiplies, and with it who holds what:
 
-    grid    = (Tr, B·H)          one thread block per (query block i, batch·head)
+    grid    = (Tr, B·H)          one thread block per (query block i, batch·head); causal: (S, Tr, ⌈B·H/S⌉),
+                                 heads in L2 sections of S (``section_heads``: their K and V fit in a
+                                 quarter of the L2, FA3's rule), and inside a section the Q blocks with
+                                 the most K/V blocks launched first (longest job first, as fa2_tc
+                                 version 5: the short blocks fill the last wave)
     block   = G warpgroups (G = 1, 2 or 3) of 128 threads; warpgroup g owns query rows 64g .. 64g + 63
               (Br = 64·G); inside it warp w owns 16 of them, as in every m64 wgmma
     shared  = Qs[Br×d] | Ks[2][Bc×d] | Vs[2 or 3][Bc×d], 16-bit, 128-byte swizzled (``swizzle``) or
@@ -399,8 +403,14 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
         w = (tid >> 5) & 3  # my warp inside it: 16 of them
         lane = tid & 31
         tq = lane & 3
-        i = cuda.blockIdx.x
-        bh = cuda.blockIdx.y
+        if CAUSAL:  # grid (S, Tr, sections), x fastest: each section's S heads, last (heaviest) Q block first
+            i = cuda.gridDim.y - 1 - cuda.blockIdx.y
+            bh = cuda.blockIdx.z * cuda.gridDim.x + cuda.blockIdx.x
+            if bh * n_q * D >= o.shape[0]:  # the last section's unused head slots
+                return
+        else:
+            i = cuda.blockIdx.x
+            bh = cuda.blockIdx.y
         kv_bh = bh // group
         q_start = i * BR
         r = min(BR, n_q - q_start)
@@ -569,14 +579,41 @@ def ptx_of(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, cc=None) ->
     return ptx
 
 
+#: bytes of K and V that one L2 section of heads may hold (FA3's tile scheduler: 32 MiB for K and V
+#: counted twice, i.e. 16 MiB, about a quarter of the H200's 60 MiB L2)
+L2_SECTION_BYTES = 16 * 1024 * 1024
+
+
+def section_heads(n_k: int, head_dim: int, group: int, heads: int, budget: int = L2_SECTION_BYTES) -> int:
+    """How many consecutive batch·heads a causal launch runs side by side, heaviest Q blocks first: the
+    largest power of two of K/V heads whose K and V (2·N_k·d 16-bit values each) fit in `budget`, at
+    least 1, times the `group` query heads that share each, at most `heads` (all B·H). Worked number:
+    N_k = 4096, d = 128: 2 MiB per head, 8 heads; d = 64: 16; N_k = 16384, d = 128: 2.
+
+    >>> section_heads(4096, 128, 1, 64), section_heads(4096, 64, 1, 64), section_heads(16384, 128, 1, 16)
+    (8, 16, 2)
+    """
+    kv_heads = max(1, budget // (2 * n_k * head_dim * 2))
+    return min(heads, (1 << (kv_heads.bit_length() - 1)) * group)
+
+
 @dataclass(frozen=True)
 class Fa3TcPlan(FlashTcPlan):
-    """One launch of the wgmma kernel: grid (Tr, B·H), 128·G threads per block."""
+    """One launch of the wgmma kernel: grid (Tr, B·H), 128·G threads per block; under causal masking
+    (S, Tr, ⌈B·H/S⌉): S = ``section_heads`` heads at a time (their K/V stay in L2), each section's
+    heaviest Q blocks first. `sections`: S itself instead of the L2 rule (None: the rule)."""
+
+    sections: int | None = None
 
     @property
     def grid(self):
-        b, h, _, nq, _, _ = self.shape
-        return (-(-nq // self.config.block_rows), b * h)
+        b, h, hkv, nq, nk, d = self.shape
+        tr = -(-nq // self.config.block_rows)
+        if not self.causal:
+            return (tr, b * h)
+        s = self.sections or section_heads(nk, d, h // hkv, b * h)
+        s = min(s, b * h)
+        return (s, tr, -(-(b * h) // s))
 
     def kernel(self):
         return fa3_tc_kernel(self.config, self.dtype, self.counting, self.causal, simulator_enabled())
