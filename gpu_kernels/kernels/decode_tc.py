@@ -64,7 +64,7 @@ from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
 from ..tensor_core.flash_tile import flash_tile_ops
 from ..tensor_core.tc_plan import upload
 from ..tensor_core.tiles import block_copiers
-from ..tensor_core.warp_ops import cp_wait_group, lane_broadcast, warp_ops
+from ..tensor_core.warp_ops import arrive_acq_rel, cp_wait_group, lane_broadcast, warp_ops
 from .fa2_tc import DYNAMIC_SHARED_LIMIT, LOG2E, allow_dynamic_smem
 
 HEAD_DIMS = schedule.HEAD_DIMS
@@ -72,6 +72,9 @@ MAX_ROWS = schedule.MAX_ROWS
 MAX_SPLITS = schedule.MAX_SPLITS
 default_splits = schedule.default_splits  # simlib's choice (no numba): `run` picks it before compiling
 MERGE_COLS = schedule.MERGE_COLS
+#: Partial rows each lane of the combine loads at once, the first group issued with the log-sum-exps:
+#: the default splits (at most 16 where the cache is small) are combined after one L2 round trip.
+COMBINE_BATCH = 16
 LN2 = 0.6931471805599453
 
 
@@ -149,6 +152,7 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
     cp_commit = warp_ops(dtype, simulator).cp_commit
     cp_wait_all = warp_ops(dtype, simulator).cp_wait_all
     cp_wait_ring = cp_wait_group(STAGES - 2, simulator)
+    arrive = arrive_acq_rel(simulator)
     ALIGN = None if simulator else 128
     C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
     load_q, qk_step, softmax_update, pack_p, pv_products = flash_tile_ops(dtype, simulator, MT, NS, NO, D, C)
@@ -345,13 +349,11 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
         # --- fused combine: the unit's last split to finish (an atomic count of arrivals) combines the
         # s partials of its rows, one warp per row, as the combine kernel would (they are in L2 by then)
         if FUSED and n_splits > 1:
-            cuda.threadfence()  # my partials are visible to every block before I count myself in
-            cuda.syncthreads()
-            if tid == 0:
-                last[0] = 1 if cuda.atomic.add(arrivals, u, 1) == n_splits - 1 else 0
+            cuda.syncthreads()  # every thread's partial stores are made before the block counts itself in
+            if tid == 0:  # release (publishes the block's partials), acquire (sees the earlier arrivals')
+                last[0] = 1 if arrive(arrivals, u) == n_splits - 1 else 0
             cuda.syncthreads()
             if last[0] == 1:
-                cuda.threadfence()  # the others' partials, counted in before me, are read after this
                 for rr in range(w, rows, W):
                     got, put = combine_row(o_part, lse_part, o, u * rows + rr, n_splits, lane, True)
                     if COUNTING:
@@ -385,7 +387,7 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
     D = head_dim
     CPL = D // 32  # columns per lane
     SLOTS = MAX_SPLITS // 32
-    U = 8  # partial rows loaded at once (divides 32)
+    U = COMBINE_BATCH  # partial rows loaded at once (divides 32)
     COUNTING = counting
     _, _, _, _, _, _, pack2, _, _, _, warp_max, warp_sum = warp_ops(dtype, simulator)
     ex2 = addressed_ops(dtype, simulator).ex2
@@ -403,7 +405,9 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
         vals = cuda.local.array((U, CPL), float32)  # my columns of U partial rows, loaded together
         n_gr = 0
         n_gw = 0
-        mx = NEG_INF
+        # every load of the first U splits is issued here, before any value is used: the lse and the
+        # partial rows do not depend on each other, so for s <= U the combine waits for one L2 round
+        # trip (version 2 waited for the lse, then for each group of 8 rows)
         for sl in range(SLOTS):
             j = lane + 32 * sl
             x[sl] = NEG_INF
@@ -411,6 +415,14 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
                 x[sl] = lse_part[row * n_splits + j]
                 if COUNTING:
                     n_gr += 4
+        for uu in range(U):
+            part = (row * n_splits + uu) * D + lane * CPL
+            for e in range(CPL):
+                vals[uu, e] = o_part[part + e] if ok and uu < n_splits else ZERO
+            if COUNTING and ok and uu < n_splits:
+                n_gr += 4 * CPL
+        mx = NEG_INF
+        for sl in range(SLOTS):
             mx = fmax(mx, x[sl])
         mx = warp_max(mx)
         if not ok:
@@ -423,19 +435,20 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
         inv = ONE / total if ok else ZERO
         for e in range(CPL):
             acc[e] = ZERO
-        # U splits at a time, their loads issued before any is used: one L2 round trip per U splits, not
-        # per split (lanes past the last split hold weight 0: their partial reads as 0, unread)
+        # U splits at a time (lanes past the last split hold weight 0: their partial reads as 0, unread);
+        # the first U are already in registers, each later group is one more round trip
         for j0 in range(0, n_splits, U):
             xs = x[0]  # the slot that holds the weights of splits j0 .. j0 + U − 1 (U divides 32)
             for sl in range(1, SLOTS):
                 if j0 >= 32 * sl:
                     xs = x[sl]
-            for uu in range(U):
-                part = (row * n_splits + j0 + uu) * D + lane * CPL
-                for e in range(CPL):
-                    vals[uu, e] = o_part[part + e] if ok and j0 + uu < n_splits else ZERO
-                if COUNTING and ok and j0 + uu < n_splits:
-                    n_gr += 4 * CPL
+            if j0 > 0:
+                for uu in range(U):
+                    part = (row * n_splits + j0 + uu) * D + lane * CPL
+                    for e in range(CPL):
+                        vals[uu, e] = o_part[part + e] if ok and j0 + uu < n_splits else ZERO
+                    if COUNTING and ok and j0 + uu < n_splits:
+                        n_gr += 4 * CPL
             for uu in range(U):
                 wj = bcast(xs, (j0 + uu) & 31) * inv
                 for e in range(CPL):
