@@ -91,6 +91,7 @@ SIM_CASES = [
     (1, 1, 1, 20, 2, 128, 1, 16, 4, 4, "bf16"),  # MHA, 2 queries, d = 128, a ring deeper than a split
     (2, 1, 1, 11, 1, 64, 2, 32, 2, 3, "fp16"),  # B = 2, 3 splits of 4 keys: warp 1 sees no key at all
     (1, 18, 1, 20, 1, 64, 1, 16, 2, 2, "bf16"),  # MQA, R = 18 > 16: two m16 tiles of packed rows
+    (1, 2, 1, 40, 1, 64, 1, 16, 2, 20, "bf16"),  # 20 splits of 2 keys: the combine's second group of 16
 ]
 
 
