@@ -26,10 +26,13 @@ Mapping (compile-time constants of ``DecodeConfig`` and the packed rows):
                   merges 8 columns of one row: O = Σ_w 2^(m_w − M) O_w / Σ_w 2^(m_w − M) l_w
     combine       (``combine_row_op``) one warp per output row: lane j holds the log-sum-exp of splits
                   j, j + 32, ... (at most 128), the weights 2^(lse_j − lse) go to every lane by
-                  shuffle, each lane sums its d/32 columns of the s partial rows. Fused: after its
-                  partials, each block fences them, counts itself in (``atomic.add`` on the unit's
-                  arrival count); the block that arrives s-th runs the combine of the unit's R rows on
-                  its W warps (the partials are in L2) and sets the count back to 0. Two kernels: grid
+                  shuffle, each lane sums its d/32 columns of the s partial rows; the lse and the
+                  first COMBINE_BATCH = 16 partial rows are loaded together (one L2 round trip at
+                  s <= 16). Fused: after its partials and a block barrier, thread 0 counts the block
+                  in (``arrive_acq_rel``: ``atom.acq_rel.gpu`` on the unit's arrival count, which
+                  publishes the block's partials and, in the last block, makes the others' visible);
+                  the block that arrives s-th runs the combine of the unit's R rows on its W warps
+                  (the partials are in L2) and sets the count back to 0. Two kernels: grid
                   ⌈B·H·q_len / k⌉ blocks of k warps (k = 4 at d = 128, 8 at d = 64, as FA2's combine
                   kernel and simlib.decode_time)
 
@@ -382,8 +385,10 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
     """A device function ``(o_part, lse_part, o, row, n_splits, lane, ok) -> (global bytes read, written)``:
     one warp writes output row `row` from its s partial rows: lane j holds the log-sum-exps of splits
     j, j + 32, ... (at most 128), the weights 2^(lse_j − lse) go to every lane by shuffle, each lane sums
-    its d/32 columns. A warp with ``ok`` False (a short last block of the combine kernel) takes part in
-    the shuffles and reads and writes nothing."""
+    its d/32 columns. The lse and the first U = COMBINE_BATCH partial rows are loaded before any is used
+    (at s <= U the combine waits for one L2 round trip), each later group of U in one more. A warp with
+    ``ok`` False (a short last block of the combine kernel) takes part in the shuffles and reads and
+    writes nothing."""
     D = head_dim
     CPL = D // 32  # columns per lane
     SLOTS = MAX_SPLITS // 32
