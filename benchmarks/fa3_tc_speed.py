@@ -15,14 +15,11 @@ which reading was right. Writes fa3_tc_speed.csv (+ provenance sidecar), prints 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import multiprocessing as mp
-import os
 import sys
 import time
 
 import fa2_tc_speed as fa2
+from speed_pool import report, run_jobs
 
 #: (name, Fa3Config keywords) per head dim (``--defaults``: the kernel's default build per head dim instead): timed in bf16 non-causal; CAUSAL_AND_FP16 elsewhere. Run 1
 #: (20261202T045137Z-1ff3899ea4) timed version 1 (no overlap) at G = 1, 2 and Bc = 64, 128: g2_bc64
@@ -85,69 +82,38 @@ def small_check(cfg, dtype, causal):
     raise AssertionError("fa3_tc wrong under every descriptor reading: " + "; ".join(tried))
 
 
-def worker(job, seq_lens, lock, queue):
+def worker(job, seq_lens, lock):
     """fa3 jobs here; torch flash, cuDNN and fa2_tc jobs in fa2_tc_speed.worker."""
     if job[0] != "fa3":
-        return fa2.worker(job, seq_lens, lock, queue)
-    try:
-        import torch
+        return fa2.worker(job, seq_lens, lock)
+    import torch
 
-        from gpu_kernels.device import select_backend
+    from gpu_kernels.device import select_backend
 
-        select_backend(False)
-        from gpu_kernels.counting import new_counters
-        from gpu_kernels.kernels.fa3_tc import Fa3Config, Fa3TcPlan, default_config
-        from gpu_kernels.measure import side_by_side as bench
+    select_backend(False)
+    from gpu_kernels.kernels.fa3_tc import Fa3Config, Fa3TcPlan, default_config
+    from gpu_kernels.measure import side_by_side as bench
 
-        _, d, dtype, causal, name, kw = job
-        cfg = (default_config(d) if kw is None else Fa3Config(d, **kw)).check()
-        t0 = time.perf_counter()
-        e_o, e_l, reading = small_check(cfg, dtype, causal)
-        compile_s = time.perf_counter() - t0
-        rows = []
-        with lock:
-            for n in seq_lens:
-                sh = bench.Shape(dtype, causal, n, d, torch)
-                b, h = sh.batch, sh.heads
-                plan = Fa3TcPlan.of((b, h, h, n, n, d), cfg, dtype, causal=causal)
-                counters = new_counters()
-
-                def launch(i, sh=sh, plan=plan, counters=counters):
-                    plan.launch(*sh.views[i], sh.o_view, sh.l_view, counters)
-                    return sh.out
-
-                med, lo, hi, reps, err = fa2.timed(sh, launch, torch, bench)
-                flops = bench.useful_flops(n, d, b * h, causal)
-                rows.append(
-                    {
-                        "kernel": "fa3_tc",
-                        "config": f"{name}: {cfg.name}",
-                        "note": f"small check (1x4/2 heads, N_q 777, N_k 1000): O {e_o:.2e}, L {e_l:.2e}; "
-                        f"{reading}; compile+check {compile_s:.1f} s",
-                        "dtype": dtype,
-                        "batch": b,
-                        "heads": h,
-                        "seq_len": n,
-                        "head_dim": d,
-                        "causal": causal,
-                        "median_ms": f"{med:.4f}",
-                        "min_ms": f"{lo:.4f}",
-                        "max_ms": f"{hi:.4f}",
-                        "reps": reps,
-                        "flops": flops,
-                        "tflops": f"{flops / med / 1e9:.1f}",
-                        "rel_err": f"{err:.3e}",
-                        "tol": f"{bench.tolerance(dtype):.2e}",
-                        "ok": err < bench.tolerance(dtype),
-                    }
-                )
-                del sh
-                torch.cuda.empty_cache()
-        queue.put(("rows", rows))
-    except Exception as ex:
-        import traceback
-
-        queue.put(("error", f"{job}: {type(ex).__name__}: {ex}\n{traceback.format_exc()[-1500:]}"))
+    _, d, dtype, causal, name, kw = job
+    cfg = (default_config(d) if kw is None else Fa3Config(d, **kw)).check()
+    t0 = time.perf_counter()
+    e_o, e_l, reading = small_check(cfg, dtype, causal)
+    compile_s = time.perf_counter() - t0
+    rows = []
+    with lock:
+        for n in seq_lens:
+            sh = bench.Shape(dtype, causal, n, d, torch)
+            launch = fa2.plan_launch(Fa3TcPlan, sh, cfg)
+            row = {
+                "kernel": "fa3_tc",
+                "config": f"{name}: {cfg.name}",
+                "note": f"small check (1x4/2 heads, N_q 777, N_k 1000): O {e_o:.2e}, L {e_l:.2e}; "
+                f"{reading}; compile+check {compile_s:.1f} s",
+            }
+            rows.append(fa2.measured_row(row, sh, launch, torch, bench))
+            del sh
+            torch.cuda.empty_cache()
+    return rows
 
 
 def main(argv=None):
@@ -164,6 +130,7 @@ def main(argv=None):
         help="time fa3_tc's default build per head dim (kernels.fa3_tc.default_config) at every dtype and "
         "causal value given, instead of the variants",
     )
+    p.add_argument("--deadline-s", type=float, default=None, help="terminate builds still running after this")
     a = p.parse_args(argv)
     seq_lens = [int(x) for x in a.seq_lens.split(",")]
     causals = [c == "yes" for c in a.causal.split(",")]
@@ -177,73 +144,12 @@ def main(argv=None):
         jobs += [("fa3",) + b for b in builds(dtypes, causals) if keep is None or b[3] in keep]
     # the fa3 builds first: their compiles are the long pole
     jobs = [j for j in jobs if j[0] == "fa3"] + [j for j in jobs if j[0] != "fa3"]
-    ctx = mp.get_context("spawn")
-    lock, queue = ctx.Lock(), ctx.Queue()
     t0 = time.monotonic()
-    procs, rows, errors, pending, running = [], [], [], list(jobs), 0
-    while pending or running:
-        while pending and running < a.jobs:
-            pr = ctx.Process(target=worker, args=(pending.pop(0), seq_lens, lock, queue))
-            pr.start()
-            procs.append(pr)
-            running += 1
-        kind, payload = queue.get()
-        running -= 1
-        (rows.extend if kind == "rows" else errors.append)(payload)
-        print(
-            f"[{time.monotonic() - t0:6.1f} s] {kind}: {len(payload) if kind == 'rows' else payload}",
-            flush=True,
-        )
-    for pr in procs:
-        pr.join()
-    flash = {
-        (r["dtype"], r["causal"], r["seq_len"], r["head_dim"]): float(r["median_ms"])
-        for r in rows
-        if r["kernel"] == "torch_flash"
-    }
-    for r in rows:
-        f = flash.get((r["dtype"], r["causal"], r["seq_len"], r["head_dim"]))
-        r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / f:.3f}" if f else ""
-    rows.sort(key=lambda r: (r["causal"], r["dtype"], r["head_dim"], r["seq_len"], r["kernel"], r["config"]))
-    from gpu_kernels.measure.side_by_side import FIELDS
-
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FIELDS)
-    w.writeheader()
-    w.writerows(rows)
-    os.makedirs(a.out, exist_ok=True)
-    try:
-        from measurements.provenance import provenance, write_measurement
-
-        write_measurement(
-            f"{a.out}/fa3_tc_speed.csv",
-            buf.getvalue(),
-            {
-                **provenance(
-                    {
-                        "what": "fa3_tc (wgmma) variants vs torch flash, cuDNN, fa2_tc (issue 22)",
-                        "argv": sys.argv,
-                    }
-                ),
-                "errors": errors,
-                "elapsed_s": round(time.monotonic() - t0, 1),
-            },
-        )
-    except Exception as ex:
-        print(f"provenance failed ({ex!r}); plain CSV written", flush=True)
-        open(f"{a.out}/fa3_tc_speed.csv", "w").write(buf.getvalue())
-    for e in errors:
-        print("ERROR", e[:600])
-    print(
-        f"{'causal':6} {'dtype':5} {'d':>3} {'N':>6} {'kernel':11} {'config':20} {'ms':>8} {'TF/s':>6} {'/flash':>6} {'err':>9}"
+    rows, errors = run_jobs(worker, jobs, seq_lens, processes=a.jobs, deadline_s=a.deadline_s)
+    what = "fa3_tc (wgmma) variants vs torch flash, cuDNN, fa2_tc (issue 22)"
+    return report(
+        rows, errors, out=a.out, filename="fa3_tc_speed.csv", what=what, started=t0, config_width=20
     )
-    for r in rows:
-        print(
-            f"{r['causal']!s:6} {r['dtype']:5} {r['head_dim']:3} {r['seq_len']:6} {r['kernel']:11} "
-            f"{r['config'][:20]:20} {float(r['median_ms']):8.3f} {float(r['tflops']):6.1f} "
-            f"{r['ratio_to_torch_flash']:>6} {r['rel_err']:>9}{'' if r['ok'] else ' FAIL'}"
-        )
-    return 1 if errors or not all(r["ok"] for r in rows) else 0
 
 
 if __name__ == "__main__":
