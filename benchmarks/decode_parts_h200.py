@@ -9,7 +9,16 @@ kernel, each between two CUDA events, input sets rotated beyond 3× the L2; medi
 * ``step_fused``: the whole step, one launch (the unit's last split combines), at the model's splits
   s0 and at s0/2, 2·s0, 4·s0; ``step_2k``: the step as run 1 ran it (split kernel, then the combine
   kernel); ``split_only`` and ``combine_only``: the two launches of ``step_2k`` alone;
+* ``step_fused_st<N>``: the whole step with a ring of N tiles instead of the default (run decode2);
 * ``empty_kernel``: a numba kernel of one warp that does nothing (the floor of one launch in the queue);
+  ``empty_split_launch``: a kernel of the split kernel's signature, grid, block and dynamic shared
+  memory that does nothing (what the launch of that shape costs);
+* ``stream_only``: the split kernel's data path alone (run decode2): the same grid, block, ring and
+  16-byte ``cp.async`` copies of each split's K and V into shared memory, no arithmetic, one word
+  written per block: what streaming the cache costs without the math, the merge and the combine;
+* ``read_only_k<N>`` / ``copy_numba_k<N>``: the bytes read (or copied) by a plain numba kernel of many
+  256-thread blocks, each thread N coalesced 8-byte loads (stores) in flight: a pure read of the
+  step's bytes without shared memory, and a copy as simple as it gets;
 * ``copy_same_bytes``: torch ``copy_`` of C/2 bytes (C = the step's compulsory bytes: C moved, read +
   written); ``copy_same_reads``: ``copy_`` of C bytes (C read, C written); ``sum_same_reads``: torch
   ``sum`` of the C bytes as bf16 (C read, nothing written). The large-copy bandwidth (2 GiB) at the start.
@@ -41,6 +50,92 @@ FIELDS = [
 ]  # fmt: skip
 
 
+def probe_kernels(cuda):
+    """The probes (module docstring): factories keyed by their compile-time shapes."""
+    import functools
+
+    import numpy as np
+    from numba import uint16, uint64
+
+    from gpu_kernels.tensor_core.addressed_ops import addressed_ops
+    from gpu_kernels.tensor_core.tiles import block_copiers
+    from gpu_kernels.tensor_core.warp_ops import cp_wait_group, warp_ops
+
+    @functools.cache
+    def stream(d, bc, stages, threads):
+        smem_base, _, _, cp16, cp16z, _, _, _ = addressed_ops("bf16", False)
+        copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, bc, d, threads, False)
+        ops = warp_ops("bf16", False)
+        commit, wait_all, wait_ring = ops.cp_commit, ops.cp_wait_all, cp_wait_group(stages - 2, False)
+        tile = 2 * bc * d
+
+        @cuda.jit(device=True, inline=True)
+        def issue(base, so, k, v, g, ck, tid):
+            if ck == bc:
+                copy_kv(base, so, k, g, tid)
+                copy_kv(base, so + bc * d, v, g, tid)
+            else:
+                copy_kv_ragged(base, so, k, g, ck, tid)
+                copy_kv_ragged(base, so + bc * d, v, g, ck, tid)
+
+        @cuda.jit
+        def stream_only(k, v, out, n_k, chunk):
+            sm = cuda.shared.array(0, uint16, alignment=128)
+            base = smem_base(sm)
+            tid = cuda.threadIdx.x
+            sp = cuda.blockIdx.x
+            u = cuda.blockIdx.y
+            k0 = sp * chunk
+            c = min(chunk, n_k - k0)
+            nt = (c + bc - 1) // bc
+            kvg = (u * n_k + k0) * d
+            for st in range(stages - 1):
+                if st < nt:
+                    issue(base, st * tile, k, v, kvg + st * bc * d, min(bc, c - st * bc), tid)
+                commit()
+            acc = uint16(0)
+            for j in range(nt):
+                wait_ring()
+                cuda.syncthreads()
+                acc ^= sm[(j % stages) * tile + tid]  # a word of the landed tile: the data is used
+                nx = j + stages - 1
+                if nx < nt:
+                    issue(base, (nx % stages) * tile, k, v, kvg + nx * bc * d, min(bc, c - nx * bc), tid)
+                commit()
+            wait_all()
+            if tid == 0:
+                out[u * cuda.gridDim.x + sp] = acc
+
+        return stream_only
+
+    @functools.cache
+    def plain(per_thread, copy):
+        magic = np.uint64(0x9E3779B97F4A7C15)
+
+        @cuda.jit
+        def read_only(x, out):
+            i0 = cuda.blockIdx.x * 256 * per_thread + cuda.threadIdx.x
+            acc = uint64(0)
+            for r in range(per_thread):
+                i = i0 + 256 * r
+                if i < x.size:
+                    acc ^= x[i]
+            if acc == magic:  # never in practice: keeps the loads
+                out[0] = acc
+
+        @cuda.jit
+        def copy_numba(x, out):
+            i0 = cuda.blockIdx.x * 256 * per_thread + cuda.threadIdx.x
+            for r in range(per_thread):
+                i = i0 + 256 * r
+                if i < x.size:
+                    out[i] = x[i]
+
+        return copy_numba if copy else read_only
+
+    return stream, plain
+
+
 def shape_rows(shape, torch, kit):
     """The rows of one (B, H, H_kv, L, d, q_len): every part of the step, then the copies."""
     import dataclasses
@@ -62,8 +157,11 @@ def shape_rows(shape, torch, kit):
                      "gbps": f"{moved / (med * 1e-3) / 1e9:.1f}" if moved else "", "rel_err": err, "ok": ok,
                      "note": note})  # fmt: skip
 
-    def timed_decode(part, splits, fused, what="step"):
-        cfg = dataclasses.replace(kit.default_config(d), fused_combine=fused).check(rr)
+    def timed_decode(part, splits, fused, what="step", stages=None):
+        cfg = dataclasses.replace(kit.default_config(d), fused_combine=fused)
+        if stages is not None:
+            cfg = dataclasses.replace(cfg, stages=stages)
+        cfg = cfg.check(rr)
         pl = kit.DecodePlan((b, h, hkv, ql, n, d), cfg, "bf16", splits)
         n_part, n_lse = pl.partial_sizes()
         pv = kit.bits_view(torch.empty(n_part, device="cuda", dtype=torch.float32))
@@ -87,14 +185,49 @@ def shape_rows(shape, torch, kit):
         note = f"{pl.config.name}; {sh.n_sets} input sets" + ("" if ahead else "; CPU fell behind the queue")
         record(part, pl.splits_made, t, hbm if what == "step" else 0, f"{err:.2e}", ok, note, reps)
 
-    for s in sorted({max(1, s0 // 2), s0, min(128, 2 * s0), min(128, 4 * s0)}):
+    units = b * hkv
+    fill2 = max(1, min(128, 2 * kit.sms // units))  # two blocks on every SM (when it divides)
+    for s in sorted({max(1, s0 // 2), s0, min(128, 2 * s0), min(128, 4 * s0), fill2}):
         timed_decode("step_fused", s, True)
+    for st in kit.stage_variants.get(d, ()):
+        timed_decode(f"step_fused_st{st}", s0, True, stages=st)
     timed_decode("step_2k", s0, False)
     if s0 > 1:
         timed_decode("split_only", s0, False, "split")
         timed_decode("combine_only", s0, False, "combine")
     t, reps, _ = kit.queued_times(lambda i: kit.empty_kernel[1, 32](kit.dummy), 2, torch)
     record("empty_kernel", "", t, 0, reps=reps)
+    cfg0 = kit.default_config(d).check(rr)
+    plan0 = kit.DecodePlan((b, h, hkv, ql, n, d), cfg0, "bf16", s0)
+    chunk, made = plan0.chunk, plan0.splits_made
+    smem = plan0.smem_bytes
+    kit.allow_dynamic_smem(kit.empty_split, smem, kit.split_signature())
+    pv = kit.bits_view(torch.empty(max(1, plan0.partial_sizes()[0]), device="cuda", dtype=torch.float32))
+    lv = kit.bits_view(torch.empty(max(1, plan0.partial_sizes()[1]), device="cuda", dtype=torch.float32))
+    arr = kit.cuda.device_array(max(1, units), dtype="int32")
+
+    def empty_split(i):
+        kit.empty_split[(made, units), cfg0.threads, 0, smem](
+            *sh.views[i], sh.o_view, pv, lv, kit.counters, arr, n, chunk, made, rr
+        )
+
+    t, reps, _ = kit.queued_times(empty_split, sh.n_sets, torch)
+    record("empty_split_launch", made, t, 0, reps=reps, note=f"grid ({made}, {units}), {smem} B dynamic smem")
+    out_words = kit.cuda.device_array(made * units, dtype="uint16")
+    kv_bytes = 2 * b * hkv * n * d * 2
+    for st in (cfg0.stages, *kit.stage_variants.get(d, ())):
+        streamer = kit.stream(d, cfg0.block_cols, st, cfg0.threads)
+        st_smem = 2 * st * cfg0.block_cols * d * 2
+        kit.allow_dynamic_smem(streamer, st_smem, kit.stream_signature())
+
+        def stream(i, streamer=streamer, st_smem=st_smem):
+            streamer[(made, units), cfg0.threads, 0, st_smem](
+                sh.views[i][1], sh.views[i][2], out_words, n, chunk
+            )
+
+        t, reps, _ = kit.queued_times(stream, sh.n_sets, torch)
+        part = "stream_only" if st == cfg0.stages else f"stream_only_st{st}"
+        record(part, made, t, kv_bytes, reps=reps, note=f"grid ({made}, {units}), ring of {st}, no math")
     sh.qkv = sh.views = None  # the caches freed before the copies' buffers
     torch.cuda.empty_cache()
     for part, src_bytes, moved in (
@@ -114,6 +247,27 @@ def shape_rows(shape, torch, kit):
 
         t, reps, _ = kit.queued_times(copy if part.startswith("copy") else total, k, torch)
         record(part, "", t, moved, note=f"{k} buffer sets", reps=reps)
+        if part == "copy_same_reads":
+            continue
+        words = [kit.cuda.as_cuda_array(x.view(torch.int64)).view("uint64") for x in srcs]
+        outs = [kit.cuda.as_cuda_array(x.view(torch.int64)).view("uint64") for x in dsts]
+        for per_thread in kit.plain_per_thread:
+            is_copy = part == "copy_same_bytes"
+            kern = kit.plain(per_thread, is_copy)
+            blocks = -(-words[0].size // (256 * per_thread))
+
+            def plain(i, kern=kern, blocks=blocks, words=words, outs=outs):
+                kern[blocks, 256](words[i], outs[i])
+
+            dsts[0].zero_()  # poisoned: torch's copy above already filled it
+            plain(0)
+            kit.cuda.synchronize()
+            if is_copy and not torch.equal(srcs[0], dsts[0]):
+                record(f"copy_numba_k{per_thread}", "", [1.0], 0, ok=False, note="copy differs")
+                continue
+            t, reps, _ = kit.queued_times(plain, k, torch)
+            name = f"copy_numba_k{per_thread}" if is_copy else f"read_only_k{per_thread}"
+            record(name, "", t, moved, note=f"{blocks} blocks of 256, {k} buffer sets", reps=reps)
         del srcs, dsts
         torch.cuda.empty_cache()
     return rows
@@ -123,6 +277,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--shapes", default="", help="indices into SHAPES to run, e.g. 0,1,2 (default: all)")
+    p.add_argument("--stages", default="128:4/6,64:8", help="rings to try besides the default, d:N/N,...")
+    p.add_argument("--per-thread", default="4,16", help="loads per thread of the plain read/copy kernels")
     a = p.parse_args(argv)
     shapes = [SHAPES[int(i)] for i in a.shapes.split(",")] if a.shapes else SHAPES
     import types
@@ -142,12 +298,27 @@ def main(argv=None):
     def empty_kernel(x):
         pass
 
+    def empty_split(q, k, v, o, o_part, lse_part, counters, arrivals, n_k, chunk, n_splits, rows):
+        pass
+
+    from numba.cuda import types as nbtypes
+
+    stream, plain = probe_kernels(cuda)
+    u16 = nbtypes.Array(nbtypes.uint16, 1, "C")
+
     kit = types.SimpleNamespace(
         DecodeShape=dsbs.DecodeShape, compulsory_bytes=dsbs.compulsory_bytes, queued_times=dsbs.queued_times,
         sets_for=dsbs.sets_for, DecodePlan=decode_tc.DecodePlan, default_config=decode_tc.default_config,
         default_splits=decode_tc.default_splits, bits_view=torch_views.bits_view,
         checked_first_call=torch_views.checked_first_call, tolerance=torch_views.tolerance,
         counters=new_counters(), empty_kernel=empty_kernel, dummy=cuda.device_array(1, dtype="int32"),
+        empty_split=cuda.jit(empty_split), split_signature=decode_tc.split_signature,
+        allow_dynamic_smem=decode_tc.allow_dynamic_smem, stream=stream, plain=plain, cuda=cuda,
+        stream_signature=lambda: (u16, u16, u16, nbtypes.int64, nbtypes.int64),
+        sms=cuda.get_current_device().MULTIPROCESSOR_COUNT,
+        stage_variants={int(k): tuple(int(x) for x in v.split("/")) for k, v in
+                        (item.split(":") for item in a.stages.split(",") if item)},
+        plain_per_thread=tuple(int(x) for x in a.per_thread.split(",") if x),
     )  # fmt: skip
     t0 = time.monotonic()
     big, _ = dsbs.copy_gbps(torch)

@@ -9,7 +9,8 @@ written once), so ``frac_of_copy`` compares them on one footing.
 
 ``summary()`` gives one row per shape: the cache in MB, decode_tc at the splits simlib's model picked
 (``default_splits``) and at the fastest of the splits measured, the SDPA backends, and the model's time for
-the default splits, with the H200 preset's 4.8 TB/s and with the run's own copy bandwidth.
+the default splits (``split_k_time(..., fused=True)``: decode_tc's combine in the last split block of each
+unit), with the H200 preset's 4.8 TB/s and with the run's own copy bandwidth.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ def summary(path=None) -> pd.DataFrame:
                 "decode_tc / best SDPA": None
                 if best_sdpa is None
                 else float(default.median_ms.iloc[0]) / float(best_sdpa.median_ms),
-                "model, 4.8 TB/s (µs)": split_k_time(wl, h200, s).time_s * 1e6,
-                "model, copy BW (µs)": split_k_time(wl, at_copy, s).time_s * 1e6,
+                "model, 4.8 TB/s (µs)": split_k_time(wl, h200, s, fused=True).time_s * 1e6,
+                "model, copy BW (µs)": split_k_time(wl, at_copy, s, fused=True).time_s * 1e6,
             }
         )
     return pd.DataFrame(rows)

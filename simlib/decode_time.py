@@ -17,7 +17,12 @@ where bytes_cta = Q (R·d) + K, V (2·⌈L/s⌉·d) in the workload dtype + its 
 partial O and logsumexp: R·(d+1)·4 B), R = g·q_len the packed query rows. The reduction is a second
 kernel shaped as FlashAttention-2's combine kernel: C_r = ⌈B·H·q_len / k⌉ CTAs of k rows
 (k = 4 if d % 128 == 0, 8 if d % 64 == 0, else 16), each reading its rows' s partials in fp32 and
-writing their O: bytes_rcta = k·(s·(d+1)·4 + d·e).
+writing their O: bytes_rcta = k·(s·(d+1)·4 + d·e). With ``fused=True`` the combine is decode_tc's
+default instead (gpu_kernels/kernels/decode_tc.py): no second kernel; the last split CTA of each unit
+to finish combines that unit's R rows, so C_r = B·H_kv CTAs of R rows, bytes_rcta = R·(s·(d+1)·4 + d·e),
+and t_reduce is their tail after the split kernel's. Where R equals k (a Llama-3-8B layer: g = 4,
+d = 128) the two are the same number; with R = 16 (four queries of four heads) the fused tail is twice
+the combine kernel's (⌈64/132⌉ waves of 16 rows against ⌈256/132⌉ of 4).
 
 Worked number (a Llama-3-8B layer on the H200: B = 1, H = 32, H_kv = 8, L = 32768, d = 128, fp16;
 S = 132, BW = 4.8 TB/s): s = 1 gives C = 8 CTAs of 16,779,264 B: 16,779,264 · 132 / 4.8e12 = 461.4 µs
@@ -28,6 +33,8 @@ of 265,232 B (29.2 µs) and a reduction of 8 CTAs of 133,120 B (3.66 µs) = 32.8
 >>> from simlib import Workload, load_preset
 >>> w = Workload(32768, 128, heads=32, kv_heads=8, query_len=1)
 >>> [round(split_k_time(w, load_preset("h200"), s).time_s * 1e6, 1) for s in (1, 16, 64)]
+[461.4, 29.9, 32.8]
+>>> [round(split_k_time(w, load_preset("h200"), s, fused=True).time_s * 1e6, 1) for s in (1, 16, 64)]
 [461.4, 29.9, 32.8]
 """
 
@@ -51,8 +58,8 @@ class SplitKTime:
     cta_bytes: int  # HBM bytes of the largest split CTA
     memory_s: float  # all HBM bytes (both kernels) / BW: the plain roofline's memory time
     split_s: float  # the split kernel's time
-    reduce_s: float  # the combine kernel's time (0 when s = 1)
-    reduce_ctas: int
+    reduce_s: float  # the combine's time: the combine kernel's, or the fused combine's tail (0 when s = 1)
+    reduce_ctas: int  # the combine kernel's CTAs, or (fused) the units' last split CTAs
     hbm_bytes: int  # both kernels, equal to count("decode", ...).hbm_bytes
     sms: int  # S
 
@@ -72,10 +79,16 @@ def combine_rows_per_cta(head_dim: int) -> int:
 
 
 def split_k_time(
-    workload: Workload, hardware: Hardware, splits: int = 1, sram_bytes: int | None = None
+    workload: Workload,
+    hardware: Hardware,
+    splits: int = 1,
+    sram_bytes: int | None = None,
+    fused: bool = False,
 ) -> SplitKTime:
     """Split-K decode time with waves on `hardware` (module docstring); `sram_bytes` defaults to the
-    preset's per-block shared memory and sets the K/V tile inside a split (it does not change bytes)."""
+    preset's per-block shared memory and sets the K/V tile inside a split (it does not change bytes);
+    `fused`: the unit's last split CTA combines (decode_tc's default), else FlashAttention-2's combine
+    kernel does."""
     if not isinstance(hardware, Hardware):
         raise TypeError(f"hardware must be a simlib Hardware (e.g. load_preset('h200')), got {hardware!r}")
     splits = check_positive_int("splits", splits)
@@ -102,10 +115,14 @@ def split_k_time(
     )
     reduce_s, reduce_ctas = 0.0, 0
     if s > 1:
-        per_cta = combine_rows_per_cta(d)
-        all_rows = workload.batch * workload.heads * workload.nq
-        reduce_ctas = ceil_div(all_rows, per_cta)
-        rcta_bytes = min(per_cta, all_rows) * (s * (d + 1) * STAT_BYTES + d * e)
+        if fused:
+            reduce_ctas = result.units
+            rcta_bytes = rows * (s * (d + 1) * STAT_BYTES + d * e)
+        else:
+            per_cta = combine_rows_per_cta(d)
+            all_rows = workload.batch * workload.heads * workload.nq
+            reduce_ctas = ceil_div(all_rows, per_cta)
+            rcta_bytes = min(per_cta, all_rows) * (s * (d + 1) * STAT_BYTES + d * e)
         reduce_s = ceil_div(reduce_ctas, sms) * rcta_bytes * sms / bandwidth
     return SplitKTime(
         s,

@@ -91,6 +91,7 @@ SIM_CASES = [
     (1, 1, 1, 20, 2, 128, 1, 16, 4, 4, "bf16"),  # MHA, 2 queries, d = 128, a ring deeper than a split
     (2, 1, 1, 11, 1, 64, 2, 32, 2, 3, "fp16"),  # B = 2, 3 splits of 4 keys: warp 1 sees no key at all
     (1, 18, 1, 20, 1, 64, 1, 16, 2, 2, "bf16"),  # MQA, R = 18 > 16: two m16 tiles of packed rows
+    (1, 2, 1, 40, 1, 64, 1, 16, 2, 20, "bf16"),  # 20 splits of 2 keys: the combine's second group of 16
 ]
 
 
@@ -217,12 +218,31 @@ def test_default_splits_is_the_models_fastest():
     with 1, 32.8 µs with 64) and a shape whose units already fill the GPU (B = 16, H_kv = 8: 128 blocks
     on 132 SMs without splitting)."""
     wl = Workload(32768, 128, heads=32, kv_heads=8, query_len=1)
-    times = {s: split_k_time(wl, load_preset("h200"), s).time_s for s in range(1, 129)}
+    times = {s: split_k_time(wl, load_preset("h200"), s, fused=True).time_s for s in range(1, 129)}
     s = default_splits(1, 8, 32768, 128, 4)
     assert times[s] <= min(times.values()) * 1.01
     assert all(times[x] > min(times.values()) * 1.01 for x in range(1, s))
     assert s == 16  # one wave of 128 blocks: the worked number's choice
     assert default_splits(16, 8, 16384, 128, 4) == 1
+
+
+def test_fused_combine_time_by_hand():
+    """simlib.decode_time with fused=True (decode_tc's default) against its formula by hand: the B·H_kv
+    units' last split CTAs each combine R rows, R·(s·(d + 1)·4 + d·2) bytes at BW/S each, in
+    ⌈B·H_kv/S⌉ rounds; the same as FA2's combine kernel (k = 4 rows per CTA at d = 128) where R = 4,
+    twice it where R = 16 (one round of 16 rows against ⌈256/132⌉ = 2 rounds of 4)."""
+    hw = load_preset("h200")
+    bw, sms = hw.level("HBM").bandwidth_bytes_per_s, hw.sm_count
+    for ql, rounds_kernel in ((1, 1), (4, 2)):
+        wl = Workload(8192, 128, 8, 32, kv_heads=8, query_len=ql, dtype="bf16")
+        r, s = 4 * ql, 4
+        fused, kernel = split_k_time(wl, hw, s, fused=True), split_k_time(wl, hw, s)
+        assert fused.split_s == kernel.split_s and fused.reduce_ctas == 64
+        assert fused.reduce_s == pytest.approx(r * (s * 129 * 4 + 128 * 2) * sms / bw, rel=1e-12)
+        assert kernel.reduce_s == pytest.approx(
+            rounds_kernel * 4 * (s * 129 * 4 + 128 * 2) * sms / bw, rel=1e-12
+        )
+    assert fused.reduce_s == pytest.approx(2 * kernel.reduce_s, rel=1e-12)
 
 
 def test_decode_tc_schedule_worked_number():

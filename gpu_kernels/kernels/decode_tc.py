@@ -26,10 +26,13 @@ Mapping (compile-time constants of ``DecodeConfig`` and the packed rows):
                   merges 8 columns of one row: O = Σ_w 2^(m_w − M) O_w / Σ_w 2^(m_w − M) l_w
     combine       (``combine_row_op``) one warp per output row: lane j holds the log-sum-exp of splits
                   j, j + 32, ... (at most 128), the weights 2^(lse_j − lse) go to every lane by
-                  shuffle, each lane sums its d/32 columns of the s partial rows. Fused: after its
-                  partials, each block fences them, counts itself in (``atomic.add`` on the unit's
-                  arrival count); the block that arrives s-th runs the combine of the unit's R rows on
-                  its W warps (the partials are in L2) and sets the count back to 0. Two kernels: grid
+                  shuffle, each lane sums its d/32 columns of the s partial rows; the lse and the
+                  first COMBINE_BATCH = 16 partial rows are loaded together (one L2 round trip at
+                  s <= 16). Fused: after its partials and a block barrier, thread 0 counts the block
+                  in (``arrive_acq_rel``: ``atom.acq_rel.gpu`` on the unit's arrival count, which
+                  publishes the block's partials and, in the last block, makes the others' visible);
+                  the block that arrives s-th runs the combine of the unit's R rows on its W warps
+                  (the partials are in L2) and sets the count back to 0. Two kernels: grid
                   ⌈B·H·q_len / k⌉ blocks of k warps (k = 4 at d = 128, 8 at d = 64, as FA2's combine
                   kernel and simlib.decode_time)
 
@@ -64,7 +67,7 @@ from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
 from ..tensor_core.flash_tile import flash_tile_ops
 from ..tensor_core.tc_plan import upload
 from ..tensor_core.tiles import block_copiers
-from ..tensor_core.warp_ops import cp_wait_group, lane_broadcast, warp_ops
+from ..tensor_core.warp_ops import arrive_acq_rel, cp_wait_group, lane_broadcast, warp_ops
 from .fa2_tc import DYNAMIC_SHARED_LIMIT, LOG2E, allow_dynamic_smem
 
 HEAD_DIMS = schedule.HEAD_DIMS
@@ -72,6 +75,9 @@ MAX_ROWS = schedule.MAX_ROWS
 MAX_SPLITS = schedule.MAX_SPLITS
 default_splits = schedule.default_splits  # simlib's choice (no numba): `run` picks it before compiling
 MERGE_COLS = schedule.MERGE_COLS
+#: Partial rows each lane of the combine loads at once, the first group issued with the log-sum-exps:
+#: the default splits (at most 16 where the cache is small) are combined after one L2 round trip.
+COMBINE_BATCH = 16
 LN2 = 0.6931471805599453
 
 
@@ -149,6 +155,7 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
     cp_commit = warp_ops(dtype, simulator).cp_commit
     cp_wait_all = warp_ops(dtype, simulator).cp_wait_all
     cp_wait_ring = cp_wait_group(STAGES - 2, simulator)
+    arrive = arrive_acq_rel(simulator)
     ALIGN = None if simulator else 128
     C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
     load_q, qk_step, softmax_update, pack_p, pv_products = flash_tile_ops(dtype, simulator, MT, NS, NO, D, C)
@@ -345,13 +352,11 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
         # --- fused combine: the unit's last split to finish (an atomic count of arrivals) combines the
         # s partials of its rows, one warp per row, as the combine kernel would (they are in L2 by then)
         if FUSED and n_splits > 1:
-            cuda.threadfence()  # my partials are visible to every block before I count myself in
-            cuda.syncthreads()
-            if tid == 0:
-                last[0] = 1 if cuda.atomic.add(arrivals, u, 1) == n_splits - 1 else 0
+            cuda.syncthreads()  # every thread's partial stores are made before the block counts itself in
+            if tid == 0:  # release (publishes the block's partials), acquire (sees the earlier arrivals')
+                last[0] = 1 if arrive(arrivals, u) == n_splits - 1 else 0
             cuda.syncthreads()
             if last[0] == 1:
-                cuda.threadfence()  # the others' partials, counted in before me, are read after this
                 for rr in range(w, rows, W):
                     got, put = combine_row(o_part, lse_part, o, u * rows + rr, n_splits, lane, True)
                     if COUNTING:
@@ -380,12 +385,14 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
     """A device function ``(o_part, lse_part, o, row, n_splits, lane, ok) -> (global bytes read, written)``:
     one warp writes output row `row` from its s partial rows: lane j holds the log-sum-exps of splits
     j, j + 32, ... (at most 128), the weights 2^(lse_j − lse) go to every lane by shuffle, each lane sums
-    its d/32 columns. A warp with ``ok`` False (a short last block of the combine kernel) takes part in
-    the shuffles and reads and writes nothing."""
+    its d/32 columns. The lse and the first U = COMBINE_BATCH partial rows are loaded before any is used
+    (at s <= U the combine waits for one L2 round trip), each later group of U in one more. A warp with
+    ``ok`` False (a short last block of the combine kernel) takes part in the shuffles and reads and
+    writes nothing."""
     D = head_dim
     CPL = D // 32  # columns per lane
     SLOTS = MAX_SPLITS // 32
-    U = 8  # partial rows loaded at once (divides 32)
+    U = COMBINE_BATCH  # partial rows loaded at once (divides 32)
     COUNTING = counting
     _, _, _, _, _, _, pack2, _, _, _, warp_max, warp_sum = warp_ops(dtype, simulator)
     ex2 = addressed_ops(dtype, simulator).ex2
@@ -403,7 +410,9 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
         vals = cuda.local.array((U, CPL), float32)  # my columns of U partial rows, loaded together
         n_gr = 0
         n_gw = 0
-        mx = NEG_INF
+        # every load of the first U splits is issued here, before any value is used: the lse and the
+        # partial rows do not depend on each other, so for s <= U the combine waits for one L2 round
+        # trip (version 2 waited for the lse, then for each group of 8 rows)
         for sl in range(SLOTS):
             j = lane + 32 * sl
             x[sl] = NEG_INF
@@ -411,6 +420,14 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
                 x[sl] = lse_part[row * n_splits + j]
                 if COUNTING:
                     n_gr += 4
+        for uu in range(U):
+            part = (row * n_splits + uu) * D + lane * CPL
+            for e in range(CPL):
+                vals[uu, e] = o_part[part + e] if ok and uu < n_splits else ZERO
+            if COUNTING and ok and uu < n_splits:
+                n_gr += 4 * CPL
+        mx = NEG_INF
+        for sl in range(SLOTS):
             mx = fmax(mx, x[sl])
         mx = warp_max(mx)
         if not ok:
@@ -423,19 +440,20 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
         inv = ONE / total if ok else ZERO
         for e in range(CPL):
             acc[e] = ZERO
-        # U splits at a time, their loads issued before any is used: one L2 round trip per U splits, not
-        # per split (lanes past the last split hold weight 0: their partial reads as 0, unread)
+        # U splits at a time (lanes past the last split hold weight 0: their partial reads as 0, unread);
+        # the first U are already in registers, each later group is one more round trip
         for j0 in range(0, n_splits, U):
             xs = x[0]  # the slot that holds the weights of splits j0 .. j0 + U − 1 (U divides 32)
             for sl in range(1, SLOTS):
                 if j0 >= 32 * sl:
                     xs = x[sl]
-            for uu in range(U):
-                part = (row * n_splits + j0 + uu) * D + lane * CPL
-                for e in range(CPL):
-                    vals[uu, e] = o_part[part + e] if ok and j0 + uu < n_splits else ZERO
-                if COUNTING and ok and j0 + uu < n_splits:
-                    n_gr += 4 * CPL
+            if j0 > 0:
+                for uu in range(U):
+                    part = (row * n_splits + j0 + uu) * D + lane * CPL
+                    for e in range(CPL):
+                        vals[uu, e] = o_part[part + e] if ok and j0 + uu < n_splits else ZERO
+                    if COUNTING and ok and j0 + uu < n_splits:
+                        n_gr += 4 * CPL
             for uu in range(U):
                 wj = bcast(xs, (j0 + uu) & 31) * inv
                 for e in range(CPL):

@@ -502,3 +502,45 @@ def lane_broadcast(simulator: bool):
         return cuda.shfl_sync(full, x, src)
 
     return bcast_gpu
+
+
+@functools.cache
+def arrive_acq_rel(simulator: bool):
+    """A device function ``arrive(counts, i) -> old``: ``atom.acq_rel.gpu.global.add.s32`` of 1 on the
+    int32 ``counts[i]``, returning the value before it. Release: called by one thread after a block
+    barrier, it publishes every store the block made before the barrier (PTX's release is cumulative
+    over what the barrier made it observe: CUTLASS's semaphores do the same); acquire: the block's
+    loads after the next barrier see every store published by the arrivals counted before this one
+    (ptxas puts a MEMBAR.ALL.GPU before the atomic and an L1 invalidation, CCTL.IVALL, after it). It
+    replaces a ``membar.gl`` (MEMBAR.SC.GPU, the sequentially consistent fence) in every thread. Under
+    the simulator, ``cuda.atomic.add``: the simulator's memory is sequentially consistent and its
+    atomics take a lock, so the twin is race-free whatever the thread timing."""
+    if simulator:
+
+        def arrive(counts, i):
+            return cuda.atomic.add(counts, i, 1)
+
+        return cuda.jit(device=True)(arrive)
+    return _arrive_intrinsic()
+
+
+@functools.cache
+def _arrive_intrinsic():
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+
+    @intrinsic
+    def arrive(typingctx, counts, i):
+        def codegen(context, builder, signature, args):
+            data = context.make_array(signature.args[0])(context, builder, args[0]).data
+            addr = builder.ptrtoint(builder.gep(data, [args[1]]), i64)
+            fnty = ir.FunctionType(i32, [i64])
+            text = "atom.acq_rel.gpu.global.add.s32 $0, [$1], 1;"
+            return builder.call(ir.InlineAsm(fnty, text, "=r,l,~{memory}", side_effect=True), [addr])
+
+        return types.int32(counts, i), codegen
+
+    return arrive

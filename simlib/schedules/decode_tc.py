@@ -245,7 +245,7 @@ def default_splits(
     batch: int, kv_heads: int, seq_len: int, head_dim: int, rows: int, dtype: str = "bf16"
 ) -> int:
     """s from simlib's model of the split-K time on the H200 (simlib.decode_time: waves of blocks over
-    132 SMs plus the combine kernel): the fewest splits within 1 % of the best over 1..128 that leave
+    132 SMs plus the fused combine's tail, ``fused=True``): the fewest splits within 1 % of the best over 1..128 that leave
     every split at least one tile. Worked number: B = 1, H_kv = 8, L = 32768, d = 128, R = 4: 16.
 
     >>> default_splits(1, 8, 32768, 128, 4)
@@ -264,6 +264,6 @@ def _default_splits(batch, kv_heads, seq_len, head_dim, rows, dtype):
     group = max(1, rows)  # the model needs only R = g·q_len: one query per group member
     wl = Workload(seq_len, head_dim, batch, kv_heads * group, kv_heads=kv_heads, query_len=1, dtype=dtype)
     most = max(1, min(MAX_SPLITS, seq_len // DEFAULT_BLOCK_COLS))
-    times = {s: split_k_time(wl, hw, s).time_s for s in range(1, most + 1)}
+    times = {s: split_k_time(wl, hw, s, fused=True).time_s for s in range(1, most + 1)}
     best = min(times.values())
     return min(s for s, t in times.items() if t <= best * 1.01)
