@@ -26,7 +26,17 @@ from ..energy import MEASUREMENTS
 from ..measured_files import csv_rows, own_sidecar
 from ..workload import Workload
 from .common import workload_of_row
-from .fit import BLOCK_CLASSES, D128, FA3_FILE, NAIVE_TC_D128, V4_PATH, V5_PATH, WALL_FILES, round_rows_in_fit
+from .fit import (
+    BLOCK_CLASSES,
+    D128,
+    FA3_FILE,
+    FA3_PATH,
+    NAIVE_TC_D128,
+    V4_PATH,
+    V5_PATH,
+    WALL_FILES,
+    round_rows_in_fit,
+)
 from .implementations import IMPLEMENTATIONS
 from .predict import predict
 from .rates import load_cost_hardware
@@ -161,7 +171,7 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
             w = workload_of_row(r)
             out.append(_row("fa2_tc_speed.csv", variant, w, float(r["median_ms"])))
     # fa3_tc's default builds (the wgmma kernel), run fa3-defaults-20261202
-    for r in _read(FA3_FILE):
+    for r in csv_rows(FA3_PATH) if FA3_PATH.is_file() else []:
         if r["kernel"] != "fa3_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
             continue
         out.append(_row(FA3_FILE, "fa3_tc", workload_of_row(r), float(r["median_ms"])))
