@@ -46,6 +46,11 @@ Hopper changes is how the tensor cores read shared memory:
   of one wave walk their K/V together, a head cut by a wave boundary is re-read by the next wave,
   from DRAM only if its reuse distance exceeds the L2. Causal blocks are shorter the lower they sit,
   so waves are not in lockstep: the same rule is applied as an estimate. Writes: O and L once.
+  The wave picture is of grid (Tr, B·H) in index order, the order run fa3phys-ncu-20261202 profiled;
+  since then the kernel launches causal blocks as (S, Tr, ⌈B·H/S⌉), heaviest first inside L2
+  sections of S heads (``gpu_kernels.kernels.fa3_tc.section_heads``). Per-block accesses, and so
+  every counter here but causal DRAM re-reads, are the same; that order's re-reads are not modelled
+  yet and have not been profiled.
 
 Worked number (B·H = 1, N = 256, d = 64, the d = 64 defaults G = 2, Bc = 64, no pipeline; Tr = 2,
 Tc = 4): global-load sectors 2·(128·128 + 4·2·64·128)/32 = 5,120 (Q 512 per block, K and V 256 per
@@ -152,8 +157,6 @@ def fa3_tc_launch(
         s_products = tc + (1 if mapping.overlap else 0)
         gmma += bh * g * WARPS_PER_GROUP * (s_products * kq + tc * kp)
         smem_read += bh * g * (s_products * kq * (GROUP_ROWS + bc) + tc * kp * d) * 16 * ELEMENT
-    t.units["shared_ld"] += 0  # no LSU shared-memory instruction (see above)
-    t.units["shared_st"] += 0
 
     # DRAM: Q, K, V once; K/V re-read by a later wave of the same head, from DRAM past the L2
     shared = working_set(workload, mapping).bytes("SRAM")
