@@ -10,6 +10,8 @@ kernel, each between two CUDA events, input sets rotated beyond 3× the L2; medi
   s0 and at s0/2, 2·s0, 4·s0; ``step_2k``: the step as run 1 ran it (split kernel, then the combine
   kernel); ``split_only`` and ``combine_only``: the two launches of ``step_2k`` alone;
 * ``step_fused_st<N>``: the whole step with a ring of N tiles instead of the default (run decode2);
+* ``step_fused_w8``, ``split_only_w8``, ``stream_only_w8``: the step, its split kernel alone and the
+  data path with 8 warps and Bc = 128 keys per tile (16 keys per warp as before; run decode3);
 * ``empty_kernel``: a numba kernel of one warp that does nothing (the floor of one launch in the queue);
   ``empty_split_launch``: a kernel of the split kernel's signature, grid, block and dynamic shared
   memory that does nothing (what the launch of that shape costs);
@@ -157,10 +159,12 @@ def shape_rows(shape, torch, kit):
                      "gbps": f"{moved / (med * 1e-3) / 1e9:.1f}" if moved else "", "rel_err": err, "ok": ok,
                      "note": note})  # fmt: skip
 
-    def timed_decode(part, splits, fused, what="step", stages=None):
+    def timed_decode(part, splits, fused, what="step", stages=None, warps=None):
         cfg = dataclasses.replace(kit.default_config(d), fused_combine=fused)
         if stages is not None:
             cfg = dataclasses.replace(cfg, stages=stages)
+        if warps is not None:  # W warps, the same 16 keys per warp and tile: Bc = 16·W
+            cfg = dataclasses.replace(cfg, warps=warps, block_cols=16 * warps)
         cfg = cfg.check(rr)
         pl = kit.DecodePlan((b, h, hkv, ql, n, d), cfg, "bf16", splits)
         n_part, n_lse = pl.partial_sizes()
@@ -195,6 +199,10 @@ def shape_rows(shape, torch, kit):
     if s0 > 1:
         timed_decode("split_only", s0, False, "split")
         timed_decode("combine_only", s0, False, "combine")
+    for wv in kit.warp_variants:  # decode3: 8 warps (Bc = 128), the step and its split kernel alone
+        timed_decode(f"step_fused_w{wv}", s0, True, warps=wv)
+        if s0 > 1:
+            timed_decode(f"split_only_w{wv}", s0, False, "split", warps=wv)
     t, reps, _ = kit.queued_times(lambda i: kit.empty_kernel[1, 32](kit.dummy), 2, torch)
     record("empty_kernel", "", t, 0, reps=reps)
     cfg0 = kit.default_config(d).check(rr)
@@ -228,6 +236,17 @@ def shape_rows(shape, torch, kit):
         t, reps, _ = kit.queued_times(stream, sh.n_sets, torch)
         part = "stream_only" if st == cfg0.stages else f"stream_only_st{st}"
         record(part, made, t, kv_bytes, reps=reps, note=f"grid ({made}, {units}), ring of {st}, no math")
+    for wv in kit.warp_variants:  # the same data path with W warps and Bc = 16·W keys per tile
+        streamer = kit.stream(d, 16 * wv, cfg0.stages, 32 * wv)
+        st_smem = 2 * cfg0.stages * 16 * wv * d * 2
+        kit.allow_dynamic_smem(streamer, st_smem, kit.stream_signature())
+
+        def stream_w(i, streamer=streamer, st_smem=st_smem, wv=wv):
+            streamer[(made, units), 32 * wv, 0, st_smem](sh.views[i][1], sh.views[i][2], out_words, n, chunk)
+
+        t, reps, _ = kit.queued_times(stream_w, sh.n_sets, torch)
+        record(f"stream_only_w{wv}", made, t, kv_bytes, reps=reps,
+               note=f"grid ({made}, {units}), {wv} warps, Bc = {16 * wv}, ring of {cfg0.stages}, no math")  # fmt: skip
     sh.qkv = sh.views = None  # the caches freed before the copies' buffers
     torch.cuda.empty_cache()
     for part, src_bytes, moved in (
@@ -279,6 +298,7 @@ def main(argv=None):
     p.add_argument("--shapes", default="", help="indices into SHAPES to run, e.g. 0,1,2 (default: all)")
     p.add_argument("--stages", default="128:4/6,64:8", help="rings to try besides the default, d:N/N,...")
     p.add_argument("--per-thread", default="4,16", help="loads per thread of the plain read/copy kernels")
+    p.add_argument("--warps", default="8", help="warp counts to try besides the default (Bc = 16·W), e.g. 8")
     a = p.parse_args(argv)
     shapes = [SHAPES[int(i)] for i in a.shapes.split(",")] if a.shapes else SHAPES
     import types
@@ -319,6 +339,7 @@ def main(argv=None):
         stage_variants={int(k): tuple(int(x) for x in v.split("/")) for k, v in
                         (item.split(":") for item in a.stages.split(",") if item)},
         plain_per_thread=tuple(int(x) for x in a.per_thread.split(",") if x),
+        warp_variants=tuple(int(x) for x in a.warps.split(",") if x),
     )  # fmt: skip
     t0 = time.monotonic()
     big, _ = dsbs.copy_gbps(torch)

@@ -92,6 +92,9 @@ SIM_CASES = [
     (2, 1, 1, 11, 1, 64, 2, 32, 2, 3, "fp16"),  # B = 2, 3 splits of 4 keys: warp 1 sees no key at all
     (1, 18, 1, 20, 1, 64, 1, 16, 2, 2, "bf16"),  # MQA, R = 18 > 16: two m16 tiles of packed rows
     (1, 2, 1, 40, 1, 64, 1, 16, 2, 20, "bf16"),  # 20 splits of 2 keys: the combine's second group of 16
+    # 8 warps, Bc = 128: Q (one m16 tile at d = 64: 128 copies of 16 B) copied by half the threads; 2 splits
+    # of 100 keys (one ragged tile each: warps 7 sees no key, warp 6 a few); R = 2 rows on 8 warps
+    (1, 2, 1, 200, 1, 64, 8, 128, 2, 2, "bf16"),
 ]
 
 
@@ -261,7 +264,7 @@ def test_decode_tc_schedule_worked_number():
     nk=st.integers(1, 3000),
     ql=st.integers(1, 4),
     group=st.sampled_from([1, 2, 4, 8]),
-    w=st.sampled_from([1, 2, 4]),
+    w=st.sampled_from([1, 2, 4, 8]),
     per_warp=st.sampled_from([16, 32]),
     splits=st.integers(1, 128),
     d=st.sampled_from([64, 128]),
@@ -301,6 +304,15 @@ GPU_CASES = [
 def test_decode_tc_gpu(b, h, hkv, nk, ql, d, splits, dtype):
     s = default_splits(b, hkv, nk, d, (h // hkv) * ql, dtype) if splits is None else splits
     check_case(b, h, hkv, nk, ql, d, default_config(d), s, dtype, seed=nk + d)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+def test_decode_tc_gpu_eight_warps():
+    """decode3's 8-warp blocks (Bc = 128): correct and counted as simlib at d = 128 (Llama-3-8B's heads,
+    ragged L) and d = 64 (R = 8 rows, one per warp in the fused combine; Q copied by half the threads)."""
+    check_case(2, 32, 8, 8191, 1, 128, DecodeConfig(128, 8, 128, 3), 16, "bf16", seed=11)
+    check_case(1, 64, 8, 3001, 1, 64, DecodeConfig(64, 8, 128, 4), 5, "fp16", seed=12)
 
 
 @pytest.mark.gpu

@@ -107,8 +107,8 @@ class DecodeConfig:
         d, w, bc, st = self.head_dim, self.warps, self.block_cols, self.stages
         if d not in HEAD_DIMS:
             raise ValueError(f"head_dim={d}: the tensor-core kernels support head_dim 64 and 128 only")
-        if w not in (1, 2, 4) or isinstance(w, bool):
-            raise ValueError(f"warps must be 1, 2 or 4; got {w!r}")
+        if w not in (1, 2, 4, 8) or isinstance(w, bool):
+            raise ValueError(f"warps must be 1, 2, 4 or 8; got {w!r}")
         if not isinstance(bc, int) or isinstance(bc, bool) or bc < 16 * w or bc % (16 * w):
             raise ValueError(f"block_cols must be a positive multiple of 16·warps = {16 * w}; got {bc!r}")
         if not isinstance(st, int) or isinstance(st, bool) or not 2 <= st <= 8:
@@ -150,7 +150,8 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
     _, _, _, _, _, _, pack2, _, _, quad_sum, _, _ = warp_ops(dtype, simulator)
     smem_base, ldsm_x4, _, cp16, cp16z, _, ex2, fmax = addressed_ops(dtype, simulator)
     combine_row = combine_row_op(D, dtype, counting, simulator)
-    copy_q, copy_q_ragged = block_copiers(cp16, cp16z, QR, D, NT, simulator)
+    NTQ = min(NT, QR * D // 8)  # threads that copy Q: at W = 8, d = 64 one m16 tile is 128 copies of 16 B
+    copy_q, copy_q_ragged = block_copiers(cp16, cp16z, QR, D, NTQ, simulator)
     copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator)
     cp_commit = warp_ops(dtype, simulator).cp_commit
     cp_wait_all = warp_ops(dtype, simulator).cp_wait_all
@@ -214,10 +215,11 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
         n_sw = 0
 
         # --- Q (zero-filled past R) and the first stages − 1 tiles in flight, one group each
-        got, put = copy_q_ragged(base, 0, q, u * rows * D, rows, tid)
-        if COUNTING:
-            n_gr += got
-            n_sw += put
+        if tid < NTQ:
+            got, put = copy_q_ragged(base, 0, q, u * rows * D, rows, tid)
+            if COUNTING:
+                n_gr += got
+                n_sw += put
         for st in range(STAGES - 1):
             if st < nt:
                 got, put = issue_tile(

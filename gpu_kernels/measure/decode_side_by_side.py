@@ -147,6 +147,8 @@ def queued_times(launch, n_sets, torch, min_reps=20, max_reps=200):
 
 def launchers(sh, torch, splits_default):
     """(kernel, config, splits, make) per variant; make() returns launch(i) -> O."""
+    import dataclasses
+
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -159,10 +161,13 @@ def launchers(sh, torch, splits_default):
     counters = new_counters()
     rows = (sh.h // sh.hkv) * sh.ql
 
-    def decode(splits):
+    def decode(splits, cfg=None):
         def make():
             plan = DecodePlan(
-                (sh.b, sh.h, sh.hkv, sh.ql, sh.n, sh.d), default_config(sh.d).check(rows), sh.dtype, splits
+                (sh.b, sh.h, sh.hkv, sh.ql, sh.n, sh.d),
+                (default_config(sh.d) if cfg is None else cfg).check(rows),
+                sh.dtype,
+                splits,
             )
             n_part, n_lse = plan.partial_sizes()
             pv = bits_view(torch.empty(n_part, device="cuda", dtype=torch.float32))
@@ -202,6 +207,9 @@ def launchers(sh, torch, splits_default):
     alt = sorted({max(1, s0 // 2), min(128, 2 * s0)} - {s0})
     items = [("decode_tc", f"{cfg} (default splits)", s0, decode(s0))]
     items += [("decode_tc", cfg, s, decode(s)) for s in alt]
+    if default_config(sh.d).warps != 8:  # decode3: 8 warps, Bc = 128 (16 keys per warp and tile as before)
+        w8 = dataclasses.replace(default_config(sh.d), warps=8, block_cols=128)
+        items.append(("decode_tc", f"{w8.name} (8 warps, the default splits)", s0, decode(s0, w8)))
     items.append(("fa2_tc", f"{fa2_config(sh.d).name} (prefill kernel)", "", fa2))
     names = {
         "torch_flash": SDPBackend.FLASH_ATTENTION,

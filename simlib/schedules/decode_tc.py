@@ -112,10 +112,8 @@ def build(
             f"query_len: the packed rows group·query_len = {r} exceed {MAX_ROWS} (two m16 tiles of decode_tc)"
         )
     w = DEFAULT_WARPS if warps is None else warps
-    if w not in (1, 2, 4):
-        raise ValueError(
-            f"warps={w} must be 1, 2 or 4 (Q's tile must split into 16-byte copies over the threads)"
-        )
+    if w not in (1, 2, 4, 8):
+        raise ValueError(f"warps={w} must be 1, 2, 4 or 8 (decode_tc's block sizes)")
     bc = DEFAULT_BLOCK_COLS if block_cols is None else block_cols
     if bc % (16 * w):
         raise ValueError(
