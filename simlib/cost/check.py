@@ -170,7 +170,7 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
                 continue
             w = workload_of_row(r)
             out.append(_row("fa2_tc_speed.csv", variant, w, float(r["median_ms"])))
-    # fa3_tc's default builds (the wgmma kernel), run fa3-defaults-20261202
+    # fa3_tc's default builds (the wgmma kernel), the current file (run fa3-l2-sections-20261202)
     for r in csv_rows(FA3_PATH) if FA3_PATH.is_file() else []:
         if r["kernel"] != "fa3_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
             continue
