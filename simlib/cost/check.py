@@ -455,6 +455,12 @@ ROUNDS = (
         "cost_validate4_h200.csv",
         "20261202T075622Z-0ecf16c",  # FLASHIO_RUN_ID unset: the script's own id
     ),
+    Round(
+        "measured after the fifth freeze",
+        "predictions_after_freeze5_h200.csv",
+        "cost_validate5_h200.csv",
+        "cost-validate5-20261203",
+    ),
 )
 
 

@@ -130,10 +130,5 @@ def causal_cta_work(
     if heavy_first:
         bh = w.batch_heads
         s = min(sections or bh, bh)
-        return tuple(
-            x
-            for z in range(0, bh, s)
-            for x in reversed(per_head)
-            for _ in range(min(s, bh - z))
-        )
+        return tuple(x for z in range(0, bh, s) for x in reversed(per_head) for _ in range(min(s, bh - z)))
     return tuple(per_head) * w.batch_heads
