@@ -20,6 +20,10 @@ it, and the companions each row names). ``cost_units_h200.csv``, one row per ben
                      (LDG.128), each pass by the block 131 blocks away; companions: 4 FADD per 16 B
                      and ~6 integer warp instructions (index, compare, branch) per warp load of 512 B
     hbm_read_v4      a 2 GiB buffer read once per launch with LDG.128; the same companions
+    imad_zero, iadd3_zero  int_alu's and iadd3's chains on operands that are 0 at run time (no
+                     toggling): the data-independent floor of a warp instruction (round 5)
+    lds_bcast, lds_lane  8 chains x = sm[x] of LDS.32: every lane word 0 (broadcast), or each lane its
+                     own word; per warp LDS, its address arithmetic included (round 5)
     cp_async_l2      cp.async.cg 16 B from the 16 MiB L2-resident buffer into shared memory, each
                      thread 8 in flight, then wait; per byte; companions ~5 integer warp
                      instructions per 512 B (the PTX of these loops, compiled here, was read)
@@ -328,6 +332,73 @@ def kernels(jit=None):
         cuda.syncthreads()
         out[g] = float32(sm[tid * 4])
 
+    def alu_zero(op):
+        """The chains of `alu_chains` on operands that are 0 at run time (z = trips >> 40, unknown to
+        the compiler): the same instructions with no bit toggling in their operands or results: the
+        floor of an ALU warp instruction's energy (issue, operand collection, no data switching)."""
+
+        @jit()
+        def kern(out, trips):
+            z = uint32(trips >> 40)
+            x0, x1, x2, x3, x4, x5, x6, x7 = z, z, z, z, z, z, z, z
+            for _ in range(trips):
+                for _u in range(8):
+                    x0 = op(x0, x1, z)
+                    x1 = op(x1, x2, z)
+                    x2 = op(x2, x3, z)
+                    x3 = op(x3, x4, z)
+                    x4 = op(x4, x5, z)
+                    x5 = op(x5, x6, z)
+                    x6 = op(x6, x7, z)
+                    x7 = op(x7, x0, z)
+            out[cuda.grid(1)] = float32(x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7)
+
+        return kern
+
+    @jit()
+    def imad_zero(out, trips):
+        z = uint32(trips >> 40)
+        x0, x1, x2, x3, x4, x5, x6, x7 = z, z, z, z, z, z, z, z
+        for _ in range(trips):
+            for _u in range(8):  # x = x·x + 0 with x = 0: IMAD on operands that never toggle
+                x0 = imad_sq(x0, z)
+                x1 = imad_sq(x1, z)
+                x2 = imad_sq(x2, z)
+                x3 = imad_sq(x3, z)
+                x4 = imad_sq(x4, z)
+                x5 = imad_sq(x5, z)
+                x6 = imad_sq(x6, z)
+                x7 = imad_sq(x7, z)
+        out[cuda.grid(1)] = float32(x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7)
+
+    def lds_chains(broadcast):
+        """8 chains x = sm[x] per thread (LDS.32, each load's address the previous load's value):
+        broadcast, every lane of a warp reads word 0 (one bank, one wavefront, the naive matmul's
+        sA[ty, k]); otherwise each lane its own word (32 banks, one wavefront)."""
+
+        @jit()
+        def kern(out, trips):
+            sm = cuda.shared.array(256, uint32)
+            tid = cuda.threadIdx.x
+            z = uint32(trips >> 40)
+            sm[tid] = z if broadcast else uint32(uint32(tid) + z)
+            cuda.syncthreads()
+            x = z if broadcast else uint32(uint32(tid) + z)
+            x0, x1, x2, x3, x4, x5, x6, x7 = x, x, x, x, x, x, x, x
+            for _ in range(trips):
+                for _u in range(8):
+                    x0 = sm[x0]
+                    x1 = sm[x1]
+                    x2 = sm[x2]
+                    x3 = sm[x3]
+                    x4 = sm[x4]
+                    x5 = sm[x5]
+                    x6 = sm[x6]
+                    x7 = sm[x7]
+            out[cuda.grid(1)] = float32(x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7)
+
+        return kern
+
     return {
         "int_alu": int_alu,
         "iadd3": alu_chains(iadd3),
@@ -339,6 +410,10 @@ def kernels(jit=None):
         "cvt_bf16": cvt,
         "l2_read_v4": l2_read_v4,
         "cp_async_l2": cp_async_l2,
+        "iadd3_zero": alu_zero(iadd3),
+        "imad_zero": imad_zero,
+        "lds_bcast": lds_chains(True),
+        "lds_lane": lds_chains(False),
     }
 
 
@@ -403,6 +478,39 @@ def benches(sms):
                 ("iadd3", 1, "8 chains of IADD3 (a + b + c, PTX add.u32 x2) x 8 per trip"),
                 ("lop3", 1, "8 chains of LOP3.LUT 0x96 (a ^ b ^ c) x 8 per trip"),
                 ("isetp_sel", 2, "8 chains of ISETP.LT.U32 + SEL x 8 per trip: 2 warp instructions each"),
+            )
+        ),
+        (
+            "imad_zero",
+            "warp_instructions",
+            64 * t * warps,
+            lambda: k["imad_zero"][grid, THREADS](out, t),
+            0,
+            0,
+            "int_alu's 8 IMAD chains on operands 0 at run time (no toggling), x 8 per trip",
+        ),
+        (
+            "iadd3_zero",
+            "warp_instructions",
+            64 * t * warps,
+            lambda: k["iadd3_zero"][grid, THREADS](out, t),
+            0,
+            0,
+            "iadd3's 8 chains on operands 0 at run time (no toggling), x 8 per trip",
+        ),
+        *(
+            (
+                name,
+                "warp_instructions",
+                64 * t * warps,
+                (lambda name=name: k[name][grid, THREADS](out, t)),
+                0,
+                0,
+                note,
+            )
+            for name, note in (
+                ("lds_bcast", "8 chains x = sm[x] (LDS.32), every lane word 0 (broadcast); per LDS"),
+                ("lds_lane", "8 chains x = sm[x] (LDS.32), each lane its own word (32 banks); per LDS"),
             )
         ),
         (

@@ -79,6 +79,7 @@ def flash_launch(
     shared_bytes: int,
     detail: dict,
     heavy_first: bool = False,
+    sections: int | None = None,
 ) -> Launch:
     """One FlashAttention-type launch: a block per Q tile of Br rows and batch·head, the matmuls and the
     exponentials in turn (`Launch.serial`), under a causal mask each CTA's own work in launch order."""
@@ -92,6 +93,6 @@ def flash_launch(
         registers=registers,
         shared_bytes=shared_bytes,
         serial=("tensor", "mufu"),
-        cta_work=causal_cta_work(w, br, bc, heavy_first=heavy_first) if w.causal else (),
+        cta_work=causal_cta_work(w, br, bc, heavy_first=heavy_first, sections=sections) if w.causal else (),
         detail={**detail, "tiles": tiles},
     )

@@ -431,13 +431,13 @@ V4_CLASSES = {"fa2_tc_v4.d64.bc64": 64, "fa2_tc_v4.d128.bc48": 128}
 #: (the current fa2_tc_speed.csv's default builds).
 V5_CLASSES = {"fa2_tc_v5.d64.bc64": 64, "fa2_tc_v5.d128.bc48": 128}
 #: fa3_tc (the wgmma kernel), never profiled: eta and t_block from its committed non-causal medians
-#: (fa3_tc_speed.csv, run fa3-defaults-20261202: the default builds).
+#: (fa3_tc_speed.csv, the default builds).
 FA3_FILE = "fa3_tc_speed.csv"
-#: the run of the kernel the cost entry models (causal blocks in index order, grid (Tr, B·H)); the current
-#: fa3_tc_speed.csv (run fa3-l2-sections-20261202) times the later heaviest-first order in L2 sections of
-#: heads, which the cost model does not describe yet.
-FA3_RUN = "fa3-defaults-20261202"
-FA3_PATH = MEASUREMENTS.parent / "archive" / FA3_RUN / FA3_FILE
+#: the run of the kernel the cost entry models (main at 3140ab9: causal blocks heaviest first inside L2
+#: sections of heads, tensor_core.fa3_section_heads); until round 4 the entry modelled the index-order
+#: grid of run fa3-defaults-20261202 (archived).
+FA3_RUN = "fa3-l2-sections-20261202"
+FA3_PATH = MEASUREMENTS / FA3_FILE
 FA3_CLASSES = {"fa3_tc.d64": 64, "fa3_tc.d128": 128}
 BLOCK_CLASSES = {
     "fa2_tc.d64.w4bc64": "fa2_tc",

@@ -28,6 +28,8 @@ Energy: every count × its price (`CostHardware.price`), plus the static power �
         + tensor FLOPs·e_tc + FFMAs·e_ffma + MUFU·e_mufu + other instructions·e_other
         + GEMM FLOPs·e_gemm + P_static·t
 
+(e_other: `Work.other_price`, the IMAD figure, or for the numba fp32 kernels the toggle-free one.)
+
 (a GEMM's L2, shared-memory and instruction energy is inside its whole-GEMM figure).
 
 Worked number: a launch that only streams 4.2 GB through DRAM at 4.2 TB/s (η = 1, no grid) takes
@@ -209,7 +211,7 @@ def energy_terms(launch: Launch, hw: CostHardware, time_s: float) -> dict[str, f
         - w.mufu_instructions
         - w.tensor_instructions
     )
-    terms["other_instructions"] = max(other - global_inst, 0.0) * p["other_instruction"] * pj
+    terms["other_instructions"] = max(other - global_inst, 0.0) * p[w.other_price] * pj
     return terms
 
 

@@ -47,6 +47,17 @@ TILED_REGISTERS = {64: 128, 128: 254}
 #: The softmax keeps its row in registers up to this many scores per thread (32 seen in registers,
 #: 128 seen spilled; between them an assumption: a local array above 64 floats is not kept).
 SOFTMAX_IN_REGISTERS = 64
+#: The price of the naive and readable kernels' warp instructions that no other figure covers (round 5).
+#: Nsight Compute's per-pipe counts (energy_counters_pipes_numba_h200_kernels.csv, run
+#: cost5-units-20261203, N = 1024, B·H = 32): of the naive matmuls' warp instructions 43–45 % run on the
+#: uniform pipe (one scalar operation per warp: loop counters, tile offsets), 23–24 % on the integer ALU
+#: and 15–16 % as IMAD (fmaheavy), FFMA 3 %; of the readable kernel's 10 % uniform, 21 % ALU. These
+#: are address arithmetic, counters and compares whose operands change in a few low bits and are
+#: equal across a warp's lanes, unlike the IMAD chain behind "other_instruction" (x·x + c: about half
+#: its bits flip each time). They are priced at IADD3 on operands that never toggle (iadd3_zero in
+#: cost_units_toggle_h200.csv: 203 pJ, beside 427 pJ for the same chain toggling, same run). The fast
+#: kernel (FFMA-bound, 5 % ALU, no uniform work) keeps the IMAD figure.
+TOGGLE_FREE = "toggle_free_instruction"
 
 
 def _fp32(w: Workload, causal: bool | None = None) -> Workload:
@@ -110,6 +121,7 @@ def numba_naive(
             ffma=ffma,
             mufu=mufu,
             instructions=cal.instructions(klass, b),
+            other_price=TOGGLE_FREE,
         )
         out.append(
             geometry.launch(name, klass, work, registers=regs, detail={"basis": b, "spilled": spilled})
@@ -145,6 +157,7 @@ def numba_tiled(
         ffma=ffma,
         mufu=float(el),
         instructions=cal.instructions(klass, b),
+        other_price=TOGGLE_FREE,
     )
     geometry = Grid(bh * ceil_div(nq, br), br, tiled_shared_bytes(br, bc, d))
     return [

@@ -237,7 +237,10 @@ def _load(key: str) -> CostHardware:
         elif name == "shared_byte":
             price[name], sources[f"price:{name}"], measured[f"price:{name}"] = per_byte, s["derived"], True
         elif s.get("file", UNITS_CSV) != UNITS_CSV:  # another unit-calibration run (reported figures)
-            other = derive_units(read_units(MEASUREMENTS / s["file"]))[s["bench"]]
+            rows = read_units(MEASUREMENTS / s["file"])
+            if s.get("static") == "model":  # a run without its own nanosleep row: the model's static power
+                rows = [{"bench": "static", "repeat": "model", "watts": table.static_power()}, *rows]
+            other = derive_units(rows)[s["bench"]]
             price[name] = other["pj"]
             sources[f"price:{name}"] = (
                 f"measured: data/measurements/current/{s['file']} ({s['bench']}): {s['what']}"

@@ -102,14 +102,22 @@ def launch_q(work: Sequence[float], sms: int, resident: int, shared: bool, fixed
 
 
 def causal_cta_work(
-    w: Workload, block_rows: int, block_cols: int, *, heavy_first: bool = False
+    w: Workload, block_rows: int, block_cols: int, *, heavy_first: bool = False, sections: int | None = None
 ) -> tuple[float, ...]:
     """Score elements each CTA of a FlashAttention-type kernel visits under w's causal mask, in launch
     order: grid (Tr, B·H), the query block fastest; block i (rows r_i, last row last_i) visits the
     key tiles up to the last one its last row reaches, min(N_k, (⌊(last_i + off)/Bc⌋ + 1)·Bc) keys,
     whole (simlib.schedules.visits' rule; off = N_k − N_q). Without a mask every block visits N_k.
     `heavy_first` (fa2_tc version 5): grid (B·H, Tr), the head fastest, Q blocks from the last (the
-    heaviest) to the first."""
+    heaviest) to the first. `sections` (with heavy_first; fa3_tc): grid (S, Tr, ⌈B·H/S⌉), the heads in
+    sections of S, each section's Q blocks heaviest first with its S heads fastest (the last section's
+    unused head slots, CTAs that return at once, left out); None: one section of all B·H (version 5).
+
+    >>> from simlib import Workload
+    >>> w = Workload(4, 1, batch=1, heads=3, dtype="bf16", causal=True)
+    >>> causal_cta_work(w, 2, 2, heavy_first=True, sections=2)
+    (8.0, 8.0, 4.0, 4.0, 8.0, 4.0)
+    """
     nq, nk, br, bc = w.nq, w.nk, block_rows, block_cols
     tr = ceil_div(nq, br)
     off = nk - nq
@@ -120,5 +128,7 @@ def causal_cta_work(
         keys = min(nk, ((last + off) // bc + 1) * bc) if w.causal else nk
         per_head.append(float(rows * keys))
     if heavy_first:
-        return tuple(x for x in reversed(per_head) for _ in range(w.batch_heads))
+        bh = w.batch_heads
+        s = min(sections or bh, bh)
+        return tuple(x for z in range(0, bh, s) for x in reversed(per_head) for _ in range(min(s, bh - z)))
     return tuple(per_head) * w.batch_heads

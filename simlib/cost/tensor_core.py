@@ -182,7 +182,26 @@ FA3_TC = {64: (64, 4, False, 98, 98, 383), 128: (128, 5, True, 246, 247, 726)}
 FA3_WARPGROUPS, FA3_GROUP_ROWS = 2, 64
 #: the kernel's causal launch order: grid (Tr, B·H), Q blocks in index order (commit c7d1c99); True when
 #: it launches heaviest first (grid (B·H, Tr), as fa2_tc version 5)
-FA3_TC_HEAVY_FIRST = False
+#: Under a causal mask fa3_tc (main at 3140ab9, run fa3-l2-sections-20261202) launches grid
+#: (S, Tr, ⌈B·H/S⌉): the heads in L2 sections of S, each section's Q blocks heaviest first.
+FA3_TC_HEAVY_FIRST = True
+#: The bytes of K and V one section's heads may hold (FA3's tile scheduler: a quarter of the L2, 16 MiB).
+FA3_SECTION_KV_BYTES = 16 * 2**20
+
+
+def fa3_section_heads(w: Workload) -> int:
+    """The heads of one L2 section of fa3_tc's causal grid: the most K/V heads, a power of two, whose
+    K and V (2 · N_k · d · 2 B each head) fit in FA3_SECTION_KV_BYTES, at least one, times the query
+    heads sharing each, at most B·H. Worked number: N_k = 2500, d = 64 holds 26 heads of 640,000 B,
+    so 16; d = 128 and N_k = 16384: 2.
+
+    >>> from simlib import Workload
+    >>> fa3_section_heads(Workload(2500, 64, batch=4, heads=8, dtype="bf16", causal=True))
+    16
+    """
+    per_head = 2 * w.nk * w.head_dim * ELEMENT
+    fit = max(1, FA3_SECTION_KV_BYTES // per_head)
+    return min(w.batch_heads, 2 ** (fit.bit_length() - 1) * w.group)
 
 
 def fa3_tc(w: Workload, cal: Calibration) -> list[Launch]:
@@ -248,6 +267,7 @@ def fa3_tc(w: Workload, cal: Calibration) -> list[Launch]:
             registers=registers,
             shared_bytes=shared,
             heavy_first=FA3_TC_HEAVY_FIRST,
+            sections=fa3_section_heads(w) if FA3_TC_HEAVY_FIRST else None,
             detail={
                 "basis": basis(el, d),
                 "dram": note,

@@ -26,6 +26,9 @@ ffma                      thread-level FFMA instructions (2 FLOPs each)
 mufu                      thread-level special-function operations (exp2: one per score, and the
                           rescales of the online softmax)
 instructions              warp instructions issued, of every class
+other_price               the price of the warp instructions no other figure covers: "other_instruction"
+                          (IMAD on toggling operands) or "toggle_free_instruction" (the numba fp32
+                          kernels' address arithmetic, loop counters, compares and uniform-pipe work)
 ========================  ===========================================================================
 
 Worked number: a launch of 2 blocks of 128 threads has 8 warps; `Work(ffma=64)` is 2 FFMA warp
@@ -61,6 +64,7 @@ class Work:
     ffma: float = 0.0
     mufu: float = 0.0
     instructions: float = 0.0
+    other_price: str = "other_instruction"
 
     @property
     def ffma_instructions(self) -> float:
@@ -78,7 +82,7 @@ class Work:
 
     def scaled(self, factor: float) -> Work:
         """Every count × `factor` (a fraction of the launch, e.g. the tiles a causal mask keeps)."""
-        keep = {"global_path", "gemm_unit", "tensor_unit", "tensor_flops_per_instruction"}
+        keep = {"global_path", "gemm_unit", "tensor_unit", "tensor_flops_per_instruction", "other_price"}
         return replace(
             self, **{f.name: getattr(self, f.name) * factor for f in fields(self) if f.name not in keep}
         )
