@@ -5,7 +5,9 @@
 # not, N = 4096 and 16384, against torch flash and cuDNN in the same invocation (each build checked
 # against float64 and fp32 math before it is timed), then fa3_tc's GPU tests.
 # From the repo root on the device, after the numpy-2.4 prefix, with FLASHIO_COMMIT set:
-#   RUN=fa3-v5-persistent-20261203 bash benchmarks/fa3_v5_h200.sh
+#   RUN=fa3-v5-persistent-20261203 bash benchmarks/fa3_v5_h200.sh   (run 1: static snake order, f233a08)
+#   RUN=fa3-v5-dynamic-20261203 VARIANT_LIST=dflt,p1 HEAD_DIMS=128 REG_BUILDS="128:1" \
+#     TESTS_K=persistent bash benchmarks/fa3_v5_h200.sh   (run 2: the atomic work counter)
 set -u
 cd "$(dirname "$0")/.."
 RUN=${RUN:-fa3-v5-persistent-20261203}
@@ -15,7 +17,8 @@ import dataclasses
 from gpu_kernels.device import select_backend
 select_backend(False)
 from gpu_kernels.kernels.fa3_tc import default_config, fa3_tc_kernel, kernel_signature
-for d, p in ((64, 0), (64, 2), (128, 0), (128, 1)):
+import os
+for d, p in [tuple(map(int, x.split(":"))) for x in os.environ.get("REG_BUILDS", "64:0 64:2 128:0 128:1").split()]:
     for causal in (False, True):
         cfg = dataclasses.replace(default_config(d), persistent=p)
         disp = fa3_tc_kernel(cfg, "bf16", False, causal, False)
@@ -26,11 +29,12 @@ for d, p in ((64, 0), (64, 2), (128, 0), (128, 1)):
 PY
 REG_PID=$!
 FLASHIO_RUN_ID=$RUN timeout "${FA3_S:-110}" python3 benchmarks/fa3_tc_speed.py --out "$OUT/v5" --no-fa2 \
-  --variants dflt,all64,p2,p2_all64,p1 --dtypes bf16 --causal no,yes --seq-lens 4096,16384 \
+  --variants "${VARIANT_LIST:-dflt,all64,p2,p2_all64,p1}" --head-dims "${HEAD_DIMS:-64,128}" \
+  --dtypes bf16 --causal no,yes --seq-lens 4096,16384 \
   > "$OUT/v5/stdout.log" 2>&1
 echo "bench rc=$?" >> "$OUT/v5/stdout.log"
 FLASHIO_GPU=1 timeout "${TESTS_S:-90}" python3 -m pytest -q -p no:cacheprovider -n 4 -m gpu -rfs \
-  tests/test_tensor_core_fa3.py tests/test_physical_fa3.py > "$OUT/v5/pytest_fa3_gpu.log" 2>&1
+  -k "${TESTS_K:-fa3 or physical}" tests/test_tensor_core_fa3.py tests/test_physical_fa3.py > "$OUT/v5/pytest_fa3_gpu.log" 2>&1
 echo "test-gpu rc=$?" >> "$OUT/v5/pytest_fa3_gpu.log"
 wait $REG_PID
 cat "$OUT/v5/registers.txt"

@@ -190,11 +190,12 @@ PERSISTENT_CASES = [
 def test_fa3_tc_persistent_grid_matches_reference_and_counts(
     b, h, hkv, nk, nq, d, causal, g, bc, ov, p, sections
 ):
-    """The persistent grid: every item's rows written (outputs poisoned), O and L against float64,
-    the counts equal to the plain grid's hand count and simlib's (persistence moves no byte)."""
+    """The persistent grid (items from the atomic work counter): every item's rows written (outputs
+    poisoned), O and L against float64, the counts equal to the plain grid's hand count and simlib's
+    (persistence moves no byte), twice in a row (the counter resets itself)."""
     import dataclasses
 
-    from gpu_kernels.kernels.fa3_tc import plan_fa3_tc
+    from gpu_kernels.kernels.fa3_tc import plan_fa3_tc, work_counter
 
     dtype = "bf16"
     cfg = Fa3Config(d, g, bc, overlap=ov, persistent=p)
@@ -206,23 +207,27 @@ def test_fa3_tc_persistent_grid_matches_reference_and_counts(
     nq_ = nk if nq is None else nq
     items = -(-nq_ // cfg.block_rows) * b * h
     assert plan.grid == (min(items, 2 * p),)
-    r = plan.run(q, k, v)
-    assert np.all(np.isfinite(r.o)) and np.all(np.isfinite(r.lse))
-    assert rel_error(r.o, ref_o) < 2 * UNIT_ROUNDOFF[dtype]
-    assert lse_error(r.lse, ref_lse) < LSE_TOL
+    for _ in range(2):  # the work counter back at 0 after each launch: the second runs whole too
+        r = plan.run(q, k, v)
+        assert work_counter().copy_to_host()[0] == 0
+        assert np.all(np.isfinite(r.o)) and np.all(np.isfinite(r.lse))
+        assert rel_error(r.o, ref_o) < 2 * UNIT_ROUNDOFF[dtype]
+        assert lse_error(r.lse, ref_lse) < LSE_TOL
     assert r.counts == hand_counts(b, h, nq_, nk, d, cfg, causal)
     assert r.counts == simlib_counts(b, h, hkv, nq_, nk, d, cfg, causal, dtype)
 
 
 def test_fa3_tc_section_rules():
-    """ "l2": FA3's 16 MiB rule at both head dims; "all64": every head at once at d = 64 only."""
+    """The section rules: "l2", FA3's 16 MiB rule at both head dims; "all64" (the default), every head
+    at once at d = 64 only."""
     from gpu_kernels.kernels.fa3_tc import Fa3TcPlan
 
     for d, l2, all64 in ((64, 16, 64), (128, 8, 8)):  # 4096 keys: 1 MiB / 2 MiB of K/V per head
         cfg = default_config(d)
         plan = Fa3TcPlan.of((4, 16, 16, 4096, 4096, d), cfg, "bf16", causal=True)
-        assert plan.section_size == l2
-        assert dataclasses_replace(plan, section_rule="all64").section_size == all64
+        assert plan.section_size == all64
+        assert dataclasses_replace(plan, section_rule="l2").section_size == l2
+        assert plan.grid == (all64, 32, 64 // all64)
     with pytest.raises(ValueError, match="section_rule"):
         dataclasses_replace(plan, section_rule="x").section_size  # noqa: B018
 

@@ -6,8 +6,9 @@ softmax with a running max m and sum l per row, O and the logsumexp L written on
 the instruction that multiplies, and with it who holds what:
 
     grid    = (Tr, B·H)          one thread block per (query block i, batch·head); causal: (S, Tr, ⌈B·H/S⌉),
-                                 heads in L2 sections of S (``section_heads``: their K and V fit in a
-                                 quarter of the L2, FA3's rule), and inside a section the Q blocks with
+                                 heads in L2 sections of S (d = 128: ``section_heads``, their K and V
+                                 fit in a quarter of the L2, FA3's rule; d = 64: all heads, measured
+                                 faster), and inside a section the Q blocks with
                                  the most K/V blocks launched first (longest job first, as fa2_tc
                                  version 5: the short blocks fill the last wave)
     block   = G warpgroups (G = 1, 2 or 3) of 128 threads; warpgroup g owns query rows 64g .. 64g + 63
@@ -99,6 +100,7 @@ from .fa2_tc import kernel_signature as fa2_signature
 HEAD_DIMS = (64, 128)
 GROUP_ROWS = 64  # query rows per warpgroup: the M of every wgmma
 WARPGROUPS = (1, 2, 3)
+WORK_SLOT_BYTES = 16  # the persistent grid's slot at the end of shared memory: the next item's index
 
 
 @dataclass(frozen=True)
@@ -108,9 +110,9 @@ class Fa3Config:
     intra-warpgroup pipeline (S(j+1)'s wgmma in flight during softmax(j), P V(j)'s during
     softmax(j+1); two P fragment sets, three V buffers); `swizzle`: the tiles in the 128-byte-swizzled
     layout (the tensor cores' own, ``wgmma_ops.swizzle128_index``) instead of padded chunk-major;
-    `persistent` (0: off; 1 or 2): a persistent grid of that many blocks per SM, each looping over the
-    (Q block, head) work items in the launch order of the plain grid, dealt out in snake order
-    (``persistent_item``), the next item's first copies issued before the current item's epilogue."""
+    `persistent` (0: off; 1 or 2): a persistent grid of that many blocks per SM, each taking the
+    (Q block, head) work items of the plain grid's launch order from an atomic counter, the next
+    item's first copies issued before the current item's epilogue."""
 
     head_dim: int
     warpgroups: int = 1
@@ -137,7 +139,8 @@ class Fa3Config:
         chunk per column."""
         tiles = 5 if self.overlap else 4
         pad = 0 if self.swizzle else tiles + 1
-        return (self.block_rows + tiles * self.block_cols + pad) * self.head_dim * 2
+        slot = WORK_SLOT_BYTES if self.persistent else 0  # the persistent grid's next work item
+        return (self.block_rows + tiles * self.block_cols + pad) * self.head_dim * 2 + slot
 
     def tiles(self) -> tuple[tuple[int, int], ...]:
         return ((self.block_rows, self.head_dim), (self.block_cols, self.head_dim))
@@ -213,20 +216,6 @@ def default_config(head_dim: int) -> Fa3Config:
         overlap=DEFAULT_OVERLAP[head_dim],
         swizzle=DEFAULT_SWIZZLE,
     ).check()
-
-
-def snake_item(rnd, c, blocks):
-    """The work item block c of a persistent grid of `blocks` takes in round `rnd`: c in even rounds,
-    blocks − 1 − c in odd ones (snake order: the launch order puts the heaviest causal items first, so a
-    block that took a heavier item in one round takes a lighter one in the next). Worked number, 4 blocks:
-    block 0 takes items 0, 7, 8, 15; block 3 takes 3, 4, 11, 12.
-
-    >>> [snake_item(r, 0, 4) for r in range(4)], [snake_item(r, 3, 4) for r in range(4)]
-    ([0, 7, 8, 15], [3, 4, 11, 12])
-    """
-    if rnd & 1:
-        return rnd * blocks + blocks - 1 - c
-    return rnd * blocks + c
 
 
 @functools.cache
@@ -585,7 +574,21 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
     item_rows, first_copies, compute, item_coords = (
         jit(f) for f in (item_rows, first_copies, compute, item_coords)
     )
-    persistent_item = jit(snake_item)
+
+    SLOT = (cfg.smem_bytes - WORK_SLOT_BYTES) // 2  # uint16 index of the slot (two halves of an int32)
+
+    def next_item(sm, work, items, blocks, tid):
+        """Thread 0 takes the next work item from the launch's counter into the slot (read after the
+        next barrier). Every block's last take returns ≥ items, so a launch takes items + blocks in all;
+        the last one resets the counter to 0 for the next launch (no memset between launches)."""
+        if tid == 0:
+            t = cuda.atomic.add(work, 0, 1)
+            if t == items + blocks - 1:
+                work[0] = 0
+            sm[SLOT] = uint16(t & 0xFFFF)
+            sm[SLOT + 1] = uint16(t >> 16)
+
+    next_item = jit(next_item)
 
     def fa3_tc(q, k, v, o, lse, counters, n_q, n_k, group):
         sm = cuda.shared.array(SM_ELEMS, uint16, alignment=ALIGN)  # Qs | Ks[0] Ks[1] | Vs[0] Vs[1] (Vs[2])
@@ -614,11 +617,12 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
         if COUNTING:
             flush_counters(counters, n_gr + got, n_gw, n_sr, n_sw + put)
 
-    def fa3_tc_persistent(q, k, v, o, lse, counters, n_q, n_k, group, sections):
-        """The persistent grid: block c of P takes work items c, 2P − 1 − c, 2P + c, 4P − 1 − c, ...
-        (``persistent_item``) of the plain grid's launch order; the next item's Q and first K/V copies
-        are issued once every warpgroup's last wgmma has read shared memory, before this item's
-        epilogue (its global stores), so they land while it runs."""
+    def fa3_tc_persistent(q, k, v, o, lse, counters, n_q, n_k, group, sections, work):
+        """The persistent grid: each block takes the next work item of the plain grid's launch order
+        from the counter `work` (FA3's dynamic tile scheduler: items in launch order, so the longest
+        causal items go first as with the plain grid); the next item's Q and first K/V copies are
+        issued once every warpgroup's last wgmma has read shared memory, before this item's epilogue
+        (its global stores), so they land while it runs."""
         sm = cuda.shared.array(SM_ELEMS, uint16, alignment=ALIGN)
         base = smem_base(sm)
         s = cuda.local.array((NS, 4), float32)
@@ -634,13 +638,13 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
         tr = (n_q + BR - 1) // BR
         items = tr * heads
         blocks = cuda.gridDim.x
-        c = cuda.blockIdx.x
         n_gr = 0
         n_gw = 0
         n_sr = 0
         n_sw = 0
-        rnd = 0
-        t = c
+        next_item(sm, work, items, blocks, tid)
+        cuda.syncthreads()
+        t = int32(sm[SLOT]) | (int32(sm[SLOT + 1]) << 16)
         if t < items:
             i, bh = item_coords(t, tr, heads, sections)
             got, put = first_copies(base, q, k, v, i, bh, n_q, n_k, group, tid)
@@ -652,9 +656,9 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
             n_gr += got
             n_sw += put
             n_sr += sr
-            rnd += 1
-            t_next = persistent_item(rnd, c, blocks)
-            cuda.syncthreads()  # every warpgroup's wgmma are done with Qs, Ks, Vs
+            next_item(sm, work, items, blocks, tid)  # (everyone read the slot before compute's barriers)
+            cuda.syncthreads()  # every warpgroup's wgmma are done with Qs, Ks, Vs; the slot is written
+            t_next = int32(sm[SLOT]) | (int32(sm[SLOT + 1]) << 16)
             if t_next < items:
                 i2, bh2 = item_coords(t_next, tr, heads, sections)
                 got, put = first_copies(base, q, k, v, i2, bh2, n_q, n_k, group, tid)
@@ -679,9 +683,11 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
 
 def kernel_signature(persistent: bool = False):
     """fa2_tc's argument types: the same launch; the persistent grid's kernel takes the causal
-    section size S (int64) last."""
+    section size S (int64) and its work counter (int32[1]) last."""
+    from numba.cuda import types
+
     sig = fa2_signature()
-    return sig + (sig[-1],) if persistent else sig
+    return sig + (sig[-1], types.Array(types.int32, 1, "C")) if persistent else sig
 
 
 def ptx_of(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, cc=None) -> str:
@@ -714,25 +720,33 @@ def section_heads(n_k: int, head_dim: int, group: int, heads: int, budget: int =
     return min(heads, (1 << (kv_heads.bit_length() - 1)) * group)
 
 
+@functools.cache
+def work_counter():
+    """The persistent kernel's work counter (int32[1] on the device, 0 between launches: each launch's
+    last take resets it). One for all launches: they run one after another on the default stream."""
+    return cuda.to_device(np.zeros(1, np.int32))
+
+
 #: the blocks per SM a persistent grid counts on the simulator (which has no SMs): 2, so that a
 #: simulator test's few work items loop through several rounds
 SIMULATOR_SMS = 2
 #: L2 section rules of the causal order: "l2" (FA3's: ``section_heads`` at both head dims), "all64"
-#: (every head at once at d = 64, where 1 MiB of K/V per head at N = 4096 left the L2 no worse off
-#: and the sections cost 1.7 %, run fa3-l2-sections-20261202; ``section_heads`` at d = 128)
+#: (every head at once at d = 64, where 1 MiB of K/V per head at N = 4096 left the L2 no worse off:
+#: all heads 1.7 % faster than sections of 8 in run fa3-l2-sections-20261202, the rule 2.3-2.5 % faster
+#: than "l2" at both N in run fa3-v5-persistent-20261203; ``section_heads`` at d = 128). The default: "all64"
 SECTION_RULES = ("l2", "all64")
 
 
 @dataclass(frozen=True)
 class Fa3TcPlan(FlashTcPlan):
     """One launch of the wgmma kernel: grid (Tr, B·H), 128·G threads per block; under causal masking
-    (S, Tr, ⌈B·H/S⌉): S heads at a time (their K/V stay in L2; `section_rule`), each section's heaviest
-    Q blocks first. `sections`: S itself instead of the rule (None: the rule). A persistent config
+    (S, Tr, ⌈B·H/S⌉): S heads at a time (their K/V stay in L2; `section_rule`: all heads at d = 64,
+    FA3's 16 MiB rule at d = 128), each section's heaviest Q blocks first. `sections`: S itself instead of the rule (None: the rule). A persistent config
     (``Fa3Config.persistent`` blocks per SM) launches min(items, that × SMs) blocks that walk the same
     order of Tr·B·H items."""
 
     sections: int | None = None
-    section_rule: str = "l2"
+    section_rule: str = "all64"
 
     @property
     def section_size(self) -> int:
@@ -765,7 +779,7 @@ class Fa3TcPlan(FlashTcPlan):
         b, h, hkv, nq, nk, _ = self.shape
         kern, cfg = self.kernel(), self.config
         s = self.section_size if self.causal else 1
-        args = (q, k, v, o, lse, counters, nq, nk, h // hkv, s)
+        args = (q, k, v, o, lse, counters, nq, nk, h // hkv, s, work_counter())
         if not cfg.dynamic_smem:
             kern[self.grid, cfg.threads](*args)
             return
