@@ -7,7 +7,8 @@
 # From the repo root on the device, after the numpy-2.4 prefix, with FLASHIO_COMMIT set:
 #   RUN=fa3-v5-persistent-20261203 bash benchmarks/fa3_v5_h200.sh   (run 1: static snake order, f233a08)
 #   RUN=fa3-v5-dynamic-20261203 VARIANT_LIST=dflt,p1 HEAD_DIMS=128 REG_BUILDS="128:1" \
-#     TESTS_K=persistent bash benchmarks/fa3_v5_h200.sh   (run 2: the atomic work counter)
+#     TESTS_K=persistent FILE=fa3_tc_v5_dynamic.csv bash benchmarks/fa3_v5_h200.sh   (run 2: the atomic
+#     work counter; its own file name, so that importing it replaces no current file)
 set -u
 cd "$(dirname "$0")/.."
 RUN=${RUN:-fa3-v5-persistent-20261203}
@@ -30,7 +31,7 @@ PY
 REG_PID=$!
 FLASHIO_RUN_ID=$RUN timeout "${FA3_S:-110}" python3 benchmarks/fa3_tc_speed.py --out "$OUT/v5" --no-fa2 \
   --variants "${VARIANT_LIST:-dflt,all64,p2,p2_all64,p1}" --head-dims "${HEAD_DIMS:-64,128}" \
-  --dtypes bf16 --causal no,yes --seq-lens 4096,16384 \
+  --dtypes bf16 --causal no,yes --seq-lens 4096,16384 --file "${FILE:-fa3_tc_speed.csv}" \
   > "$OUT/v5/stdout.log" 2>&1
 echo "bench rc=$?" >> "$OUT/v5/stdout.log"
 FLASHIO_GPU=1 timeout "${TESTS_S:-90}" python3 -m pytest -q -p no:cacheprovider -n 4 -m gpu -rfs \
