@@ -38,6 +38,10 @@ VARIANTS = {
         ("g2_bc32_sw", dict(warpgroups=2, block_cols=32, swizzle=True)),
         ("sec8", dict(warpgroups=2, block_cols=64, swizzle=True, sections=8)),
         ("sec64", dict(warpgroups=2, block_cols=64, swizzle=True, sections=64)),
+        ("dflt", dict(warpgroups=2, block_cols=64, swizzle=True, section_rule="l2")),
+        ("all64", dict(warpgroups=2, block_cols=64, swizzle=True, section_rule="all64")),
+        ("p2", dict(warpgroups=2, block_cols=64, swizzle=True, persistent=2)),
+        ("p2_all64", dict(warpgroups=2, block_cols=64, swizzle=True, persistent=2, section_rule="all64")),
     ],
     128: [
         DEFAULT,
@@ -48,6 +52,8 @@ VARIANTS = {
         ("sec4", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, sections=4)),
         ("sec16", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, sections=16)),
         ("sec64", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, sections=64)),
+        ("dflt", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True)),
+        ("p1", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, persistent=1)),
     ],
 }
 #: timed causal (and in fp16) too. g1_bc64_sw, g2_bc32_sw (d = 64: 96 and 80 registers, 5 and 3 blocks per
@@ -56,6 +62,11 @@ VARIANTS = {
 #: 64 = every head at once, as run fa3-heavy-first-20261202 launched them)
 CAUSAL_AND_FP16 = ("g2_bc64_ov_sw", "g1_bc64_sw", "g2_bc32_sw", "g1_bc64_ov_sw", "sec4", "sec8")
 CAUSAL_AND_FP16 += ("sec16", "sec64")
+#: version 5 (helper hopper3): dflt = the version-4b default build as a variant (timed beside the
+#: candidates in one invocation; at d = 64 with FA3's "l2" section rule), all64 = every head in one
+#: causal section at d = 64 (the plan's section_rule, the default since run fa3-v5-persistent-20261203),
+#: pN = the default build on a persistent grid of N blocks per SM (Fa3Config.persistent)
+CAUSAL_AND_FP16 += ("dflt", "all64", "p2", "p2_all64", "p1")
 
 
 def builds(dtypes, causals, full_dtype="bf16"):
@@ -98,14 +109,17 @@ def small_check(cfg, dtype, causal):
 
 @dataclasses.dataclass(frozen=True)
 class _Sectioned:
-    """Fa3TcPlan.of with the causal grid's L2 sections fixed at `sections` heads (variants secS)."""
+    """Fa3TcPlan.of with the causal grid's L2 sections fixed at `sections` heads (variants secS) or
+    chosen by `section_rule` (variants *all64)."""
 
-    sections: int
+    sections: int | None
+    section_rule: str = "l2"
 
     def of(self, *args, **kwargs):
         from gpu_kernels.kernels.fa3_tc import Fa3TcPlan
 
-        return dataclasses.replace(Fa3TcPlan.of(*args, **kwargs), sections=self.sections)
+        plan = Fa3TcPlan.of(*args, **kwargs)
+        return dataclasses.replace(plan, sections=self.sections, section_rule=self.section_rule)
 
 
 def worker(job, seq_lens, lock):
@@ -123,8 +137,9 @@ def worker(job, seq_lens, lock):
     _, d, dtype, causal, name, kw = job
     kw = None if kw is None else dict(kw)
     sections = kw.pop("sections", None) if kw else None  # the plan's, not the config's: the causal grid
+    rule = kw.pop("section_rule", None) if kw else None  # None: the plan's default rule
     cfg = (default_config(d) if kw is None else Fa3Config(d, **kw)).check()
-    plan_class = Fa3TcPlan if not sections else _Sectioned(sections)
+    plan_class = Fa3TcPlan if not sections and rule is None else _Sectioned(sections, rule or "all64")
     t0 = time.perf_counter()
     e_o, e_l, reading = small_check(cfg, dtype, causal)
     compile_s = time.perf_counter() - t0
@@ -160,6 +175,12 @@ def main(argv=None):
         help="time fa3_tc's default build per head dim (kernels.fa3_tc.default_config) at every dtype and "
         "causal value given, instead of the variants",
     )
+    p.add_argument(
+        "--head-dims", default="64,128", help="head dims of the fa3 builds (torch's jobs cover both)"
+    )
+    p.add_argument(
+        "--no-fa2", action="store_true", help="leave fa2_tc's default out (torch flash and cuDNN stay)"
+    )
     p.add_argument("--deadline-s", type=float, default=None, help="terminate builds still running after this")
     a = p.parse_args(argv)
     if os.path.basename(a.file) != a.file or not a.file.endswith(".csv"):
@@ -169,11 +190,15 @@ def main(argv=None):
     dtypes = a.dtypes.split(",")
     keep = set(a.variants.split(",")) if a.variants else None
     jobs = [(kind, dt, c) for kind in ("flash", "cudnn") for c in causals for dt in dtypes]
-    jobs += [("fa2", d, "bf16", c, "default", {}) for c in causals for d in (64, 128)]
+    if not a.no_fa2:
+        jobs += [("fa2", d, "bf16", c, "default", {}) for c in causals for d in (64, 128)]
     if a.defaults:
         jobs += [("fa3", d, dt, c, "default", None) for c in causals for dt in dtypes for d in VARIANTS]
     else:
-        jobs += [("fa3",) + b for b in builds(dtypes, causals) if keep is None or b[3] in keep]
+        dims = {int(x) for x in a.head_dims.split(",")}
+        jobs += [
+            ("fa3",) + b for b in builds(dtypes, causals) if (keep is None or b[3] in keep) and b[0] in dims
+        ]
     # the fa3 builds first: their compiles are the long pole
     jobs = [j for j in jobs if j[0] == "fa3"] + [j for j in jobs if j[0] != "fa3"]
     t0 = time.monotonic()

@@ -175,6 +175,69 @@ def test_fa3_tc_causal_ragged_last_section():
     assert r.counts == simlib_counts(b, h, None, n, n, d, cfg, True, dtype)
 
 
+PERSISTENT_CASES = [
+    # (B, H, H_kv, N_k, N_q, d, causal, warpgroups, Bc, overlap, persistent, sections): the simulator's
+    # persistent grid is min(items, persistent·2) blocks, so every block loops over several items
+    (1, 3, None, 70, None, 64, True, 1, 32, False, 1, 2),  # 6 items on 2 blocks, a short last section
+    (1, 2, None, 90, None, 64, False, 1, 16, True, 1, None),  # the pipeline, 4 items on 2 blocks
+    (1, 4, 2, 70, 50, 64, True, 1, 32, True, 2, None),  # GQA, N_q < N_k, causal, pipeline, 4 on 4
+    (2, 3, None, 40, None, 128, True, 1, 32, False, 2, 4),  # 6 heads, sections of 4; 6 items on 4 blocks
+]
+
+
+@sim_only
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,g,bc,ov,p,sections", PERSISTENT_CASES)
+def test_fa3_tc_persistent_grid_matches_reference_and_counts(
+    b, h, hkv, nk, nq, d, causal, g, bc, ov, p, sections
+):
+    """The persistent grid (items from the atomic work counter): every item's rows written (outputs
+    poisoned), O and L against float64, the counts equal to the plain grid's hand count and simlib's
+    (persistence moves no byte), twice in a row (the counter resets itself)."""
+    import dataclasses
+
+    from gpu_kernels.kernels.fa3_tc import plan_fa3_tc, work_counter
+
+    dtype = "bf16"
+    cfg = Fa3Config(d, g, bc, overlap=ov, persistent=p)
+    q, k, v = random_qkv(b, h, nk, d, seed=nk + h + p, kv_heads=hkv, query_len=nq)
+    ref_o, ref_lse = attention_reference(*(round_to(x, dtype) for x in (q, k, v)), causal=causal)
+    plan = dataclasses.replace(
+        plan_fa3_tc(q, k, v, dtype=dtype, config=cfg, counting=True, causal=causal), sections=sections
+    )
+    nq_ = nk if nq is None else nq
+    items = -(-nq_ // cfg.block_rows) * b * h
+    assert plan.grid == (min(items, 2 * p),)
+    for _ in range(2):  # the work counter back at 0 after each launch: the second runs whole too
+        r = plan.run(q, k, v)
+        assert work_counter().copy_to_host()[0] == 0
+        assert np.all(np.isfinite(r.o)) and np.all(np.isfinite(r.lse))
+        assert rel_error(r.o, ref_o) < 2 * UNIT_ROUNDOFF[dtype]
+        assert lse_error(r.lse, ref_lse) < LSE_TOL
+    assert r.counts == hand_counts(b, h, nq_, nk, d, cfg, causal)
+    assert r.counts == simlib_counts(b, h, hkv, nq_, nk, d, cfg, causal, dtype)
+
+
+def test_fa3_tc_section_rules():
+    """The section rules: "l2", FA3's 16 MiB rule at both head dims; "all64" (the default), every head
+    at once at d = 64 only."""
+    from gpu_kernels.kernels.fa3_tc import Fa3TcPlan
+
+    for d, l2, all64 in ((64, 16, 64), (128, 8, 8)):  # 4096 keys: 1 MiB / 2 MiB of K/V per head
+        cfg = default_config(d)
+        plan = Fa3TcPlan.of((4, 16, 16, 4096, 4096, d), cfg, "bf16", causal=True)
+        assert plan.section_size == all64
+        assert dataclasses_replace(plan, section_rule="l2").section_size == l2
+        assert plan.grid == (all64, 32, 64 // all64)
+    with pytest.raises(ValueError, match="section_rule"):
+        dataclasses_replace(plan, section_rule="x").section_size  # noqa: B018
+
+
+def dataclasses_replace(plan, **kw):
+    import dataclasses
+
+    return dataclasses.replace(plan, **kw)
+
+
 @sim_only
 def test_fa3_tc_fully_masked_first_tile_and_large_logits():
     """Br = 64, Bc = 32, causal, N = 70: Q block 0 visits K/V blocks 1 then 0 and block 1 (keys 32-63)
@@ -369,6 +432,19 @@ GPU_SWIZZLED = [
     (1, 2, None, 3001, None, 128, True, 2, 64, True, "bf16"),
     (1, 4, 2, 3000, 2000, 64, False, 2, 64, True, "fp16"),
 ]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+@pytest.mark.parametrize("d,causal", [(64, True), (128, True), (128, False)])
+def test_fa3_tc_gpu_persistent(d, causal):
+    """The default build on a persistent grid (2 blocks per SM at d = 64, 1 at d = 128): 12 heads of
+    2049 keys (204 items on 132 or 264 blocks, a ragged last Q block), GQA, against float64 and the counts."""
+    base = default_config(d)
+    cfg = Fa3Config(
+        d, base.warpgroups, base.block_cols, overlap=base.overlap, swizzle=True, persistent=1 + (d == 64)
+    ).check()
+    check_case(1, 12, 4, 2049, None, d, causal, cfg, "bf16", seed=d + causal)
 
 
 @pytest.mark.gpu

@@ -6,8 +6,9 @@ softmax with a running max m and sum l per row, O and the logsumexp L written on
 the instruction that multiplies, and with it who holds what:
 
     grid    = (Tr, B·H)          one thread block per (query block i, batch·head); causal: (S, Tr, ⌈B·H/S⌉),
-                                 heads in L2 sections of S (``section_heads``: their K and V fit in a
-                                 quarter of the L2, FA3's rule), and inside a section the Q blocks with
+                                 heads in L2 sections of S (d = 128: ``section_heads``, their K and V
+                                 fit in a quarter of the L2, FA3's rule; d = 64: all heads, measured
+                                 faster), and inside a section the Q blocks with
                                  the most K/V blocks launched first (longest job first, as fa2_tc
                                  version 5: the short blocks fill the last wave)
     block   = G warpgroups (G = 1, 2 or 3) of 128 threads; warpgroup g owns query rows 64g .. 64g + 63
@@ -85,12 +86,21 @@ from ..tensor_core.wgmma_ops import (
     swizzle128_index,
     wgmma_ops,
 )
-from .fa2_tc import DYNAMIC_SHARED_LIMIT, LN2, LOG2E, STATIC_SHARED_LIMIT, FlashTcPlan, TcResult
+from .fa2_tc import (
+    DYNAMIC_SHARED_LIMIT,
+    LN2,
+    LOG2E,
+    STATIC_SHARED_LIMIT,
+    FlashTcPlan,
+    TcResult,
+    allow_dynamic_smem,
+)
 from .fa2_tc import kernel_signature as fa2_signature
 
 HEAD_DIMS = (64, 128)
 GROUP_ROWS = 64  # query rows per warpgroup: the M of every wgmma
 WARPGROUPS = (1, 2, 3)
+WORK_SLOT_BYTES = 16  # the persistent grid's slot at the end of shared memory: the next item's index
 
 
 @dataclass(frozen=True)
@@ -99,7 +109,10 @@ class Fa3Config:
     block (the N of S's wgmma, the K of O's); an optional register cap per thread; `overlap`: FA3's
     intra-warpgroup pipeline (S(j+1)'s wgmma in flight during softmax(j), P V(j)'s during
     softmax(j+1); two P fragment sets, three V buffers); `swizzle`: the tiles in the 128-byte-swizzled
-    layout (the tensor cores' own, ``wgmma_ops.swizzle128_index``) instead of padded chunk-major."""
+    layout (the tensor cores' own, ``wgmma_ops.swizzle128_index``) instead of padded chunk-major;
+    `persistent` (0: off; 1 or 2): a persistent grid of that many blocks per SM, each taking the
+    (Q block, head) work items of the plain grid's launch order from an atomic counter, the next
+    item's first copies issued before the current item's epilogue."""
 
     head_dim: int
     warpgroups: int = 1
@@ -107,6 +120,7 @@ class Fa3Config:
     max_registers: int | None = None
     overlap: bool = False
     swizzle: bool = False
+    persistent: int = 0
 
     BLOCK_MULTIPLE = (16, "one wgmma k-step of O += P V")
     MAX_BLOCK_COLS = 256  # the largest wgmma N
@@ -125,7 +139,8 @@ class Fa3Config:
         chunk per column."""
         tiles = 5 if self.overlap else 4
         pad = 0 if self.swizzle else tiles + 1
-        return (self.block_rows + tiles * self.block_cols + pad) * self.head_dim * 2
+        slot = WORK_SLOT_BYTES if self.persistent else 0  # the persistent grid's next work item
+        return (self.block_rows + tiles * self.block_cols + pad) * self.head_dim * 2 + slot
 
     def tiles(self) -> tuple[tuple[int, int], ...]:
         return ((self.block_rows, self.head_dim), (self.block_cols, self.head_dim))
@@ -150,6 +165,9 @@ class Fa3Config:
         for flag in ("overlap", "swizzle"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be True or False; got {getattr(self, flag)!r}")
+        p = self.persistent
+        if not isinstance(p, int) or isinstance(p, bool) or p not in (0, 1, 2):
+            raise ValueError(f"persistent must be 0 (off), 1 or 2 blocks per SM; got {p!r}")
         mr = self.max_registers
         if mr is not None and (not isinstance(mr, int) or isinstance(mr, bool) or not 64 <= mr <= 255):
             raise ValueError(f"max_registers must be None or an int in 64..255; got {mr!r}")
@@ -174,7 +192,8 @@ class Fa3Config:
         r = f"_r{self.max_registers}" if self.max_registers else ""
         ov = "_ov" if self.overlap else ""
         sw = "_sw" if self.swizzle else ""
-        return f"g{self.warpgroups}_bc{self.block_cols}{ov}{sw}{r}"
+        p = f"_p{self.persistent}" if self.persistent else ""
+        return f"g{self.warpgroups}_bc{self.block_cols}{ov}{sw}{p}{r}"
 
 
 #: the defaults (PERFORMANCE.md, "fa3_tc", run 20261202T051703Z-1ff3899ea4): two warpgroups and the
@@ -387,52 +406,28 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
         return got, put
 
     visit = jit(visit)
+    PERSISTENT = cfg.persistent > 0
 
-    def fa3_tc(q, k, v, o, lse, counters, n_q, n_k, group):
-        sm = cuda.shared.array(SM_ELEMS, uint16, alignment=ALIGN)  # Qs | Ks[0] Ks[1] | Vs[0] Vs[1] (Vs[2])
-        base = smem_base(sm)
-        s = cuda.local.array((NS, 4), float32)  # S, then P: the accumulator of S's wgmma
-        pa = cuda.local.array((KP, 4), uint32)  # P in the dtype: the A fragments of O's wgmma
-        pa2 = cuda.local.array((KP, 4 if OVERLAP else 1), uint32)  # the other visits' P (overlap)
-        acc = cuda.local.array((NO, 4), float32)  # O: the accumulator of O's wgmma
-        m = cuda.local.array(2, float32)  # running max of my two rows (base-2 units)
-        lsum = cuda.local.array(2, float32)  # my partial running sums
-
-        tid = cuda.threadIdx.x
+    def item_rows(i, n_q, n_k, tid):
+        """Where work item (Q block i) puts me: the block's first row and valid rows, the K/V blocks it
+        visits, my warp's first row, my two rows' first, my group's offset into the Q tile."""
         grp = tid >> 7  # my warpgroup: query rows 64·grp ..
         w = (tid >> 5) & 3  # my warp inside it: 16 of them
-        lane = tid & 31
-        tq = lane & 3
-        if CAUSAL:  # grid (S, Tr, sections), x fastest: each section's S heads, last (heaviest) Q block first
-            i = cuda.gridDim.y - 1 - cuda.blockIdx.y
-            bh = cuda.blockIdx.z * cuda.gridDim.x + cuda.blockIdx.x
-            if bh * n_q * D >= o.shape[0]:  # the last section's unused head slots
-                return
-        else:
-            i = cuda.blockIdx.x
-            bh = cuda.blockIdx.y
-        kv_bh = bh // group
         q_start = i * BR
         r = min(BR, n_q - q_start)
         tc = (n_k + BC - 1) // BC
-        off = n_k - n_q
         if CAUSAL:
-            tc = min(tc, (q_start + r - 1 + off) // BC + 1)
+            tc = min(tc, (q_start + r - 1 + n_k - n_q) // BC + 1)
         warp_first = q_start + GROUP_ROWS * grp + 16 * w  # my warp's first query row
-        row0 = warp_first + (lane >> 2)  # my rows: row0 and row0 + 8
-        q_off = GROUP_ROWS * grp * Q_ROW  # my group's 64 rows in the Q tile
-        kvg = kv_bh * n_k * D
+        row0 = warp_first + ((tid & 31) >> 2)  # my rows: row0 and row0 + 8
+        return q_start, r, tc, warp_first, row0, GROUP_ROWS * grp * Q_ROW
 
-        n_gr = 0
-        n_sw = 0
-        for e in range(2):
-            m[e] = NEG_INF
-            lsum[e] = ZERO
-        for t in range(NO):
-            for e in range(4):
-                acc[t, e] = ZERO
-
-        # --- Q_i and the first visited K block (the last one, j = tc − 1: the only ragged one)
+    def first_copies(base, q, k, v, i, bh, n_q, n_k, group, tid):
+        """Issue (and commit) a work item's first copies: Q_i and the first visited K/V block(s), one
+        cp.async group (Q, K, V) without the pipeline, two (Q, K | V, the next K) with it. Returns my
+        copy bytes."""
+        q_start, r, tc, _, _, _ = item_rows(i, n_q, n_k, tid)
+        kvg = (bh // group) * n_k * D
         qg = (bh * n_q + q_start) * D
         if r == BR:
             got, put = copy_q(base, 0, q, qg, tid)
@@ -441,26 +436,44 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
         j = tc - 1
         c = min(BC, n_k - j * BC)
         got2, put2 = load_kv(base, K_OFF, k, kvg + j * BC * D, c, tid)
-        n_gr += got + got2
-        n_sw += put + put2
-
+        got += got2
+        put += put2
         if OVERLAP:
             cp_commit()  # group: Q, K_0
-            got, put = load_kv(base, V_OFF, v, kvg + j * BC * D, c, tid)
-            n_gr += got
-            n_sw += put
-            if tc > 1:
-                got, put = copy_kv(base, K_OFF + TILE, k, kvg + (j - 1) * BC * D, tid)
-                n_gr += got
-                n_sw += put
-            cp_commit()  # group: V_0, K_1
+        got2, put2 = load_kv(base, V_OFF, v, kvg + j * BC * D, c, tid)
+        got += got2
+        put += put2
+        if OVERLAP and tc > 1:
+            got2, put2 = copy_kv(base, K_OFF + TILE, k, kvg + (j - 1) * BC * D, tid)
+            got += got2
+            put += put2
+        cp_commit()  # group: Q, K_0, V_0; with the pipeline V_0, K_1
+        return got, put
+
+    def compute(s, pa, pa2, alpha, acc, m, lsum, base, k, v, i, bh, n_q, n_k, group, tid):
+        """One work item after its ``first_copies``: every K/V visit, O and (m, l) left in registers for
+        ``finish``; returns my copy bytes and my share of the wgmma's shared-memory reads."""
+        tq = tid & 3
+        q_start, r, tc, warp_first, row0, q_off = item_rows(i, n_q, n_k, tid)
+        off = n_k - n_q
+        kvg = (bh // group) * n_k * D
+        n_gr = 0
+        n_sw = 0
+        for e in range(2):
+            m[e] = NEG_INF
+            lsum[e] = ZERO
+        for t in range(NO):
+            for e in range(4):
+                acc[t, e] = ZERO
+        j = tc - 1
+        c = min(BC, n_k - j * BC)
+        if OVERLAP:
             cp_wait1()
             proxy_fence()
             cuda.syncthreads()
             s_product(s, base, q_off, K_OFF)
             wg_wait0()
             pin_s(s)
-            alpha = cuda.local.array(2, float32)
             mask(s, j * BC, c, n_k, warp_first, row0, tq, off)
             softmax_rows(s, m, lsum, alpha)
             pack_p(s, pa)
@@ -515,10 +528,6 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
                     n_gr += got
                     n_sw += put
         else:
-            got, put = load_kv(base, V_OFF, v, kvg + j * BC * D, c, tid)
-            n_gr += got
-            n_sw += put
-            cp_commit()  # group: Q, K_0, V_0
             for jj in range(tc):
                 j = tc - 1 - jj
                 k_start = j * BC
@@ -547,13 +556,122 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
                 pv_product(acc, pa, base, V_OFF + b_off)
                 wg_wait0()
                 pin_o(acc)
+        n_sr = tc * (SS_BYTES + RS_BYTES)  # my share of the wgmma's shared-memory reads
+        if OVERLAP:
+            n_sr += SS_BYTES  # the last visit's thrown-away S
+        return n_gr, n_sw, n_sr
 
+    def item_coords(t, tr, heads, sections):
+        """Work item t of the plain grid's launch order as (Q block i, batch·head)."""
+        if CAUSAL:  # sections of `sections` heads (the last one may be short), heaviest Q block first
+            z = t // (sections * tr)
+            width = min(sections, heads - z * sections)
+            u = t - z * sections * tr
+            y = u // width
+            return tr - 1 - y, z * sections + u - y * width
+        return t % tr, t // tr
+
+    item_rows, first_copies, compute, item_coords = (
+        jit(f) for f in (item_rows, first_copies, compute, item_coords)
+    )
+
+    SLOT = (cfg.smem_bytes - WORK_SLOT_BYTES) // 2  # uint16 index of the slot (two halves of an int32)
+
+    def next_item(sm, work, items, blocks, tid):
+        """Thread 0 takes the next work item from the launch's counter into the slot (read after the
+        next barrier). Every block's last take returns ≥ items, so a launch takes items + blocks in all;
+        the last one resets the counter to 0 for the next launch (no memset between launches)."""
+        if tid == 0:
+            t = cuda.atomic.add(work, 0, 1)
+            if t == items + blocks - 1:
+                work[0] = 0
+            sm[SLOT] = uint16(t & 0xFFFF)
+            sm[SLOT + 1] = uint16(t >> 16)
+
+    next_item = jit(next_item)
+
+    def fa3_tc(q, k, v, o, lse, counters, n_q, n_k, group):
+        sm = cuda.shared.array(SM_ELEMS, uint16, alignment=ALIGN)  # Qs | Ks[0] Ks[1] | Vs[0] Vs[1] (Vs[2])
+        base = smem_base(sm)
+        s = cuda.local.array((NS, 4), float32)  # S, then P: the accumulator of S's wgmma
+        pa = cuda.local.array((KP, 4), uint32)  # P in the dtype: the A fragments of O's wgmma
+        pa2 = cuda.local.array((KP, 4 if OVERLAP else 1), uint32)  # the other visits' P (overlap)
+        alpha = cuda.local.array(2, float32)  # the pipeline's rescale factors of my two rows
+        acc = cuda.local.array((NO, 4), float32)  # O: the accumulator of O's wgmma
+        m = cuda.local.array(2, float32)  # running max of my two rows (base-2 units)
+        lsum = cuda.local.array(2, float32)  # my partial running sums
+        tid = cuda.threadIdx.x
+        tq = tid & 3
+        if CAUSAL:  # grid (S, Tr, sections), x fastest: each section's S heads, last (heaviest) Q block first
+            i = cuda.gridDim.y - 1 - cuda.blockIdx.y
+            bh = cuda.blockIdx.z * cuda.gridDim.x + cuda.blockIdx.x
+            if bh * n_q * D >= o.shape[0]:  # the last section's unused head slots
+                return
+        else:
+            i = cuda.blockIdx.x
+            bh = cuda.blockIdx.y
+        n_gr, n_sw = first_copies(base, q, k, v, i, bh, n_q, n_k, group, tid)
+        got, put, n_sr = compute(s, pa, pa2, alpha, acc, m, lsum, base, k, v, i, bh, n_q, n_k, group, tid)
+        row0 = item_rows(i, n_q, n_k, tid)[4]
         n_gw = finish(acc, m, lsum, o, lse, bh, n_q, row0, tq)
         if COUNTING:
-            n_sr = tc * (SS_BYTES + RS_BYTES)  # my share of the wgmma's shared-memory reads
-            if OVERLAP:
-                n_sr += SS_BYTES  # the last visit's thrown-away S
+            flush_counters(counters, n_gr + got, n_gw, n_sr, n_sw + put)
+
+    def fa3_tc_persistent(q, k, v, o, lse, counters, n_q, n_k, group, sections, work):
+        """The persistent grid: each block takes the next work item of the plain grid's launch order
+        from the counter `work` (FA3's dynamic tile scheduler: items in launch order, so the longest
+        causal items go first as with the plain grid); the next item's Q and first K/V copies are
+        issued once every warpgroup's last wgmma has read shared memory, before this item's epilogue
+        (its global stores), so they land while it runs."""
+        sm = cuda.shared.array(SM_ELEMS, uint16, alignment=ALIGN)
+        base = smem_base(sm)
+        s = cuda.local.array((NS, 4), float32)
+        pa = cuda.local.array((KP, 4), uint32)
+        pa2 = cuda.local.array((KP, 4 if OVERLAP else 1), uint32)
+        alpha = cuda.local.array(2, float32)
+        acc = cuda.local.array((NO, 4), float32)
+        m = cuda.local.array(2, float32)
+        lsum = cuda.local.array(2, float32)
+        tid = cuda.threadIdx.x
+        tq = tid & 3
+        heads = o.shape[0] // (n_q * D)  # B·H
+        tr = (n_q + BR - 1) // BR
+        items = tr * heads
+        blocks = cuda.gridDim.x
+        n_gr = 0
+        n_gw = 0
+        n_sr = 0
+        n_sw = 0
+        next_item(sm, work, items, blocks, tid)
+        cuda.syncthreads()
+        t = int32(sm[SLOT]) | (int32(sm[SLOT + 1]) << 16)
+        if t < items:
+            i, bh = item_coords(t, tr, heads, sections)
+            got, put = first_copies(base, q, k, v, i, bh, n_q, n_k, group, tid)
+            n_gr += got
+            n_sw += put
+        while t < items:
+            i, bh = item_coords(t, tr, heads, sections)
+            got, put, sr = compute(s, pa, pa2, alpha, acc, m, lsum, base, k, v, i, bh, n_q, n_k, group, tid)
+            n_gr += got
+            n_sw += put
+            n_sr += sr
+            next_item(sm, work, items, blocks, tid)  # (everyone read the slot before compute's barriers)
+            cuda.syncthreads()  # every warpgroup's wgmma are done with Qs, Ks, Vs; the slot is written
+            t_next = int32(sm[SLOT]) | (int32(sm[SLOT + 1]) << 16)
+            if t_next < items:
+                i2, bh2 = item_coords(t_next, tr, heads, sections)
+                got, put = first_copies(base, q, k, v, i2, bh2, n_q, n_k, group, tid)
+                n_gr += got
+                n_sw += put
+            row0 = item_rows(i, n_q, n_k, tid)[4]
+            n_gw += finish(acc, m, lsum, o, lse, bh, n_q, row0, tq)
+            t = t_next
+        if COUNTING:
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
+
+    if PERSISTENT:
+        fa3_tc = fa3_tc_persistent
 
     fa3_tc.__name__ = fa3_tc.__qualname__ = (
         f"fa3_tc_{dtype}_d{D}_{cfg.name}{'_causal' if CAUSAL else ''}{'_count' if COUNTING else ''}"
@@ -563,19 +681,24 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
     return cuda.jit(max_registers=cfg.max_registers)(fa3_tc)
 
 
-def kernel_signature():
-    """fa2_tc's argument types: the same launch."""
-    return fa2_signature()
+def kernel_signature(persistent: bool = False):
+    """fa2_tc's argument types: the same launch; the persistent grid's kernel takes the causal
+    section size S (int64) and its work counter (int32[1]) last."""
+    from numba.cuda import types
+
+    sig = fa2_signature()
+    return sig + (sig[-1], types.Array(types.int32, 1, "C")) if persistent else sig
 
 
 def ptx_of(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, cc=None) -> str:
     """The PTX of one build: from the compiled dispatcher on a GPU, else ``cuda.compile_ptx`` for
     `cc` (default (9, 0); the text's target is then sm_90, to be assembled as sm_90a)."""
     disp = fa3_tc_kernel(cfg.check(), check_dtype(dtype), counting, causal, False)
+    sig = kernel_signature(cfg.persistent > 0)
     if cuda.is_available():
-        disp.compile(kernel_signature())
-        return disp.inspect_asm(kernel_signature())
-    ptx, _ = cuda.compile_ptx(disp.py_func, kernel_signature(), cc=cc or (9, 0))
+        disp.compile(sig)
+        return disp.inspect_asm(sig)
+    ptx, _ = cuda.compile_ptx(disp.py_func, sig, cc=cc or (9, 0))
     return ptx
 
 
@@ -597,23 +720,72 @@ def section_heads(n_k: int, head_dim: int, group: int, heads: int, budget: int =
     return min(heads, (1 << (kv_heads.bit_length() - 1)) * group)
 
 
+@functools.cache
+def work_counter():
+    """The persistent kernel's work counter (int32[1] on the device, 0 between launches: each launch's
+    last take resets it). One for all launches: they run one after another on the default stream."""
+    return cuda.to_device(np.zeros(1, np.int32))
+
+
+#: the blocks per SM a persistent grid counts on the simulator (which has no SMs): 2, so that a
+#: simulator test's few work items loop through several rounds
+SIMULATOR_SMS = 2
+#: L2 section rules of the causal order: "l2" (FA3's: ``section_heads`` at both head dims), "all64"
+#: (every head at once at d = 64, where 1 MiB of K/V per head at N = 4096 left the L2 no worse off:
+#: all heads 1.7 % faster than sections of 8 in run fa3-l2-sections-20261202, the rule 2.3-2.5 % faster
+#: than "l2" at both N in run fa3-v5-persistent-20261203; ``section_heads`` at d = 128). The default: "all64"
+SECTION_RULES = ("l2", "all64")
+
+
 @dataclass(frozen=True)
 class Fa3TcPlan(FlashTcPlan):
     """One launch of the wgmma kernel: grid (Tr, B·H), 128·G threads per block; under causal masking
-    (S, Tr, ⌈B·H/S⌉): S = ``section_heads`` heads at a time (their K/V stay in L2), each section's
-    heaviest Q blocks first. `sections`: S itself instead of the L2 rule (None: the rule)."""
+    (S, Tr, ⌈B·H/S⌉): S heads at a time (their K/V stay in L2; `section_rule`: all heads at d = 64,
+    FA3's 16 MiB rule at d = 128), each section's heaviest Q blocks first. `sections`: S itself instead of the rule (None: the rule). A persistent config
+    (``Fa3Config.persistent`` blocks per SM) launches min(items, that × SMs) blocks that walk the same
+    order of Tr·B·H items."""
 
     sections: int | None = None
+    section_rule: str = "all64"
+
+    @property
+    def section_size(self) -> int:
+        """S: the causal order's heads per L2 section."""
+        b, h, hkv, nq, nk, d = self.shape
+        if self.section_rule not in SECTION_RULES:
+            raise ValueError(f"section_rule must be one of {SECTION_RULES}; got {self.section_rule!r}")
+        if self.sections:
+            return min(self.sections, b * h)
+        if self.section_rule == "all64" and d == 64:
+            return b * h
+        return section_heads(nk, d, h // hkv, b * h)
 
     @property
     def grid(self):
         b, h, hkv, nq, nk, d = self.shape
         tr = -(-nq // self.config.block_rows)
+        if self.config.persistent:
+            sms = SIMULATOR_SMS if simulator_enabled() else cuda.get_current_device().MULTIPROCESSOR_COUNT
+            return (min(tr * b * h, self.config.persistent * sms),)
         if not self.causal:
             return (tr, b * h)
-        s = self.sections or section_heads(nk, d, h // hkv, b * h)
-        s = min(s, b * h)
+        s = self.section_size
         return (s, tr, -(-(b * h) // s))
+
+    def launch(self, q, k, v, o, lse, counters):
+        """FlashTcPlan's launch; the persistent kernel also takes the section size."""
+        if not self.config.persistent:
+            return super().launch(q, k, v, o, lse, counters)
+        b, h, hkv, nq, nk, _ = self.shape
+        kern, cfg = self.kernel(), self.config
+        s = self.section_size if self.causal else 1
+        args = (q, k, v, o, lse, counters, nq, nk, h // hkv, s, work_counter())
+        if not cfg.dynamic_smem:
+            kern[self.grid, cfg.threads](*args)
+            return
+        if not simulator_enabled():
+            allow_dynamic_smem(kern, cfg.smem_bytes, kernel_signature(True))
+        kern[self.grid, cfg.threads, 0, cfg.smem_bytes](*args)
 
     def kernel(self):
         return fa3_tc_kernel(self.config, self.dtype, self.counting, self.causal, simulator_enabled())

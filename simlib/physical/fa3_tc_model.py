@@ -48,9 +48,10 @@ Hopper changes is how the tensor cores read shared memory:
   so waves are not in lockstep: the same rule is applied as an estimate. Writes: O and L once.
   The wave picture is of grid (Tr, B·H) in index order, the order run fa3phys-ncu-20261202 profiled;
   since then the kernel launches causal blocks as (S, Tr, ⌈B·H/S⌉), heaviest first inside L2
-  sections of S heads (``gpu_kernels.kernels.fa3_tc.section_heads``). Per-block accesses, and so
-  every counter here but causal DRAM re-reads, are the same; that order's re-reads are not modelled
-  yet and have not been profiled.
+  sections of S heads (``Fa3TcPlan.section_size``: ``section_heads`` at d = 128, all B·H heads in one
+  section at d = 64). Per-block accesses, and so every counter here but causal DRAM re-reads, are
+  the same; that order's re-reads are not modelled yet and have not been profiled. The persistent
+  grid (``Fa3Config.persistent``, not a default) moves the same bytes per item and is not modelled.
 
 Worked number (B·H = 1, N = 256, d = 64, the d = 64 defaults G = 2, Bc = 64, no pipeline; Tr = 2,
 Tc = 4): global-load sectors 2·(128·128 + 4·2·64·128)/32 = 5,120 (Q 512 per block, K and V 256 per
