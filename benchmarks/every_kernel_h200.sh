@@ -1,0 +1,33 @@
+#!/bin/bash
+# One device call on a merged tree, for issue 22 item 4 and the GPU suite:
+#  1. `python -m gpu_kernels side-by-side --tag h200_every`: every kernel (fa2_tc, fa3_tc, naive_tc, cupy naive,
+#     torch SDPA math / flash / cuDNN / efficient) at the issue's prefill shapes (bf16; N = 4096 and 16384,
+#     d = 64 and 128, non-causal and causal; B·H·N = 2^18, H = 16), then decode_tc against SDPA and the HBM copy
+#     at the decode shapes of the earlier decode runs (B:H:H_kv:L:d:q_len), same tag;
+#     tc_side_by_side_h200.csv (a cost-fit input) is not touched;
+#  2. every test marked gpu (make test-gpu's selection) in 8 processes, its log with a sidecar.
+# From the repo root on the device, after the numpy-2.4 prefix, with FLASHIO_COMMIT and RUN (a run id) set:
+#   RUN=every-20261203 bash benchmarks/every_kernel_h200.sh        (files under $OUT/every, $OUT/gpu_tests)
+set -u
+cd "$(dirname "$0")/.."
+: "${RUN:?set RUN to a run id}"
+mkdir -p "$OUT/every" "$OUT/gpu_tests" "$OUT/logs"
+FLASHIO_RUN_ID="$RUN" timeout "${PREFILL_S:-190}" python3 -m gpu_kernels side-by-side --out "$OUT/every" \
+  --tag h200_every --dtypes bf16 --causal no,yes --seq-lens 4096,16384 --head-dims 64,128 \
+  --budget-s "${PREFILL_BUDGET_S:-150}" > "$OUT/logs/prefill_stdout.log" 2>&1
+echo "prefill rc=$?" >> "$OUT/logs/prefill_stdout.log"
+FLASHIO_RUN_ID="$RUN" timeout "${DECODE_S:-75}" python3 -m gpu_kernels side-by-side --out "$OUT/every" \
+  --tag h200_every --dtypes bf16 --causal no --budget-s 50 \
+  --variants decode_tc,torch_flash,torch_cudnn,torch_efficient,torch_math \
+  --shape 1:32:8:8192:128:1 --shape 1:32:8:32768:128:1 --shape 1:32:8:131072:128:1 \
+  --shape 8:32:8:8192:128:1 --shape 8:32:8:32768:128:1 --shape 16:32:32:8192:128:1 \
+  --shape 4:64:8:16384:64:1 --shape 8:32:8:8192:128:4 > "$OUT/logs/decode_stdout.log" 2>&1
+echo "decode rc=$?" >> "$OUT/logs/decode_stdout.log"
+FLASHIO_GPU=1 timeout "${TESTS_S:-170}" python3 -m pytest -q -p no:cacheprovider -n 8 -m gpu -rfs \
+  $(grep -l "mark.gpu" tests/*.py) > "$OUT/gpu_tests/pytest_gpu.log" 2>&1
+echo "test-gpu rc=$?" >> "$OUT/gpu_tests/pytest_gpu.log"
+FLASHIO_RUN_ID="gpu-tests-$RUN" python3 -m measurements.provenance "$OUT/gpu_tests/pytest_gpu.log" \
+  --what "every test marked gpu (pytest -n 8 -m gpu) of the merged tree on the H200" > /dev/null
+tail -30 "$OUT/logs/prefill_stdout.log"
+tail -14 "$OUT/logs/decode_stdout.log"
+grep -E "passed|failed|error|rc=" "$OUT/gpu_tests/pytest_gpu.log" | tail -6
