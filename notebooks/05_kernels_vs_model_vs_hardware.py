@@ -566,6 +566,36 @@ Markdown(
 )
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ### Every kernel in one run
+#
+# The same call of every kernel, bf16, at the shapes, each checked before it is timed:
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# One invocation of `python -m gpu_kernels side-by-side --tag h200_every` (`benchmarks/every_kernel_h200.sh`):
+# numba's naive_tc, fa2_tc and fa3_tc, cupy's naive attention (cuBLAS in bf16 plus a softmax) and the four
+# SDPA backends at N = 4096 and 16384, d = 64 and 128, causal and not (B·H·N = 2¹⁸, H = 16), each output
+# checked against fp32 attention before its timing. Each kernel's time over torch flash's in the same
+# run (below 1: faster than FlashAttention-2; torch math is fp32 inside):
+
+# %% tags=["remove-input"]
+every = readers.tc_times(lookup("tc_side_by_side_h200_every.csv"))
+key = ["causal", "head_dim", "seq_len"]
+flash_ms = every[every.kernel == "torch_flash"].set_index(key)["time_ms"]
+every = every.join(flash_ms.rename("flash_ms"), on=key)
+every["/ torch flash"] = every["time_ms"] / every["flash_ms"]
+every.pivot_table(index="kernel", columns=key, values="/ torch flash").round(2)
+
+# %% slideshow={"slide_type": "subslide"} tags=["remove-input"]
+ratio = every.set_index("kernel")["/ torch flash"]
+Markdown(
+    f"In this run fa2_tc takes {ratio['fa2_tc'].min():.2f}–{ratio['fa2_tc'].max():.2f}× torch flash's time "
+    f"(at or under 1.0 at {(ratio['fa2_tc'] <= 1).sum()} of {ratio['fa2_tc'].size} shapes) and fa3_tc "
+    f"{ratio['fa3_tc'].min():.2f}–{ratio['fa3_tc'].max():.2f}× (at or under 0.83 at "
+    f"{(ratio['fa3_tc'] <= 0.83).sum()} of {ratio['fa3_tc'].size}); cuDNN "
+    f"{ratio['torch_cudnn'].min():.2f}–{ratio['torch_cudnn'].max():.2f}×."
+)
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### The other regime: decode_tc, a kernel bound by HBM on purpose
 #
 # A decode step (one new token per head against a long KV cache) has about g FLOP per byte:
