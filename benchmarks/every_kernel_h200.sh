@@ -5,7 +5,7 @@
 #     d = 64 and 128, non-causal and causal; B·H·N = 2^18, H = 16), then decode_tc against SDPA and the HBM copy
 #     at the decode shapes of the earlier decode runs (B:H:H_kv:L:d:q_len), same tag;
 #     tc_side_by_side_h200.csv (a cost-fit input) is not touched;
-#  2. every test marked gpu (make test-gpu's selection) in 8 processes, its log with a sidecar.
+#  2. every test marked gpu (make test-gpu's selection): benchmarks/gpu_suite.sh (TESTS_S, default 300 s).
 # From the repo root on the device, after the numpy-2.4 prefix, with FLASHIO_COMMIT and RUN (a run id) set:
 #   RUN=every-20261203 bash benchmarks/every_kernel_h200.sh        (files under $OUT/every, $OUT/gpu_tests)
 set -u
@@ -25,11 +25,6 @@ FLASHIO_RUN_ID="$RUN" timeout "${DECODE_S:-75}" python3 -m gpu_kernels side-by-s
   --shape 4:64:8:16384:64:1 --shape 8:32:8:8192:128:4 > "$OUT/logs/decode_stdout.log" 2>&1
 echo "decode rc=$?" >> "$OUT/logs/decode_stdout.log"
 fi
-FLASHIO_GPU=1 timeout "${TESTS_S:-170}" python3 -m pytest -q -p no:cacheprovider -n 8 -m gpu -rfs \
-  $(grep -l "mark.gpu" tests/*.py) > "$OUT/gpu_tests/pytest_gpu.log" 2>&1
-echo "test-gpu rc=$?" >> "$OUT/gpu_tests/pytest_gpu.log"
-FLASHIO_RUN_ID="gpu-tests-$RUN" python3 -m measurements.provenance "$OUT/gpu_tests/pytest_gpu.log" \
-  --what "every test marked gpu (pytest -n 8 -m gpu) of the merged tree on the H200" > /dev/null
+[ -z "${SKIP_TESTS:-}" ] && bash benchmarks/gpu_suite.sh  # SKIP_TESTS=1: no GPU suite (run it alone)
 tail -30 "$OUT/logs/prefill_stdout.log"
 [ -f "$OUT/logs/decode_stdout.log" ] && tail -14 "$OUT/logs/decode_stdout.log"
-grep -E "passed|failed|error|rc=" "$OUT/gpu_tests/pytest_gpu.log" | tail -6
