@@ -413,12 +413,19 @@ def tc_times(path=None, causal_path=None):
     causal run's `causal_path` (default, when both are None: tc_side_by_side_h200_causal.csv if it is
     in current/), one row per variant, dtype, shape and causal flag, `time_ms` = the median, `tflops` as the bench wrote
     it (causal: the FLOPs of the unmasked half); fa2_tc in its default configuration; rows the run did
-    not time (an error, past the budget) left out (`tc_untimed` lists them)."""
+    not time (an error, past the budget) left out (`tc_untimed` lists them); `ratio_to_torch_flash` (the
+    median over torch flash's at the same dtype, causal flag and shape in the same run) where the run wrote
+    it."""
     frame = _tc_rows(path, causal_path)
     frame = frame[(frame.kernel != "fa2_tc") | frame.config.astype(str).str.contains("default")]
     frame = frame.assign(time_ms=frame["median_ms"], tflops=pd.to_numeric(frame["tflops"], errors="coerce"))
     frame = frame.dropna(subset=["time_ms"])
-    return frame[["kernel", "dtype", "causal", *SHAPE, "time_ms", "tflops"]].reset_index(drop=True)
+    ratio = ["ratio_to_torch_flash"] if "ratio_to_torch_flash" in frame else []
+    if ratio:
+        frame = frame.assign(
+            ratio_to_torch_flash=pd.to_numeric(frame["ratio_to_torch_flash"], errors="coerce")
+        )
+    return frame[["kernel", "dtype", "causal", *SHAPE, "time_ms", "tflops", *ratio]].reset_index(drop=True)
 
 
 def tc_untimed(path=None, causal_path=None):

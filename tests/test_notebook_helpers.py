@@ -432,6 +432,27 @@ def test_tc_times_keeps_fa2_tc_default_and_lists_what_was_not_timed(tmp_path):
     assert table.loc["numba fa2_tc (ours: FA2) over numba naive_tc (ours) (bf16)", (64, 1024)] == 4.0  # 8 / 2
 
 
+def test_tc_times_reads_the_runs_ratio_to_torch_flash_where_it_wrote_one(tmp_path):
+    header = TC_HEADER.replace(",note", ",ratio_to_torch_flash,note")
+    path = write(
+        tmp_path,
+        header + "fa3_tc,g2 (default),bf16,4,16,4096,64,False,0.75,,0.750,\n"
+        "torch_flash,,bf16,4,16,4096,64,False,1.0,,1.000,\n",
+        name="every.csv",
+    )
+    ratio = readers.tc_times(path).set_index("kernel")["ratio_to_torch_flash"]
+    assert ratio["fa3_tc"] == 0.75 and ratio["torch_flash"] == 1.0
+    assert "ratio_to_torch_flash" not in readers.tc_times(
+        write(tmp_path, TC_HEADER + "torch_flash,,bf16,4,16,4096,64,False,1.0,,\n", name="old.csv")
+    )
+    # the committed every-kernel run: each ratio is its median over torch flash's at the same shape
+    every = readers.tc_times(readers.lookup("tc_side_by_side_h200_every.csv"))
+    key = ["causal", "head_dim", "seq_len"]
+    flash = every[every.kernel == "torch_flash"].set_index(key)["time_ms"]
+    joined = every.join(flash.rename("flash_ms"), on=key)
+    assert np.allclose(joined["ratio_to_torch_flash"], joined["time_ms"] / joined["flash_ms"], atol=6e-4)
+
+
 def test_with_tflops_is_four_n_squared_d_per_head_over_time():
     import pandas as pd
 
