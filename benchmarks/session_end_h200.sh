@@ -4,7 +4,7 @@
 #     third freeze (model 462fdb9, predictions committed in fecc57c before this run), run id cost-validate3-20261202;
 #  2. fa3_tc's default builds (d = 64 and 128, causal and not, bf16) against torch flash, cuDNN and fa2_tc
 #     (benchmarks/fa3_tc_speed.py --defaults), run id fa3-defaults-20261202;
-#  3. every test marked gpu (make test-gpu's selection) in 8 processes, its log with a sidecar, run id
+#  3. every test marked gpu (make test-gpu's selection): benchmarks/gpu_suite.sh, run id
 #     gpu-tests-20261202.
 # From the repo root on the device, after the numpy-2.4 prefix, with FLASHIO_COMMIT set to the tree's commit:
 #   bash benchmarks/session_end_h200.sh          (files under $OUT/cost3 and $OUT/gpu_tests; a short table last)
@@ -20,11 +20,6 @@ echo "cost3 rc=$?" >> "$OUT/logs/cost3_stdout.log"
 FLASHIO_RUN_ID=fa3-defaults-20261202 timeout "${FA3_S:-130}" python3 benchmarks/fa3_tc_speed.py --out "$OUT/fa3" \
   --defaults --dtypes bf16 --causal no,yes --seq-lens 4096,16384 > "$OUT/logs/fa3_stdout.log" 2>&1
 echo "fa3 rc=$?" >> "$OUT/logs/fa3_stdout.log"
-FLASHIO_GPU=1 timeout "${TESTS_S:-170}" python3 -m pytest -q -p no:cacheprovider -n 8 -m gpu -rfs \
-  $(grep -l "mark.gpu" tests/*.py) > "$OUT/gpu_tests/pytest_gpu.log" 2>&1
-echo "test-gpu rc=$?" >> "$OUT/gpu_tests/pytest_gpu.log"
-FLASHIO_RUN_ID=gpu-tests-20261202 python3 -m measurements.provenance "$OUT/gpu_tests/pytest_gpu.log" \
-  --what "every test marked gpu (pytest -n 8 -m gpu) of the merged tree on the H200" > /dev/null
+RUN=20261202 TESTS_S="${TESTS_S:-170}" bash benchmarks/gpu_suite.sh
 tail -40 "$OUT/logs/cost3_stdout.log"
 tail -14 "$OUT/logs/fa3_stdout.log"
-grep -E "passed|failed|error|rc=" "$OUT/gpu_tests/pytest_gpu.log" | tail -6
