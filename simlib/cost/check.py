@@ -467,6 +467,12 @@ ROUNDS = (
         "cost_validate5_h200.csv",
         "cost-validate5-20261203",
     ),
+    Round(
+        "measured after the sixth freeze",
+        "predictions_after_freeze6_h200.csv",
+        "cost_validate6_h200.csv",
+        "cost6-validate6-20261203",
+    ),
 )
 
 
