@@ -523,6 +523,12 @@ PRE_ROUND4 = tuple(r.when for r in ROUNDS[:3])
 PRE_ROUND5 = tuple(r.when for r in ROUNDS[:4])
 
 
+#: The rounds predicted before round 6's changes (the softmax dispatch, fa3_tc's all64 rule, the host floor).
+PRE_ROUND6 = tuple(r.when for r in ROUNDS[:5])
+#: The implementations whose calls the host's floor covers (simlib.cost.host.DISPATCH).
+FLASH_CALLS = ("torch_flash", "fa2_tc", "fa2_tc_v4", "fa2_tc_v5", "fa3_tc")
+
+
 def _energy_at_measured_time(row) -> float:
     """The predicted joules with the static power paid for the measured time, over the measured joules."""
     extra = STATIC_W * (row["measured_ms"] - row["predicted_ms"]) * 1e-3
@@ -544,7 +550,23 @@ def cause(row) -> str:
     t_ok = row.get("time_ok", True) is not False
     e_ok = row.get("energy_ok") is not False
     if not t_ok:
-        if (
+        if impl in FLASH_CALLS and row.get("when") not in PRE_ROUND6 and row["ratio_time"] < 1:
+            out.append(
+                "time: host-bound: a short call's loop time is the host's, not the GPU's (round 6's run: at "
+                "(4, 9, 1100, 64, causal) and (3, 7, 1000, 128) the loop took 61–127 µs a call while the call "
+                "alone on the GPU took 34–66 µs, gpu_ms_per_call, which the model's launches predict at "
+                "0.87–1.19); the model's host floor (59–62 µs, the shortest of round 5's loops) is below this "
+                "run's host time per call, which varies by run and by implementation (fa3_tc's plan launch "
+                "127 µs here, 65 µs in round 5)"
+            )
+        elif impl == "eager_bf16" and row["dtype"] == "fp16" and row.get("when") not in PRE_ROUND6:
+            out.append(
+                "time: the fp16 block softmax priced at the fill of its 1024 × 8-element trips (0.13 at N = 1100, "
+                "round 6) is slower than the kernel: the chain alone on the GPU took 0.87 ms against 1.42 "
+                "predicted; a trip's time does not grow with its emptiness as the fill assumes (the committed "
+                "fp16 rows at N = 2048, fill 0.25, show it too: 1.31)"
+            )
+        elif (
             impl in ("torch_flash", "fa2_tc", "fa2_tc_v4", "fa2_tc_v5", "numba_tiled", "fa3_tc")
             and row["causal"]
         ):
