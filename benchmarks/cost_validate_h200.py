@@ -31,6 +31,7 @@ FIELDS = [
     *ATTN_FIELDS[: ATTN_FIELDS.index("head_dim") + 1],
     "causal",
     *ATTN_FIELDS[ATTN_FIELDS.index("head_dim") + 1 :],
+    "gpu_ms_per_call",  # round 6 on: one call's GPU time alone (gpu_time_ms), calls under 2 ms
 ]
 FP32 = ("numba_naive", "numba_tiled", "numba_fast", "torch_math", "cupy_naive")
 BF16 = ("naive_tc", "fa2_tc", "torch_flash", "torch_math", "eager_bf16")
@@ -266,6 +267,28 @@ def sync_all(torch):
     torch.cuda.synchronize()
 
 
+#: Calls shorter than this also get their GPU time alone (gpu_time_ms): the host's floor (simlib.cost.host).
+GPU_TIMED_BELOW_S = 2e-3
+GPU_REPS = 15
+
+
+def gpu_time_ms(call, torch, reps=GPU_REPS):
+    """The median GPU time of one call without the host's gaps: a spin kernel (torch.cuda._sleep, about
+    1 ms) queued first, so the call is already enqueued when the GPU reaches it; CUDA events around it.
+    Every launch here goes to the legacy default stream (numba's and torch's), so they serialise."""
+    times = []
+    for i in range(reps):
+        sync_all(torch)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(2_000_000)
+        start.record()
+        call(i)
+        end.record()
+        sync_all(torch)
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
 def measure_one(name, dtype, inp, counter, seconds, torch):
     from gpu_kernels.measure import nvml_energy as energy
 
@@ -285,8 +308,10 @@ def measure_one(name, dtype, inp, counter, seconds, torch):
         call(idx[0])
 
     res = energy.measure(step, lambda: sync_all(torch), counter, seconds, call_seconds=one)
+    gpu_ms = gpu_time_ms(call, torch) if one < GPU_TIMED_BELOW_S else ""
     return {
         **res,
+        "gpu_ms_per_call": gpu_ms,
         "status": "ok" if err <= TOL[dtype] else "WRONG RESULT",
         "rel_err": err,
         "ms_per_call": 1e3 * res["seconds"] / res["calls"],
@@ -401,7 +426,7 @@ def main(argv=None):
         rows.append(row)
         print(
             f"{name:12s} {dtype} B={b} H={h} N={n:5d} d={d:3d} causal={int(causal)} {row['status']:6s} "
-            f"{row.get('ms_per_call', 0):9.3f} ms {row.get('joules_per_call', 0):8.4f} J err {row.get('rel_err', '')} {row.get('note', '')}",
+            f"{row.get('ms_per_call', 0):9.3f} ms gpu {row.get('gpu_ms_per_call', '')} {row.get('joules_per_call', 0):8.4f} J err {row.get('rel_err', '')} {row.get('note', '')}",
             flush=True,
         )
         write_measurement(path, csv_text([{k: r.get(k, "") for k in FIELDS} for r in rows], FIELDS), record)

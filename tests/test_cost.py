@@ -329,7 +329,10 @@ def test_predict_cli_json(capsys):
     )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and {"time_ms", "energy_j", "bound", "launches"} <= set(out)
-    assert out["time_ms"] == pytest.approx(sum(x["time_ms"] for x in out["launches"]))
+    gpu = sum(x["time_ms"] for x in out["launches"])
+    assert out["gpu_ms"] == pytest.approx(gpu)
+    # a call takes its launches' time or the host's floor per call, whichever is longer (simlib.cost.host)
+    assert out["time_ms"] == pytest.approx(max(gpu, out["host_floor_ms"]))
 
 
 @pytest.mark.parametrize(

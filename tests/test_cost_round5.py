@@ -85,8 +85,9 @@ def test_sections_order_brute_force():
 
 
 def test_fa3_tc_sections_match_the_kernels_rule():
-    """simlib's copy of the section rule against gpu_kernels' (the kernel's own launch grid)."""
-    from gpu_kernels.kernels.fa3_tc import section_heads
+    """simlib's copy of the section rule against gpu_kernels' (the default plan's own section size: since
+    round 6 the kernel's default ``section_rule="all64"``, every head one section at d = 64)."""
+    from gpu_kernels.kernels.fa3_tc import Fa3TcPlan, default_config
     from simlib.cost.tensor_core import fa3_section_heads
 
     for b, h, n, d in [
@@ -97,4 +98,5 @@ def test_fa3_tc_sections_match_the_kernels_rule():
         (8, 16, 4096, 64),
     ]:
         w = Workload(n, d, batch=b, heads=h, dtype="bf16", causal=True)
-        assert fa3_section_heads(w) == section_heads(n, d, 1, b * h)
+        plan = Fa3TcPlan.of((b, h, h, n, n, d), default_config(d), "bf16", causal=True)
+        assert fa3_section_heads(w) == plan.section_size

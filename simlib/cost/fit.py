@@ -266,6 +266,14 @@ def fit_instructions(obs: list[dict]) -> dict[str, dict[str, Any]]:
             **{k: v for k, v in classes["torch_softmax.block"].items() if k in ("el", "ffma_el")},
             "from": "torch_softmax.block",
         }
+        # cunn_SoftMaxForwardSmem (N = 9217–12255 in fp32), never profiled: the global-memory block kernel's
+        classes.setdefault(
+            "torch_softmax.smem",
+            {
+                **{k: v for k, v in classes["torch_softmax.block"].items() if k in ("el", "ffma_el")},
+                "from": "torch_softmax.block",
+            },
+        )
     for klass, (source, _) in D128.items():
         if source in classes:
             for suffix in ("", ":wavefronts", ":shared_inst"):
@@ -352,6 +360,29 @@ def fit_eager_softmax(classes: dict[str, dict[str, Any]]) -> None:
     entry = classes["torch_softmax_to_fp32"]
     entry.update(el=statistics.fmean(values), el_from="eager_bf16_h200.csv NVML joules (no profile)")
     entry.pop("from", None)
+    for kind in SOFTMAX_KERNELS:  # one class per fp32 kernel (round 6), the instructions shared
+        classes[f"torch_softmax_to_fp32.{kind}"] = {
+            "el": entry["el"],
+            "ffma_el": entry.get("ffma_el", 0.0),
+            "from": "torch_softmax_to_fp32",
+        }
+
+
+#: host_softmax's fp32 forward kernels (softmax_trips.forward_kernel).
+SOFTMAX_KERNELS = ("warp", "reg", "smem", "block")
+#: Kernels no committed timing saw, and the class whose eta each takes: cunn_SoftMaxForwardSmem runs
+#: the global-memory kernel's three passes, over shared memory.
+UNTIMED_SOFTMAX = {
+    "torch_softmax.smem": "torch_softmax.block",
+    "torch_softmax_to_fp32.smem": "torch_softmax_to_fp32.block",
+}
+
+
+def fit_untimed_softmax(classes: dict[str, dict[str, Any]]) -> None:
+    """eta of the softmax kernels no committed timing covers: their sibling's (UNTIMED_SOFTMAX)."""
+    for klass, source in UNTIMED_SOFTMAX.items():
+        if klass in classes and "eta" not in classes[klass] and "eta" in classes.get(source, {}):
+            classes[klass].update(eta=classes[source]["eta"], eta_from=source)
 
 
 def _wall_rows(klass: str, variant: str) -> list[tuple[Workload, float]]:
@@ -595,9 +626,25 @@ def _fp16_eager_rows() -> list[tuple[str, Workload, float]]:
     return out
 
 
-def round_rows_in_fit(source: str, implementation: str, dtype: str, causal: bool) -> bool:
-    """Whether a post-freeze row (check.post_freeze) is one the calibration now uses."""
-    return source == ROUND2_FILE and implementation == "eager_bf16" and dtype == "fp16" and not causal
+def round_rows_in_fit(
+    source: str, implementation: str, dtype: str, causal: bool, shape: tuple | None = None
+) -> bool:
+    """Whether a post-freeze row (check.post_freeze) is one the calibration now uses: round 2's fp16
+    eager rows, and the loop row that sets a dispatch class's host floor (`shape`: B, H, N, d)."""
+    if source == ROUND2_FILE and implementation == "eager_bf16" and dtype == "fp16" and not causal:
+        return True
+    if shape is None:
+        return False
+    for _, name, r in host_floor_rows().values():
+        key = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]))
+        if (
+            name == source
+            and r["variant"] == implementation
+            and key == tuple(shape)
+            and (r["causal"] == "True") == causal
+        ):
+            return True
+    return False
 
 
 def fit_h2f_softmax(classes: dict[str, dict[str, Any]]) -> None:
@@ -665,6 +712,41 @@ def fit_broadcast_mask(classes: dict[str, dict[str, Any]]) -> None:
     classes["torch_ew_legacy"]["from"] = "torch_where"
 
 
+#: The committed back-to-back loops (benchmarks/cost_validate_h200.py, every round's file).
+LOOP_FILES = (
+    "cost_validate_h200.csv",
+    "cost_validate2_h200.csv",
+    "cost_validate3_h200.csv",
+    "cost_validate4_h200.csv",
+    "cost_validate5_h200.csv",
+)
+
+
+def host_floor_rows() -> dict[str, tuple[float, str, dict]]:
+    """Per dispatch class (simlib.cost.host.DISPATCH): the shortest per-call seconds of any committed loop
+    of its implementations, with the file and the row."""
+    from .host import DISPATCH
+
+    out: dict[str, tuple[float, str, dict]] = {}
+    for name in LOOP_FILES:
+        path = MEASUREMENTS / name
+        for r in csv_rows(path) if path.is_file() else []:
+            klass = DISPATCH.get(r["variant"])
+            if klass is None or r["status"] != "ok":
+                continue
+            seconds = float(r["ms_per_call"]) / 1e3
+            if klass not in out or seconds < out[klass][0]:
+                out[klass] = (seconds, name, r)
+    return out
+
+
+def fit_host_floor(classes: dict[str, dict[str, Any]]) -> None:
+    """t_host of each dispatch class: its shortest committed per-call time in a loop (simlib.cost.host)."""
+    for klass, (seconds, name, r) in host_floor_rows().items():
+        shape = ", ".join(r[k] for k in ("batch", "heads", "seq_len", "head_dim", "causal"))
+        classes[klass] = {"t_host": seconds, "t_host_from": f"{name}: {r['variant']} at ({shape})"}
+
+
 def inputs() -> list[dict[str, str]]:
     names = (
         *NCU_FILES,
@@ -672,7 +754,7 @@ def inputs() -> list[dict[str, str]]:
         *WALL_FILES,
         SIDE_BY_SIDE_CAUSAL,
         EAGER16_FILE,
-        ROUND2_FILE,
+        *LOOP_FILES,
         "ceilings_h200.json",
         "energy_calibration_h200.csv",
         "cost_units_h200.csv",
@@ -691,11 +773,13 @@ def fit() -> dict:
     classes = fit_instructions(obs)
     fit_eager_softmax(classes)
     fit_eta(obs, classes)
+    fit_untimed_softmax(classes)
     fit_broadcast_mask(classes)
     fit_block_latency(obs, classes)
     fit_naive_tc_d128(classes)
     fit_causal_softmax(classes)
     fit_h2f_softmax(classes)
+    fit_host_floor(classes)
 
     def sig(x):
         return float(f"{x:.6g}")

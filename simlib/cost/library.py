@@ -36,7 +36,7 @@ from ..tiling import ceil_div
 from ..workload import Workload
 from .calibration import Calibration
 from .common import MMA_REGISTER_BYTES, basis, flash_launch, kv_dram, resident_blocks, visited
-from .softmax_trips import WARP_SOFTMAX_MAX, softmax_fill
+from .softmax_trips import forward_kernel, softmax_fill
 from .work import Launch, Work
 
 #: FlashAttention-2's forward kernels keep S/P and O in registers: (Br·Bc + Br·d)/threads fp32 per
@@ -236,12 +236,10 @@ def _gemm(
 
 
 def _softmax_class(nk: int) -> str:
-    """PyTorch's softmax kernel: the warp-per-row kernel up to 1024 columns, a block per row above."""
-    return "torch_softmax.warp" if nk <= WARP_SOFTMAX_MAX else "torch_softmax.block"
-
-
-#: The half-to-float block softmax's vector width: ILP = sizeof(float4) / sizeof(half) = 8 (SoftMax.cu).
-H2F_ILP = 8
+    """PyTorch's fp32 forward softmax kernel (softmax_trips.forward_kernel): the warp-per-row kernel up to
+    2048 columns, then the row in registers (``cunn_SoftMaxForwardReg``), in shared memory (``..Smem``)
+    or re-read from global memory (``cunn_SoftMaxForward``), each its own class (round 6)."""
+    return "torch_softmax." + forward_kernel(nk, "fp32")
 
 
 def _eager_softmax_class(w: Workload) -> str:
@@ -253,12 +251,12 @@ def _eager_softmax_class(w: Workload) -> str:
     reads the row from global memory in each of its three passes (max, sum of exp, write), a class of
     its own ("block_global", 3 reads of S through the L2); bf16 is converted to fp32 first
     (``x.toType(float)``, its own elementwise launch) and then runs the fp32 softmax: two kernels,
-    timed together as one launch in the calibration run (eager_bf16_h200.csv)."""
+    timed together as one launch in the calibration run (eager_bf16_h200.csv), a class per fp32 kernel
+    (``torch_softmax_to_fp32.warp`` / ``.reg`` / ``.smem`` / ``.block``: round 6)."""
     if w.dtype == "fp16":
-        if w.nk <= WARP_SOFTMAX_MAX:
-            return "torch_softmax_h2f.warp"
-        return "torch_softmax_h2f." + ("block" if w.nk % H2F_ILP == 0 else "block_global")
-    return "torch_softmax_to_fp32"
+        kind = forward_kernel(w.nk, "fp16")
+        return "torch_softmax_h2f." + {"warp": "warp", "smem": "block", "block": "block_global"}[kind]
+    return "torch_softmax_to_fp32." + forward_kernel(w.nk, "fp32")
 
 
 #: The class of PyTorch's non-vectorized elementwise kernel (``elementwise_kernel<128, unroll>``), whose
@@ -299,7 +297,15 @@ def eager_16bit(w: Workload, cal: Calibration) -> list[Launch]:
     passes = 3 if soft.endswith("block_global") else 1
     out += [
         _elementwise(
-            "softmax", soft, 2 * el, 4 * el, el, cal, mufu=el, trip_fill=softmax_fill(nk), l2_reads=passes
+            "softmax",
+            soft,
+            2 * el,
+            4 * el,
+            el,
+            cal,
+            mufu=el,
+            trip_fill=softmax_fill(nk, "fp16" if w.dtype == "fp16" else "fp32"),
+            l2_reads=passes,
         ),
         _elementwise("cast", "torch_ew", 4 * el, 2 * el, el, cal),
         _gemm(

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..workload import Workload
 from .calibration import load_calibration
+from .host import DISPATCH
 from .implementations import implementation
 from .model import TERMS, UNITS, LaunchCost, launch_cost
 from .rates import load_cost_hardware
@@ -37,14 +38,28 @@ class Prediction:
     gpu: str
     launches: tuple[LaunchCost, ...]
     missing: tuple[str, ...]  # calibration classes the fit file lacks (their instructions 0, eta 1)
+    host_s: float = 0.0  # the host's floor per call (simlib.cost.host), 0 where none is known
+    static_w: float = 0.0  # the static power paid while the GPU waits on the host
 
     @property
-    def time_s(self) -> float:
+    def gpu_s(self) -> float:
+        """The launches' predicted time on the GPU."""
         return sum(c.time_s for c in self.launches)
 
     @property
+    def time_s(self) -> float:
+        """A call's time: its launches', or the host's floor when that is longer (simlib.cost.host)."""
+        return max(self.gpu_s, self.host_s)
+
+    @property
+    def host_bound(self) -> bool:
+        return self.host_s > self.gpu_s
+
+    @property
     def energy_terms(self) -> dict[str, float]:
-        return {t: sum(c.energy_terms.get(t, 0.0) for c in self.launches) for t in TERMS}
+        terms = {t: sum(c.energy_terms.get(t, 0.0) for c in self.launches) for t in TERMS}
+        terms["static"] += self.static_w * max(self.host_s - self.gpu_s, 0.0)
+        return terms
 
     @property
     def energy_j(self) -> float:
@@ -55,6 +70,8 @@ class Prediction:
         """The binding roof of the launch that takes the most time (with the launch named when
         there are several)."""
         top = max(self.launches, key=lambda c: c.time_s)
+        if self.host_bound:
+            return "host"
         if len(self.launches) == 1:
             return top.bound
         return f"{top.bound} ({top.launch.name}, {top.time_s / self.time_s:.0%} of the time)"
@@ -74,6 +91,8 @@ class Prediction:
                 "causal": w.causal,
             },
             "time_ms": self.time_s * 1e3,
+            "gpu_ms": self.gpu_s * 1e3,
+            "host_floor_ms": self.host_s * 1e3,
             "energy_j": self.energy_j,
             "bound": self.bound,
             "energy_by_unit_j": self.energy_terms,
@@ -110,7 +129,8 @@ def predict(name: str, workload: Workload, gpu: str = "h200") -> Prediction:
     cal = load_calibration()
     launches = impl.launches(workload, cal)
     costs = tuple(launch_cost(launch, hw, cal) for launch in launches)
-    return Prediction(name, workload, gpu, costs, tuple(sorted(cal.missing)))
+    host = cal.classes.get(DISPATCH.get(name, ""), {}).get("t_host", 0.0)
+    return Prediction(name, workload, gpu, costs, tuple(sorted(cal.missing)), host, hw.static_w)
 
 
 def with_dtype(workload: Workload, dtype: str) -> Workload:

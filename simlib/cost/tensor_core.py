@@ -189,16 +189,27 @@ FA3_TC_HEAVY_FIRST = True
 FA3_SECTION_KV_BYTES = 16 * 2**20
 
 
+#: The kernel's default section rule (gpu_kernels/kernels/fa3_tc.py, ``section_rule="all64"`` since fa3_tc
+#: version 5, run fa3-v5-persistent-20261203): at d = 64 every head is one causal section; at d = 128
+#: FA3's 16 MiB rule. Round 6 of the cost model (docs/COST.md) models it; round 5 modelled the 16 MiB rule
+#: at both head dims.
+FA3_ALL_HEADS_D = 64
+
+
 def fa3_section_heads(w: Workload) -> int:
-    """The heads of one L2 section of fa3_tc's causal grid: the most K/V heads, a power of two, whose
-    K and V (2 · N_k · d · 2 B each head) fit in FA3_SECTION_KV_BYTES, at least one, times the query
-    heads sharing each, at most B·H. Worked number: N_k = 2500, d = 64 holds 26 heads of 640,000 B,
-    so 16; d = 128 and N_k = 16384: 2.
+    """The heads of one L2 section of fa3_tc's causal grid: at d = FA3_ALL_HEADS_D all B·H; otherwise the
+    most K/V heads, a power of two, whose K and V (2 · N_k · d · 2 B each head) fit in
+    FA3_SECTION_KV_BYTES, at least one, times the query heads sharing each, at most B·H. Worked number:
+    N_k = 2500, d = 128 holds 13 heads of 1,280,000 B, so 8; at d = 64 a launch of B·H = 32 is one section.
 
     >>> from simlib import Workload
+    >>> fa3_section_heads(Workload(2500, 128, batch=4, heads=8, dtype="bf16", causal=True))
+    8
     >>> fa3_section_heads(Workload(2500, 64, batch=4, heads=8, dtype="bf16", causal=True))
-    16
+    32
     """
+    if w.head_dim == FA3_ALL_HEADS_D:
+        return w.batch_heads
     per_head = 2 * w.nk * w.head_dim * ELEMENT
     fit = max(1, FA3_SECTION_KV_BYTES // per_head)
     return min(w.batch_heads, 2 ** (fit.bit_length() - 1) * w.group)
