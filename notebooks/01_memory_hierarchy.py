@@ -526,7 +526,7 @@ display(
         f"({whole.time_s * 1e3:.2f} ms); launch by launch the binding roofs are "
         + ", ".join(f"{launch} **{bound}**" for launch, bound in zip(naive32.launch, naive32["binding roof"]))
         + f", {naive32['predicted (µs)'].sum() / 1e3:.1f} ms in all "
-        f"({naive32['predicted (µs)'].sum() / 1e3 / whole.time_s:.0f}× the single roofline): the numba "
+        f"({naive32['predicted (µs)'].sum() * 1e-6 / whole.time_s:.0f}× the single roofline): the numba "
         "matmul issues dozens of instructions per multiply-add. In bf16 as practitioners run it (eager "
         f"attention), the launches take {eager['predicted (µs)'].sum() / 1e3:.2f} ms, the slowest being "
         f"**{eager.loc[eager['predicted (µs)'].idxmax(), 'launch']}** "

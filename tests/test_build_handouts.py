@@ -69,3 +69,12 @@ def test_handout_is_offline_describes_its_images_and_collapses_its_solutions(scr
 def test_the_rendered_course_stays_a_sane_size():
     total = sum(p.stat().st_size for p in HANDOUTS.rglob("*") if p.is_file())
     assert total < MAX_TOTAL_MB * 1e6, f"docs/handouts is {total / 1e6:.1f} MB; lower the figures' dpi"
+
+
+def test_lecture_01_says_how_many_times_the_single_roofline_the_launch_sum_is():
+    """The printed multiple equals the two printed times' quotient (a unit slip once printed 35549×)."""
+    text = re.sub(r"<[^>]+>", "", (HANDOUTS / "01_memory_hierarchy.html").read_text(encoding="utf-8"))
+    found = re.search(r"\(([\d.]+) ms\); launch by launch.*?, ([\d.]+) ms in all \((\d+)× the single", text)
+    assert found, "lecture 01's roofline sentence is missing from its handout"
+    single, launches, multiple = float(found[1]), float(found[2]), int(found[3])
+    assert abs(launches / single - multiple) <= 1  # both times are printed rounded
