@@ -12,6 +12,11 @@ kernel, each between two CUDA events, input sets rotated beyond 3× the L2; medi
 * ``step_fused_st<N>``: the whole step with a ring of N tiles instead of the default (run decode2);
 * ``step_fused_w8``, ``split_only_w8``, ``stream_only_w8``: the step, its split kernel alone and the
   data path with 8 warps and Bc = 128 keys per tile (16 keys per warp as before; run decode3);
+* ``step_fused_flagged``, ``step_fused_w8_flagged``: the step with ``tail="flagged"`` (split s − 1 of
+  every unit polls the others' partials, 8-byte (value, tag) words; no arrival atomic; run decode4),
+  4 and 8 warps; left out where the grid exceeds the SMs (the combiners wait for every split);
+  ``..._kvg``: with ``kv_groups`` (K and V of a tile in two cp.async groups: S = Q Kᵀ and the softmax
+  start when K has landed), ``split_only_kvg`` its split kernel alone (two kernels' split);
 * ``empty_kernel``: a numba kernel of one warp that does nothing (the floor of one launch in the queue);
   ``empty_split_launch``: a kernel of the split kernel's signature, grid, block and dynamic shared
   memory that does nothing (what the launch of that shape costs);
@@ -159,17 +164,30 @@ def shape_rows(shape, torch, kit):
                      "gbps": f"{moved / (med * 1e-3) / 1e9:.1f}" if moved else "", "rel_err": err, "ok": ok,
                      "note": note})  # fmt: skip
 
-    def timed_decode(part, splits, fused, what="step", stages=None, warps=None):
-        cfg = dataclasses.replace(kit.default_config(d), fused_combine=fused)
+    def timed_decode(
+        part, splits, fused, what="step", stages=None, warps=None, tail="atomic", kv_groups=False
+    ):
+        try:
+            timed_decode_or_raise(part, splits, fused, what, stages, warps, tail, kv_groups)
+        except Exception as exc:  # a variant that fails (compile, check) is a row, not the end of the run
+            record(part, splits, [0.0], 0, ok=False, note=f"failed: {type(exc).__name__}: {exc}"[:300])
+
+    def timed_decode_or_raise(part, splits, fused, what, stages, warps, tail, kv_groups):
+        cfg = dataclasses.replace(kit.default_config(d), fused_combine=fused, tail=tail, kv_groups=kv_groups)
         if stages is not None:
             cfg = dataclasses.replace(cfg, stages=stages)
         if warps is not None:  # W warps, the same 16 keys per warp and tile: Bc = 16·W
             cfg = dataclasses.replace(cfg, warps=warps, block_cols=16 * warps)
         cfg = cfg.check(rr)
         pl = kit.DecodePlan((b, h, hkv, ql, n, d), cfg, "bf16", splits)
-        n_part, n_lse = pl.partial_sizes()
-        pv = kit.bits_view(torch.empty(n_part, device="cuda", dtype=torch.float32))
-        lv = kit.bits_view(torch.empty(n_lse, device="cuda", dtype=torch.float32))
+        if cfg.flagged:  # (value, tag) words, tags 0; the combiners poll: the grid must fit one wave
+            if pl.splits_made * pl.units > kit.sms:
+                return
+            pv, lv = pl.new_partials()
+        else:
+            n_part, n_lse = pl.partial_sizes()
+            pv = kit.bits_view(torch.empty(n_part, device="cuda", dtype=torch.float32))
+            lv = kit.bits_view(torch.empty(n_lse, device="cuda", dtype=torch.float32))
 
         def step(i):
             pl.launch(*sh.views[i], sh.o_view, pv, lv, kit.counters)
@@ -191,10 +209,21 @@ def shape_rows(shape, torch, kit):
 
     units = b * hkv
     fill2 = max(1, min(128, 2 * kit.sms // units))  # two blocks on every SM (when it divides)
-    for s in sorted({max(1, s0 // 2), s0, min(128, 2 * s0), min(128, 4 * s0), fill2}):
+    for s in sorted(
+        {max(1, s0 // 2), s0, min(128, 2 * s0), min(128, 4 * s0), fill2} if kit.other_splits else {s0}
+    ):
         timed_decode("step_fused", s, True)
     for st in kit.stage_variants.get(d, ()):
         timed_decode(f"step_fused_st{st}", s0, True, stages=st)
+    # decode4 (version 5): the flagged tail (split s − 1 polls the others' tagged partials) and K, V of a
+    # tile in two cp.async groups (kv_groups), alone and together, with 4 and 8 warps
+    for tl, kvg in kit.v5_variants:
+        name = ("_flagged" if tl == "flagged" else "") + ("_kvg" if kvg else "")
+        timed_decode(f"step_fused{name}", s0, True, tail=tl, kv_groups=kvg)
+        for wv in kit.warp_variants if d == 64 else ():  # 8 warps won at d = 64 only (decode3-run1)
+            timed_decode(f"step_fused_w{wv}{name}", s0, True, warps=wv, tail=tl, kv_groups=kvg)
+    if s0 > 1 and any(kvg for _, kvg in kit.v5_variants):
+        timed_decode("split_only_kvg", s0, False, "split", kv_groups=True)
     timed_decode("step_2k", s0, False)
     if s0 > 1:
         timed_decode("split_only", s0, False, "split")
@@ -299,6 +328,13 @@ def main(argv=None):
     p.add_argument("--stages", default="128:4/6,64:8", help="rings to try besides the default, d:N/N,...")
     p.add_argument("--per-thread", default="4,16", help="loads per thread of the plain read/copy kernels")
     p.add_argument("--warps", default="8", help="warp counts to try besides the default (Bc = 16·W), e.g. 8")
+    p.add_argument(
+        "--v5", default="flagged,kvg,flagged+kvg",
+        help="decode4's variants besides the default: flagged (tail), kvg (kv_groups), flagged+kvg",
+    )  # fmt: skip
+    p.add_argument(
+        "--other-splits", default="yes", choices=("yes", "no"), help="step_fused at s0/2, 2·s0, ..."
+    )
     a = p.parse_args(argv)
     shapes = [SHAPES[int(i)] for i in a.shapes.split(",")] if a.shapes else SHAPES
     import types
@@ -340,6 +376,8 @@ def main(argv=None):
                         (item.split(":") for item in a.stages.split(",") if item)},
         plain_per_thread=tuple(int(x) for x in a.per_thread.split(",") if x),
         warp_variants=tuple(int(x) for x in a.warps.split(",") if x),
+        v5_variants=tuple(("flagged" if "flagged" in x else "atomic", "kvg" in x) for x in a.v5.split(",") if x),
+        other_splits=a.other_splits == "yes",
     )  # fmt: skip
     t0 = time.monotonic()
     big, _ = dsbs.copy_gbps(torch)
