@@ -423,7 +423,7 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
                         n_gr += got
                         n_gw += put
                 if tid == 0:
-                    arrivals[u] = ep  # the next launch's blocks tag with ep + 1
+                    arrivals[u] = int32(ep)  # the next launch's blocks tag with ep + 1
         elif FUSED and n_splits > 1:
             cuda.syncthreads()  # every thread's partial stores are made before the block counts itself in
             if tid == 0:  # release (publishes the block's partials), acquire (sees the earlier arrivals')
@@ -469,6 +469,8 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool, f
     FLAGGED = flagged
     PB = 8 if flagged else 4  # bytes of one partial value in global memory
     _, ld_tagged = tagged_ops(simulator)
+    MAX_POLLS = 1 << 20 if flagged else 1 << 30  # flagged: ≈ 1 s of L2 round trips, then O is NaN
+    NAN = np.float32(np.nan)
     CPL = D // 32  # columns per lane
     SLOTS = MAX_SPLITS // 32
     U = COMBINE_BATCH  # partial rows loaded at once (divides 32)
@@ -503,8 +505,10 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool, f
         # trip (version 2 waited for the lse, then for each group of 8 rows)
         # (flagged: again, all of them, until every tag read is this launch's; plain: once)
         ready = False
-        while not ready:
+        polls = 0
+        while not ready and polls < MAX_POLLS:
             ready = True
+            polls += 1
             for sl in range(SLOTS):
                 j = lane + 32 * sl
                 x[sl] = NEG_INF
@@ -548,8 +552,9 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool, f
                     xs = x[sl]
             if j0 > 0:
                 ready = False
-                while not ready:
+                while not ready and polls < MAX_POLLS:
                     ready = True
+                    polls += 1
                     for uu in range(U):
                         part = (row * n_splits + j0 + uu) * D + lane * CPL
                         for e in range(CPL):
@@ -564,6 +569,9 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool, f
                 wj = bcast(xs, (j0 + uu) & 31) * inv
                 for e in range(CPL):
                     acc[e] += wj * vals[uu, e]
+        if polls >= MAX_POLLS:  # a partial that never came (a bug, or a grid not resident): NaN, not a hang
+            for e in range(CPL):
+                acc[e] = NAN
         if ok:
             for e in range(0, CPL, 2):
                 pair = pack2(acc[e], acc[e + 1])
