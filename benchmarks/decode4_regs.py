@@ -16,6 +16,6 @@ CASES = [  # (config, packed rows): the timed shapes' builds, the atomic and the
 for cfg, rows in CASES:
     kern = split_kernel(cfg.check(rows), "bf16", -(-rows // 16), False, False)
     sig = split_signature(cfg.flagged)
-    kern.compile(sig)
-    regs, local = kern.get_regs_per_thread(sig), kern.get_local_mem_per_thread(sig)
+    built = kern.compile(sig)  # the _Kernel of that signature
+    regs, local = built.regs_per_thread, built.local_mem_per_thread
     print(f"split kernel d = {cfg.head_dim} {cfg.name} R = {rows}: {regs} registers, {local} B local memory")

@@ -382,31 +382,37 @@ def main(argv=None):
     t0 = time.monotonic()
     big, _ = dsbs.copy_gbps(torch)
     print(f"copy of 2 GiB: {big:.0f} GB/s", flush=True)
+    from measurements.provenance import provenance, write_measurement
+
+    def write(rows, big2):
+        """The CSV and its sidecar, rewritten after every shape: a run cut short keeps the shapes done."""
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+        write_measurement(
+            f"{a.out}/decode_parts_h200.csv",
+            buf.getvalue(),
+            {
+                **provenance(
+                    {
+                        "what": "decode_tc's parts against copies of the same bytes (issue 22 item 3)",
+                        "argv": sys.argv,
+                    }
+                ),  # fmt: skip
+                "copy_2GiB_gbps_start_end": [round(big, 1), big2 and round(big2, 1)],
+                "shapes_done": len({(r["batch"], r["seq_len"], r["head_dim"]) for r in rows}),
+                "elapsed_s": round(time.monotonic() - t0, 1),
+            },
+        )
+
     rows = []
     for shape in shapes:
         rows += shape_rows(shape, torch, kit)
         print(f"[{time.monotonic() - t0:6.1f} s] {shape} done", flush=True)
+        write(rows, None)
     big2, _ = dsbs.copy_gbps(torch)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FIELDS)
-    w.writeheader()
-    w.writerows(rows)
-    from measurements.provenance import provenance, write_measurement
-
-    write_measurement(
-        f"{a.out}/decode_parts_h200.csv",
-        buf.getvalue(),
-        {
-            **provenance(
-                {
-                    "what": "decode_tc's parts against copies of the same bytes (issue 22 item 3)",
-                    "argv": sys.argv,
-                }
-            ),  # fmt: skip
-            "copy_2GiB_gbps_start_end": [round(big, 1), round(big2, 1)],
-            "elapsed_s": round(time.monotonic() - t0, 1),
-        },
-    )
+    write(rows, big2)
     print(f"copy of 2 GiB: {big:.0f} GB/s at the start, {big2:.0f} at the end")
     print(f"{'B':>2} {'L':>6} {'d':>3} {'MB':>5} {'part':16} {'s':>3} {'us':>8} {'GB/s':>7} {'err':>8}")
     for r in rows:
