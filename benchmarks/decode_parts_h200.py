@@ -224,14 +224,18 @@ def shape_rows(shape, torch, kit):
             timed_decode(f"step_fused_w{wv}{name}", s0, True, warps=wv, tail=tl, kv_groups=kvg)
     if s0 > 1 and any(kvg for _, kvg in kit.v5_variants):
         timed_decode("split_only_kvg", s0, False, "split", kv_groups=True)
-    timed_decode("step_2k", s0, False)
+    if not kit.decode_only:
+        timed_decode("step_2k", s0, False)
     if s0 > 1:
         timed_decode("split_only", s0, False, "split")
-        timed_decode("combine_only", s0, False, "combine")
+        if not kit.decode_only:
+            timed_decode("combine_only", s0, False, "combine")
     for wv in kit.warp_variants:  # decode3: 8 warps (Bc = 128), the step and its split kernel alone
         timed_decode(f"step_fused_w{wv}", s0, True, warps=wv)
-        if s0 > 1:
+        if s0 > 1 and not kit.decode_only:
             timed_decode(f"split_only_w{wv}", s0, False, "split", warps=wv)
+    if kit.decode_only:  # no probes, no copies of the same bytes (decode4's follow-up)
+        return rows
     t, reps, _ = kit.queued_times(lambda i: kit.empty_kernel[1, 32](kit.dummy), 2, torch)
     record("empty_kernel", "", t, 0, reps=reps)
     cfg0 = kit.default_config(d).check(rr)
@@ -335,6 +339,10 @@ def main(argv=None):
     p.add_argument(
         "--other-splits", default="yes", choices=("yes", "no"), help="step_fused at s0/2, 2·s0, ..."
     )
+    p.add_argument(
+        "--decode-only", action="store_true",
+        help="the decode steps and split_only alone: no step_2k, combine_only, probes or copies",
+    )  # fmt: skip
     a = p.parse_args(argv)
     shapes = [SHAPES[int(i)] for i in a.shapes.split(",")] if a.shapes else SHAPES
     import types
@@ -378,6 +386,7 @@ def main(argv=None):
         warp_variants=tuple(int(x) for x in a.warps.split(",") if x),
         v5_variants=tuple(("flagged" if "flagged" in x else "atomic", "kvg" in x) for x in a.v5.split(",") if x),
         other_splits=a.other_splits == "yes",
+        decode_only=a.decode_only,
     )  # fmt: skip
     t0 = time.monotonic()
     big, _ = dsbs.copy_gbps(torch)
