@@ -35,6 +35,15 @@ Mapping (compile-time constants of ``DecodeConfig`` and the packed rows):
                   (the partials are in L2) and sets the count back to 0. Two kernels: grid
                   ⌈B·H·q_len / k⌉ blocks of k warps (k = 4 at d = 128, 8 at d = 64, as FA2's combine
                   kernel and simlib.decode_time)
+    flagged tail  (``DecodeConfig(tail="flagged")``, version 5) no arrival count: every block stores its
+                  partials as 8-byte (fp32 value, tag) words (``tagged_ops``), the tag the launch's epoch
+                  (one more than the unit's entry of the epoch array, which the combiner advances at its
+                  end); split s − 1 of each unit combines, its warps re-loading each group of partials
+                  until every tag is this launch's. No block waits for its stores' acknowledgement or an
+                  atomic's round trip; the partials' bytes double; every block must be resident at once
+                  (``plan_decode_tc`` refuses a grid of more blocks than SMs)
+    kv_groups     (version 5) K and V of a tile in two cp.async groups: S = Q Kᵀ and the softmax start
+                  when K has landed, P V after V has (one more block barrier per tile; same bytes)
 
 Rows past R and keys past a split's end are zero-filled in shared memory and computed whole (keys
 masked with −∞); they are never written. Packed row r of unit (b, h_kv) is query head h_kv·g + r // q_len,
@@ -46,7 +55,9 @@ reads 16 bytes per lane; a cp.async of 16 bytes is 16 bytes read from global mem
 zero-fills, and 16 bytes written to shared memory; fp32 stores and loads 4 bytes) and adds them with one
 atomic per counter at the end. simlib's ``decode_tc`` schedule counts the same, and its HBM events are
 the ``decode`` schedule's; the fused combine reads and writes exactly what the combine kernel does
-(its 4-byte arrival count, an L2 atomic per block like the counters' own, is not counted). Head dims 64 and 128; no causal mask (a decode step sees the whole cache).
+(its 4-byte arrival count, an L2 atomic per block like the counters' own, is not counted); with the
+flagged tail every partial value is 8 bytes (its tag beside it), counted once per value: the polls that
+found a stale tag and were repeated are not counted (like the arrival count). Head dims 64 and 128; no causal mask (a decode step sees the whole cache).
 """
 
 from __future__ import annotations
