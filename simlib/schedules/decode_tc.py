@@ -5,7 +5,9 @@ per (unit, split), a unit being one (batch, KV head) whose g query heads × q_le
 into R = g·q_len rows; each split streams its ⌈L/s⌉ keys of K and V once; with one split the block
 writes O (the dtype), with s > 1 it writes an fp32 partial O and its log-sum-exp, which the combine
 reads back to write O (the combine kernel, or, by default, the unit's last split block itself: the
-same bytes; its arrival count, a 4-byte L2 atomic per block, is not counted).
+same bytes; its arrival count, a 4-byte L2 atomic per block, is not counted). With ``tail="flagged"``
+(the kernel's version-5 tail: split s − 1 polls partials that carry a 4-byte tag beside every fp32
+value) the partials' HBM writes and reads count twice the elements.
 
 SRAM (shared memory), what the kernel's code does, per split of c keys in T = ⌈c/Bc⌉ tiles:
 
