@@ -2,7 +2,7 @@
 # decode4's follow-up device call (not run in session decode4: its allowance was spent by run decode4-run1,
 # whose parts ran out of their 90 s while compiling the d = 64 variants and wrote no CSV). From the repo
 # root with OUT set (FLASHIO_COMMIT and FLASHIO_RUN_ID for the sidecars): registers and local memory of
-# the builds, then the parts at the three small caches with the version-5 variants (the CSV is rewritten
+# the builds (also known locally: decode4_regs.py --local), then the parts at the three small caches with the version-5 variants (the CSV is rewritten
 # after every shape, so a cut-short run keeps the shapes done). About 170 s.
 set -u
 # PARTS_ARGS="--decode-only" for the shortest call (the steps and split_only, no probes or copies: ≈ 90 s)
