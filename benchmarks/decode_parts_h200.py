@@ -12,6 +12,11 @@ kernel, each between two CUDA events, input sets rotated beyond 3× the L2; medi
 * ``step_fused_st<N>``: the whole step with a ring of N tiles instead of the default (run decode2);
 * ``step_fused_w8``, ``split_only_w8``, ``stream_only_w8``: the step, its split kernel alone and the
   data path with 8 warps and Bc = 128 keys per tile (16 keys per warp as before; run decode3);
+* ``step_fused_flagged``, ``step_fused_w8_flagged``: the step with ``tail="flagged"`` (split s − 1 of
+  every unit polls the others' partials, 8-byte (value, tag) words; no arrival atomic; run decode4),
+  4 and 8 warps; left out where the grid exceeds the SMs (the combiners wait for every split);
+  ``..._kvg``: with ``kv_groups`` (K and V of a tile in two cp.async groups: S = Q Kᵀ and the softmax
+  start when K has landed), ``split_only_kvg`` its split kernel alone (two kernels' split);
 * ``empty_kernel``: a numba kernel of one warp that does nothing (the floor of one launch in the queue);
   ``empty_split_launch``: a kernel of the split kernel's signature, grid, block and dynamic shared
   memory that does nothing (what the launch of that shape costs);
@@ -159,17 +164,30 @@ def shape_rows(shape, torch, kit):
                      "gbps": f"{moved / (med * 1e-3) / 1e9:.1f}" if moved else "", "rel_err": err, "ok": ok,
                      "note": note})  # fmt: skip
 
-    def timed_decode(part, splits, fused, what="step", stages=None, warps=None):
-        cfg = dataclasses.replace(kit.default_config(d), fused_combine=fused)
+    def timed_decode(
+        part, splits, fused, what="step", stages=None, warps=None, tail="atomic", kv_groups=False
+    ):
+        try:
+            timed_decode_or_raise(part, splits, fused, what, stages, warps, tail, kv_groups)
+        except Exception as exc:  # a variant that fails (compile, check) is a row, not the end of the run
+            record(part, splits, [0.0], 0, ok=False, note=f"failed: {type(exc).__name__}: {exc}"[:300])
+
+    def timed_decode_or_raise(part, splits, fused, what, stages, warps, tail, kv_groups):
+        cfg = dataclasses.replace(kit.default_config(d), fused_combine=fused, tail=tail, kv_groups=kv_groups)
         if stages is not None:
             cfg = dataclasses.replace(cfg, stages=stages)
         if warps is not None:  # W warps, the same 16 keys per warp and tile: Bc = 16·W
             cfg = dataclasses.replace(cfg, warps=warps, block_cols=16 * warps)
         cfg = cfg.check(rr)
         pl = kit.DecodePlan((b, h, hkv, ql, n, d), cfg, "bf16", splits)
-        n_part, n_lse = pl.partial_sizes()
-        pv = kit.bits_view(torch.empty(n_part, device="cuda", dtype=torch.float32))
-        lv = kit.bits_view(torch.empty(n_lse, device="cuda", dtype=torch.float32))
+        if cfg.flagged:  # (value, tag) words, tags 0; the combiners poll: the grid must fit one wave
+            if pl.splits_made * pl.units > kit.sms:
+                return
+            pv, lv = pl.new_partials()
+        else:
+            n_part, n_lse = pl.partial_sizes()
+            pv = kit.bits_view(torch.empty(n_part, device="cuda", dtype=torch.float32))
+            lv = kit.bits_view(torch.empty(n_lse, device="cuda", dtype=torch.float32))
 
         def step(i):
             pl.launch(*sh.views[i], sh.o_view, pv, lv, kit.counters)
@@ -191,18 +209,33 @@ def shape_rows(shape, torch, kit):
 
     units = b * hkv
     fill2 = max(1, min(128, 2 * kit.sms // units))  # two blocks on every SM (when it divides)
-    for s in sorted({max(1, s0 // 2), s0, min(128, 2 * s0), min(128, 4 * s0), fill2}):
+    for s in sorted(
+        {max(1, s0 // 2), s0, min(128, 2 * s0), min(128, 4 * s0), fill2} if kit.other_splits else {s0}
+    ):
         timed_decode("step_fused", s, True)
     for st in kit.stage_variants.get(d, ()):
         timed_decode(f"step_fused_st{st}", s0, True, stages=st)
-    timed_decode("step_2k", s0, False)
+    # decode4 (version 5): the flagged tail (split s − 1 polls the others' tagged partials) and K, V of a
+    # tile in two cp.async groups (kv_groups), alone and together, with 4 and 8 warps
+    for tl, kvg in kit.v5_variants:
+        name = ("_flagged" if tl == "flagged" else "") + ("_kvg" if kvg else "")
+        timed_decode(f"step_fused{name}", s0, True, tail=tl, kv_groups=kvg)
+        for wv in kit.warp_variants if d == 64 else ():  # 8 warps won at d = 64 only (decode3-run1)
+            timed_decode(f"step_fused_w{wv}{name}", s0, True, warps=wv, tail=tl, kv_groups=kvg)
+    if s0 > 1 and any(kvg for _, kvg in kit.v5_variants):
+        timed_decode("split_only_kvg", s0, False, "split", kv_groups=True)
+    if not kit.decode_only:
+        timed_decode("step_2k", s0, False)
     if s0 > 1:
         timed_decode("split_only", s0, False, "split")
-        timed_decode("combine_only", s0, False, "combine")
+        if not kit.decode_only:
+            timed_decode("combine_only", s0, False, "combine")
     for wv in kit.warp_variants:  # decode3: 8 warps (Bc = 128), the step and its split kernel alone
         timed_decode(f"step_fused_w{wv}", s0, True, warps=wv)
-        if s0 > 1:
+        if s0 > 1 and not kit.decode_only:
             timed_decode(f"split_only_w{wv}", s0, False, "split", warps=wv)
+    if kit.decode_only:  # no probes, no copies of the same bytes (decode4's follow-up)
+        return rows
     t, reps, _ = kit.queued_times(lambda i: kit.empty_kernel[1, 32](kit.dummy), 2, torch)
     record("empty_kernel", "", t, 0, reps=reps)
     cfg0 = kit.default_config(d).check(rr)
@@ -299,6 +332,17 @@ def main(argv=None):
     p.add_argument("--stages", default="128:4/6,64:8", help="rings to try besides the default, d:N/N,...")
     p.add_argument("--per-thread", default="4,16", help="loads per thread of the plain read/copy kernels")
     p.add_argument("--warps", default="8", help="warp counts to try besides the default (Bc = 16·W), e.g. 8")
+    p.add_argument(
+        "--v5", default="flagged,kvg,flagged+kvg",
+        help="decode4's variants besides the default: flagged (tail), kvg (kv_groups), flagged+kvg",
+    )  # fmt: skip
+    p.add_argument(
+        "--other-splits", default="yes", choices=("yes", "no"), help="step_fused at s0/2, 2·s0, ..."
+    )
+    p.add_argument(
+        "--decode-only", action="store_true",
+        help="the decode steps and split_only alone: no step_2k, combine_only, probes or copies",
+    )  # fmt: skip
     a = p.parse_args(argv)
     shapes = [SHAPES[int(i)] for i in a.shapes.split(",")] if a.shapes else SHAPES
     import types
@@ -340,35 +384,44 @@ def main(argv=None):
                         (item.split(":") for item in a.stages.split(",") if item)},
         plain_per_thread=tuple(int(x) for x in a.per_thread.split(",") if x),
         warp_variants=tuple(int(x) for x in a.warps.split(",") if x),
+        v5_variants=tuple(("flagged" if "flagged" in x else "atomic", "kvg" in x) for x in a.v5.split(",") if x),
+        other_splits=a.other_splits == "yes",
+        decode_only=a.decode_only,
     )  # fmt: skip
     t0 = time.monotonic()
     big, _ = dsbs.copy_gbps(torch)
     print(f"copy of 2 GiB: {big:.0f} GB/s", flush=True)
+    from measurements.provenance import provenance, write_measurement
+
+    def write(rows, big2):
+        """The CSV and its sidecar, rewritten after every shape: a run cut short keeps the shapes done."""
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+        write_measurement(
+            f"{a.out}/decode_parts_h200.csv",
+            buf.getvalue(),
+            {
+                **provenance(
+                    {
+                        "what": "decode_tc's parts against copies of the same bytes (issue 22 item 3)",
+                        "argv": sys.argv,
+                    }
+                ),  # fmt: skip
+                "copy_2GiB_gbps_start_end": [round(big, 1), big2 and round(big2, 1)],
+                "shapes_done": len({(r["batch"], r["seq_len"], r["head_dim"]) for r in rows}),
+                "elapsed_s": round(time.monotonic() - t0, 1),
+            },
+        )
+
     rows = []
     for shape in shapes:
         rows += shape_rows(shape, torch, kit)
         print(f"[{time.monotonic() - t0:6.1f} s] {shape} done", flush=True)
+        write(rows, None)
     big2, _ = dsbs.copy_gbps(torch)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FIELDS)
-    w.writeheader()
-    w.writerows(rows)
-    from measurements.provenance import provenance, write_measurement
-
-    write_measurement(
-        f"{a.out}/decode_parts_h200.csv",
-        buf.getvalue(),
-        {
-            **provenance(
-                {
-                    "what": "decode_tc's parts against copies of the same bytes (issue 22 item 3)",
-                    "argv": sys.argv,
-                }
-            ),  # fmt: skip
-            "copy_2GiB_gbps_start_end": [round(big, 1), round(big2, 1)],
-            "elapsed_s": round(time.monotonic() - t0, 1),
-        },
-    )
+    write(rows, big2)
     print(f"copy of 2 GiB: {big:.0f} GB/s at the start, {big2:.0f} at the end")
     print(f"{'B':>2} {'L':>6} {'d':>3} {'MB':>5} {'part':16} {'s':>3} {'us':>8} {'GB/s':>7} {'err':>8}")
     for r in rows:

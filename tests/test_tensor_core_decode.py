@@ -38,6 +38,7 @@ def hand_counts(b, h, hkv, ql, nk, d, cfg, splits):
     chunk = ceil_div(nk, splits)
     starts = list(range(0, nk, chunk))  # the splits made: every one has at least one key
     s = len(starts)
+    pb = 8 if cfg.tail == "flagged" else 4  # a partial value: fp32, or fp32 and its 4-byte tag
     hr = hw = sr = sw = 0
     for k0 in starts:
         keys = min(chunk, nk - k0)
@@ -50,20 +51,31 @@ def hand_counts(b, h, hkv, ql, nk, d, cfg, splits):
             sr += 2 * bc * d * 2
         sw += w * r * (d + 2) * 4  # merge: O, m, l of every warp's valid rows
         sr += r * (d // 8) * (w * 8 + 2 * w) * 4  # per 8 columns: the W warps' 8 O values, m and l
-        hw += r * d * 2 if s == 1 else r * (d + 1) * 4
+        hw += r * d * 2 if s == 1 else r * (d + 1) * pb
     if s > 1:  # the combine kernel, per output row
-        hr += r * (s + s * d) * 4
+        hr += r * (s + s * d) * pb
         hw += r * d * 2
     return dict(zip(KEYS, (x * b * hkv for x in (hr, hw, sr, sw)))), s
 
 
 def simlib_counts(b, h, hkv, ql, nk, d, cfg, splits, dtype):
     wl = Workload(nk, d, b, h, dtype=dtype, kv_heads=hkv, query_len=ql)
-    kw = dict(warps=cfg.warps, block_cols=cfg.block_cols, splits=splits, stages=cfg.stages)
+    kw = dict(warps=cfg.warps, block_cols=cfg.block_cols, splits=splits, stages=cfg.stages, tail=cfg.tail)
     closed, traced = count("decode_tc", wl, **kw), count("decode_tc", wl, method="trace", **kw)
     assert closed.traffic == traced.traffic
     plain = count("decode", wl, block_cols=cfg.block_cols, splits=splits)
-    assert (plain.hbm_read_bytes, plain.hbm_write_bytes) == (closed.hbm_read_bytes, closed.hbm_write_bytes)
+    if cfg.tail == "atomic":
+        assert (plain.hbm_read_bytes, plain.hbm_write_bytes) == (
+            closed.hbm_read_bytes,
+            closed.hbm_write_bytes,
+        )
+    else:  # each partial value (s·R·(d + 1) per unit, written once, read once) has a 4-byte tag beside it
+        s = ceil_div(nk, ceil_div(nk, splits))
+        tags = 0 if s == 1 else b * hkv * s * (h // hkv) * ql * (d + 1) * 4
+        assert (plain.hbm_read_bytes + tags, plain.hbm_write_bytes + tags) == (
+            closed.hbm_read_bytes,
+            closed.hbm_write_bytes,
+        )
     return {key: int(getattr(closed, key)) for key in KEYS}
 
 
@@ -111,6 +123,77 @@ def test_decode_tc_two_kernel_combine():
     check_case(1, 2, 1, 40, 1, 64, DecodeConfig(64, 2, 32, 2, fused_combine=False), 3, "bf16", seed=5)
 
 
+FLAGGED_SIM_CASES = [
+    # (B, H, H_kv, L, q_len, d, warps, Bc, stages, splits, dtype): the flagged tail (split s − 1 combines)
+    (1, 2, 1, 40, 1, 64, 2, 32, 2, 3, "bf16"),  # 3 splits, the combiner's split the shortest (12 keys)
+    (2, 4, 2, 50, 1, 128, 1, 16, 2, 4, "fp16"),  # 4 units, d = 128, R = 2 rows on one warp
+    (1, 2, 1, 40, 1, 64, 1, 16, 2, 20, "bf16"),  # 20 splits: the combine's second group of 16, polled too
+    (1, 2, 1, 40, 1, 64, 2, 32, 2, 1, "bf16"),  # one split: O written directly, no partials, no tags
+]
+
+
+@sim_only
+@pytest.mark.parametrize("b,h,hkv,nk,ql,d,w,bc,stages,splits,dtype", FLAGGED_SIM_CASES)
+def test_decode_tc_flagged_tail(b, h, hkv, nk, ql, d, w, bc, stages, splits, dtype):
+    """tail="flagged": the same O as the reference, counts with the partials' tags (8 bytes a value)
+    equal to simlib's and the hand count; check_case launches twice on one epoch array, so the second
+    launch's combiner must wait for epoch 2, which the first launch's tags (1) do not satisfy."""
+    cfg = DecodeConfig(d, w, bc, stages, tail="flagged")
+    check_case(b, h, hkv, nk, ql, d, cfg, splits, dtype, seed=nk + 5 * h + d)
+
+
+KV_GROUPS_SIM_CASES = [
+    # (B, H, H_kv, L, q_len, d, warps, Bc, stages, splits, dtype, tail): K and V in two cp.async groups
+    (1, 2, 1, 40, 1, 64, 2, 32, 2, 3, "bf16", "atomic"),  # ring of 2: wait_group 1 (K) and 2 (V)
+    (1, 1, 1, 20, 2, 128, 1, 16, 4, 4, "fp16", "flagged"),  # ring of 4 deeper than the split: empty groups
+    (1, 18, 1, 20, 1, 64, 1, 16, 3, 2, "bf16", "flagged"),  # R = 18: two m16 tiles
+]
+
+
+@sim_only
+@pytest.mark.parametrize("b,h,hkv,nk,ql,d,w,bc,stages,splits,dtype,tail", KV_GROUPS_SIM_CASES)
+def test_decode_tc_kv_groups(b, h, hkv, nk, ql, d, w, bc, stages, splits, dtype, tail):
+    """kv_groups=True: the same O as the reference and the same counts (the copies are the same, in two
+    groups a tile), with either tail."""
+    cfg = DecodeConfig(d, w, bc, stages, tail=tail, kv_groups=True)
+    check_case(b, h, hkv, nk, ql, d, cfg, splits, dtype, seed=nk + 7 * h + d)
+
+
+@sim_only
+def test_decode_tc_flagged_tail_tags_and_epochs():
+    """The flagged tail's state after a launch: every partial word holds the tag of the launch's epoch
+    (one more than the epoch array held before: the words a next launch's combiner must not accept
+    until they are rewritten) and its fp32 value, finite; the unit's epoch advanced by exactly one."""
+    from numba import cuda
+
+    from gpu_kernels.counting import new_counters
+    from gpu_kernels.kernels.decode_tc import arrival_counts, plan_decode_tc
+    from gpu_kernels.tensor_core.dtypes import from_bits, to_bits
+    from gpu_kernels.tensor_core.tc_plan import upload
+
+    b, h, hkv, nk, d, splits = 2, 2, 1, 40, 64, 3
+    q, k, v = random_qkv(b, h, nk, d, seed=21, kv_heads=hkv, query_len=1)
+    ref, _ = attention_reference(*(round_to(x, "bf16") for x in (q, k, v)))
+    plan = plan_decode_tc(q, k, v, config=DecodeConfig(d, 2, 32, 2, tail="flagged"), splits=splits)
+    dp, dl = plan.new_partials(poison=True)
+    epochs = arrival_counts(plan.units, True)
+    before = epochs.copy_to_host().copy()
+    do = cuda.to_device(to_bits(np.full(b * h * d, np.nan, np.float32), "bf16"))
+    plan.launch(*upload("bf16", q, k, v), do, dp, dl, new_counters())
+    after = epochs.copy_to_host()[: plan.units]
+    np.testing.assert_array_equal(after, before[: plan.units] + 1)
+    for words, per_unit in (
+        (dp.copy_to_host(), dp.size // plan.units),
+        (dl.copy_to_host(), dl.size // plan.units),
+    ):
+        tags = (words >> np.uint64(32)).astype(np.int64).reshape(plan.units, per_unit)
+        np.testing.assert_array_equal(tags, np.repeat(after[:, None], per_unit, axis=1))
+        values = (words & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
+        assert np.all(np.isfinite(values))
+    o = from_bits(do.copy_to_host(), "bf16").reshape(b, h, 1, d)
+    assert rel_error(o, ref) < 2 * UNIT_ROUNDOFF["bf16"]
+
+
 @sim_only
 def test_decode_tc_large_logits():
     """Logits ×60: each split's softmax is nearly one-hot and the splits' log-sum-exps differ by tens, so
@@ -136,6 +219,12 @@ def test_decode_tc_refusals():
         DecodeConfig(64, stages=1).check()
     with pytest.raises(ValueError, match="shared memory"):
         DecodeConfig(128, 4, 256, 4).check()  # 4 stages of 2·256 rows of 256 B = 512 KiB
+    with pytest.raises(ValueError, match="kv_groups"):
+        DecodeConfig(64, stages=5, kv_groups=True).check()  # cp.async.wait_group 8: beyond PTX's 7
+    with pytest.raises(ValueError, match="tail"):
+        DecodeConfig(64, tail="polled").check()
+    with pytest.raises(ValueError, match="fused_combine"):
+        DecodeConfig(64, fused_combine=False, tail="flagged").check()
     q, k, v = random_qkv(1, 33, 50, 64, seed=0, kv_heads=1, query_len=1)
     with pytest.raises(ValueError, match="packed rows"):
         run_decode_tc(q, k, v)
@@ -313,6 +402,19 @@ def test_decode_tc_gpu_eight_warps():
     ragged L) and d = 64 (R = 8 rows, one per warp in the fused combine; Q copied by half the threads)."""
     check_case(2, 32, 8, 8191, 1, 128, DecodeConfig(128, 8, 128, 3), 16, "bf16", seed=11)
     check_case(1, 64, 8, 3001, 1, 64, DecodeConfig(64, 8, 128, 4), 5, "fp16", seed=12)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+def test_decode_tc_gpu_flagged_tail():
+    """decode4's flagged tail on the H200, where blocks on different SMs poll each other's tagged
+    partials: correct and counted as simlib at d = 128 (16 units × 8 splits = 128 blocks, ragged L) and
+    d = 64 with 8 warps (8 units × 5 splits); a grid beyond the SMs is refused before any work."""
+    check_case(2, 32, 8, 8191, 1, 128, DecodeConfig(128, tail="flagged"), 8, "bf16", seed=13)
+    check_case(1, 64, 8, 3001, 1, 64, DecodeConfig(64, 8, 128, 4, tail="flagged"), 5, "fp16", seed=14)
+    q, k, v = random_qkv(16, 32, 64, 128, seed=1, kv_heads=8, query_len=1)
+    with pytest.raises(ValueError, match="tail='flagged'"):
+        run_decode_tc(q, k, v, config=DecodeConfig(128, tail="flagged"), splits=2)  # 256 blocks
 
 
 @pytest.mark.gpu

@@ -35,6 +35,15 @@ Mapping (compile-time constants of ``DecodeConfig`` and the packed rows):
                   (the partials are in L2) and sets the count back to 0. Two kernels: grid
                   ⌈B·H·q_len / k⌉ blocks of k warps (k = 4 at d = 128, 8 at d = 64, as FA2's combine
                   kernel and simlib.decode_time)
+    flagged tail  (``DecodeConfig(tail="flagged")``, version 5) no arrival count: every block stores its
+                  partials as 8-byte (fp32 value, tag) words (``tagged_ops``), the tag the launch's epoch
+                  (one more than the unit's entry of the epoch array, which the combiner advances at its
+                  end); split s − 1 of each unit combines, its warps re-loading each group of partials
+                  until every tag is this launch's. No block waits for its stores' acknowledgement or an
+                  atomic's round trip; the partials' bytes double; every block must be resident at once
+                  (``plan_decode_tc`` refuses a grid of more blocks than SMs)
+    kv_groups     (version 5) K and V of a tile in two cp.async groups: S = Q Kᵀ and the softmax start
+                  when K has landed, P V after V has (one more block barrier per tile; same bytes)
 
 Rows past R and keys past a split's end are zero-filled in shared memory and computed whole (keys
 masked with −∞); they are never written. Packed row r of unit (b, h_kv) is query head h_kv·g + r // q_len,
@@ -46,7 +55,9 @@ reads 16 bytes per lane; a cp.async of 16 bytes is 16 bytes read from global mem
 zero-fills, and 16 bytes written to shared memory; fp32 stores and loads 4 bytes) and adds them with one
 atomic per counter at the end. simlib's ``decode_tc`` schedule counts the same, and its HBM events are
 the ``decode`` schedule's; the fused combine reads and writes exactly what the combine kernel does
-(its 4-byte arrival count, an L2 atomic per block like the counters' own, is not counted). Head dims 64 and 128; no causal mask (a decode step sees the whole cache).
+(its 4-byte arrival count, an L2 atomic per block like the counters' own, is not counted); with the
+flagged tail every partial value is 8 bytes (its tag beside it), counted once per value: the polls that
+found a stale tag and were repeated are not counted (like the arrival count). Head dims 64 and 128; no causal mask (a decode step sees the whole cache).
 """
 
 from __future__ import annotations
@@ -67,7 +78,7 @@ from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
 from ..tensor_core.flash_tile import flash_tile_ops
 from ..tensor_core.tc_plan import upload
 from ..tensor_core.tiles import block_copiers
-from ..tensor_core.warp_ops import arrive_acq_rel, cp_wait_group, lane_broadcast, warp_ops
+from ..tensor_core.warp_ops import arrive_acq_rel, cp_wait_group, lane_broadcast, tagged_ops, warp_ops
 from .fa2_tc import DYNAMIC_SHARED_LIMIT, LOG2E, allow_dynamic_smem
 
 HEAD_DIMS = schedule.HEAD_DIMS
@@ -79,6 +90,7 @@ MERGE_COLS = schedule.MERGE_COLS
 #: the default splits (at most 16 where the cache is small) are combined after one L2 round trip.
 COMBINE_BATCH = 16
 LN2 = 0.6931471805599453
+TAILS = schedule.TAILS
 
 
 @dataclass(frozen=True)
@@ -92,6 +104,18 @@ class DecodeConfig:
     block_cols: int = schedule.DEFAULT_BLOCK_COLS
     stages: int = 3
     fused_combine: bool = True
+    tail: str = "atomic"
+    kv_groups: bool = False
+
+    # kv_groups (version 5): K and V of a tile in two cp.async groups, so S = Q Kᵀ and the softmax of a
+    # tile start when its K has landed and only P V waits for its V (one more block barrier per tile):
+    # the last tile's math after the last byte lands shrinks to its P V
+
+    # tail (the fused combine, s > 1): "atomic": the unit's last split to take a ticket of the arrival
+    # count combines (version 3); "flagged" (version 5): split s − 1 of every unit combines, polling the
+    # others' partials, stored as 8-byte (value, tag) words whose tag is the launch's epoch, so no
+    # block waits for its stores' acknowledgement and an atomic's round trip before the combine can
+    # start; it needs every block of the grid resident at once (DecodePlan checks: blocks <= SMs)
 
     @property
     def threads(self) -> int:
@@ -115,6 +139,16 @@ class DecodeConfig:
             raise ValueError(f"stages must be an int in 2..8; got {st!r}")
         if not isinstance(self.fused_combine, bool):
             raise ValueError(f"fused_combine must be True or False; got {self.fused_combine!r}")
+        if not isinstance(self.kv_groups, bool):
+            raise ValueError(f"kv_groups must be True or False; got {self.kv_groups!r}")
+        if self.kv_groups and st > 4:
+            raise ValueError(
+                f"kv_groups: stages={st} would need cp.async.wait_group {2 * st - 2} > 7; at most 4"
+            )
+        if self.tail not in TAILS:
+            raise ValueError(f"tail must be one of {', '.join(TAILS)}; got {self.tail!r}")
+        if self.tail == "flagged" and not self.fused_combine:
+            raise ValueError("tail='flagged' is the fused combine's: it needs fused_combine=True")
         if self.smem_bytes(rows) > DYNAMIC_SHARED_LIMIT:
             raise ValueError(
                 f"block_cols={bc}, stages={st}, head_dim={d} need {self.smem_bytes(rows)} bytes of shared "
@@ -124,7 +158,12 @@ class DecodeConfig:
 
     @property
     def name(self) -> str:
-        return f"w{self.warps}_bc{self.block_cols}_st{self.stages}{'' if self.fused_combine else '_2k'}"
+        tail = ("_fl" if self.tail == "flagged" else "") + ("_kvg" if self.kv_groups else "")
+        return f"w{self.warps}_bc{self.block_cols}_st{self.stages}{'' if self.fused_combine else '_2k'}{tail}"
+
+    @property
+    def flagged(self) -> bool:
+        return self.tail == "flagged"
 
 
 def default_config(head_dim: int) -> DecodeConfig:
@@ -149,13 +188,20 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
     COUNTING, FUSED = counting, cfg.fused_combine
     _, _, _, _, _, _, pack2, _, _, quad_sum, _, _ = warp_ops(dtype, simulator)
     smem_base, ldsm_x4, _, cp16, cp16z, _, ex2, fmax = addressed_ops(dtype, simulator)
-    combine_row = combine_row_op(D, dtype, counting, simulator)
+    FLAGGED = cfg.flagged
+    PB = 8 if FLAGGED else 4  # bytes of one partial value in global memory
+    combine_row = combine_row_op(D, dtype, counting, simulator, FLAGGED)
+    st_tagged, _ = tagged_ops(simulator)
     NTQ = min(NT, QR * D // 8)  # threads that copy Q: at W = 8, d = 64 one m16 tile is 128 copies of 16 B
     copy_q, copy_q_ragged = block_copiers(cp16, cp16z, QR, D, NTQ, simulator)
     copy_kv, copy_kv_ragged = block_copiers(cp16, cp16z, BC, D, NT, simulator)
     cp_commit = warp_ops(dtype, simulator).cp_commit
     cp_wait_all = warp_ops(dtype, simulator).cp_wait_all
-    cp_wait_ring = cp_wait_group(STAGES - 2, simulator)
+    KV_GROUPS = cfg.kv_groups
+    # my groups still in flight when tile j's K (or, kv_groups, its V) has landed: stages − 2 tiles of one
+    # group each; kv_groups: two per tile, and the K wait comes before tile j + stages − 1 is issued
+    cp_wait_ring = cp_wait_group(2 * STAGES - 3 if KV_GROUPS else STAGES - 2, simulator)
+    cp_wait_v = cp_wait_group(2 * STAGES - 2 if KV_GROUPS else 0, simulator)
     arrive = arrive_acq_rel(simulator)
     ALIGN = None if simulator else 128
     C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
@@ -166,18 +212,26 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
     LOW = np.uint32(0xFFFF)
     SIXTEEN = np.uint32(16)
 
-    def issue_tile(base, so, k, v, g, ck, tid):
-        """My cp.async copies of one tile of K and V (rows from element g, ck of them valid: the rest
-        zero-filled) into the stage at element so; (global bytes read, shared bytes written)."""
+    def issue_half(base, so, x, g, ck, tid):
+        """My cp.async copies of one tile of K (or V) (rows from element g, ck of them valid: the rest
+        zero-filled) into shared memory at element so; (global bytes read, shared bytes written)."""
         if ck == BC:
-            got, put = copy_kv(base, so, k, g, tid)
-            got2, put2 = copy_kv(base, so + BC * D, v, g, tid)
-        else:
-            got, put = copy_kv_ragged(base, so, k, g, ck, tid)
-            got2, put2 = copy_kv_ragged(base, so + BC * D, v, g, ck, tid)
+            return copy_kv(base, so, x, g, tid)
+        return copy_kv_ragged(base, so, x, g, ck, tid)
+
+    jit_device = cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True)
+    issue_half = jit_device(issue_half)
+
+    def issue_tile(base, so, k, v, g, ck, tid):
+        """K and V of one tile into the stage at element so, as one group of copies (or, with
+        ``kv_groups``, two: K's committed before V's are issued); (global bytes read, shared written)."""
+        got, put = issue_half(base, so, k, g, ck, tid)
+        if KV_GROUPS:
+            cp_commit()
+        got2, put2 = issue_half(base, so + BC * D, v, g, ck, tid)
         return got + got2, put + put2
 
-    issue_tile = (cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True))(issue_tile)
+    issue_tile = jit_device(issue_tile)
 
     def decode_split(q, k, v, o, o_part, lse_part, counters, arrivals, n_k, chunk, n_splits, rows):
         # q, o: flat (units·R·d,) uint16 bits; k, v: flat (units·L·d,); o_part: (units·R·s·d,) fp32,
@@ -208,6 +262,8 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
         c = min(chunk, n_k - k0)  # keys of this split (at least 1)
         nt = (c + BC - 1) // BC
         kvg = (u * n_k + k0) * D
+        # the flagged tail's epoch: one more than the last launch's (its combiners left it in arrivals)
+        ep = uint32(arrivals[u] + 1) if FLAGGED else uint32(0)
 
         n_gr = 0
         n_gw = 0
@@ -228,6 +284,8 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
                 if COUNTING:
                     n_gr += got
                     n_sw += put
+            elif KV_GROUPS:
+                cp_commit()  # K's empty group
             cp_commit()  # an empty group past the end keeps the count of groups the same
 
         # ldmatrix lane roles and swizzled offsets as in fa2_tc (every row index used is ≡ lane mod 8)
@@ -260,6 +318,8 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
                 if COUNTING:
                     n_gr += got
                     n_sw += put
+            elif KV_GROUPS:
+                cp_commit()
             cp_commit()
             so = Q_ELEMS + (j % STAGES) * STAGE
 
@@ -286,7 +346,10 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
             softmax_update(s, m, lsum, acc)
             pack_p(s, pa)
 
-            # --- O += P V_j over my KW keys
+            # --- O += P V_j over my KW keys (kv_groups: once everyone's copies of V_j have landed)
+            if KV_GROUPS:
+                cp_wait_v()
+                cuda.syncthreads()
             pv_products(acc, pa, base, so + v_lane, xa)
             if COUNTING:
                 n_sr += 16 * KP * (NO // 2)
@@ -341,26 +404,45 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
                     o[out + e + 1] = pair >> SIXTEEN
                 else:
                     part = ((u * rows + row) * n_splits + sp) * D + c0
-                    o_part[part + e] = x0 * inv
-                    o_part[part + e + 1] = x1 * inv
+                    if FLAGGED:
+                        st_tagged(o_part, part + e, x0 * inv, ep)
+                        st_tagged(o_part, part + e + 1, x1 * inv, ep)
+                    else:
+                        o_part[part + e] = x0 * inv
+                        o_part[part + e + 1] = x1 * inv
             if COUNTING:
-                n_gw += 2 * MERGE_COLS if n_splits == 1 else 4 * MERGE_COLS
+                n_gw += 2 * MERGE_COLS if n_splits == 1 else PB * MERGE_COLS
             if n_splits > 1 and c0 == 0:
-                lse_part[(u * rows + row) * n_splits + sp] = mx + float32(math.log2(total))
+                lse = mx + float32(math.log2(total))
+                if FLAGGED:
+                    st_tagged(lse_part, (u * rows + row) * n_splits + sp, lse, ep)
+                else:
+                    lse_part[(u * rows + row) * n_splits + sp] = lse
                 if COUNTING:
-                    n_gw += 4
+                    n_gw += PB
             item += NT
 
         # --- fused combine: the unit's last split to finish (an atomic count of arrivals) combines the
         # s partials of its rows, one warp per row, as the combine kernel would (they are in L2 by then)
-        if FUSED and n_splits > 1:
+        if FLAGGED and n_splits > 1:
+            # the flagged tail: split s − 1 combines (no arrival count): its warps poll the partials'
+            # tags until all s are this launch's, then combine as below; the others are done
+            if sp == n_splits - 1:
+                for rr in range(w, rows, W):
+                    got, put = combine_row(o_part, lse_part, o, u * rows + rr, n_splits, lane, True, ep)
+                    if COUNTING:
+                        n_gr += got
+                        n_gw += put
+                if tid == 0:
+                    arrivals[u] = int32(ep)  # the next launch's blocks tag with ep + 1
+        elif FUSED and n_splits > 1:
             cuda.syncthreads()  # every thread's partial stores are made before the block counts itself in
             if tid == 0:  # release (publishes the block's partials), acquire (sees the earlier arrivals')
                 last[0] = 1 if arrive(arrivals, u) == n_splits - 1 else 0
             cuda.syncthreads()
             if last[0] == 1:
                 for rr in range(w, rows, W):
-                    got, put = combine_row(o_part, lse_part, o, u * rows + rr, n_splits, lane, True)
+                    got, put = combine_row(o_part, lse_part, o, u * rows + rr, n_splits, lane, True, ep)
                     if COUNTING:
                         n_gr += got
                         n_gw += put
@@ -383,15 +465,23 @@ def combine_rows(head_dim: int) -> int:
 
 
 @functools.cache
-def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
-    """A device function ``(o_part, lse_part, o, row, n_splits, lane, ok) -> (global bytes read, written)``:
+def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool, flagged: bool = False):
+    """A device function ``(o_part, lse_part, o, row, n_splits, lane, ok, ep) -> (global bytes read,
+    written)``:
     one warp writes output row `row` from its s partial rows: lane j holds the log-sum-exps of splits
     j, j + 32, ... (at most 128), the weights 2^(lse_j − lse) go to every lane by shuffle, each lane sums
     its d/32 columns. The lse and the first U = COMBINE_BATCH partial rows are loaded before any is used
     (at s <= U the combine waits for one L2 round trip), each later group of U in one more. A warp with
     ``ok`` False (a short last block of the combine kernel) takes part in the shuffles and reads and
-    writes nothing."""
+    writes nothing. ``flagged``: the partials are 8-byte (value, tag) words (``tagged_ops``) and each
+    group of loads is repeated until every tag read equals the launch's epoch `ep` (the flagged tail:
+    the partials of other blocks still on their way); the bytes counted are those of the last pass."""
     D = head_dim
+    FLAGGED = flagged
+    PB = 8 if flagged else 4  # bytes of one partial value in global memory
+    _, ld_tagged = tagged_ops(simulator)
+    MAX_POLLS = 1 << 20 if flagged else 1 << 30  # flagged: ≈ 1 s of L2 round trips, then O is NaN
+    NAN = np.float32(np.nan)
     CPL = D // 32  # columns per lane
     SLOTS = MAX_SPLITS // 32
     U = COMBINE_BATCH  # partial rows loaded at once (divides 32)
@@ -406,7 +496,16 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
     LOW = np.uint32(0xFFFF)
     SIXTEEN = np.uint32(16)
 
-    def combine_row(o_part, lse_part, o, row, n_splits, lane, ok):
+    def ld_part(a, i, ep):
+        """(value, ready): a plain fp32 load, or a tagged one and whether its tag is this launch's."""
+        if FLAGGED:
+            val, tag = ld_tagged(a, i)
+            return val, tag == ep
+        return a[i], True
+
+    ld_part = (cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True))(ld_part)
+
+    def combine_row(o_part, lse_part, o, row, n_splits, lane, ok, ep):
         x = cuda.local.array(SLOTS, float32)  # lse of splits lane, lane + 32, ...; then their weights
         acc = cuda.local.array(CPL, float32)
         vals = cuda.local.array((U, CPL), float32)  # my columns of U partial rows, loaded together
@@ -415,19 +514,32 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
         # every load of the first U splits is issued here, before any value is used: the lse and the
         # partial rows do not depend on each other, so for s <= U the combine waits for one L2 round
         # trip (version 2 waited for the lse, then for each group of 8 rows)
-        for sl in range(SLOTS):
-            j = lane + 32 * sl
-            x[sl] = NEG_INF
-            if ok and j < n_splits:
-                x[sl] = lse_part[row * n_splits + j]
-                if COUNTING:
-                    n_gr += 4
-        for uu in range(U):
-            part = (row * n_splits + uu) * D + lane * CPL
-            for e in range(CPL):
-                vals[uu, e] = o_part[part + e] if ok and uu < n_splits else ZERO
-            if COUNTING and ok and uu < n_splits:
-                n_gr += 4 * CPL
+        # (flagged: again, all of them, until every tag read is this launch's; plain: once)
+        ready = False
+        polls = 0
+        while not ready and polls < MAX_POLLS:
+            ready = True
+            polls += 1
+            for sl in range(SLOTS):
+                j = lane + 32 * sl
+                x[sl] = NEG_INF
+                if ok and j < n_splits:
+                    val, got = ld_part(lse_part, row * n_splits + j, ep)
+                    x[sl] = val
+                    ready = ready and got
+            for uu in range(U):
+                part = (row * n_splits + uu) * D + lane * CPL
+                for e in range(CPL):
+                    vals[uu, e] = ZERO
+                    if ok and uu < n_splits:
+                        val, got = ld_part(o_part, part + e, ep)
+                        vals[uu, e] = val
+                        ready = ready and got
+        if COUNTING and ok:
+            for sl in range(SLOTS):
+                if lane + 32 * sl < n_splits:
+                    n_gr += PB
+            n_gr += PB * CPL * min(U, n_splits)
         mx = NEG_INF
         for sl in range(SLOTS):
             mx = fmax(mx, x[sl])
@@ -450,16 +562,27 @@ def combine_row_op(head_dim: int, dtype: str, counting: bool, simulator: bool):
                 if j0 >= 32 * sl:
                     xs = x[sl]
             if j0 > 0:
-                for uu in range(U):
-                    part = (row * n_splits + j0 + uu) * D + lane * CPL
-                    for e in range(CPL):
-                        vals[uu, e] = o_part[part + e] if ok and j0 + uu < n_splits else ZERO
-                    if COUNTING and ok and j0 + uu < n_splits:
-                        n_gr += 4 * CPL
+                ready = False
+                while not ready and polls < MAX_POLLS:
+                    ready = True
+                    polls += 1
+                    for uu in range(U):
+                        part = (row * n_splits + j0 + uu) * D + lane * CPL
+                        for e in range(CPL):
+                            vals[uu, e] = ZERO
+                            if ok and j0 + uu < n_splits:
+                                val, got = ld_part(o_part, part + e, ep)
+                                vals[uu, e] = val
+                                ready = ready and got
+                if COUNTING and ok:
+                    n_gr += PB * CPL * min(U, n_splits - j0)
             for uu in range(U):
                 wj = bcast(xs, (j0 + uu) & 31) * inv
                 for e in range(CPL):
                     acc[e] += wj * vals[uu, e]
+        if polls >= MAX_POLLS:  # a partial that never came (a bug, or a grid not resident): NaN, not a hang
+            for e in range(CPL):
+                acc[e] = NAN
         if ok:
             for e in range(0, CPL, 2):
                 pair = pack2(acc[e], acc[e + 1])
@@ -478,12 +601,13 @@ def combine_kernel(head_dim: int, dtype: str, counting: bool, simulator: bool):
     D, RB = head_dim, combine_rows(head_dim)
     COUNTING = counting
     combine_row = combine_row_op(D, dtype, counting, simulator)
+    EP0 = np.uint32(0)  # plain fp32 partials: no epoch
 
     def decode_combine(o_part, lse_part, o, counters, n_rows, n_splits):
         tid = cuda.threadIdx.x
         row = cuda.blockIdx.x * RB + (tid >> 5)
         # a short last block: its spare warps still take part in the shuffles
-        n_gr, n_gw = combine_row(o_part, lse_part, o, row, n_splits, tid & 31, row < n_rows)
+        n_gr, n_gw = combine_row(o_part, lse_part, o, row, n_splits, tid & 31, row < n_rows, EP0)
         if COUNTING:
             flush_counters(counters, n_gr, n_gw, 0, 0)
 
@@ -493,13 +617,15 @@ def combine_kernel(head_dim: int, dtype: str, counting: bool, simulator: bool):
     return cuda.jit(decode_combine)
 
 
-def split_signature():
+def split_signature(flagged: bool = False):
+    """The split kernel's argument types; ``flagged``: the partials are uint64 (value, tag) words."""
     from numba.cuda import types
 
-    u16, f32 = types.Array(types.uint16, 1, "C"), types.Array(types.float32, 1, "C")
+    u16 = types.Array(types.uint16, 1, "C")
+    part = types.Array(types.uint64 if flagged else types.float32, 1, "C")
     i64 = types.int64
     c64, c32 = types.Array(types.int64, 1, "C"), types.Array(types.int32, 1, "C")
-    return (u16, u16, u16, u16, f32, f32, c64, c32, i64, i64, i64, i64)
+    return (u16, u16, u16, u16, part, part, c64, c32, i64, i64, i64, i64)
 
 
 def combine_signature():
@@ -515,7 +641,7 @@ def ptx_of(cfg: DecodeConfig, dtype: str, rows: int, counting: bool, cc=(9, 0)) 
     split = split_kernel(cfg.check(rows), check_dtype(dtype), mt, counting, False)
     comb = combine_kernel(cfg.head_dim, dtype, counting, False)
     return (
-        cuda.compile_ptx(split.py_func, split_signature(), cc=cc)[0],
+        cuda.compile_ptx(split.py_func, split_signature(cfg.flagged), cc=cc)[0],
         cuda.compile_ptx(comb.py_func, combine_signature(), cc=cc)[0],
     )
 
@@ -560,7 +686,9 @@ class DecodePlan:
         return self.config.smem_bytes(self.rows)
 
     def partial_sizes(self) -> tuple[int, int]:
-        """Elements of the fp32 partial O and lse buffers (1 each when s = 1: not used)."""
+        """Elements of the partial O and lse buffers (1 each when s = 1: not used): fp32, or with
+        ``tail="flagged"`` uint64 (value, tag) words, which must start with tags no epoch of
+        `arrival_counts` (``flagged=True``) has reached yet: zero (``new_partials``)."""
         s = self.splits_made
         if s == 1:
             return 1, 1
@@ -573,6 +701,14 @@ class DecodePlan:
         comb = combine_kernel(self.config.head_dim, self.dtype, self.counting, sim)
         return split, comb
 
+    def new_partials(self, poison: bool = False):
+        """Device buffers for the partial O and lse: fp32 NaN, or (flagged) tag 0 with a NaN value."""
+        n_part, n_lse = self.partial_sizes()
+        if self.config.flagged:
+            fill = np.uint64(0x7FC00000) if poison else np.uint64(0)
+            return tuple(cuda.to_device(np.full(n, fill, np.uint64)) for n in (n_part, n_lse))
+        return tuple(cuda.to_device(np.full(n, np.nan, np.float32)) for n in (n_part, n_lse))
+
     def launch(self, q, k, v, o, o_part, lse_part, counters):
         """Flat device arrays (uint16 bits for q, k, v, o; fp32 partials); no checks, no sync. With the
         fused combine, one launch (the split kernel's arrival counts: ``arrival_counts``), else two."""
@@ -584,10 +720,22 @@ class DecodePlan:
         """The split kernel alone (with the fused combine: the whole step)."""
         split, _ = self.kernels()
         nk, s, rows = self.shape[4], self.splits_made, self.rows
+        flagged = self.config.flagged
         if not simulator_enabled():
-            allow_dynamic_smem(split, self.smem_bytes, split_signature())
+            allow_dynamic_smem(split, self.smem_bytes, split_signature(flagged))
         split[(s, self.units), self.config.threads, 0, self.smem_bytes](
-            q, k, v, o, o_part, lse_part, counters, arrival_counts(self.units), nk, self.chunk, s, rows
+            q,
+            k,
+            v,
+            o,
+            o_part,
+            lse_part,
+            counters,
+            arrival_counts(self.units, flagged),
+            nk,
+            self.chunk,
+            s,
+            rows,
         )
 
     def launch_combine(self, o, o_part, lse_part, counters):
@@ -600,11 +748,13 @@ class DecodePlan:
 _ARRIVALS: dict = {}
 
 
-def arrival_counts(units: int):
+def arrival_counts(units: int, flagged: bool = False):
     """A zeroed int32 device array of at least `units` counts, made once per process (and per simulator
     mode) and reused: the fused combine's last block sets its unit's count back to 0, so launches
-    queued on one stream may share it (launches on concurrent streams may not)."""
-    key = (simulator_enabled(), units)
+    queued on one stream may share it (launches on concurrent streams may not). ``flagged``: a separate
+    array of per-unit epochs (the flagged tail's combiner leaves the launch's epoch there, the next
+    launch tags its partials with one more), under the same rule."""
+    key = (simulator_enabled(), units, flagged)
     if key not in _ARRIVALS:
         _ARRIVALS[key] = cuda.to_device(np.zeros(max(1, units), np.int32))
     return _ARRIVALS[key]
@@ -636,7 +786,15 @@ def plan_decode_tc(
         splits = default_splits(b, hkv, nk, d, rows, dtype)
     if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or not 1 <= splits <= MAX_SPLITS:
         raise ValueError(f"splits must be an int in 1..{MAX_SPLITS}; got {splits!r}")
-    return DecodePlan((b, h, hkv, ql, nk, d), cfg, dtype, int(splits), bool(counting))
+    plan = DecodePlan((b, h, hkv, ql, nk, d), cfg, dtype, int(splits), bool(counting))
+    if cfg.flagged and not simulator_enabled():  # the combiners poll: every block must be resident
+        blocks, sms = plan.splits_made * plan.units, cuda.get_current_device().MULTIPROCESSOR_COUNT
+        if blocks > sms:
+            raise ValueError(
+                f"config.tail='flagged': {blocks} blocks ({plan.splits_made} splits × {plan.units} units) "
+                f"exceed the {sms} SMs; its combiners wait for every split, so the grid must fit one wave"
+            )
+    return plan
 
 
 def run_decode_tc(
@@ -649,9 +807,7 @@ def run_decode_tc(
     b, h, _, ql, _, d = plan.shape
     dq, dk, dv = upload(dtype, q, k, v)
     do = cuda.to_device(to_bits(np.full(b * h * ql * d, np.nan, np.float32), dtype))
-    n_part, n_lse = plan.partial_sizes()
-    dp = cuda.to_device(np.full(n_part, np.nan, np.float32))
-    dl = cuda.to_device(np.full(n_lse, np.nan, np.float32))
+    dp, dl = plan.new_partials(poison=True)
     counters = new_counters()
     plan.launch(dq, dk, dv, do, dp, dl, counters)
     if not simulator_enabled():

@@ -544,3 +544,80 @@ def _arrive_intrinsic():
         return types.int32(counts, i), codegen
 
     return arrive
+
+
+@functools.cache
+def tagged_ops(simulator: bool):
+    """Two device functions for values that carry their own "ready" flag (NCCL's LL protocol): an fp32
+    value and a 32-bit tag in one 8-byte word of a uint64 array, written and read whole.
+
+    * ``st_tagged(a, i, x, tag)``: ``st.relaxed.gpu.global.b64`` of (tag << 32) | bits(x) into ``a[i]``;
+    * ``ld_tagged(a, i) -> (x, tag)``: ``ld.relaxed.gpu.global.b64`` of ``a[i]``, split in two.
+
+    An aligned 8-byte access is single-copy atomic (PTX memory model), so a reader that sees the tag it
+    waits for sees the value stored with it: no fence, no flag of its own, no atomic; relaxed
+    gpu-scope accesses are morally strong (no data race) and bypass the non-coherent L1, so a polling
+    loop sees another SM's store. The decode kernel's flagged tail polls these (decode_tc.py). Under the
+    simulator, plain element accesses of the uint64 array: one numpy element is written and read whole
+    under the interpreter lock, so the twin has the same all-or-nothing semantics whatever the timing.
+
+    >>> import numpy as np
+    >>> st, ld = tagged_ops(True)
+    >>> a = np.zeros(1, np.uint64)
+    >>> st.py_func(a, 0, np.float32(1.5), np.uint32(7)); hex(int(a[0]))
+    '0x73fc00000'
+    >>> x, tag = ld.py_func(a, 0); float(x), int(tag)
+    (1.5, 7)
+    """
+    if simulator:
+
+        def st_tagged(a, i, x, tag):
+            a[i] = np.uint64((int(tag) << 32) | int(np.float32(x).view(np.uint32)))
+
+        def ld_tagged(a, i):
+            raw = int(a[i])
+            return np.uint32(raw & 0xFFFFFFFF).view(np.float32), np.uint32(raw >> 32)
+
+        return cuda.jit(device=True)(st_tagged), cuda.jit(device=True)(ld_tagged)
+    return _tagged_intrinsics()
+
+
+@functools.cache
+def _tagged_intrinsics():
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    i32, i64, f32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
+
+    def address(context, builder, aryty, ary, idx):
+        data = context.make_array(aryty)(context, builder, ary).data
+        return builder.ptrtoint(builder.gep(data, [idx]), i64)
+
+    @intrinsic
+    def st_tagged(typingctx, a, i, x, tag):
+        def codegen(context, builder, signature, args):
+            addr = address(context, builder, signature.args[0], args[0], args[1])
+            xv = context.cast(builder, args[2], signature.args[2], types.float32)
+            tv = context.cast(builder, args[3], signature.args[3], types.uint32)
+            fnty = ir.FunctionType(ir.VoidType(), [i64, f32, i32])
+            text = "{ .reg .b64 t; .reg .b32 lo; mov.b32 lo, $1; mov.b64 t, {lo, $2}; st.relaxed.gpu.global.b64 [$0], t; }"
+            builder.call(ir.InlineAsm(fnty, text, "l,f,r,~{memory}", side_effect=True), [addr, xv, tv])
+            return context.get_dummy_value()
+
+        return types.void(a, i, x, tag), codegen
+
+    @intrinsic
+    def ld_tagged(typingctx, a, i):
+        ret = types.Tuple((types.float32, types.uint32))
+
+        def codegen(context, builder, signature, args):
+            addr = address(context, builder, signature.args[0], args[0], args[1])
+            fnty = ir.FunctionType(ir.LiteralStructType([f32, i32]), [i64])
+            text = "{ .reg .b64 t; .reg .b32 lo; ld.relaxed.gpu.global.b64 t, [$2]; mov.b64 {lo, $1}, t; mov.b32 $0, lo; }"
+            out = builder.call(ir.InlineAsm(fnty, text, "=f,=r,l,~{memory}", side_effect=True), [addr])
+            return context.make_tuple(builder, ret, [builder.extract_value(out, k) for k in range(2)])
+
+        return ret(a, i), codegen
+
+    return st_tagged, ld_tagged

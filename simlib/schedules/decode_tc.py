@@ -5,7 +5,9 @@ per (unit, split), a unit being one (batch, KV head) whose g query heads × q_le
 into R = g·q_len rows; each split streams its ⌈L/s⌉ keys of K and V once; with one split the block
 writes O (the dtype), with s > 1 it writes an fp32 partial O and its log-sum-exp, which the combine
 reads back to write O (the combine kernel, or, by default, the unit's last split block itself: the
-same bytes; its arrival count, a 4-byte L2 atomic per block, is not counted).
+same bytes; its arrival count, a 4-byte L2 atomic per block, is not counted). With ``tail="flagged"``
+(the kernel's version-5 tail: split s − 1 polls partials that carry a 4-byte tag beside every fp32
+value) the partials' HBM writes and reads count twice the elements.
 
 SRAM (shared memory), what the kernel's code does, per split of c keys in T = ⌈c/Bc⌉ tiles:
 
@@ -61,6 +63,24 @@ MAX_SPLITS = 128  # the combine kernel keeps 4 split values per lane of a warp
 MERGE_COLS = 8  # columns one thread merges
 
 STAGES = Parameter("stages", "K/V tiles in flight in the cp.async ring (default 4 at d = 64, 3 at d = 128)")
+TAILS = ("atomic", "flagged")
+TAIL = Parameter(
+    "tail",
+    "the fused combine's tail: atomic (the last split to arrive combines; default) or flagged (split s − 1 "
+    "polls the partials, each fp32 value stored with a 4-byte tag: the partials' bytes doubled)",
+    kind="choice",
+    choices=TAILS,
+)
+#: The partials' HBM keys whose elements are 8-byte (value, tag) words with the flagged tail: counted
+#: as two fp32 elements each (the tag is a 4-byte word beside every value).
+PARTIAL_KEYS = frozenset(
+    {
+        ("HBM", "write", "O_part", "store"),
+        ("HBM", "write", "lse_part", "store"),
+        ("HBM", "read", "O_part", "reduce"),
+        ("HBM", "read", "lse_part", "reduce"),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -69,6 +89,12 @@ class DecodeTcMapping:
     splits: int  # splits asked for (⌈L/s⌉ keys each; fewer are made when L < s)
     warps: int
     stages: int
+    tail: str = "atomic"
+
+    @property
+    def partial_words(self) -> int:
+        """4-byte words per partial value in HBM: 1, or 2 with the flagged tail (value and tag)."""
+        return 2 if self.tail == "flagged" else 1
 
     def as_dict(self) -> dict[str, ParamValue]:
         return {
@@ -76,12 +102,13 @@ class DecodeTcMapping:
             "splits": self.splits,
             "warps": self.warps,
             "stages": self.stages,
+            "tail": self.tail,
         }
 
     def summary(self) -> str:
         return (
             f"tiles: Bc={self.block_cols} over {self.warps} warps, {self.stages} in flight; "
-            f"flash-decoding splits={self.splits}"
+            f"flash-decoding splits={self.splits}" + ("; flagged tail" if self.tail == "flagged" else "")
         )
 
     @property
@@ -102,6 +129,7 @@ def build(
     block_cols: int | None = None,
     splits: int | None = None,
     stages: int | None = None,
+    tail: str | None = None,
 ) -> DecodeTcMapping:
     check_tensor_core_workload(workload, "decode_tc")
     if workload.causal:
@@ -125,7 +153,10 @@ def build(
     st = DEFAULT_STAGES[workload.head_dim] if stages is None else stages
     if not 2 <= st <= 8:
         raise ValueError(f"stages={st} must be in 2..8 (tiles in the cp.async ring)")
-    return DecodeTcMapping(bc, s, w, st)
+    tl = "atomic" if tail is None else tail
+    if tl not in TAILS:
+        raise ValueError(f"tail={tl!r} must be one of {', '.join(TAILS)}")
+    return DecodeTcMapping(bc, s, w, st, tl)
 
 
 def smem_bytes(workload: Workload, mapping: DecodeTcMapping) -> int:
@@ -183,8 +214,12 @@ def _split_events(
 
 
 def trace(workload: Workload, mapping: DecodeTcMapping) -> Iterator[Event]:
-    """decode's HBM events, then every split block's SRAM accesses, tile by tile."""
-    yield from (e for e in decode.trace(workload, mapping.as_decode) if e.level == "HBM")
+    """decode's HBM events (the partials' twice over with the flagged tail), then every split block's
+    SRAM accesses, tile by tile."""
+    for e in decode.trace(workload, mapping.as_decode):
+        if e.level == "HBM":
+            key = (e.level, e.op, e.tensor, e.phase)
+            yield e if key not in PARTIAL_KEYS else Event(*key, e.elements * mapping.partial_words)
     for keys in split_lengths(workload, mapping.as_decode):
         tiles = len(block_sizes(int(keys), mapping.block_cols))
         for level, op, tensor, phase, n in _split_events(workload, mapping, tiles):
@@ -203,7 +238,9 @@ def split_tiles(workload: Workload, mapping: DecodeTcMapping) -> tuple[int, int]
 
 def closed_form(workload: Workload, mapping: DecodeTcMapping) -> Traffic:
     counts: dict[TrafficKey, int] = {
-        key: n for key, n in decode.closed_form(workload, mapping.as_decode).counts.items() if key[0] == "HBM"
+        key: n * (mapping.partial_words if key in PARTIAL_KEYS else 1)
+        for key, n in decode.closed_form(workload, mapping.as_decode).counts.items()
+        if key[0] == "HBM"
     }
     s, tiles = split_tiles(workload, mapping)
     per_split = _split_events(workload, mapping, 0)
@@ -227,7 +264,7 @@ def trace_size(workload: Workload, mapping: DecodeTcMapping) -> tuple[int, int]:
 SCHEDULE = Schedule(
     name="decode_tc",
     description="flash-decoding on tensor cores (fp16/bf16) as the kernel `decode_tc` runs it",
-    parameters=(WARPS, BLOCK_COLS, SPLITS, STAGES),
+    parameters=(WARPS, BLOCK_COLS, SPLITS, STAGES, TAIL),
     sram="checks",
     build=build,
     trace=trace,
