@@ -12,6 +12,9 @@
 #   RUN=fa3-v6-dynamic-20261203 VARIANT_LIST=all64,p2_r128,dflt,p1 REG_BUILDS="64:0 64:2:128 128:0 128:1" \
 #     SKIP_TESTS=1 FILE=fa3_tc_v6_dynamic.csv bash benchmarks/fa3_v5_h200.sh   (helper hopper4: run 2 at
 #     d = 128, with d = 64's p2 capped at 128 registers; REG_BUILDS d:persistent[:max_registers])
+#   RUN=fa3-v6-pingpong-20261203 VARIANT_LIST=all64,dflt,pp REG_BUILDS="64:0 128:0" REG_PINGPONG=1 \
+#     TESTS_K="pingpong or ptx" FILE=fa3_tc_v6_pingpong.csv bash benchmarks/fa3_v5_h200.sh   (the ping-pong
+#     order, Fa3Config.pingpong, beside the defaults; its GPU tests)
 set -u
 cd "$(dirname "$0")/.."
 RUN=${RUN:-fa3-v5-persistent-20261203}
@@ -24,7 +27,8 @@ from gpu_kernels.kernels.fa3_tc import default_config, fa3_tc_kernel, kernel_sig
 import os
 for d, p, *r in [tuple(map(int, x.split(":"))) for x in os.environ.get("REG_BUILDS", "64:0 64:2 128:0 128:1").split()]:
     for causal in (False, True):
-        cfg = dataclasses.replace(default_config(d), persistent=p, max_registers=r[0] if r else None)
+        cfg = dataclasses.replace(default_config(d), persistent=p, max_registers=r[0] if r else None,
+                                  pingpong=os.environ.get("REG_PINGPONG") == "1")
         disp = fa3_tc_kernel(cfg, "bf16", False, causal, False)
         sig = kernel_signature(p > 0)
         kern = disp.compile(sig)
