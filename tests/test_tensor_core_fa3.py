@@ -275,6 +275,17 @@ def test_fa3_tc_pingpong_matches_reference_counts_and_barrier_phases(
         assert len(blocks) <= 2 * p and work_counter().copy_to_host()[0] == 0
 
 
+def test_fa3_tc_pingpong_default_matches_simlib_schedule():
+    """The ping-pong default (d = 128 only, run fa3-v6-pingpong-20261203) is the same in the kernel and in
+    simlib's schedule, off wherever the groups are not two; the schedule refuses it with one group."""
+    for d, on in ((64, False), (128, True)):
+        wl = Workload(1024, d, 1, 2, dtype="bf16")
+        assert default_config(d).pingpong is on
+        assert SCHEDULE.build(wl, None).pingpong is on
+        assert SCHEDULE.build(wl, None, warpgroups=1).pingpong is False
+    assert "pingpong needs warpgroups=2" in tile_problem(128, 1, 64, True, True, True)
+
+
 def test_fa3_tc_pingpong_needs_two_warpgroups():
     for g in (1, 3):
         with pytest.raises(ValueError, match="pingpong needs warpgroups=2"):

@@ -41,13 +41,18 @@ and written, L = (m + log2 l)·ln 2 in fp32. A ragged last Q block and a ragged 
 zero-filled in shared memory by the copies and computed whole; masked keys get −∞, rows past N_q
 are never written.
 
-Two options, both on where measured best (``default_config``; PERFORMANCE.md, "fa3_tc", runs 1-3):
+Three options, each on where measured best (``default_config``; PERFORMANCE.md, "fa3_tc", runs 1-3 and
+version 6):
 ``swizzle`` stores the tiles in the tensor cores' own 128-byte-swizzled layout (the no-swizzle one
 left the warps waiting on shared memory: 1.7x slower at d = 128), and ``overlap`` is FA3's
 intra-warpgroup pipeline (``visit``: S(j+1)'s wgmma issued before P V(j)'s, softmax(j+1) while P V(j)
-runs; two P fragment sets, three V buffers; on at d = 128). What is *not* FA3 here: no producer
-warpgroup and no TMA (every thread issues cp.async copies), no ping-pong of two warpgroups on named
-barriers, no register reallocation (setmaxnreg).
+runs; two P fragment sets, three V buffers; on at d = 128), and ``pingpong`` is FA3's ping-pong of the
+two consumer warpgroups (they take turns on named barriers 1 and 2 to issue their wgmma, so that one
+group's softmax runs under the other's products; on at d = 128, where the block is alone on its SM;
+at d = 64 the second block per SM already fills the gaps and the turns cost 6-7 %). What is *not* FA3
+here: no producer warpgroup and no TMA (every thread issues cp.async copies), the two block barriers
+per K/V visit keep the groups in step visit by visit (the turns overlap inside a visit, not across),
+no register reallocation (setmaxnreg).
 
 Counting build (bytes, as fa2_tc): a cp.async moves 16 bytes from global memory (none when it
 zero-fills) to shared memory; a wgmma reads its shared operands once per warpgroup: an SS k-step
@@ -206,11 +211,14 @@ class Fa3Config:
 #: the defaults (PERFORMANCE.md, "fa3_tc", run 20261202T051703Z-1ff3899ea4): two warpgroups and the
 #: 128-byte swizzle at both head dims; d = 64: Bc = 64 without the pipeline (0.75x torch flash; with
 #: it 130 registers allow one block per SM instead of two: 1.06x), d = 128: Bc = 128 with it (0.78-0.83x).
+#: d = 128 also with the two warpgroups' ping-pong (run fa3-v6-pingpong-20261203: 4.7-6.0 % faster
+#: non-causal, 8.5-9.2 % causal; at d = 64, two blocks per SM, it was 5.8-7.4 % slower).
 #: simlib's fa3_tc schedule has the same.
 DEFAULT_WARPGROUPS = 2
 DEFAULT_BLOCK_COLS = {64: 64, 128: 128}
 DEFAULT_OVERLAP = {64: False, 128: True}
 DEFAULT_SWIZZLE = True
+DEFAULT_PINGPONG = {64: False, 128: True}
 
 
 def default_config(head_dim: int) -> Fa3Config:
@@ -222,6 +230,7 @@ def default_config(head_dim: int) -> Fa3Config:
         DEFAULT_BLOCK_COLS[head_dim],
         overlap=DEFAULT_OVERLAP[head_dim],
         swizzle=DEFAULT_SWIZZLE,
+        pingpong=DEFAULT_PINGPONG[head_dim],
     ).check()
 
 
