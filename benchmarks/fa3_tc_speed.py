@@ -42,6 +42,8 @@ VARIANTS = {
         ("all64", dict(warpgroups=2, block_cols=64, swizzle=True, section_rule="all64")),
         ("p2", dict(warpgroups=2, block_cols=64, swizzle=True, persistent=2)),
         ("p2_all64", dict(warpgroups=2, block_cols=64, swizzle=True, persistent=2, section_rule="all64")),
+        ("p2_r128", dict(warpgroups=2, block_cols=64, swizzle=True, persistent=2, max_registers=128)),
+        ("pp", dict(warpgroups=2, block_cols=64, swizzle=True, pingpong=True)),
     ],
     128: [
         DEFAULT,
@@ -54,6 +56,7 @@ VARIANTS = {
         ("sec64", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, sections=64)),
         ("dflt", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True)),
         ("p1", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, persistent=1)),
+        ("pp", dict(warpgroups=2, block_cols=128, overlap=True, swizzle=True, pingpong=True)),
     ],
 }
 #: timed causal (and in fp16) too. g1_bc64_sw, g2_bc32_sw (d = 64: 96 and 80 registers, 5 and 3 blocks per
@@ -67,6 +70,11 @@ CAUSAL_AND_FP16 += ("sec16", "sec64")
 #: causal section at d = 64 (the plan's section_rule, the default since run fa3-v5-persistent-20261203),
 #: pN = the default build on a persistent grid of N blocks per SM (Fa3Config.persistent)
 CAUSAL_AND_FP16 += ("dflt", "all64", "p2", "p2_all64", "p1")
+#: version 6 (helper hopper4): p2_r128 = p2 (the counter's order, all heads in one causal section) capped at
+#: 128 registers, so that two 256-thread blocks fit per SM causal too (p2 causal: 150)
+CAUSAL_AND_FP16 += ("p2_r128",)
+#: pp = the default build with the ping-pong order of its two warpgroups (Fa3Config.pingpong)
+CAUSAL_AND_FP16 += ("pp",)
 
 
 def builds(dtypes, causals, full_dtype="bf16"):

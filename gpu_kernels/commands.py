@@ -125,17 +125,20 @@ def _validate_tc_run(args):
         from simlib.schedules.fa3_tc import (
             DEFAULT_BLOCK_COLS,
             DEFAULT_OVERLAP,
+            DEFAULT_PINGPONG,
             DEFAULT_SWIZZLE,
             DEFAULT_WARPGROUPS,
         )
 
         d = shape.head_dim
+        g = args.warpgroups or DEFAULT_WARPGROUPS
         return shape, {
             "dtype": args.dtype or "bf16",
-            "warpgroups": args.warpgroups or DEFAULT_WARPGROUPS,
+            "warpgroups": g,
             "block_cols": args.block_cols or DEFAULT_BLOCK_COLS[d],
             "overlap": DEFAULT_OVERLAP[d],
             "swizzle": DEFAULT_SWIZZLE,
+            "pingpong": DEFAULT_PINGPONG[d] and g == 2,  # two groups take turns
         }
     params = {"dtype": args.dtype or "bf16", "warps": args.warps or 4, "block_cols": args.block_cols or 64}
     if args.kernel == "fa2_tc":  # the kernel's defaults, from simlib's table (no numba import here)

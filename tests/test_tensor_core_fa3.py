@@ -217,6 +217,83 @@ def test_fa3_tc_persistent_grid_matches_reference_and_counts(
     assert r.counts == simlib_counts(b, h, hkv, nq_, nk, d, cfg, causal, dtype)
 
 
+PINGPONG_CASES = [
+    # (B, H, H_kv, N_k, N_q, d, causal, Bc, overlap, swizzle, persistent): two warpgroups (Br = 128)
+    (1, 1, None, 100, None, 64, True, 32, False, False, 0),  # 4 K/V blocks, ragged Q block, causal
+    (1, 2, 1, 200, 150, 64, True, 32, False, True, 0),  # MQA, N_q < N_k, two Q blocks, swizzled
+    (1, 2, 1, 40, None, 128, False, 32, True, False, 0),  # the pipeline: 1 + 2 turns per item
+    (1, 3, None, 300, None, 64, True, 32, True, True, 1),  # persistent: 9 items on 2 blocks, pipeline
+    (1, 3, None, 200, None, 128, False, 64, False, False, 1),  # persistent: 6 items on 2 blocks
+]
+
+
+@sim_only
+@pytest.mark.parametrize("b,h,hkv,nk,nq,d,causal,bc,ov,sw,p", PINGPONG_CASES)
+def test_fa3_tc_pingpong_matches_reference_counts_and_barrier_phases(
+    b, h, hkv, nk, nq, d, causal, bc, ov, sw, p
+):
+    """Ping-pong of the two warpgroups (``Fa3Config.pingpong``): O and L against float64, the counts
+    equal to the hand count and simlib's (the order moves no byte), and the order barriers' tally
+    (the simulator twins count every wait and arrival): per block, every barrier reached by as many
+    arriving threads as waiting ones (a phase = 128 waiters of one group + 128 arrivals of the other,
+    so none is left incomplete, the hardware's condition for not hanging), and in all 128 threads per
+    turn: a group takes 2 turns per visited K/V block without the pipeline (S, then P V), 1 + visits
+    with it (the first S, then S(j+1) with P V(j)); group 0 waits once more per item (group 1's
+    opening pass, taken back at the item's end)."""
+    from gpu_kernels.tensor_core.wgmma_ops import ORDER_TALLY
+
+    dtype = "bf16"
+    cfg = Fa3Config(d, 2, bc, overlap=ov, swizzle=sw, persistent=p, pingpong=True).check()
+    assert cfg.name.endswith("_pp" + (f"_p{p}" if p else ""))
+    q, k, v = random_qkv(b, h, nk, d, seed=nk + h + 5 * p, kv_heads=hkv, query_len=nq)
+    ref_o, ref_lse = attention_reference(*(round_to(x, dtype) for x in (q, k, v)), causal=causal)
+    ORDER_TALLY.clear()
+    r = run_fa3_tc(q, k, v, dtype=dtype, config=cfg, causal=causal, count=True)
+    tally = dict(ORDER_TALLY)
+    assert np.all(np.isfinite(r.o)) and np.all(np.isfinite(r.lse))
+    assert rel_error(r.o, ref_o) < 2 * UNIT_ROUNDOFF[dtype]
+    assert lse_error(r.lse, ref_lse) < LSE_TOL
+    nq_ = nk if nq is None else nq
+    assert r.counts == hand_counts(b, h, nq_, nk, d, cfg, causal)
+    assert r.counts == simlib_counts(b, h, hkv, nq_, nk, d, cfg, causal, dtype)
+    blocks = {key[0] for key in tally}
+    for blk in blocks:
+        for bar in (1, 2):
+            assert tally.get((blk, bar, "sync"), 0) == tally.get((blk, bar, "arrive"), 0), (blk, bar)
+    assert {key[1] for key in tally} == {1, 2}
+    turns = [2 * len(js) if not ov else 1 + len(js) for _, js in visited(nq_, nk, 128, bc, causal)] * (b * h)
+    total = {
+        (bar, what): sum(n for key, n in tally.items() if key[1:] == (bar, what))
+        for bar in (1, 2)
+        for what in ("sync", "arrive")
+    }
+    assert total[1, "sync"] == 128 * (sum(turns) + len(turns))
+    assert total[2, "sync"] == 128 * sum(turns)
+    if p:
+        from gpu_kernels.kernels.fa3_tc import work_counter
+
+        assert len(blocks) <= 2 * p and work_counter().copy_to_host()[0] == 0
+
+
+def test_fa3_tc_pingpong_default_matches_simlib_schedule():
+    """The ping-pong default (d = 128 only, run fa3-v6-pingpong-20261203) is the same in the kernel and in
+    simlib's schedule, off wherever the groups are not two; the schedule refuses it with one group."""
+    for d, on in ((64, False), (128, True)):
+        wl = Workload(1024, d, 1, 2, dtype="bf16")
+        assert default_config(d).pingpong is on
+        assert SCHEDULE.build(wl, None).pingpong is on
+        assert SCHEDULE.build(wl, None, warpgroups=1).pingpong is False
+    assert "pingpong needs warpgroups=2" in tile_problem(128, 1, 64, True, True, True)
+
+
+def test_fa3_tc_pingpong_needs_two_warpgroups():
+    for g in (1, 3):
+        with pytest.raises(ValueError, match="pingpong needs warpgroups=2"):
+            Fa3Config(64, g, 96 if g == 3 else 64, pingpong=True).check()
+    with pytest.raises(ValueError, match="pingpong must be True or False"):
+        Fa3Config(64, 2, 64, pingpong=1).check()
+
+
 def test_fa3_tc_section_rules():
     """The section rules: "l2", FA3's 16 MiB rule at both head dims; "all64" (the default), every head
     at once at d = 64 only."""
@@ -445,6 +522,27 @@ def test_fa3_tc_gpu_persistent(d, causal):
         d, base.warpgroups, base.block_cols, overlap=base.overlap, swizzle=True, persistent=1 + (d == 64)
     ).check()
     check_case(1, 12, 4, 2049, None, d, causal, cfg, "bf16", seed=d + causal)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+@pytest.mark.parametrize("d,causal", [(64, True), (64, False), (128, True)])
+def test_fa3_tc_gpu_pingpong(d, causal):
+    """The default build with the ping-pong order (named barriers 1 and 2, 256 threads): 6 heads of
+    3001 keys, GQA, a ragged last Q block, against float64 and the counts (a barrier phase left
+    incomplete would hang the launch, not pass); its timing build's PTX waits and arrives on them
+    and keeps no local memory."""
+    import dataclasses
+
+    from gpu_kernels.kernels.fa3_tc import ptx_of
+    from gpu_kernels.ptx_check import summarize_ptx
+
+    cfg = dataclasses.replace(default_config(d), pingpong=True).check()
+    check_case(1, 6, 2, 3001, None, d, causal, cfg, "bf16", seed=d + 3 * causal)
+    ptx = ptx_of(cfg, "bf16", False, causal=causal)
+    summary = summarize_ptx(ptx)
+    assert summary["ld_local"] == 0 and summary["st_local"] == 0, summary
+    assert "bar.sync" in ptx and "bar.arrive" in ptx
 
 
 @pytest.mark.gpu

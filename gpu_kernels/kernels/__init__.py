@@ -121,7 +121,7 @@ KERNELS: dict[str, Kernel] = {
             "fa3_tc",
             "fa3_tc",
             SIXTEEN_BIT,
-            ("warpgroups", "block_cols", "overlap", "swizzle"),
+            ("warpgroups", "block_cols", "overlap", "swizzle", "pingpong"),
             "gpu_kernels.tensor_core.wgmma_ops",
             "Fa3Config",
             tolerance_u=2,  # O rounded once to the dtype, P too (as fa2_tc)

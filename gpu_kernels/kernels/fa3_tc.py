@@ -41,13 +41,18 @@ and written, L = (m + log2 l)·ln 2 in fp32. A ragged last Q block and a ragged 
 zero-filled in shared memory by the copies and computed whole; masked keys get −∞, rows past N_q
 are never written.
 
-Two options, both on where measured best (``default_config``; PERFORMANCE.md, "fa3_tc", runs 1-3):
+Three options, each on where measured best (``default_config``; PERFORMANCE.md, "fa3_tc", runs 1-3 and
+version 6):
 ``swizzle`` stores the tiles in the tensor cores' own 128-byte-swizzled layout (the no-swizzle one
 left the warps waiting on shared memory: 1.7x slower at d = 128), and ``overlap`` is FA3's
 intra-warpgroup pipeline (``visit``: S(j+1)'s wgmma issued before P V(j)'s, softmax(j+1) while P V(j)
-runs; two P fragment sets, three V buffers; on at d = 128). What is *not* FA3 here: no producer
-warpgroup and no TMA (every thread issues cp.async copies), no ping-pong of two warpgroups on named
-barriers, no register reallocation (setmaxnreg).
+runs; two P fragment sets, three V buffers; on at d = 128), and ``pingpong`` is FA3's ping-pong of the
+two consumer warpgroups (they take turns on named barriers 1 and 2 to issue their wgmma, so that one
+group's softmax runs under the other's products; on at d = 128, where the block is alone on its SM;
+at d = 64 the second block per SM already fills the gaps and the turns cost 6-7 %). What is *not* FA3
+here: no producer warpgroup and no TMA (every thread issues cp.async copies), the two block barriers
+per K/V visit keep the groups in step visit by visit (the turns overlap inside a visit, not across),
+no register reallocation (setmaxnreg).
 
 Counting build (bytes, as fa2_tc): a cp.async moves 16 bytes from global memory (none when it
 zero-fills) to shared memory; a wgmma reads its shared operands once per warpgroup: an SS k-step
@@ -80,6 +85,7 @@ from ..tensor_core.wgmma_ops import (
     chunk_column,
     core_matrix_index,
     layout_bits,
+    order_barriers,
     pin_f32,
     pin_u32,
     swizzle128_bits,
@@ -112,7 +118,9 @@ class Fa3Config:
     layout (the tensor cores' own, ``wgmma_ops.swizzle128_index``) instead of padded chunk-major;
     `persistent` (0: off; 1 or 2): a persistent grid of that many blocks per SM, each taking the
     (Q block, head) work items of the plain grid's launch order from an atomic counter, the next
-    item's first copies issued before the current item's epilogue."""
+    item's first copies issued before the current item's epilogue; `pingpong` (two warpgroups only):
+    FA3's ping-pong schedule, the two consumer warpgroups taking turns on two named barriers to issue
+    their wgmma, so that one group's softmax runs while the other's products occupy the tensor cores."""
 
     head_dim: int
     warpgroups: int = 1
@@ -121,6 +129,7 @@ class Fa3Config:
     overlap: bool = False
     swizzle: bool = False
     persistent: int = 0
+    pingpong: bool = False
 
     BLOCK_MULTIPLE = (16, "one wgmma k-step of O += P V")
     MAX_BLOCK_COLS = 256  # the largest wgmma N
@@ -162,9 +171,11 @@ class Fa3Config:
             raise ValueError(
                 f"block_cols must be a multiple of {multiple} ({why}) up to {self.MAX_BLOCK_COLS}; got {bc!r}"
             )
-        for flag in ("overlap", "swizzle"):
+        for flag in ("overlap", "swizzle", "pingpong"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be True or False; got {getattr(self, flag)!r}")
+        if self.pingpong and g != 2:
+            raise ValueError(f"pingpong needs warpgroups=2 (two consumer groups take turns); got {g!r}")
         p = self.persistent
         if not isinstance(p, int) or isinstance(p, bool) or p not in (0, 1, 2):
             raise ValueError(f"persistent must be 0 (off), 1 or 2 blocks per SM; got {p!r}")
@@ -193,17 +204,21 @@ class Fa3Config:
         ov = "_ov" if self.overlap else ""
         sw = "_sw" if self.swizzle else ""
         p = f"_p{self.persistent}" if self.persistent else ""
-        return f"g{self.warpgroups}_bc{self.block_cols}{ov}{sw}{p}{r}"
+        pp = "_pp" if self.pingpong else ""
+        return f"g{self.warpgroups}_bc{self.block_cols}{ov}{sw}{pp}{p}{r}"
 
 
 #: the defaults (PERFORMANCE.md, "fa3_tc", run 20261202T051703Z-1ff3899ea4): two warpgroups and the
 #: 128-byte swizzle at both head dims; d = 64: Bc = 64 without the pipeline (0.75x torch flash; with
 #: it 130 registers allow one block per SM instead of two: 1.06x), d = 128: Bc = 128 with it (0.78-0.83x).
+#: d = 128 also with the two warpgroups' ping-pong (run fa3-v6-pingpong-20261203: 4.7-6.0 % faster
+#: non-causal, 8.5-9.2 % causal; at d = 64, two blocks per SM, it was 5.8-7.4 % slower).
 #: simlib's fa3_tc schedule has the same.
 DEFAULT_WARPGROUPS = 2
 DEFAULT_BLOCK_COLS = {64: 64, 128: 128}
 DEFAULT_OVERLAP = {64: False, 128: True}
 DEFAULT_SWIZZLE = True
+DEFAULT_PINGPONG = {64: False, 128: True}
 
 
 def default_config(head_dim: int) -> Fa3Config:
@@ -215,6 +230,7 @@ def default_config(head_dim: int) -> Fa3Config:
         DEFAULT_BLOCK_COLS[head_dim],
         overlap=DEFAULT_OVERLAP[head_dim],
         swizzle=DEFAULT_SWIZZLE,
+        pingpong=DEFAULT_PINGPONG[head_dim],
     ).check()
 
 
@@ -272,6 +288,34 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
 
     jit = cuda.jit(device=True) if simulator else cuda.jit(device=True, inline=True)
     OVERLAP = cfg.overlap
+    PINGPONG = cfg.pingpong
+    bar_sync, bar_arrive = order_barriers(simulator)
+    FIRST_BAR = int32(1)  # named barrier 1 + g: where warpgroup g waits for its turn (0 is syncthreads')
+
+    def turn_begin(tid):
+        """Ping-pong: wait for my turn to issue wgmma (the other group has issued its batch)."""
+        if PINGPONG:
+            bar_sync(FIRST_BAR + int32(tid >> 7))
+
+    def turn_end(tid):
+        """Ping-pong: my batch is issued; the other group's turn."""
+        if PINGPONG:
+            bar_arrive(FIRST_BAR + int32(1 - (tid >> 7)))
+
+    def turns_open(tid):
+        """At an item's start: group 1 passes group 0 the first turn."""
+        if PINGPONG and tid >> 7 == 1:
+            bar_arrive(FIRST_BAR)
+
+    def turns_close(tid):
+        """At an item's end: group 0 takes group 1's last pass, so every phase of both barriers is
+        complete between items (no phase carried into the next item or past the block's exit)."""
+        if PINGPONG and tid >> 7 == 0:
+            bar_sync(FIRST_BAR)
+
+    turn_begin, turn_end, turns_open, turns_close = (
+        jit(f) for f in (turn_begin, turn_end, turns_open, turns_close)
+    )
     wg_wait1 = wg.wait1
     softmax_rows, rescale = softmax_parts(dtype, simulator, 1, NS, NO, C)
 
@@ -391,9 +435,11 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
         # S_jj+1, then P V(jj) behind it on the tensor cores. The last visit computes an S on the K
         # buffer's old contents and throws it away: every visit issues and waits alike (ptxas serialises
         # the wgmma when a wait sits in a branch, warning C7515)
+        turn_begin(tid)
         s_product(s, base, q_off, K_OFF + ((jj + 1) & 1) * TILE)
         rescale(acc, alpha)
         pv_product(acc, pa_cur, base, V_OFF + (jj % 3) * TILE)
+        turn_end(tid)
         wg_wait1()  # S_jj+1 has finished; P V(jj) runs on during its softmax
         pin_s(s)
         if jj + 1 < tc:
@@ -467,11 +513,14 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
                 acc[t, e] = ZERO
         j = tc - 1
         c = min(BC, n_k - j * BC)
+        turns_open(tid)
         if OVERLAP:
             cp_wait1()
             proxy_fence()
             cuda.syncthreads()
+            turn_begin(tid)
             s_product(s, base, q_off, K_OFF)
+            turn_end(tid)
             wg_wait0()
             pin_s(s)
             mask(s, j * BC, c, n_k, warp_first, row0, tq, off)
@@ -547,15 +596,20 @@ def fa3_tc_kernel(cfg: Fa3Config, dtype: str, counting: bool, causal: bool, simu
                     cp_wait_all()
                 proxy_fence()  # ... and are visible to the tensor cores' (async) proxy
                 cuda.syncthreads()  # everyone's
+                turn_begin(tid)
                 s_product(s, base, q_off, K_OFF + b_off)
+                turn_end(tid)
                 wg_wait0()
                 pin_s(s)
                 mask(s, k_start, min(BC, n_k - k_start), n_k, warp_first, row0, tq, off)
                 softmax_update(s, m, lsum, acc)
                 pack_p(s, pa)
+                turn_begin(tid)
                 pv_product(acc, pa, base, V_OFF + b_off)
+                turn_end(tid)
                 wg_wait0()
                 pin_o(acc)
+        turns_close(tid)
         n_sr = tc * (SS_BYTES + RS_BYTES)  # my share of the wgmma's shared-memory reads
         if OVERLAP:
             n_sr += SS_BYTES  # the last visit's thrown-away S

@@ -49,6 +49,11 @@ Operations (``wgmma_ops(dtype, simulator, n_ss, n_rs)``):
     mma_rs(acc, a0, a1, a2, a3, base, db, scale)
                                       the same, A in registers, B MN-major (O += P V), N = n_rs
 
+``order_barriers(simulator)`` gives ``(sync(bar), arrive(bar))``: ``bar.sync bar, 256`` and ``bar.arrive
+bar, 256``, a named barrier (ids 1-15; 0 is ``syncthreads``'s) of two warpgroups, the one waiting, the
+other passing; ``fa3_tc``'s ping-pong of its two consumer warpgroups (FA3 §3.1) takes turns on them.
+A phase completes when 256 threads have reached it, waiters and arrivers together.
+
 ``pin_f32(n)`` / ``pin_u32(n)`` give ``pin(arr)``: an empty asm that reads and writes the first n
 elements of a local array. The compiler may move plain arithmetic across an asm statement, but not
 one asm statement across another: pinning the accumulators after ``wait`` keeps every use of them
@@ -61,12 +66,18 @@ descriptors against the shared array (the "base" under the simulator) and comput
 two rows: it only reads shared memory, which the kernels' barriers keep still. ``mma_rs`` needs the
 whole group's A registers: each thread writes its four to a per-block scratch, a block barrier,
 each reads its group's 128 entries, a block barrier (``warp_ops._warp_gather`` over 128 lanes);
-every thread of the block must issue it equally often.
+every thread of the block must issue it equally often. The order barriers' twins do not block (a
+waiting warpgroup would stall the other's ``mma_rs`` at its block barriers, and with the products done
+at issue the order of two groups' products changes no value): each adds one to a tally per (block,
+barrier, wait or arrive) under a lock (``ORDER_TALLY``), so a test can check that every phase a group
+waits on is matched by the other group's arrivals, which the hardware needs not to hang.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+from collections import Counter
 from typing import NamedTuple
 
 import numpy as np
@@ -219,6 +230,64 @@ def pin_f32(n: int, simulator: bool):
 @functools.cache
 def pin_u32(n: int, simulator: bool):
     return _pin(n, "r", simulator)
+
+
+ORDER_THREADS = 2 * GROUP  # the threads of one order-barrier phase: two warpgroups
+
+#: the simulator twins' tally of order-barrier calls: (blockIdx, barrier id, "sync" or "arrive") -> threads
+ORDER_TALLY: Counter = Counter()
+_ORDER_LOCK = threading.Lock()
+
+
+class OrderBarriers(NamedTuple):
+    sync: object
+    arrive: object
+
+
+@functools.cache
+def order_barriers(simulator: bool) -> OrderBarriers:
+    """``sync(bar)``: wait at named barrier `bar` (an int32 at run time, 1-15) until 256 threads have
+    reached its phase; ``arrive(bar)``: reach it without waiting."""
+    if simulator:
+
+        def tally(bar, what):
+            key = ((cuda.blockIdx.x, cuda.blockIdx.y, cuda.blockIdx.z), int(bar), what)
+            with _ORDER_LOCK:
+                ORDER_TALLY[key] += 1
+
+        def sync(bar):
+            tally(bar, "sync")
+
+        def arrive(bar):
+            tally(bar, "arrive")
+
+        jit = cuda.jit(device=True)
+        tally = jit(tally)
+        return OrderBarriers(jit(sync), jit(arrive))
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    def barrier(op):
+        text = f"bar.{op} $0, {ORDER_THREADS};"
+
+        def codegen(context, builder, signature, args):
+            bar = context.cast(builder, args[0], signature.args[0], types.int32)
+            fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(32)])
+            builder.call(ir.InlineAsm(fnty, text, "r,~{memory}", side_effect=True), [bar])
+            return context.get_dummy_value()
+
+        return codegen
+
+    @intrinsic
+    def sync(typingctx, bar):
+        return types.void(bar), barrier("sync")
+
+    @intrinsic
+    def arrive(typingctx, bar):
+        return types.void(bar), barrier("arrive")
+
+    return OrderBarriers(sync, arrive)
 
 
 # --- simulator ------------------------------------------------------------------------------------

@@ -52,6 +52,10 @@ Hopper changes is how the tensor cores read shared memory:
   section at d = 64). Per-block accesses, and so every counter here but causal DRAM re-reads, are
   the same; that order's re-reads are not modelled yet and have not been profiled. The persistent
   grid (``Fa3Config.persistent``, not a default) moves the same bytes per item and is not modelled.
+  The ping-pong order of the two warpgroups (``Fa3Config.pingpong``, the default at d = 128 since
+  run fa3-v6-pingpong-20261203) keeps the grid, the copies and the wgmma as they were and adds only
+  named-barrier instructions, which none of the counters here sees; the profiles of
+  run fa3phys-ncu-20261202 are of the build before it.
 
 Worked number (B·H = 1, N = 256, d = 64, the d = 64 defaults G = 2, Bc = 64, no pipeline; Tr = 2,
 Tc = 4): global-load sectors 2·(128·128 + 4·2·64·128)/32 = 5,120 (Q 512 per block, K and V 256 per

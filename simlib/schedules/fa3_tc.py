@@ -16,7 +16,8 @@ That is fa2_tc's closed form with W = G "warps" of R = 64 rows and q_reload: thi
 one with the warpgroup mapping (``Fa3Mapping``). K/V are double-buffered in shared memory (4·Bc·d).
 Per score: 2·G·d/Br + d/Bc = d/32 + d/Bc reads, against fa2_tc's default 2d/32 (+ d/Bc at d = 128).
 Defaults (the kernel's, measured best on the H200, run 20261202T051703Z-1ff3899ea4): G = 2, the 128-byte
-swizzle; d = 64: Bc = 64, no pipeline; d = 128: Bc = 128 with the pipeline.
+swizzle; d = 64: Bc = 64, no pipeline; d = 128: Bc = 128 with the pipeline and the two warpgroups'
+ping-pong (run fa3-v6-pingpong-20261203; the order moves no byte: the same counts).
 Worked number (N = 4096, d = 64, G = 1, Bc = 64, Tr = Tc = 64): SRAM reads Tr·Tc·(64 + 2·64)·64 =
 4096·12,288 = 50,331,648 elements; fa2_tc's default (Br = 128, Bc = 64, Q in registers, Tr = 32)
 reads 262,144 + 2048·(2·4·64·64) = 67,371,008.
@@ -39,6 +40,7 @@ MAX_BLOCK_COLS = 256
 DYNAMIC_SHARED_LIMIT = 227 * 1024
 DEFAULT_OVERLAP = {64: False, 128: True}
 DEFAULT_SWIZZLE = True
+DEFAULT_PINGPONG = {64: False, 128: True}  # with G = 2 only (two groups take turns)
 OVERLAP = Parameter(
     "overlap",
     "FA3's pipeline: S(j+1) on the tensor cores during softmax(j) (default: at d = 128)",
@@ -49,18 +51,31 @@ SWIZZLE = Parameter(
     "tiles in the 128-byte-swizzled layout, not padded chunk-major (default on; same counts)",
     kind="bool",
 )
+PINGPONG = Parameter(
+    "pingpong",
+    "FA3's ping-pong: the two warpgroups take turns issuing their wgmma on named barriers "
+    "(default: at d = 128 with 2 warpgroups; same counts)",
+    kind="bool",
+)
 WARPGROUPS = Parameter(
     "warpgroups", "G: consumer warpgroups per block, 1, 2 or 3 (64 query rows each; default 2)"
 )
 
 
 def tile_problem(
-    head_dim: int, warpgroups: int, block_cols: int, overlap: bool = False, swizzle: bool = False
+    head_dim: int,
+    warpgroups: int,
+    block_cols: int,
+    overlap: bool = False,
+    swizzle: bool = False,
+    pingpong: bool = False,
 ) -> str | None:
     """What the kernel's Fa3Config refuses, in its words (None: a config it runs)."""
     g, bc, d = warpgroups, block_cols, head_dim
     if g not in (1, 2, 3):
         return f"warpgroups must be one of (1, 2, 3); got {g!r}"
+    if pingpong and g != 2:
+        return f"pingpong needs warpgroups=2 (two consumer groups take turns); got {g!r}"
     if bc % 16 or not 16 <= bc <= MAX_BLOCK_COLS:
         return f"block_cols must be a multiple of 16 (one wgmma k-step of O += P V) up to {MAX_BLOCK_COLS}; got {bc!r}"
     if (bc * d // 8) % (128 * g):
@@ -80,6 +95,7 @@ class Fa3Mapping(TcMapping):
 
     overlap: bool = False
     swizzle: bool = False
+    pingpong: bool = False
 
     @property
     def warpgroups(self) -> int:
@@ -91,11 +107,13 @@ class Fa3Mapping(TcMapping):
             "warpgroups": self.warpgroups,
             "overlap": self.overlap,
             "swizzle": self.swizzle,
+            "pingpong": self.pingpong,
         }
 
     def summary(self) -> str:
         ov = "; S(j+1) overlapped with softmax(j)" if self.overlap else ""
-        return f"{Tiling.summary(self)}; {self.warpgroups} warpgroup(s) of 64 query rows; Q read from SRAM per tile{ov}"
+        pp = "; the two warpgroups ping-pong" if self.pingpong else ""
+        return f"{Tiling.summary(self)}; {self.warpgroups} warpgroup(s) of 64 query rows; Q read from SRAM per tile{ov}{pp}"
 
 
 def build(
@@ -105,13 +123,15 @@ def build(
     block_cols: int | None = None,
     overlap: bool | None = None,
     swizzle: bool | None = None,
+    pingpong: bool | None = None,
 ) -> Fa3Mapping:
     check_tensor_core_workload(workload, "fa3_tc")
     g = DEFAULT_WARPGROUPS if warpgroups is None else warpgroups
     bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
     ov = DEFAULT_OVERLAP[workload.head_dim] if overlap is None else bool(overlap)
     sw = DEFAULT_SWIZZLE if swizzle is None else bool(swizzle)
-    problem = tile_problem(workload.head_dim, g, bc, ov, sw)
+    pp = (DEFAULT_PINGPONG[workload.head_dim] and g == 2) if pingpong is None else bool(pingpong)
+    problem = tile_problem(workload.head_dim, g, bc, ov, sw, pp)
     if problem:
         raise ValueError(problem)
     return Fa3Mapping(
@@ -123,6 +143,7 @@ def build(
         q_reload=True,
         overlap=ov,
         swizzle=sw,
+        pingpong=pp,
     )
 
 
@@ -184,7 +205,7 @@ def working_set(workload: Workload, mapping: Fa3Mapping) -> WorkingSet:
 SCHEDULE = Schedule(
     name="fa3_tc",
     description="FlashAttention forward on Hopper's wgmma (fp16/bf16) as the kernel `fa3_tc` runs it",
-    parameters=(WARPGROUPS, BLOCK_COLS, OVERLAP, SWIZZLE),
+    parameters=(WARPGROUPS, BLOCK_COLS, OVERLAP, SWIZZLE, PINGPONG),
     sram="checks",
     build=build,
     trace=trace,
