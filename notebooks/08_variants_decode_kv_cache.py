@@ -279,7 +279,7 @@ display(
     )
 )
 
-# %% tags=["remove-input"] slideshow={"slide_type": "slide"} alt="Fraction of the measured copy bandwidth reached by decode_tc, torch cuDNN and torch flash against the KV cache size in MB on the H200: decode_tc and cuDNN climb from under half at 34 MB to 0.9 to 1.05 above 250 MB, flash reaches 0.84 to 1.01 there except 0.64 on the batch-16 shape without GQA; lines mark the copy bandwidth and the 85 percent target"
+# %% tags=["remove-input"] slideshow={"slide_type": "slide"} alt="Fraction of the measured copy bandwidth reached by decode_tc, torch cuDNN and torch flash against the KV cache size in MB on the H200: decode_tc and cuDNN climb from under half of the copy at 34 MB to about the copy above 250 MB, flash comes close to it there except on the batch-16 shape without GQA, where it falls well short; lines mark the copy bandwidth and the 85 percent target"
 fig, ax = plt.subplots(figsize=(8.4, 4.0))
 one_query = measured[measured.q_len == 1].sort_values("KV cache (MB)")
 mb = one_query["KV cache (MB)"]
