@@ -548,11 +548,12 @@ Markdown(
 # operand's), reads V through the descriptor's transpose flag, runs two consumer warpgroups per block,
 # and lays its tiles out in the 128-byte swizzle (without it, ncu showed a third of the stalls waiting
 # on shared memory). Its traffic is fa2_tc's, counted equal to simlib's `fa3_tc` schedule; what
-# changed is the time per byte moved. Its default build against torch flash, cuDNN and fa2_tc in one
-# run (`readers.fa3_tc_speed`):
+# changed is the time per byte moved. Its default build of the time against torch flash, cuDNN and
+# fa2_tc in one run (`readers.fa3_tc_speed`; the run is named below the table):
 
 # %% tags=["remove-input"]
 fa3 = readers.fa3_tc_speed()
+fa3_run = run_of(lookup(readers.FA3_TC_SPEED))
 fa3[
     ["causal", "head_dim", "seq_len", "fa3_tc", "fa2_tc", "torch_flash", "torch_cudnn", "fa3_tc / flash"]
 ].round(3)
@@ -562,7 +563,10 @@ Markdown(
     f"fa3_tc / torch flash: {fa3['fa3_tc / flash'].min():.2f}–{fa3['fa3_tc / flash'].max():.2f} over "
     f"{len(fa3)} shapes (bf16, N ≥ 4096), at most 0.83 (1.2× faster) at {(fa3['fa3_tc / flash'] <= 0.83).sum()} "
     f"of them; cuDNN stays ahead ({fa3['fa3_tc / cuDNN'].min():.2f}–{fa3['fa3_tc / cuDNN'].max():.2f}× "
-    "its time): the same bytes, fewer instructions and more overlap per byte."
+    f"its time): the same bytes, fewer instructions and more overlap per byte. (Run {fa3_run['run_id']} of "
+    f"{fa3_run['date'][:10]}, tree {fa3_run['commit']}: the defaults of that tree; the later ones, every head "
+    "in one causal section at d = 64 and the two warpgroups in ping-pong at d = 128, are timed in "
+    "*Every kernel in one run* below.)"
 )
 
 # %% [markdown] slideshow={"slide_type": "slide"}
