@@ -395,17 +395,9 @@ def energy_case(inp, variant, pas, counter, seconds):
 def with_flash_ratios(rows):
     """ratio_to_torch_flash of every timed row: its median over torch_flash's at the same
     (dtype, pass, causal, N, d)."""
-    key = ("dtype", "pass", "causal", "seq_len", "head_dim")
-    flash = {
-        tuple(r[k] for k in key): float(r["median_ms"])
-        for r in rows
-        if r["variant"] == "torch_flash" and r.get("median_ms")
-    }
-    for r in rows:
-        f = flash.get(tuple(r[k] for k in key))
-        if f and r.get("median_ms"):
-            r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / f:.3f}"
-    return rows
+    from gpu_kernels.measure.side_by_side import ratios_to_torch_flash
+
+    return ratios_to_torch_flash(rows, ("dtype", "pass", "causal", "seq_len", "head_dim"), name="variant")
 
 
 def with_idle(rows, idle_watts):

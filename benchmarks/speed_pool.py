@@ -103,15 +103,9 @@ def run_jobs(worker, jobs, seq_lens, *, processes, deadline_s=None, grace_s=5.0,
 def ratios_to_torch_flash(rows):
     """Set each row's ``ratio_to_torch_flash``: its median over torch flash's at the same dtype, causal, N and d
     ("" where torch flash has no row there)."""
-    flash = {
-        (r["dtype"], r["causal"], r["seq_len"], r["head_dim"]): float(r["median_ms"])
-        for r in rows
-        if r["kernel"] == "torch_flash"
-    }
-    for r in rows:
-        f = flash.get((r["dtype"], r["causal"], r["seq_len"], r["head_dim"]))
-        r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / f:.3f}" if f else ""
-    return rows
+    from gpu_kernels.measure.side_by_side import ratios_to_torch_flash as by_key
+
+    return by_key(rows, ("dtype", "causal", "seq_len", "head_dim"), missing="")
 
 
 def report(rows, errors, *, out, filename, what, started, config_width=34):

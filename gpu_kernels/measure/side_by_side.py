@@ -356,12 +356,30 @@ def bench_shape(sh, names, min_reps, max_reps, torch, log):
         )
         keep.clear()
         torch.cuda.empty_cache()
-    flash = next(
-        (float(r["median_ms"]) for r in rows if r["kernel"] == "torch_flash" and r.get("median_ms")), None
-    )
+    return ratios_to_torch_flash(rows, ("dtype", "causal", "seq_len", "head_dim"))
+
+
+def ratios_to_torch_flash(rows, key, name="kernel", missing=None):
+    """Set each timed row's ``ratio_to_torch_flash``: its median over torch flash's median at the same
+    values of the fields in `key`, as text with three decimals; a row without a time or without a torch
+    flash row to compare with is left alone, or gets `missing` when that is given. Returns `rows`.
+
+    >>> rows = [{"kernel": "torch_flash", "n": 1, "median_ms": "2.0"}, {"kernel": "fa3_tc", "n": 1, "median_ms": "1.5"},
+    ...         {"kernel": "fa3_tc", "n": 2, "median_ms": "1.0"}]
+    >>> [r.get("ratio_to_torch_flash") for r in ratios_to_torch_flash(rows, ("n",))]
+    ['1.000', '0.750', None]
+    """
+    flash = {
+        tuple(r[k] for k in key): float(r["median_ms"])
+        for r in rows
+        if r[name] == "torch_flash" and r.get("median_ms")
+    }
     for r in rows:
-        if flash and r.get("median_ms"):
-            r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / flash:.3f}"
+        f = flash.get(tuple(r[k] for k in key))
+        if f and r.get("median_ms"):
+            r["ratio_to_torch_flash"] = f"{float(r['median_ms']) / f:.3f}"
+        elif missing is not None:
+            r["ratio_to_torch_flash"] = missing
     return rows
 
 
