@@ -37,6 +37,7 @@ from .fit import (
     WALL_FILES,
     round_rows_in_fit,
 )
+from .host import DISPATCH
 from .implementations import IMPLEMENTATIONS
 from .predict import predict
 from .rates import load_cost_hardware
@@ -525,8 +526,8 @@ PRE_ROUND5 = tuple(r.when for r in ROUNDS[:4])
 
 #: The rounds predicted before round 6's changes (the softmax dispatch, fa3_tc's all64 rule, the host floor).
 PRE_ROUND6 = tuple(r.when for r in ROUNDS[:5])
-#: The implementations whose calls the host's floor covers (simlib.cost.host.DISPATCH).
-FLASH_CALLS = ("torch_flash", "fa2_tc", "fa2_tc_v4", "fa2_tc_v5", "fa3_tc")
+#: The implementations whose calls the host's floor covers.
+FLASH_CALLS = tuple(DISPATCH)
 
 
 def _energy_at_measured_time(row) -> float:

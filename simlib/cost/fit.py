@@ -262,18 +262,10 @@ def fit_instructions(obs: list[dict]) -> dict[str, dict[str, Any]]:
     if (
         "torch_softmax.block" in classes
     ):  # the eager softmax to fp32 (no profile): the block softmax's instructions
-        classes["torch_softmax_to_fp32"] = {
-            **{k: v for k, v in classes["torch_softmax.block"].items() if k in ("el", "ffma_el")},
-            "from": "torch_softmax.block",
-        }
+        block = {k: v for k, v in classes["torch_softmax.block"].items() if k in ("el", "ffma_el")}
+        classes["torch_softmax_to_fp32"] = {**block, "from": "torch_softmax.block"}
         # cunn_SoftMaxForwardSmem (N = 9217–12255 in fp32), never profiled: the global-memory block kernel's
-        classes.setdefault(
-            "torch_softmax.smem",
-            {
-                **{k: v for k, v in classes["torch_softmax.block"].items() if k in ("el", "ffma_el")},
-                "from": "torch_softmax.block",
-            },
-        )
+        classes.setdefault("torch_softmax.smem", {**block, "from": "torch_softmax.block"})
     for klass, (source, _) in D128.items():
         if source in classes:
             for suffix in ("", ":wavefronts", ":shared_inst"):
