@@ -35,6 +35,7 @@ from .fit import (
     V4_PATH,
     V5_PATH,
     WALL_FILES,
+    is_default_build,
     round_rows_in_fit,
 )
 from .host import DISPATCH
@@ -171,9 +172,9 @@ def measured_rows(files: tuple[str, ...] | None = None) -> list[dict]:
                 continue
             w = workload_of_row(r)
             out.append(_row("fa2_tc_speed.csv", variant, w, float(r["median_ms"])))
-    # fa3_tc's default builds (the wgmma kernel), the current file (run fa3-l2-sections-20261202)
+    # fa3_tc's default builds (the wgmma kernel), the every-kernel side by side (run every2-20261203)
     for r in csv_rows(FA3_PATH) if FA3_PATH.is_file() else []:
-        if r["kernel"] != "fa3_tc" or not r["config"].startswith("default") or r.get("ok") != "True":
+        if r["kernel"] != "fa3_tc" or not is_default_build(r["config"]) or r.get("ok") != "True":
             continue
         out.append(_row(FA3_FILE, "fa3_tc", workload_of_row(r), float(r["median_ms"])))
     for name in ("bench_h200.csv", "compare_h200.csv", "compare_h200_fast.csv"):

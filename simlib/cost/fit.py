@@ -453,14 +453,21 @@ V4_CLASSES = {"fa2_tc_v4.d64.bc64": 64, "fa2_tc_v4.d128.bc48": 128}
 #: fa2_tc version 5 (run k3-run1), never profiled: eta and t_block from its committed non-causal medians
 #: (the current fa2_tc_speed.csv's default builds).
 V5_CLASSES = {"fa2_tc_v5.d64.bc64": 64, "fa2_tc_v5.d128.bc48": 128}
-#: fa3_tc (the wgmma kernel), never profiled: eta and t_block from its committed non-causal medians
-#: (fa3_tc_speed.csv, the default builds).
-FA3_FILE = "fa3_tc_speed.csv"
-#: the run of the kernel the cost entry models (main at 3140ab9: causal blocks heaviest first inside L2
-#: sections of heads, tensor_core.fa3_section_heads); until round 4 the entry modelled the index-order
-#: grid of run fa3-defaults-20261202 (archived).
-FA3_RUN = "fa3-l2-sections-20261202"
+#: fa3_tc (the wgmma kernel), never profiled: eta and t_block from its committed non-causal medians of
+#: the current default builds (the every-kernel side by side, rows "... (default)": d = 64 g2_bc64_sw with
+#: the all64 section rule, d = 128 g2_bc128_ov_sw_pp, the two warpgroups' ping-pong; round 7 of the cost
+#: model). Until round 6 the entry was fitted on fa3_tc_speed.csv of run fa3-l2-sections-20261202, the
+#: build before the ping-pong (d = 128 g2_bc128_ov_sw; causal d = 64 under the 16 MiB section rule).
+FA3_FILE = "tc_side_by_side_h200_every.csv"
+#: the run of the kernel the cost entry models (main at 1cd7a2d: fa3_tc version 6's defaults)
+FA3_RUN = "every2-20261203"
 FA3_PATH = MEASUREMENTS / FA3_FILE
+
+
+def is_default_build(config: str) -> bool:
+    """Whether a speed or side-by-side row's config names the kernel's default build ("default: NAME" in
+    the speed files, "NAME (default)" in the side by side)."""
+    return config.startswith("default") or config.endswith("(default)")
 FA3_CLASSES = {"fa3_tc.d64": 64, "fa3_tc.d128": 128}
 BLOCK_CLASSES = {
     "fa2_tc.d64.w4bc64": "fa2_tc",
@@ -497,7 +504,7 @@ def _v4_rows(causal: bool, path=V4_PATH, kernel: str = "fa2_tc") -> list[tuple[W
         return []
     out = []
     for r in csv_rows(path):
-        if r["kernel"] != kernel or not r["config"].startswith("default") or r.get("ok") != "True":
+        if r["kernel"] != kernel or not is_default_build(r["config"]) or r.get("ok") != "True":
             continue
         if (r["causal"] == "True") != causal:
             continue
@@ -752,7 +759,7 @@ def inputs() -> list[dict[str, str]]:
         "cost_units_h200.csv",
     )
     paths = [(f"data/measurements/current/{name}", MEASUREMENTS / name) for name in names]
-    paths.append((f"data/measurements/archive/{FA3_RUN}/{FA3_FILE}", FA3_PATH))
+    paths.append((f"data/measurements/current/{FA3_FILE}", FA3_PATH))
     return [
         {"file": label, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
         for label, path in paths
