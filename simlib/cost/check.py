@@ -325,14 +325,20 @@ def predict_shapes(
     frozen_commit: str,
     variants: tuple[tuple[str, str], ...] = VALIDATED,
 ) -> pd.DataFrame:
-    """The model's predictions at the post-freeze shapes, one row per (shape, implementation, dtype)."""
+    """The model's predictions at the post-freeze shapes, one row per (shape, implementation, dtype).
+
+    From round 7 on the host's time per call is measured in the validation run itself (its host probes,
+    simlib.cost.host), so a prediction is the GPU-alone one (``predicted_gpu_ms``, ``predicted_gpu_j``:
+    the launches, their static power for their own time) and the rule: where ``host_class`` names a
+    dispatch class, the call takes max(predicted GPU time, the run's host figure) and pays the static
+    power for the wait (`post_freeze`)."""
     rows = []
     for b, h, n, d, causal in shapes:
         for impl, dtype in variants:
             spec = IMPLEMENTATIONS[impl]
             if causal and not spec.causal:
                 continue
-            p = predict(impl, Workload(n, d, batch=b, heads=h, dtype=dtype, causal=causal))
+            p = predict(impl, Workload(n, d, batch=b, heads=h, dtype=dtype, causal=causal), host_s=0.0)
             rows.append(
                 {
                     "frozen_commit": frozen_commit,
@@ -343,10 +349,11 @@ def predict_shapes(
                     "seq_len": n,
                     "head_dim": d,
                     "causal": causal,
-                    "predicted_ms": p.time_s * 1e3,
-                    "predicted_j": p.energy_j,
+                    "predicted_gpu_ms": p.gpu_s * 1e3,
+                    "predicted_gpu_j": p.gpu_energy_j,
+                    "host_class": DISPATCH.get(impl, ""),
                     "bound": p.bound,
-                    **{f"predicted_{k}_j": v for k, v in p.energy_terms.items()},
+                    **{f"predicted_{k}_j": v for k, v in p.gpu_energy_terms.items()},
                 }
             )
     return pd.DataFrame(rows)
@@ -397,8 +404,9 @@ def _main(args: argparse.Namespace, shapes: list[tuple[int, int, int, int, bool]
             df[
                 [
                     *KEY_COLUMNS,
-                    "predicted_ms",
-                    "predicted_j",
+                    "predicted_gpu_ms",
+                    "predicted_gpu_j",
+                    "host_class",
                     "bound",
                 ]
             ].to_string()
@@ -436,6 +444,8 @@ class Round:
     predictions: str
     validation: str
     run_id: str
+    #: round 7 on: the predictions are GPU-alone and the run's host probes give each call's floor
+    host_per_run: bool = False
 
 
 #: Round 1: model 56eacf1, predictions 20d920b, run cost-validate-20261202. Round 2: the causal wave
@@ -475,6 +485,13 @@ ROUNDS = (
         "cost_validate6_h200.csv",
         "cost6-validate6-20261203",
     ),
+    Round(
+        "measured after the seventh freeze",
+        "predictions_after_freeze7_h200.csv",
+        "cost_validate7_h200.csv",
+        "cost7-validate7-20261204",
+        host_per_run=True,
+    ),
 )
 
 
@@ -495,8 +512,14 @@ def post_freeze(rnd: Round = ROUNDS[0]) -> pd.DataFrame:
     meas["causal"] = meas["causal"].map(lambda x: str(x) == "True")
     meas["measured_ms"] = meas.ms_per_call.astype(float)
     meas["measured_j"] = meas.joules_per_call.astype(float)
+    gpu = meas.gpu_ms_per_call if "gpu_ms_per_call" in meas else pd.Series("", index=meas.index)
+    meas["measured_gpu_ms"] = pd.to_numeric(gpu, errors="coerce")
+    probes = meas[meas["pass"] == "host_probe"]
+    meas = meas[meas["pass"] == "fwd"]
     keys = KEY_COLUMNS
-    df = pred.merge(meas[[*keys, "measured_ms", "measured_j"]], on=keys, how="inner")
+    df = pred.merge(meas[[*keys, "measured_ms", "measured_j", "measured_gpu_ms"]], on=keys, how="inner")
+    if rnd.host_per_run:
+        df = with_host_of_run(df, probes)
     df["source"] = rnd.validation
     df["ratio_time"] = df.predicted_ms / df.measured_ms
     df["ratio_energy"] = df.predicted_j / df.measured_j
@@ -512,6 +535,35 @@ def post_freeze(rnd: Round = ROUNDS[0]) -> pd.DataFrame:
         )
         for r in df.itertuples()
     ]
+    return df
+
+
+def host_of_run(probes: pd.DataFrame) -> dict[tuple[str, str, int, bool], float]:
+    """The run's host figure (ms per call) of each (implementation, dtype, head dim, mask): its host probe's
+    loop time (benchmarks/cost_validate_h200.py, rows with pass = host_probe)."""
+    return {
+        (r.implementation, r.dtype, int(r.head_dim), bool(r.causal)): float(r.measured_ms)
+        for r in probes.itertuples()
+    }
+
+
+def with_host_of_run(df: pd.DataFrame, probes: pd.DataFrame) -> pd.DataFrame:
+    """A host-per-run round's frozen GPU-alone predictions with the rule applied: where ``host_class`` names
+    a dispatch class, the call takes max(predicted GPU time, the run's host figure of the implementation at
+    that head dim and mask) and pays the static power for the wait; ``ratio_gpu`` is the GPU-alone
+    prediction over the call's GPU time alone in the same run (gpu_ms_per_call)."""
+    host = host_of_run(probes)
+    df = df.copy()
+    has = df.host_class.fillna("").astype(str) != ""
+    df["host_ms"] = [
+        host.get((r.implementation, r.dtype, int(r.head_dim), bool(r.causal))) if h else None
+        for r, h in zip(df.itertuples(), has)
+    ]
+    wait_ms = (df.host_ms.astype(float) - df.predicted_gpu_ms).clip(lower=0).fillna(0.0)
+    df["predicted_ms"] = df.predicted_gpu_ms + wait_ms
+    df["predicted_j"] = df.predicted_gpu_j + STATIC_W * wait_ms * 1e-3
+    df["bound"] = [("host" if w > 0 else b) for w, b in zip(wait_ms, df.bound)]
+    df["ratio_gpu"] = df.predicted_gpu_ms / df.measured_gpu_ms
     return df
 
 
@@ -720,8 +772,17 @@ def table() -> pd.DataFrame:
         "energy_ok",
         "bound",
         "in_fit",
+        "host_ms",
+        "predicted_gpu_ms",
+        "measured_gpu_ms",
+        "ratio_gpu",
     ]
-    df = pd.concat([a[cols], *(x[cols] for x in after)], ignore_index=True)
+    frames = [a, *after]
+    for f in frames:
+        for c in cols:
+            if c not in f:
+                f[c] = None
+    df = pd.concat([f[cols] for f in frames], ignore_index=True)
     df["cause"] = [cause(r) for r in df.to_dict("records")]
     return df
 
@@ -784,6 +845,11 @@ def write_table(path: Path | None = None) -> Path:
     return path
 
 
+def _num(x, fmt: str) -> str:
+    """A table cell: the number formatted, empty where there is none."""
+    return "" if x is None or pd.isna(x) else format(float(x), fmt)
+
+
 def report_markdown() -> str:
     """docs/COST.md's generated part: the H200's rates and prices with their sources, the targets met,
     the post-freeze table, every miss with its cause."""
@@ -816,20 +882,28 @@ def report_markdown() -> str:
         if not len(a):
             continue
         frozen = pd.read_csv(COST_DIR / rnd.predictions).frozen_commit.iloc[0]
+        head = "| implementation | dtype | B | H | N | d | causal | predicted ms | measured ms | time ratio | predicted J | measured J | energy ratio | bound |"
+        if rnd.host_per_run:
+            head += " run's host ms | predicted GPU ms | measured GPU ms | GPU ratio |"
         lines += [
             "",
             f"{rnd.when[0].upper()}{rnd.when[1:]} (model frozen at {frozen}; predictions from data/cost/{rnd.predictions}, "
-            f"measured in run {rnd.run_id}):",
+            f"measured in run {rnd.run_id}"
+            + ("; a call's floor is that run's host figure, its host probe" if rnd.host_per_run else "")
+            + "):",
             "",
-            "| implementation | dtype | B | H | N | d | causal | predicted ms | measured ms | time ratio | predicted J | measured J | energy ratio | bound |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            head,
+            "|---" * head.count(" | ") + "|---|",
         ]
-        lines += [
-            f"| {r.implementation} | {r.dtype} | {r.batch} | {r.heads} | {r.seq_len} | {r.head_dim} | {'yes' if r.causal else 'no'} | "
-            f"{r.predicted_ms:.4g} | {r.measured_ms:.4g} | {r.ratio_time:.2f} | {r.predicted_j:.4g} | {r.measured_j:.4g} | "
-            f"{r.ratio_energy:.2f} | {r.bound} |"
-            for r in a.itertuples()
-        ]
+        for r in a.itertuples():
+            line = (
+                f"| {r.implementation} | {r.dtype} | {r.batch} | {r.heads} | {r.seq_len} | {r.head_dim} | {'yes' if r.causal else 'no'} | "
+                f"{r.predicted_ms:.4g} | {r.measured_ms:.4g} | {r.ratio_time:.2f} | {r.predicted_j:.4g} | {r.measured_j:.4g} | "
+                f"{r.ratio_energy:.2f} | {r.bound} |"
+            )
+            if rnd.host_per_run:
+                line += f" {_num(r.host_ms, '.4g')} | {r.predicted_gpu_ms:.4g} | {_num(r.measured_gpu_ms, '.4g')} | {_num(r.ratio_gpu, '.2f')} |"
+            lines.append(line)
     miss = t[t.cause.notna()]
     lines += [
         "",
