@@ -468,6 +468,8 @@ def is_default_build(config: str) -> bool:
     """Whether a speed or side-by-side row's config names the kernel's default build ("default: NAME" in
     the speed files, "NAME (default)" in the side by side)."""
     return config.startswith("default") or config.endswith("(default)")
+
+
 FA3_CLASSES = {"fa3_tc.d64": 64, "fa3_tc.d128": 128}
 BLOCK_CLASSES = {
     "fa2_tc.d64.w4bc64": "fa2_tc",
