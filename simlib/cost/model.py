@@ -186,6 +186,22 @@ def unequal_block_time(launch: Launch, hw: CostHardware, roof_eta_s: float, t_bl
     return (with_fixed - without) * roof_eta_s
 
 
+def shared_energy(w, p: dict[str, float]) -> float:
+    """pJ of a launch's shared-memory instructions. Default: the energy run's conflict-free LDS.32 and
+    LDS.128 on random data, split into a price per instruction and per wavefront byte. With
+    `Work.shared_words` (the numba fp32 kernels, round 7): each instruction at the random-data LDS.32 figure
+    of its access kind, linear in its distinct words between a broadcast (1 word, lds_bcast_rand) and a
+    lane-distinct load (32 words, lds_lane_rand; run cost7-units-20261204), each wavefront past the first
+    (bank conflicts) at the wavefront's byte price. Worked number: 100 instructions of 16.5 words, 150
+    wavefronts: 100 · (646.4 + 213.6 · 15.5/31) + 50 · 128 · 3.786 pJ ≈ 99,553 pJ."""
+    if not w.shared_words:
+        return w.shared_instructions * p["shared_instruction"] + 128 * w.shared_wavefronts * p["shared_byte"]
+    bcast, lane = p["lds_broadcast_random_instruction"], p["lds_lane_random_instruction"]
+    per = bcast + (lane - bcast) * (min(max(w.shared_words, 1.0), 32.0) - 1) / 31
+    extra = max(w.shared_wavefronts - w.shared_instructions, 0.0)
+    return w.shared_instructions * per + 128 * extra * p["shared_byte"]
+
+
 def energy_terms(launch: Launch, hw: CostHardware, time_s: float) -> dict[str, float]:
     w, p = launch.work, hw.price
     pj = 1e-12
@@ -196,9 +212,7 @@ def energy_terms(launch: Launch, hw: CostHardware, time_s: float) -> dict[str, f
         terms["gemm"] = w.gemm_flops * p[f"{w.gemm_unit}_flop"] * pj
         return terms
     terms["l2"] = max(w.l2_bytes - w.dram_bytes, 0.0) * p[L2_PRICE[w.global_path]] * pj
-    terms["shared"] = (
-        w.shared_instructions * p["shared_instruction"] + 128 * w.shared_wavefronts * p["shared_byte"]
-    ) * pj
+    terms["shared"] = shared_energy(w, p) * pj
     terms["tensor"] = w.tensor_flops * p["tensor_flop"] * pj
     terms["ffma"] = w.ffma * p["ffma"] * pj
     terms["mufu"] = w.mufu_instructions * p["mufu_instruction"] * pj
