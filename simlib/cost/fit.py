@@ -653,7 +653,14 @@ def fit_h2f_softmax(classes: dict[str, dict[str, Any]]) -> None:
     profiled: the instructions of the fp32 softmax kernel of the same row regime (the same
     host_softmax templates), eta the geometric mean over the fp16 eager chain's committed non-causal
     timings (`_fp16_eager_rows`) of (predicted softmax − t_launch) / (measured − the other launches'
-    predictions − t_launch)."""
+    predictions − t_launch). The block classes (library.H2F_BLOCK_CLASSES, round 7): a cost per element
+    (1/eta on the per-element roof) and a fixed cost per row (t_row), weighted least squares of
+    measured − the other launches − t_launch = roof/eta + rows·t_row over the same rows; where a class's
+    rows do not determine two parameters (fewer than three, or a negative t_row: the global-memory kernel's
+    two rows, of 99,000 and 90,000 rows), it takes the shared-memory kernel's t_row (the same block of
+    min(N, 1024) threads and the same block reductions per row) and fits eta alone."""
+    from .library import H2F_BLOCK_CLASSES
+
     hw = load_cost_hardware("h200")
     for klass, source in H2F_CLASSES.items():
         classes[klass] = {
@@ -662,6 +669,7 @@ def fit_h2f_softmax(classes: dict[str, dict[str, Any]]) -> None:
         }
     cal = Calibration({**classes, **{k: {**classes[k], "eta": 1.0} for k in H2F_CLASSES}})
     ratios: dict[str, list[float]] = {}
+    per_row: dict[str, list[tuple[list[float], float]]] = {}
     for _, w, seconds in _fp16_eager_rows():
         costs = {
             c.launch.name: c
@@ -669,8 +677,32 @@ def fit_h2f_softmax(classes: dict[str, dict[str, Any]]) -> None:
         }
         soft = costs.pop("softmax")
         rest = seconds - sum(c.time_s for c in costs.values()) - hw.rate["launch_s"]
-        if rest > 0:
+        if soft.launch.klass in H2F_BLOCK_CLASSES:
+            weight = 1.0 / seconds
+            per_row.setdefault(soft.launch.klass, []).append(
+                ([soft.roof_s * weight, soft.launch.rows * weight], rest * weight)
+            )
+        elif rest > 0:
             ratios.setdefault(soft.launch.klass, []).append((soft.time_s - hw.rate["launch_s"]) / rest)
+    shared_t_row = None
+    for klass in H2F_BLOCK_CLASSES:  # the shared-memory kernel first
+        points = per_row.get(klass, [])
+        if not points:
+            continue
+        inv_eta, t_row = _least_squares([x for x, _ in points], [y for _, y in points])
+        how = "least squares of the per-element roof and a fixed cost per row (t_row)"
+        if (len(points) < 3 or t_row < 0) and shared_t_row is not None:
+            t_row = shared_t_row
+            inv_eta = sum(y - x[1] * t_row for x, y in points) / sum(x[0] for x, _ in points)
+            how = f"t_row of {H2F_BLOCK_CLASSES[0]} (same block, same reductions per row), eta alone"
+        if klass == H2F_BLOCK_CLASSES[0]:
+            shared_t_row = t_row
+        classes[klass].update(
+            eta=1.0 / inv_eta,
+            t_row=t_row,
+            n_time=len(points),
+            eta_from=f"{EAGER16_FILE} and {ROUND2_FILE}: the fp16 eager chain, non-causal; {how}",
+        )
     for klass, values in ratios.items():
         classes[klass].update(
             eta=math.exp(statistics.fmean(math.log(v) for v in values)),

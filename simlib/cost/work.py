@@ -124,6 +124,8 @@ class Launch:
     #: the fraction of its threads' loop trips that carry data (1: every trip full), for a launch whose
     #: time is set by trips per thread rather than by its counts (simlib.cost.softmax_trips)
     trip_fill: float = 1.0
+    #: rows of a row kernel whose class has a fixed cost per row (`t_row`, the fp16 block softmax: round 7)
+    rows: float = 0.0
     note: str = ""
     detail: dict = field(default_factory=dict)
 
