@@ -603,8 +603,33 @@ def cause(row) -> str:
     impl, out = row["implementation"], []
     t_ok = row.get("time_ok", True) is not False
     e_ok = row.get("energy_ok") is not False
+    seventh = row.get("when") == ROUNDS[6].when
     if not t_ok:
-        if impl in FLASH_CALLS and row.get("when") not in PRE_ROUND6 and row["ratio_time"] < 1:
+        if seventh and impl in ("fa2_tc_v5", "fa3_tc") and row.get("bound") == "host":
+            out.append(
+                "time: host-bound, and the run's host probe of the numba plan launch (B = H = 1, N = 128: "
+                "106–122 µs a call, fa3_tc non-causal at d = 64 72 µs) is longer than this call's own loop "
+                "(78–82 µs a call at (5, 9, 1200, 64, causal), GPU alone 49–58 µs); torch SDPA's probes "
+                "(69–76 µs) were within 0–16 % of its host-bound loops (64–77 µs), and at (3, 8, 900, 128, "
+                "causal) the numba probes within 4–17 % of the loops; during the probes the board drew 123 W (its "
+                "idle, under the 141 W static: the GPU idle between the probe's calls); why the plan launch "
+                "takes longer there is not profiled"
+            )
+        elif seventh and impl == "eager_bf16" and row["dtype"] == "fp16" and row["seq_len"] > 1024:
+            out.append(
+                "time: the fp16 shared-memory block softmax's cost per row and per element (round 7), fitted on "
+                "the committed rows at N = 2048–16384, is short for a row of 1200 (the chain alone on the GPU "
+                "1.08 ms against 0.85 predicted): the kernel runs slower per score at N between 1024 and 2048 "
+                "than the fit's rows say (round 4 saw the same at N = 1400–2048)"
+            )
+        elif seventh and impl == "eager_bf16" and row["seq_len"] <= 1024:
+            out.append(
+                "time: a short chain (0.25–0.34 ms) at N = 900, the warp softmax and the legacy causal mask "
+                "add (not changed in round 7): the chain alone on the GPU took 0.25 (fp16) and 0.31 ms (bf16) "
+                "against 0.19 and 0.26 predicted (GPU-alone ratios 0.75 and 0.85); six launches of 18–115 µs "
+                "predicted each, whose per-launch fixed cost is the 3 µs lead (launch_s), not measured"
+            )
+        elif impl in FLASH_CALLS and row.get("when") not in PRE_ROUND6 and row["ratio_time"] < 1:
             out.append(
                 "time: host-bound: a short call's loop time is the host's, not the GPU's (round 6's run: at "
                 "(4, 9, 1100, 64, causal) and (3, 7, 1000, 128) the loop took 61–127 µs a call while the call "
