@@ -549,32 +549,21 @@ def benches(sms):
                 64 * t * warps,
                 (lambda name=name: k[name][grid, THREADS](out, t)),
                 0,
-                0,
+                ints,
                 note,
             )
-            for name, note in (
-                ("lds_bcast", "8 chains x = sm[x] (LDS.32), every lane word 0 (broadcast); per LDS"),
-                ("lds_lane", "8 chains x = sm[x] (LDS.32), each lane its own word (32 banks); per LDS"),
-            )
-        ),
-        *(
-            (
-                name,
-                "warp_instructions",
-                64 * t * warps,
-                (lambda name=name: k[name][grid, THREADS](out, t)),
-                0,
-                1,
-                note,
-            )
-            for name, note in (
+            for name, ints, note in (
+                ("lds_bcast", 0, "8 chains x = sm[x] (LDS.32), every lane word 0 (broadcast); per LDS"),
+                ("lds_lane", 0, "8 chains x = sm[x] (LDS.32), each lane its own word (32 banks); per LDS"),
                 (
                     "lds_bcast_rand",
+                    1,
                     "8 chains x = sm[x & 1023] (LDS.32) on random words, every lane column 0 (broadcast), "
                     "another row each load; per LDS, its AND a companion",
                 ),
                 (
                     "lds_lane_rand",
+                    1,
                     "8 chains x = sm[x & 1023] (LDS.32) on random words, lane l column l (32 banks), "
                     "another row each load; per LDS, its AND a companion",
                 ),
