@@ -24,6 +24,9 @@ it, and the companions each row names). ``cost_units_h200.csv``, one row per ben
                      toggling): the data-independent floor of a warp instruction (round 5)
     lds_bcast, lds_lane  8 chains x = sm[x] of LDS.32: every lane word 0 (broadcast), or each lane its
                      own word; per warp LDS, its address arithmetic included (round 5)
+    lds_bcast_rand, lds_lane_rand  the same on random words read from another row each load, so the
+                     loaded data toggles as the kernels' random inputs do (round 7); an AND per load
+                     (x & 1023) is the companion
     cp_async_l2      cp.async.cg 16 B from the 16 MiB L2-resident buffer into shared memory, each
                      thread 8 in flight, then wait; per byte; companions ~5 integer warp
                      instructions per 512 B (the PTX of these loops, compiled here, was read)
@@ -399,6 +402,45 @@ def kernels(jit=None):
 
         return kern
 
+    def lds_rand_chains(broadcast):
+        """`lds_chains` on random data that changes from load to load (round 7): 1024 words, 32 rows of
+        32 columns, word (r, c) = random high bits (22, an integer hash of its index, filled once) | the
+        index of (r + 1 mod 32, c); 8 chains x = sm[x & 1023] per thread start at rows 0-7, so each load
+        reads another row than the last and its loaded value has about half its 22 high bits flipped
+        (random fp32 attention inputs in the kernels' tiles do the same). Broadcast: every lane column 0
+        (one word, one wavefront: the naive matmul's As[ty, x], the readable kernel's Ks[cc, x]); otherwise
+        lane l column l (32 banks). One AND per load beside lds_chains' address arithmetic (a companion)."""
+        mask = uint32(1023)
+        high = uint32(0xFFFFFC00)
+
+        @jit()
+        def kern(out, trips):
+            sm = cuda.shared.array(1024, uint32)
+            tid = cuda.threadIdx.x
+            for i in range(tid, 1024, THREADS):
+                h = uint32((i * 2654435761) & 0xFFFFFFFF)
+                h = uint32(h ^ (h >> 13))
+                h = uint32((h * 1274126177) & 0xFFFFFFFF)
+                sm[i] = uint32((h & high) | ((((i >> 5) + 1) & 31) << 5) | (i & 31))
+            cuda.syncthreads()
+            z = uint32(trips >> 40)
+            col = z if broadcast else uint32(uint32(tid & 31) + z)
+            x0, x1, x2, x3 = col, uint32(col + 32), uint32(col + 64), uint32(col + 96)
+            x4, x5, x6, x7 = uint32(col + 128), uint32(col + 160), uint32(col + 192), uint32(col + 224)
+            for _ in range(trips):
+                for _u in range(8):
+                    x0 = sm[x0 & mask]
+                    x1 = sm[x1 & mask]
+                    x2 = sm[x2 & mask]
+                    x3 = sm[x3 & mask]
+                    x4 = sm[x4 & mask]
+                    x5 = sm[x5 & mask]
+                    x6 = sm[x6 & mask]
+                    x7 = sm[x7 & mask]
+            out[cuda.grid(1)] = float32(x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7)
+
+        return kern
+
     return {
         "int_alu": int_alu,
         "iadd3": alu_chains(iadd3),
@@ -414,6 +456,8 @@ def kernels(jit=None):
         "imad_zero": imad_zero,
         "lds_bcast": lds_chains(True),
         "lds_lane": lds_chains(False),
+        "lds_bcast_rand": lds_rand_chains(True),
+        "lds_lane_rand": lds_rand_chains(False),
     }
 
 
@@ -505,12 +549,24 @@ def benches(sms):
                 64 * t * warps,
                 (lambda name=name: k[name][grid, THREADS](out, t)),
                 0,
-                0,
+                ints,
                 note,
             )
-            for name, note in (
-                ("lds_bcast", "8 chains x = sm[x] (LDS.32), every lane word 0 (broadcast); per LDS"),
-                ("lds_lane", "8 chains x = sm[x] (LDS.32), each lane its own word (32 banks); per LDS"),
+            for name, ints, note in (
+                ("lds_bcast", 0, "8 chains x = sm[x] (LDS.32), every lane word 0 (broadcast); per LDS"),
+                ("lds_lane", 0, "8 chains x = sm[x] (LDS.32), each lane its own word (32 banks); per LDS"),
+                (
+                    "lds_bcast_rand",
+                    1,
+                    "8 chains x = sm[x & 1023] (LDS.32) on random words, every lane column 0 (broadcast), "
+                    "another row each load; per LDS, its AND a companion",
+                ),
+                (
+                    "lds_lane_rand",
+                    1,
+                    "8 chains x = sm[x & 1023] (LDS.32) on random words, lane l column l (32 banks), "
+                    "another row each load; per LDS, its AND a companion",
+                ),
             )
         ),
         (

@@ -10,7 +10,15 @@ poisoned, one call is checked against a float64 reference of the first and the l
 SDPA in double, causal as the call), then the call is repeated for ``--seconds`` between two steps
 of NVML's energy counter (gpu_kernels.measure.nvml_energy) on rotating input sets that exceed twice
 the L2. ``cost_validate_h200.csv`` has energy_attention_h200.csv's columns plus ``causal``;
-ms_per_call is the loop's wall time per call. The last lines are a short table.
+ms_per_call is the loop's wall time per call, gpu_ms_per_call one call's time alone on the GPU (every
+row from round 7 on; calls under 2 ms only in round 6). The last lines are a short table.
+
+The host's time per call (round 7 of the cost model, simlib.cost.host): before the kernels, every
+implementation with a dispatch class (simlib.cost.host.DISPATCH: torch SDPA, a numba plan launch) is
+looped the same way at each head dim and mask of the plan on a tiny shape whose GPU work is negligible
+(B = H = 1, N = ``--host-probe-n``, default 128: one Q block, one K/V tile), and recorded as a row with
+``pass`` = ``host_probe``: its ms_per_call is that run's host figure for the implementation, which the
+cost model's check takes as the call's floor (max(predicted GPU time, host figure)).
 """
 
 from __future__ import annotations
@@ -56,13 +64,13 @@ def parse_shapes(text):
 class Inputs:
     """Rotating (Q, K, V) sets of one shape and dtype, and the float64 reference of two heads."""
 
-    def __init__(self, b, h, n, d, causal, dtype, torch):
+    def __init__(self, b, h, n, d, causal, dtype, torch, count=None):
         import torch.nn.functional as F
 
         self.b, self.h, self.n, self.d, self.causal = b, h, n, d, causal
         tdt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
         per_set = 3 * b * h * n * d * (4 if dtype == "fp32" else 2)
-        count = max(2, -(-2 * 62914560 // per_set))
+        count = count or max(2, -(-2 * 62914560 // per_set))
         self.sets = [[torch.randn(b, h, n, d, device="cuda").to(tdt) for _ in range(3)] for _ in range(count)]
         q, k, v = (x.reshape(b * h, n, d) for x in self.sets[0])
         self.heads = [0, b * h - 1]
@@ -267,9 +275,12 @@ def sync_all(torch):
     torch.cuda.synchronize()
 
 
-#: Calls shorter than this also get their GPU time alone (gpu_time_ms): the host's floor (simlib.cost.host).
+#: Every call gets its GPU time alone (gpu_time_ms): GPU_REPS repetitions below this, GPU_REPS_LONG above
+#: (round 6 timed only the calls below it).
 GPU_TIMED_BELOW_S = 2e-3
-GPU_REPS = 15
+GPU_REPS, GPU_REPS_LONG = 15, 3
+#: The host probe's shape (B = H = 1) and its input sets (rotated as the kernels' are).
+HOST_PROBE_SETS = 8
 
 
 def gpu_time_ms(call, torch, reps=GPU_REPS):
@@ -290,6 +301,8 @@ def gpu_time_ms(call, torch, reps=GPU_REPS):
 
 
 def measure_one(name, dtype, inp, counter, seconds, torch):
+    """One implementation at one shape: checked against float64, then looped for `seconds` between two
+    steps of NVML's counter, then its GPU time alone."""
     from gpu_kernels.measure import nvml_energy as energy
 
     call, params, _keep = build(name, dtype, inp, torch)
@@ -308,7 +321,7 @@ def measure_one(name, dtype, inp, counter, seconds, torch):
         call(idx[0])
 
     res = energy.measure(step, lambda: sync_all(torch), counter, seconds, call_seconds=one)
-    gpu_ms = gpu_time_ms(call, torch) if one < GPU_TIMED_BELOW_S else ""
+    gpu_ms = gpu_time_ms(call, torch, GPU_REPS if one < GPU_TIMED_BELOW_S else GPU_REPS_LONG)
     return {
         **res,
         "gpu_ms_per_call": gpu_ms,
@@ -340,6 +353,18 @@ def build_plan(shapes, variants=""):
     return [(s, dt, name) for s, dt, name in plan if not (s[4] and name in NO_CAUSAL)]
 
 
+def host_probe_plan(plan, n):
+    """The host probes of a plan: (shape, dtype, name) at B = H = 1, N = n, once per implementation with a
+    dispatch class (simlib.cost.host.DISPATCH), head dim and mask of the plan, in the plan's order."""
+    from simlib.cost.host import DISPATCH
+
+    seen = {}
+    for (_b, _h, _n, d, causal), dtype, name in plan:
+        if name in DISPATCH:
+            seen.setdefault((name, dtype, d, causal), None)
+    return [((1, 1, n, d, causal), dtype, name) for name, dtype, d, causal in seen]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
@@ -354,6 +379,13 @@ def main(argv=None):
     )
     p.add_argument("--file", default="cost_validate_h200.csv", help="name of the CSV under --out")
     p.add_argument(
+        "--host-probe-n",
+        type=int,
+        default=128,
+        help="N of the host probes (B = H = 1), looped before the kernels; 0: none (rounds 1-6)",
+    )
+    p.add_argument("--host-probe-seconds", type=float, default=0.3, help="each host probe's loop")
+    p.add_argument(
         "--plan", action="store_true", help="print the plan (one line per measurement) and exit: no GPU"
     )
     args = p.parse_args(argv)
@@ -362,10 +394,15 @@ def main(argv=None):
         plan = build_plan(shapes, args.variants)
     except ValueError as e:
         p.error(str(e))
+    if args.host_probe_n < 0:
+        p.error(f"--host-probe-n must be 0 or positive, got {args.host_probe_n}")
+    probes = host_probe_plan(plan, args.host_probe_n) if args.host_probe_n else []
+    steps = [("host_probe", *x) for x in probes] + [("fwd", *x) for x in plan]
     if args.plan:
-        for (b, h, n, d, causal), dtype, name in plan:
-            print(f"{name:12s} {dtype} B={b} H={h} N={n:5d} d={d:3d} causal={int(causal)}")
-        print(f"{len(plan)} measurements, at least {len(plan) * args.seconds:.0f} s of loops")
+        for kind, (b, h, n, d, causal), dtype, name in steps:
+            print(f"{kind:10s} {name:12s} {dtype} B={b} H={h} N={n:5d} d={d:3d} causal={int(causal)}")
+        loops = len(plan) * args.seconds + len(probes) * args.host_probe_seconds
+        print(f"{len(plan)} measurements and {len(probes)} host probes, at least {loops:.0f} s of loops")
         return
     deadline = time.monotonic() + args.budget_s
     import torch
@@ -393,12 +430,18 @@ def main(argv=None):
     rows = []
     if args.variants:
         record["variants"] = args.variants
+    if probes:
+        record["host_probe"] = (
+            f"B = H = 1, N = {args.host_probe_n}, {HOST_PROBE_SETS} input sets, {args.host_probe_seconds} s loops, "
+            "before the kernels (rows with pass = host_probe)"
+        )
     current = {}
-    for (b, h, n, d, causal), dtype, name in plan:
+    for kind, (b, h, n, d, causal), dtype, name in steps:
+        probe = kind == "host_probe"
         row = {
             "variant": name,
             "dtype": dtype,
-            "pass": "fwd",
+            "pass": kind,
             "batch": b,
             "heads": h,
             "seq_len": n,
@@ -414,8 +457,10 @@ def main(argv=None):
                 if current.get("key") != key:
                     current.clear()
                     torch.cuda.empty_cache()
-                    current.update(key=key, inp=Inputs(b, h, n, d, causal, dtype, torch))
-                row.update(measure_one(name, dtype, current["inp"], counter, args.seconds, torch))
+                    count = HOST_PROBE_SETS if probe else None
+                    current.update(key=key, inp=Inputs(b, h, n, d, causal, dtype, torch, count))
+                loop_s = args.host_probe_seconds if probe else args.seconds
+                row.update(measure_one(name, dtype, current["inp"], counter, loop_s, torch))
             except Exception as e:  # one implementation's failure must not lose the rest
                 at = traceback.extract_tb(e.__traceback__)[-1]
                 row.update(
@@ -425,12 +470,16 @@ def main(argv=None):
             torch.cuda.empty_cache()
         rows.append(row)
         print(
-            f"{name:12s} {dtype} B={b} H={h} N={n:5d} d={d:3d} causal={int(causal)} {row['status']:6s} "
+            f"{'probe ' if probe else ''}{name:12s} {dtype} B={b} H={h} N={n:5d} d={d:3d} causal={int(causal)} {row['status']:6s} "
             f"{row.get('ms_per_call', 0):9.3f} ms gpu {row.get('gpu_ms_per_call', '')} {row.get('joules_per_call', 0):8.4f} J err {row.get('rel_err', '')} {row.get('note', '')}",
             flush=True,
         )
         write_measurement(path, csv_text([{k: r.get(k, "") for k in FIELDS} for r in rows], FIELDS), record)
-    print(f"{len([r for r in rows if r['status'] == 'ok'])} of {len(rows)} measured ok")
+    ok = [r for r in rows if r["status"] == "ok"]
+    print(
+        f"{len([r for r in ok if r['pass'] == 'fwd'])} of {len(plan)} measured ok, "
+        f"{len([r for r in ok if r['pass'] == 'host_probe'])} of {len(probes)} host probes"
+    )
 
 
 if __name__ == "__main__":

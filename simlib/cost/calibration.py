@@ -55,6 +55,11 @@ class Calibration:
     def block_latency(self, klass: str) -> float:
         return self._get(klass).get("t_block", 0.0)
 
+    def row_latency(self, klass: str) -> float:
+        """Seconds a row kernel's launch spends per row beyond its per-element roof (the GPU's rows in
+        parallel folded in: a launch of R rows adds R · t_row), 0 for classes without one."""
+        return self._get(klass).get("t_row", 0.0)
+
 
 @cache
 def _read(path: Path) -> dict:

@@ -453,14 +453,23 @@ V4_CLASSES = {"fa2_tc_v4.d64.bc64": 64, "fa2_tc_v4.d128.bc48": 128}
 #: fa2_tc version 5 (run k3-run1), never profiled: eta and t_block from its committed non-causal medians
 #: (the current fa2_tc_speed.csv's default builds).
 V5_CLASSES = {"fa2_tc_v5.d64.bc64": 64, "fa2_tc_v5.d128.bc48": 128}
-#: fa3_tc (the wgmma kernel), never profiled: eta and t_block from its committed non-causal medians
-#: (fa3_tc_speed.csv, the default builds).
-FA3_FILE = "fa3_tc_speed.csv"
-#: the run of the kernel the cost entry models (main at 3140ab9: causal blocks heaviest first inside L2
-#: sections of heads, tensor_core.fa3_section_heads); until round 4 the entry modelled the index-order
-#: grid of run fa3-defaults-20261202 (archived).
-FA3_RUN = "fa3-l2-sections-20261202"
+#: fa3_tc (the wgmma kernel), never profiled: eta and t_block from its committed non-causal medians of
+#: the current default builds (the every-kernel side by side, rows "... (default)": d = 64 g2_bc64_sw with
+#: the all64 section rule, d = 128 g2_bc128_ov_sw_pp, the two warpgroups' ping-pong; round 7 of the cost
+#: model). Until round 6 the entry was fitted on fa3_tc_speed.csv of run fa3-l2-sections-20261202, the
+#: build before the ping-pong (d = 128 g2_bc128_ov_sw; causal d = 64 under the 16 MiB section rule).
+FA3_FILE = "tc_side_by_side_h200_every.csv"
+#: the run of the kernel the cost entry models (main at 1cd7a2d: fa3_tc version 6's defaults)
+FA3_RUN = "every2-20261203"
 FA3_PATH = MEASUREMENTS / FA3_FILE
+
+
+def is_default_build(config: str) -> bool:
+    """Whether a speed or side-by-side row's config names the kernel's default build ("default: NAME" in
+    the speed files, "NAME (default)" in the side by side)."""
+    return config.startswith("default") or config.endswith("(default)")
+
+
 FA3_CLASSES = {"fa3_tc.d64": 64, "fa3_tc.d128": 128}
 BLOCK_CLASSES = {
     "fa2_tc.d64.w4bc64": "fa2_tc",
@@ -497,7 +506,7 @@ def _v4_rows(causal: bool, path=V4_PATH, kernel: str = "fa2_tc") -> list[tuple[W
         return []
     out = []
     for r in csv_rows(path):
-        if r["kernel"] != kernel or not r["config"].startswith("default") or r.get("ok") != "True":
+        if r["kernel"] != kernel or not is_default_build(r["config"]) or r.get("ok") != "True":
             continue
         if (r["causal"] == "True") != causal:
             continue
@@ -644,7 +653,14 @@ def fit_h2f_softmax(classes: dict[str, dict[str, Any]]) -> None:
     profiled: the instructions of the fp32 softmax kernel of the same row regime (the same
     host_softmax templates), eta the geometric mean over the fp16 eager chain's committed non-causal
     timings (`_fp16_eager_rows`) of (predicted softmax − t_launch) / (measured − the other launches'
-    predictions − t_launch)."""
+    predictions − t_launch). The block classes (library.H2F_BLOCK_CLASSES, round 7): a cost per element
+    (1/eta on the per-element roof) and a fixed cost per row (t_row), weighted least squares of
+    measured − the other launches − t_launch = roof/eta + rows·t_row over the same rows; where a class's
+    rows do not determine two parameters (fewer than three, or a negative t_row: the global-memory kernel's
+    two rows, of 99,000 and 90,000 rows), it takes the shared-memory kernel's t_row (the same block of
+    min(N, 1024) threads and the same block reductions per row) and fits eta alone."""
+    from .library import H2F_BLOCK_CLASSES
+
     hw = load_cost_hardware("h200")
     for klass, source in H2F_CLASSES.items():
         classes[klass] = {
@@ -653,6 +669,7 @@ def fit_h2f_softmax(classes: dict[str, dict[str, Any]]) -> None:
         }
     cal = Calibration({**classes, **{k: {**classes[k], "eta": 1.0} for k in H2F_CLASSES}})
     ratios: dict[str, list[float]] = {}
+    per_row: dict[str, list[tuple[list[float], float]]] = {}
     for _, w, seconds in _fp16_eager_rows():
         costs = {
             c.launch.name: c
@@ -660,8 +677,32 @@ def fit_h2f_softmax(classes: dict[str, dict[str, Any]]) -> None:
         }
         soft = costs.pop("softmax")
         rest = seconds - sum(c.time_s for c in costs.values()) - hw.rate["launch_s"]
-        if rest > 0:
+        if soft.launch.klass in H2F_BLOCK_CLASSES:
+            weight = 1.0 / seconds
+            per_row.setdefault(soft.launch.klass, []).append(
+                ([soft.roof_s * weight, soft.launch.rows * weight], rest * weight)
+            )
+        elif rest > 0:
             ratios.setdefault(soft.launch.klass, []).append((soft.time_s - hw.rate["launch_s"]) / rest)
+    shared_t_row = None
+    for klass in H2F_BLOCK_CLASSES:  # the shared-memory kernel first
+        points = per_row.get(klass, [])
+        if not points:
+            continue
+        inv_eta, t_row = _least_squares([x for x, _ in points], [y for _, y in points])
+        how = "least squares of the per-element roof and a fixed cost per row (t_row)"
+        if (len(points) < 3 or t_row < 0) and shared_t_row is not None:
+            t_row = shared_t_row
+            inv_eta = sum(y - x[1] * t_row for x, y in points) / sum(x[0] for x, _ in points)
+            how = f"t_row of {H2F_BLOCK_CLASSES[0]} (same block, same reductions per row), eta alone"
+        if klass == H2F_BLOCK_CLASSES[0]:
+            shared_t_row = t_row
+        classes[klass].update(
+            eta=1.0 / inv_eta,
+            t_row=t_row,
+            n_time=len(points),
+            eta_from=f"{EAGER16_FILE} and {ROUND2_FILE}: the fp16 eager chain, non-causal; {how}",
+        )
     for klass, values in ratios.items():
         classes[klass].update(
             eta=math.exp(statistics.fmean(math.log(v) for v in values)),
@@ -752,7 +793,7 @@ def inputs() -> list[dict[str, str]]:
         "cost_units_h200.csv",
     )
     paths = [(f"data/measurements/current/{name}", MEASUREMENTS / name) for name in names]
-    paths.append((f"data/measurements/archive/{FA3_RUN}/{FA3_FILE}", FA3_PATH))
+    paths.append((f"data/measurements/current/{FA3_FILE}", FA3_PATH))
     return [
         {"file": label, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
         for label, path in paths

@@ -11,10 +11,15 @@ with its device-array arguments for the project's tensor-core kernels. So a call
 max(its launches' predicted time, the host floor of its dispatch class), and the static power is paid
 for that time.
 
-The floor of a dispatch class is the shortest per-call time any committed loop of its implementations
-measured (`fit.fit_host_floor`): a figure the host reached, an upper bound of its issue time.
-Classes with no committed loop near the floor (the numba fp32 kernels, the eager chain, cupy: their
-shortest calls are milliseconds) have none.
+The host's time per call is not one figure: round 6's loops took 61–127 µs a call for calls whose GPU
+time alone was 34–66 µs, where round 5's shortest took 59–65 µs. So since round 7 it is an input
+measured in the run being predicted, like the copy bandwidth: benchmarks/cost_validate_h200.py loops
+each implementation of a dispatch class, at each head dim and mask of its plan, on a shape whose GPU
+work is negligible (B = H = 1, N = 128) before the kernels (rows with pass = host_probe), and
+`check.with_host_of_run` takes that run's figure (`predict(..., host_s=)`). Without a run (`simlib
+predict`) the committed floor of the class stands in: the shortest per-call time any committed loop of
+its implementations measured (`fit.fit_host_floor`). Classes with no committed loop near the floor
+(the numba fp32 kernels, the eager chain, cupy: their shortest calls are milliseconds) have none.
 
 >>> DISPATCH["torch_flash"], DISPATCH["fa3_tc"]
 ('host:torch_sdpa', 'host:numba_plan')

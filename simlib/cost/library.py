@@ -208,6 +208,7 @@ def _elementwise(
     trip_fill: float = 1.0,
     global_path: str = "ld.v4",
     l2_reads: int = 1,
+    rows: float = 0.0,
 ) -> Launch:
     b = {"el": elements / 32}
     work = Work(
@@ -218,7 +219,7 @@ def _elementwise(
         ffma=cal.ffma_per_element(klass) * elements,
         instructions=cal.instructions(klass, b),
     )
-    return Launch(name, klass, work, trip_fill=trip_fill, detail={"basis": b})
+    return Launch(name, klass, work, trip_fill=trip_fill, rows=rows, detail={"basis": b})
 
 
 def _gemm(
@@ -259,6 +260,19 @@ def _eager_softmax_class(w: Workload) -> str:
     return "torch_softmax_to_fp32." + forward_kernel(w.nk, "fp32")
 
 
+#: The fp16 block softmax classes (the half-to-float ``cunn_SoftMaxForwardSmem`` and ``cunn_SoftMaxForward``,
+#: N > 1024), priced from round 7 as a fixed cost per row plus a cost per element (the class's eta), both
+#: fitted on the committed fp16 rows (fit.fit_h2f_softmax), instead of the fill of their 1024 × 8-element
+#: trips (round 6, which left the rows at N = 2048 at 1.31). PyTorch's SoftMax.cu: a row is one block of
+#: min(N, 1024) threads, and each of its two reductions (max, sum of exp) ends in ``blockReduce`` (a
+#: barrier, the warps' partials through shared memory, thread 0's serial pass over them, a barrier): a cost
+#: per row whatever N. The elements go through ``ilpReduce``: a vectorized body over whole ILP·blockDim
+#: stretches and a scalar epilogue, one element per thread per iteration, over the rest; below
+#: ILP·blockDim = 8192 (fp16) the whole row is epilogue, so a short row's trip costs what its elements do,
+#: not what a full trip does (the fill's assumption).
+H2F_BLOCK_CLASSES = ("torch_softmax_h2f.block", "torch_softmax_h2f.block_global")
+
+
 #: The class of PyTorch's non-vectorized elementwise kernel (``elementwise_kernel<128, unroll>``), whose
 #: instructions per element and eta Nsight Compute measured on SDPA math's ``where`` (torch_math).
 LEGACY_ELEMENTWISE = "torch_ew_legacy"
@@ -295,6 +309,7 @@ def eager_16bit(w: Workload, cal: Calibration) -> list[Launch]:
         out.append(_broadcast_mask_add(w, el, cal))
     soft = _eager_softmax_class(w)
     passes = 3 if soft.endswith("block_global") else 1
+    per_row = soft in H2F_BLOCK_CLASSES
     out += [
         _elementwise(
             "softmax",
@@ -304,8 +319,9 @@ def eager_16bit(w: Workload, cal: Calibration) -> list[Launch]:
             el,
             cal,
             mufu=el,
-            trip_fill=softmax_fill(nk, "fp16" if w.dtype == "fp16" else "fp32"),
+            trip_fill=1.0 if per_row else softmax_fill(nk, "fp16" if w.dtype == "fp16" else "fp32"),
             l2_reads=passes,
+            rows=float(bh * nq) if per_row else 0.0,
         ),
         _elementwise("cast", "torch_ew", 4 * el, 2 * el, el, cal),
         _gemm(

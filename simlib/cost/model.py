@@ -18,7 +18,8 @@ mask the blocks' unequal works list-scheduled in launch order); η is the fracti
 reached in the committed timings, and t_block (FlashAttention-type kernels) the time each generation
 of resident blocks spends loading its Q tile, filling its pipeline and writing O (both
 `simlib.cost.calibration`); f (`Launch.trip_fill`, 1 unless set) the fraction of a row kernel's loop
-trips that carry data (`simlib.cost.softmax_trips`: PyTorch's block softmax at N not a multiple of its trip). The binding roof is named, with its
+trips that carry data (`simlib.cost.softmax_trips`: PyTorch's block softmax at N not a multiple of its trip);
+the fp16 block softmax instead pays a fixed cost per row, rows × t_row, beside its per-element roof (round 7). The binding roof is named, with its
 margin over the next one. A sequence takes the sum of its launches (a kernel sequence is never
 one roofline: each launch is bound by its own roof).
 
@@ -186,6 +187,28 @@ def unequal_block_time(launch: Launch, hw: CostHardware, roof_eta_s: float, t_bl
     return (with_fixed - without) * roof_eta_s
 
 
+def shared_energy(w, p: dict[str, float]) -> float:
+    """pJ of a launch's shared-memory instructions. Default: the energy run's conflict-free LDS.32 and
+    LDS.128 on random data, split into a price per instruction and per wavefront byte. With
+    `Work.shared_words` (the numba fp32 kernels, round 7): each instruction at the random-data LDS.32 figure
+    of its access kind, linear in its distinct words between a broadcast (1 word, lds_bcast_rand) and a
+    lane-distinct load (32 words, lds_lane_rand; run cost7-units-20261204), each wavefront past the first
+    (bank conflicts) at the wavefront's byte price. Worked number: 100 instructions of 16.5 words, 150
+    wavefronts: 100 · (646.4 + 213.6 · 15.5/31) + 50 · 128 · 3.786 pJ ≈ 99,550 pJ.
+
+    >>> from simlib.cost.work import Work
+    >>> p = {"lds_broadcast_random_instruction": 646.4, "lds_lane_random_instruction": 860.0, "shared_byte": 3.786}
+    >>> round(shared_energy(Work(shared_instructions=100, shared_wavefronts=150, shared_words=16.5), p))
+    99550
+    """
+    if not w.shared_words:
+        return w.shared_instructions * p["shared_instruction"] + 128 * w.shared_wavefronts * p["shared_byte"]
+    bcast, lane = p["lds_broadcast_random_instruction"], p["lds_lane_random_instruction"]
+    per = bcast + (lane - bcast) * (min(max(w.shared_words, 1.0), 32.0) - 1) / 31
+    extra = max(w.shared_wavefronts - w.shared_instructions, 0.0)
+    return w.shared_instructions * per + 128 * extra * p["shared_byte"]
+
+
 def energy_terms(launch: Launch, hw: CostHardware, time_s: float) -> dict[str, float]:
     w, p = launch.work, hw.price
     pj = 1e-12
@@ -196,9 +219,7 @@ def energy_terms(launch: Launch, hw: CostHardware, time_s: float) -> dict[str, f
         terms["gemm"] = w.gemm_flops * p[f"{w.gemm_unit}_flop"] * pj
         return terms
     terms["l2"] = max(w.l2_bytes - w.dram_bytes, 0.0) * p[L2_PRICE[w.global_path]] * pj
-    terms["shared"] = (
-        w.shared_instructions * p["shared_instruction"] + 128 * w.shared_wavefronts * p["shared_byte"]
-    ) * pj
+    terms["shared"] = shared_energy(w, p) * pj
     terms["tensor"] = w.tensor_flops * p["tensor_flop"] * pj
     terms["ffma"] = w.ffma * p["ffma"] * pj
     terms["mufu"] = w.mufu_instructions * p["mufu_instruction"] * pj
@@ -225,6 +246,8 @@ def launch_cost(launch: Launch, hw: CostHardware, cal: Calibration) -> LaunchCos
     causal_s = unequal_block_time(launch, hw, roof_s / (eta * launch.trip_fill), t_block)
     if causal_s is not None:
         block_s = causal_s
+    if launch.rows:  # a row kernel's fixed cost per row (the fp16 block softmax, round 7)
+        block_s += launch.rows * cal.row_latency(launch.klass)
     time_s = hw.rate["launch_s"] + roof_s * q / (eta * launch.trip_fill) + block_s
     return LaunchCost(
         launch, unit_s, roof_s, bound, margin, n, q, eta, block_s, time_s, energy_terms(launch, hw, time_s)

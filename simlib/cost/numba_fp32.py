@@ -58,6 +58,39 @@ SOFTMAX_IN_REGISTERS = 64
 #: cost_units_toggle_h200.csv: 203 pJ, beside 427 pJ for the same chain toggling, same run). The fast
 #: kernel (FFMA-bound, 5 % ALU, no uniform work) keeps the IMAD figure.
 TOGGLE_FREE = "toggle_free_instruction"
+#: Round 7: the shared-memory instructions of the naive and readable kernels are priced by their access
+#: kind (model.shared_energy: a broadcast LDS.32 on random data 646 pJ, a lane-distinct one 860 pJ, run
+#: cost7-units-20261204, against the energy run's ~2040 pJ for a conflict-free LDS.32 with its FADD),
+#: from each kernel's source: the mean distinct 4-byte words its warp instructions move.
+LANES = 32
+
+
+def matmul_shared_words(tile: int) -> float:
+    """The naive matmul's mean distinct words per shared warp instruction (gpu_kernels/kernels/naive.py):
+    per k step every thread loads As[ty, x] (a warp spans 32/T rows: that many words) and Bs[x, tx]
+    (min(T, 32) words), and per T steps stores one As and one Bs element (lane-distinct). Worked
+    number, T = 16: (2 + 16 + 2/16 · 32) / (2 + 2/16) = 10.35.
+
+    >>> round(matmul_shared_words(16), 2)
+    10.35
+    """
+    a_words, b_words = max(1, LANES // tile), min(tile, LANES)
+    stores = 2 / tile
+    return (a_words + b_words + stores * LANES) / (2 + stores)
+
+
+def tiled_shared_words(d: int, br: int) -> float:
+    """The readable kernel's (gpu_kernels/kernels/tiled.py, one thread per query row) mean distinct words
+    per shared warp instruction: per score d loads of Qs[tid, x] (lane-distinct), d of Ks[cc, x]
+    (broadcast), the S store, its load and store for exp, its load for P V (lane-distinct), d loads of
+    Vs[cc, x] (broadcast); per key row and block 2·d stores filling K_j and V_j (lane-distinct). Worked
+    number, d = 64, Br = 48: (2·64 + (64 + 4 + 128/48)·32) / (3·64 + 4 + 128/48) = 12.0.
+
+    >>> round(tiled_shared_words(64, 48), 1)
+    12.0
+    """
+    lane = d + 4 + 2 * d / br
+    return (2 * d + lane * LANES) / (2 * d + lane)
 
 
 def _fp32(w: Workload, causal: bool | None = None) -> Workload:
@@ -107,11 +140,13 @@ def numba_naive(
             ffma = cal.ffma_per_element(klass) * el
             geometry = Grid(bh * nq, ts, 2 * ts * ITEM_BYTES)
             mufu = float(el)
+            words = float(LANES)  # the reductions' scratch: each thread its own word
         else:
             b = {"el_d": el / 32 * d / 64}
             ffma = float(el * d)
             geometry = Grid(bh * ceil_div(rows, t) * ceil_div(cols, t), t * t, matmul_shared_bytes(t))
             mufu = 0.0
+            words = matmul_shared_words(t)
         work = Work(
             dram_bytes=p["dram"],
             l2_bytes=p["l2"],
@@ -122,6 +157,7 @@ def numba_naive(
             mufu=mufu,
             instructions=cal.instructions(klass, b),
             other_price=TOGGLE_FREE,
+            shared_words=words,
         )
         out.append(
             geometry.launch(name, klass, work, registers=regs, detail={"basis": b, "spilled": spilled})
@@ -158,6 +194,7 @@ def numba_tiled(
         mufu=float(el),
         instructions=cal.instructions(klass, b),
         other_price=TOGGLE_FREE,
+        shared_words=tiled_shared_words(d, br),
     )
     geometry = Grid(bh * ceil_div(nq, br), br, tiled_shared_bytes(br, bc, d))
     return [

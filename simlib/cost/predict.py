@@ -38,7 +38,7 @@ class Prediction:
     gpu: str
     launches: tuple[LaunchCost, ...]
     missing: tuple[str, ...]  # calibration classes the fit file lacks (their instructions 0, eta 1)
-    host_s: float = 0.0  # the host's floor per call (simlib.cost.host), 0 where none is known
+    host_s: float = 0.0  # the host's time per call (simlib.cost.host), 0 where none is known
     static_w: float = 0.0  # the static power paid while the GPU waits on the host
 
     @property
@@ -56,8 +56,17 @@ class Prediction:
         return self.host_s > self.gpu_s
 
     @property
+    def gpu_energy_terms(self) -> dict[str, float]:
+        """The launches' energy terms alone (the static power for their predicted time only)."""
+        return {t: sum(c.energy_terms.get(t, 0.0) for c in self.launches) for t in TERMS}
+
+    @property
+    def gpu_energy_j(self) -> float:
+        return sum(self.gpu_energy_terms.values())
+
+    @property
     def energy_terms(self) -> dict[str, float]:
-        terms = {t: sum(c.energy_terms.get(t, 0.0) for c in self.launches) for t in TERMS}
+        terms = self.gpu_energy_terms
         terms["static"] += self.static_w * max(self.host_s - self.gpu_s, 0.0)
         return terms
 
@@ -111,9 +120,11 @@ class Prediction:
         return pd.DataFrame(rows)
 
 
-def predict(name: str, workload: Workload, gpu: str = "h200") -> Prediction:
+def predict(name: str, workload: Workload, gpu: str = "h200", host_s: float | None = None) -> Prediction:
     """The predicted launches of implementation `name` on `workload` (ValueError naming what does not
-    apply: an unknown name, a dtype it does not run, a causal mask it lacks, a measured-only library)."""
+    apply: an unknown name, a dtype it does not run, a causal mask it lacks, a measured-only library).
+    `host_s`: the host's time per call of this implementation, measured in the run being predicted (the
+    validation run's host probe, simlib.cost.host); None takes the committed floor of its dispatch class."""
     impl = implementation(name)
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a simlib.Workload, got {type(workload).__name__}")
@@ -129,7 +140,9 @@ def predict(name: str, workload: Workload, gpu: str = "h200") -> Prediction:
     cal = load_calibration()
     launches = impl.launches(workload, cal)
     costs = tuple(launch_cost(launch, hw, cal) for launch in launches)
-    host = cal.classes.get(DISPATCH.get(name, ""), {}).get("t_host", 0.0)
+    host = cal.classes.get(DISPATCH.get(name, ""), {}).get("t_host", 0.0) if host_s is None else host_s
+    if name not in DISPATCH:
+        host = 0.0
     return Prediction(name, workload, gpu, costs, tuple(sorted(cal.missing)), host, hw.static_w)
 
 

@@ -171,14 +171,18 @@ def naive_tc(
 #: fa3_tc's default builds (gpu_kernels/kernels/fa3_tc.py, default_config; simlib/schedules/fa3_tc.py):
 #: G = 2 consumer warpgroups of 64 query rows (Br = 128, 256 threads), the 128-byte swizzle (no padding),
 #: d = 64: Bc = 64 without the pipeline, 4 K/V tiles in shared memory; d = 128: Bc = 128 with FA3's
-#: intra-warpgroup pipeline, 5 tiles (V triple-buffered) and one thrown-away S per Q block. Registers
-#: (ptxas 13.0 -v, sm_90a, bf16; non-causal, causal): 98, 98 at d = 64; 246, 247 at d = 128.
+#: intra-warpgroup pipeline, 5 tiles (V triple-buffered) and one thrown-away S per Q block, and since
+#: fa3_tc version 6 (run fa3-v6-pingpong-20261203) the two warpgroups' ping-pong (named barriers; no byte
+#: and no product moves, a few barrier instructions per visit; its overlap of one group's softmax with the
+#: other's products is in the class's eta, fitted on the ping-pong build's rows). Registers (ptxas 13.0 -v,
+#: sm_90a, bf16; non-causal, causal): 98, 98 at d = 64; 248, 255 at d = 128 with the ping-pong
+#: (fa3_tc_v6_pingpong_registers.log; 246, 247 without it): one block per SM either way.
 #: Instructions per warp per K/V visit, from the SASS (nvdisasm 13.0 of those cubins): the main loop's
 #: body less the mask code an unmasked tile branches over: d = 64 483 − 100 = 383 (8 HGMMA, 34 MUFU,
 #: 4 LDGSTS), d = 128 (unrolled by two) (1838 − 2·193)/2 = 726 (16 HGMMA, 66 MUFU, 16 LDGSTS). A warp
 #: holds 16 rows × Bc scores of the warpgroup's 64 × Bc accumulator: per 32 scores 383/32 and 726/64.
 #: (Bc, K/V tiles, overlap, registers, causal registers, warp instructions per visit)
-FA3_TC = {64: (64, 4, False, 98, 98, 383), 128: (128, 5, True, 246, 247, 726)}
+FA3_TC = {64: (64, 4, False, 98, 98, 383), 128: (128, 5, True, 248, 255, 726)}
 FA3_WARPGROUPS, FA3_GROUP_ROWS = 2, 64
 #: the kernel's causal launch order: grid (Tr, B·H), Q blocks in index order (commit c7d1c99); True when
 #: it launches heaviest first (grid (B·H, Tr), as fa2_tc version 5)
@@ -220,12 +224,12 @@ def fa3_tc(w: Workload, cal: Calibration) -> list[Launch]:
     rows, per visited K/V tile S = Q K_jᵀ by d/16 wgmma m64nBck16 with both operands in shared memory,
     the online softmax on the accumulator in registers (one exp2 per score, one rescale per row and
     tile), O += P V_j by Bc/16 wgmma with P from registers and V from shared memory. The products run
-    at the wgmma rate (rates: wgmma_flops), in turn with the exponentials (serial, as fa2_tc: no
-    ping-pong of the two warpgroups). Shared memory: each warpgroup's wgmma read their operands once,
+    at the wgmma rate (rates: wgmma_flops), in turn with the exponentials (serial, as fa2_tc; at d = 128
+    the default build's ping-pong of the two warpgroups overlaps them partly, which its fitted eta holds). Shared memory: each warpgroup's wgmma read their operands once,
     (64 + Bc)·d elements for S and Bc·d for P V per tile, and the cp.async copies write 2·Bc·d per tile
     (swizzled: conflict-free, one wavefront per 128 bytes). DRAM: fa2_tc's, K/V re-reads by the wave rule.
     Instructions from the default builds' SASS (FA3_TC); eta and t_block fitted on the committed
-    non-causal timings (fit.fit_block_latency, fa3_tc_speed.csv)."""
+    non-causal timings (fit.fit_block_latency, tc_side_by_side_h200_every.csv: the default builds)."""
     if w.dtype not in ("fp16", "bf16") or w.head_dim not in FA3_TC:
         raise ValueError(f"fa3_tc runs fp16/bf16 at head_dim 64 or 128, got {w.dtype}, d = {w.head_dim}")
     hw = load_preset("h200")

@@ -29,6 +29,10 @@ instructions              warp instructions issued, of every class
 other_price               the price of the warp instructions no other figure covers: "other_instruction"
                           (IMAD on toggling operands) or "toggle_free_instruction" (the numba fp32
                           kernels' address arithmetic, loop counters, compares and uniform-pipe work)
+shared_words              0, or (round 7, the numba fp32 kernels) the mean distinct 4-byte words a
+                          shared-memory warp instruction moves, from the kernel source's access
+                          pattern: 1 a broadcast, 32 lane-distinct; its instructions are then priced
+                          between the random-data broadcast and lane-distinct LDS.32 figures
 ========================  ===========================================================================
 
 Worked number: a launch of 2 blocks of 128 threads has 8 warps; `Work(ffma=64)` is 2 FFMA warp
@@ -65,6 +69,7 @@ class Work:
     mufu: float = 0.0
     instructions: float = 0.0
     other_price: str = "other_instruction"
+    shared_words: float = 0.0
 
     @property
     def ffma_instructions(self) -> float:
@@ -82,7 +87,14 @@ class Work:
 
     def scaled(self, factor: float) -> Work:
         """Every count × `factor` (a fraction of the launch, e.g. the tiles a causal mask keeps)."""
-        keep = {"global_path", "gemm_unit", "tensor_unit", "tensor_flops_per_instruction", "other_price"}
+        keep = {
+            "global_path",
+            "gemm_unit",
+            "tensor_unit",
+            "tensor_flops_per_instruction",
+            "other_price",
+            "shared_words",
+        }
         return replace(
             self, **{f.name: getattr(self, f.name) * factor for f in fields(self) if f.name not in keep}
         )
@@ -112,6 +124,8 @@ class Launch:
     #: the fraction of its threads' loop trips that carry data (1: every trip full), for a launch whose
     #: time is set by trips per thread rather than by its counts (simlib.cost.softmax_trips)
     trip_fill: float = 1.0
+    #: rows of a row kernel whose class has a fixed cost per row (`t_row`, the fp16 block softmax: round 7)
+    rows: float = 0.0
     note: str = ""
     detail: dict = field(default_factory=dict)
 
