@@ -7,7 +7,11 @@ writes O (the dtype), with s > 1 it writes an fp32 partial O and its log-sum-exp
 reads back to write O (the combine kernel, or, by default, the unit's last split block itself: the
 same bytes; its arrival count, a 4-byte L2 atomic per block, is not counted). With ``tail="flagged"``
 (the kernel's version-5 tail: split s − 1 polls partials that carry a 4-byte tag beside every fp32
-value) the partials' HBM writes and reads count twice the elements.
+value) the partials' HBM writes and reads count twice the elements. With ``tail="cluster"`` (version 6:
+the s split blocks of a unit are one thread-block cluster, s <= 16) the partials never reach HBM: each
+block writes its R·d partial O and R log-sum-exps into the shared memory of the cluster's leader
+(distributed shared memory: SRAM writes), which, after a cluster barrier, reads them back to write O
+(each thread 8 columns of one row: s·8 partial values and the s log-sum-exps of its row, SRAM reads).
 
 SRAM (shared memory), what the kernel's code does, per split of c keys in T = ⌈c/Bc⌉ tiles:
 
@@ -63,11 +67,14 @@ MAX_SPLITS = 128  # the combine kernel keeps 4 split values per lane of a warp
 MERGE_COLS = 8  # columns one thread merges
 
 STAGES = Parameter("stages", "K/V tiles in flight in the cp.async ring (default 4 at d = 64, 3 at d = 128)")
-TAILS = ("atomic", "flagged")
+TAILS = ("atomic", "flagged", "cluster")
+MAX_CLUSTER = 16  # the largest thread-block cluster of sm_90 (more than 8 is the non-portable size)
 TAIL = Parameter(
     "tail",
-    "the fused combine's tail: atomic (the last split to arrive combines; default) or flagged (split s − 1 "
-    "polls the partials, each fp32 value stored with a 4-byte tag: the partials' bytes doubled)",
+    "the fused combine's tail: atomic (the last split to arrive combines; default), flagged (split s − 1 "
+    "polls the partials, each fp32 value stored with a 4-byte tag: the partials' bytes doubled) or "
+    "cluster (the splits of a unit are one thread-block cluster, s <= 16: the partials go to the "
+    "leader's shared memory, none to HBM)",
     kind="choice",
     choices=TAILS,
 )
@@ -93,8 +100,9 @@ class DecodeTcMapping:
 
     @property
     def partial_words(self) -> int:
-        """4-byte words per partial value in HBM: 1, or 2 with the flagged tail (value and tag)."""
-        return 2 if self.tail == "flagged" else 1
+        """4-byte words per partial value in HBM: 1, 2 with the flagged tail (value and tag), 0 with the
+        cluster tail (the partials stay on chip)."""
+        return {"flagged": 2, "cluster": 0}.get(self.tail, 1)
 
     def as_dict(self) -> dict[str, ParamValue]:
         return {
@@ -108,7 +116,7 @@ class DecodeTcMapping:
     def summary(self) -> str:
         return (
             f"tiles: Bc={self.block_cols} over {self.warps} warps, {self.stages} in flight; "
-            f"flash-decoding splits={self.splits}" + ("; flagged tail" if self.tail == "flagged" else "")
+            f"flash-decoding splits={self.splits}" + ("" if self.tail == "atomic" else f"; {self.tail} tail")
         )
 
     @property
@@ -156,14 +164,22 @@ def build(
     tl = "atomic" if tail is None else tail
     if tl not in TAILS:
         raise ValueError(f"tail={tl!r} must be one of {', '.join(TAILS)}")
+    if tl == "cluster" and ceil_div(workload.nk, ceil_div(workload.nk, s)) > MAX_CLUSTER:
+        raise ValueError(
+            f"splits={s}: tail='cluster' makes the splits of a unit one cluster, at most {MAX_CLUSTER}"
+        )
     return DecodeTcMapping(bc, s, w, st, tl)
 
 
 def smem_bytes(workload: Workload, mapping: DecodeTcMapping) -> int:
-    """Dynamic shared memory of one block: Q and the ring (16-bit), reused by the fp32 merge."""
+    """Dynamic shared memory of one block: Q and the ring (16-bit), reused by the fp32 merge and (cluster
+    tail) after it the s splits' partial O and lse (fp32) that the leader gathers."""
     qr, d, bc, e = query_rows(workload), workload.head_dim, mapping.block_cols, workload.element_bytes
     ring = (qr + 2 * mapping.stages * bc) * d * e
     merge = mapping.warps * qr * (d + 2) * 4
+    if mapping.tail == "cluster":
+        s, _ = split_tiles(workload, mapping)
+        merge += 0 if s == 1 else s * packed_rows(workload) * (d + 1) * 4
     return max(ring, merge)
 
 
@@ -213,17 +229,40 @@ def _split_events(
     ]
 
 
+def _cluster_events(
+    workload: Workload, mapping: DecodeTcMapping, s: int
+) -> list[tuple[str, str, str, str, int]]:
+    """The cluster tail's SRAM accesses of one unit of s > 1 splits (none for the other tails): every
+    split's partial O and lse written into the leader's shared memory; the leader's threads, 8 columns
+    of one row each, read their s·8 partial values and the row's s log-sum-exps."""
+    if mapping.tail != "cluster" or s == 1:
+        return []
+    r, d = packed_rows(workload), workload.head_dim
+    return [
+        ("SRAM", "write", "O_part", "dsmem", s * r * d),
+        ("SRAM", "write", "lse_part", "dsmem", s * r),
+        ("SRAM", "read", "O_part", "combine", s * r * d),
+        ("SRAM", "read", "lse_part", "combine", s * r * d // MERGE_COLS),
+    ]
+
+
 def trace(workload: Workload, mapping: DecodeTcMapping) -> Iterator[Event]:
-    """decode's HBM events (the partials' twice over with the flagged tail), then every split block's
-    SRAM accesses, tile by tile."""
+    """decode's HBM events (the partials' twice over with the flagged tail, not at all with the cluster
+    tail), then every split block's SRAM accesses, tile by tile, then the cluster tail's."""
     for e in decode.trace(workload, mapping.as_decode):
         if e.level == "HBM":
             key = (e.level, e.op, e.tensor, e.phase)
-            yield e if key not in PARTIAL_KEYS else Event(*key, e.elements * mapping.partial_words)
-    for keys in split_lengths(workload, mapping.as_decode):
+            if key not in PARTIAL_KEYS:
+                yield e
+            elif mapping.partial_words:
+                yield Event(*key, e.elements * mapping.partial_words)
+    chunks = split_lengths(workload, mapping.as_decode)
+    for keys in chunks:
         tiles = len(block_sizes(int(keys), mapping.block_cols))
         for level, op, tensor, phase, n in _split_events(workload, mapping, tiles):
             yield Event(level, op, tensor, phase, n)
+    for level, op, tensor, phase, n in _cluster_events(workload, mapping, len(chunks)):
+        yield Event(level, op, tensor, phase, n)
 
 
 def split_tiles(workload: Workload, mapping: DecodeTcMapping) -> tuple[int, int]:
@@ -240,13 +279,15 @@ def closed_form(workload: Workload, mapping: DecodeTcMapping) -> Traffic:
     counts: dict[TrafficKey, int] = {
         key: n * (mapping.partial_words if key in PARTIAL_KEYS else 1)
         for key, n in decode.closed_form(workload, mapping.as_decode).counts.items()
-        if key[0] == "HBM"
+        if key[0] == "HBM" and (mapping.partial_words or key not in PARTIAL_KEYS)
     }
     s, tiles = split_tiles(workload, mapping)
     per_split = _split_events(workload, mapping, 0)
     per_tile = _split_events(workload, mapping, 1)
     for (level, op, tensor, phase, fixed), (*_, with_tile) in zip(per_split, per_tile):
         counts[(level, op, tensor, phase)] = s * fixed + tiles * (with_tile - fixed)
+    for level, op, tensor, phase, n in _cluster_events(workload, mapping, s):
+        counts[(level, op, tensor, phase)] = n
     return Traffic(counts)
 
 
