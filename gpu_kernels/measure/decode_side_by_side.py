@@ -162,10 +162,12 @@ def launchers(sh, torch, splits_default):
     rows = (sh.h // sh.hkv) * sh.ql
 
     def decode(splits, cfg=None):
+        config = default_config(sh.d) if cfg is None else cfg
+
         def make():
             plan = DecodePlan(
                 (sh.b, sh.h, sh.hkv, sh.ql, sh.n, sh.d),
-                (default_config(sh.d) if cfg is None else cfg).check(rows),
+                config.check(rows, min(splits, sh.n)),
                 sh.dtype,
                 splits,
             )
@@ -179,6 +181,7 @@ def launchers(sh, torch, splits_default):
 
             return launch
 
+        make.config = config  # the row's kernel_hbm_bytes: its own config's count
         return make
 
     def fa2():
@@ -210,6 +213,11 @@ def launchers(sh, torch, splits_default):
     if default_config(sh.d).warps != 8:  # decode3: 8 warps, Bc = 128 (16 keys per warp and tile as before)
         w8 = dataclasses.replace(default_config(sh.d), warps=8, block_cols=128)
         items.append(("decode_tc", f"{w8.name} (8 warps, the default splits)", s0, decode(s0, w8)))
+    # decode5 (version 6): the cluster tail, the splits of a unit one cluster (at most 16), 4 and 8 warps
+    sc = min(s0, 16)
+    for cl in {dataclasses.replace(default_config(sh.d), tail="cluster"), dataclasses.replace(w8, tail="cluster")}:
+        if cl != default_config(sh.d):
+            items.append(("decode_tc", f"{cl.name} (cluster tail, splits min(default, 16))", sc, decode(sc, cl)))
     items.append(("fa2_tc", f"{fa2_config(sh.d).name} (prefill kernel)", "", fa2))
     names = {
         "torch_flash": SDPBackend.FLASH_ATTENTION,
@@ -251,7 +259,8 @@ def bench_decode_shape(sh, names, copy, torch, log):
             continue
         row = {**base, "kernel": name, "config": config, "splits": splits, "reps": 0}
         if name == "decode_tc":
-            kw = dict(warps=cfg.warps, block_cols=cfg.block_cols, stages=cfg.stages, splits=splits)
+            c = getattr(make, "config", cfg)
+            kw = dict(warps=c.warps, block_cols=c.block_cols, stages=c.stages, splits=splits, tail=c.tail)
             row["kernel_hbm_bytes"] = int(count("decode_tc", wl, **kw).hbm_bytes)
         try:
             launch = make()
