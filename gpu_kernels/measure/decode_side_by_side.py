@@ -205,19 +205,20 @@ def launchers(sh, torch, splits_default):
 
         return make
 
-    cfg = default_config(sh.d).name
+    d0 = default_config(sh.d)
     s0 = splits_default
     alt = sorted({max(1, s0 // 2), min(128, 2 * s0)} - {s0})
-    items = [("decode_tc", f"{cfg} (default splits)", s0, decode(s0))]
-    items += [("decode_tc", cfg, s, decode(s)) for s in alt]
-    if default_config(sh.d).warps != 8:  # decode3: 8 warps, Bc = 128 (16 keys per warp and tile as before)
-        w8 = dataclasses.replace(default_config(sh.d), warps=8, block_cols=128)
-        items.append(("decode_tc", f"{w8.name} (8 warps, the default splits)", s0, decode(s0, w8)))
-    # decode5 (version 6): the cluster tail, the splits of a unit one cluster (at most 16), 4 and 8 warps
+    items = [("decode_tc", f"{d0.name} (default splits)", s0, decode(s0))]
+    items += [("decode_tc", d0.name, s, decode(s)) for s in alt]
+    # the other block size (decode3: 8 warps, Bc = 128, 16 keys per warp and tile; the default at d = 64
+    # since version 6; 4 warps, Bc = 64 the default at d = 128), at the default splits
+    wv = 4 if d0.warps == 8 else 8
+    other = dataclasses.replace(d0, warps=wv, block_cols=16 * wv)
+    items.append(("decode_tc", f"{other.name} ({wv} warps, the default splits)", s0, decode(s0, other)))
+    # decode5 (version 6): the cluster tail, the splits of a unit one cluster (so at most 16)
     sc = min(s0, 16)
-    for cl in {dataclasses.replace(default_config(sh.d), tail="cluster"), dataclasses.replace(w8, tail="cluster")}:
-        if cl != default_config(sh.d):
-            items.append(("decode_tc", f"{cl.name} (cluster tail, splits min(default, 16))", sc, decode(sc, cl)))
+    cl = dataclasses.replace(d0, tail="cluster")
+    items.append(("decode_tc", f"{cl.name} (cluster tail, splits min(default, 16))", sc, decode(sc, cl)))
     items.append(("fa2_tc", f"{fa2_config(sh.d).name} (prefill kernel)", "", fa2))
     names = {
         "torch_flash": SDPBackend.FLASH_ATTENTION,

@@ -59,9 +59,12 @@ from .fa2_tc import WARPS, check_tensor_core_workload
 
 #: The kernel's head dims, warps and tiles (gpu_kernels/kernels/decode_tc.py: DecodeConfig).
 HEAD_DIMS = (64, 128)
-DEFAULT_WARPS = 4
-DEFAULT_BLOCK_COLS = 64
+#: Per head dim: d = 64 takes 8 warps and Bc = 128 (16 keys per warp and tile, as at d = 128: 40.43 against
+#: 45.46 µs at 134 MB in run decode4-run2, 39.94 against 45.18 in decode5-run1), d = 128 4 warps, Bc = 64.
+DEFAULT_WARPS = {64: 8, 128: 4}
+DEFAULT_BLOCK_COLS = {64: 128, 128: 64}
 DEFAULT_STAGES = {64: 4, 128: 3}  # K/V tiles in the cp.async ring (working set only, not traffic)
+SPLIT_KEYS = 64  # default_splits leaves every split at least this many keys
 MAX_ROWS = 32  # packed rows R = g·q_len: at most two m16 tiles
 MAX_SPLITS = 128  # the combine kernel keeps 4 split values per lane of a warp
 MERGE_COLS = 8  # columns one thread merges
@@ -147,10 +150,10 @@ def build(
         raise ValueError(
             f"query_len: the packed rows group·query_len = {r} exceed {MAX_ROWS} (two m16 tiles of decode_tc)"
         )
-    w = DEFAULT_WARPS if warps is None else warps
+    w = DEFAULT_WARPS[workload.head_dim] if warps is None else warps
     if w not in (1, 2, 4, 8):
         raise ValueError(f"warps={w} must be 1, 2, 4 or 8 (decode_tc's block sizes)")
-    bc = DEFAULT_BLOCK_COLS if block_cols is None else block_cols
+    bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
     if bc % (16 * w):
         raise ValueError(
             f"block_cols={bc} must be a multiple of 16·warps = {16 * w} (16 keys per warp and mma k-step)"
@@ -339,7 +342,7 @@ def _default_splits(batch, kv_heads, seq_len, head_dim, rows, dtype):
     hw = load_preset("h200")
     group = max(1, rows)  # the model needs only R = g·q_len: one query per group member
     wl = Workload(seq_len, head_dim, batch, kv_heads * group, kv_heads=kv_heads, query_len=1, dtype=dtype)
-    most = max(1, min(MAX_SPLITS, seq_len // DEFAULT_BLOCK_COLS))
+    most = max(1, min(MAX_SPLITS, seq_len // SPLIT_KEYS))
     times = {s: split_k_time(wl, hw, s, fused=True).time_s for s in range(1, most + 1)}
     best = min(times.values())
     return min(s for s, t in times.items() if t <= best * 1.01)
