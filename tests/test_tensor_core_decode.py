@@ -259,6 +259,10 @@ def test_decode_tc_refusals():
         DecodeConfig(64, tail="polled").check()
     with pytest.raises(ValueError, match="fused_combine"):
         DecodeConfig(64, fused_combine=False, tail="flagged").check()
+    with pytest.raises(ValueError, match="tail='cluster'"):  # one cluster per unit: at most 16 blocks
+        DecodeConfig(64, tail="cluster").check(1, 17)
+    with pytest.raises(ValueError, match="tail='cluster'"):
+        SCHEDULE.build(Workload(64, 64, heads=2, query_len=1, dtype="bf16"), None, splits=32, tail="cluster")
     q, k, v = random_qkv(1, 33, 50, 64, seed=0, kv_heads=1, query_len=1)
     with pytest.raises(ValueError, match="packed rows"):
         run_decode_tc(q, k, v)
@@ -295,6 +299,11 @@ def test_run_decode_tc_cli_counts_equal_simlib_and_hand_counts(capsys):
     assert rc == 0 and out["ok"] and set(out["diff"].values()) == {0}
     assert out["query_len"] == 1
     assert out["counts"] == hand_counts(1, 4, 2, 1, 50, 64, DecodeConfig(64, 1, 16, 2), 3)[0]
+    # 2 splits: the default tail is the cluster one (no partial in HBM), in the kernel and in simlib alike
+    rc = main([*args, "--block-cols", "16", "--splits", "2", "--stages", "2"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["ok"] and set(out["diff"].values()) == {0}
+    assert out["counts"] == hand_counts(1, 4, 2, 1, 50, 64, DecodeConfig(64, 1, 16, 2, tail="cluster"), 2)[0]
 
 
 @pytest.mark.parametrize(
@@ -333,8 +342,12 @@ def test_decode_side_by_side_worked_numbers_and_shapes():
 def test_decode_tc_defaults_are_simlibs():
     for d in (64, 128):
         cfg = default_config(d)
-        m = count("decode_tc", Workload(8192, d, heads=8, kv_heads=2, query_len=1, dtype="bf16")).mapping
-        assert (m.warps, m.block_cols, m.stages) == (cfg.warps, cfg.block_cols, cfg.stages)
+        wl = Workload(8192, d, heads=8, kv_heads=2, query_len=1, dtype="bf16")
+        m = count("decode_tc", wl).mapping
+        assert (m.warps, m.block_cols, m.stages, m.tail) == (cfg.warps, cfg.block_cols, cfg.stages, cfg.tail)
+        # the tail: the cluster one where a unit has 2 splits, the atomic one otherwise, in both
+        for s, tail in ((1, "atomic"), (2, "cluster"), (3, "atomic"), (16, "atomic")):
+            assert default_config(d, s).tail == count("decode_tc", wl, splits=s).mapping.tail == tail
         if d == 128:  # the ring fits twice into the H200's 227 KiB per SM: two blocks per SM
             assert 2 * cfg.smem_bytes(4) <= 227 * 1024
         else:  # 8 warps, Bc = 128, a ring of 4 (the faster at 134 MB; PERFORMANCE.md, version 6): one per SM
@@ -432,7 +445,7 @@ GPU_CASES = [
 @pytest.mark.parametrize("b,h,hkv,nk,ql,d,splits,dtype", GPU_CASES)
 def test_decode_tc_gpu(b, h, hkv, nk, ql, d, splits, dtype):
     s = default_splits(b, hkv, nk, d, (h // hkv) * ql, dtype) if splits is None else splits
-    check_case(b, h, hkv, nk, ql, d, default_config(d), s, dtype, seed=nk + d)
+    check_case(b, h, hkv, nk, ql, d, default_config(d, -(-nk // -(-nk // s))), s, dtype, seed=nk + d)
 
 
 @pytest.mark.gpu

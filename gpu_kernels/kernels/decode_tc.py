@@ -42,6 +42,16 @@ Mapping (compile-time constants of ``DecodeConfig`` and the packed rows):
                   until every tag is this launch's. No block waits for its stores' acknowledgement or an
                   atomic's round trip; the partials' bytes double; every block must be resident at once
                   (``plan_decode_tc`` refuses a grid of more blocks than SMs)
+    cluster tail  (``DecodeConfig(tail="cluster")``, version 6; the default where a unit has 2 splits) the
+                  s <= 16 split blocks of a unit are one thread-block cluster (``.reqnctapercluster s``,
+                  ``cluster_ops``): every block arrives at a cluster barrier when its ring is drained,
+                  waits for the cluster, stores its partial O and lse into the leader's shared memory
+                  (rank s − 1; ``st.shared::cluster`` after the merge's region, over the leader's ring),
+                  arrives (release) and waits (acquire) again; the leader's threads combine 8 columns of
+                  one row each from their own shared memory and store O: no partial in HBM, no atomic.
+                  Faster than the atomic tail where the clusters fit the SMs one block each (2 splits:
+                  −2.0 and −5.4 µs at 269 MB), slower where 16-block clusters must share SMs or wait for
+                  a second wave (+12 µs at 134 MB; PERFORMANCE.md, version 6)
     kv_groups     (version 5) K and V of a tile in two cp.async groups: S = Q Kᵀ and the softmax start
                   when K has landed, P V after V has (one more block barrier per tile; same bytes)
 
@@ -57,7 +67,9 @@ atomic per counter at the end. simlib's ``decode_tc`` schedule counts the same, 
 the ``decode`` schedule's; the fused combine reads and writes exactly what the combine kernel does
 (its 4-byte arrival count, an L2 atomic per block like the counters' own, is not counted); with the
 flagged tail every partial value is 8 bytes (its tag beside it), counted once per value: the polls that
-found a stale tag and were repeated are not counted (like the arrival count). Head dims 64 and 128; no causal mask (a decode step sees the whole cache).
+found a stale tag and were repeated are not counted (like the arrival count); with the cluster tail the
+partials are shared-memory traffic (each block writes R·d + R fp32 into the leader's, which reads s·8
+values and s lse per 8 columns of a row) and none is HBM's. Head dims 64 and 128; no causal mask (a decode step sees the whole cache).
 """
 
 from __future__ import annotations
@@ -191,10 +203,11 @@ class DecodeConfig:
         return splits if self.tail == "cluster" and splits > 1 else 0
 
 
-def default_config(head_dim: int) -> DecodeConfig:
+def default_config(head_dim: int, splits: int = 1) -> DecodeConfig:
     """simlib's defaults: at d = 64 8 warps, Bc = 128 keys per tile, a ring of 4 tiles (128 KiB: one block
     per SM; version 6, measured faster than 4 warps at 134 MB in three runs), at d = 128 4 warps, Bc = 64,
-    a ring of 3 (96 KiB); the atomic tail."""
+    a ring of 3 (96 KiB); for `splits` splits made, the cluster tail at 2 splits, else the atomic one
+    (schedule.default_tail)."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim={head_dim}: the tensor-core kernels support head_dim 64 and 128 only")
     return DecodeConfig(
@@ -202,7 +215,8 @@ def default_config(head_dim: int) -> DecodeConfig:
         warps=schedule.DEFAULT_WARPS[head_dim],
         block_cols=schedule.DEFAULT_BLOCK_COLS[head_dim],
         stages=schedule.DEFAULT_STAGES[head_dim],
-    ).check()
+        tail=schedule.default_tail(splits),
+    ).check(1, splits)
 
 
 @functools.cache
@@ -899,6 +913,8 @@ def plan_decode_tc(
             splits = min(splits, MAX_CLUSTER)
     if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or not 1 <= splits <= MAX_SPLITS:
         raise ValueError(f"splits must be an int in 1..{MAX_SPLITS}; got {splits!r}")
+    if config is None:  # the default tail depends on the splits made (cluster at 2)
+        cfg = default_config(d, schedule.made_splits(nk, int(splits)))
     plan = DecodePlan((b, h, hkv, ql, nk, d), cfg, dtype, int(splits), bool(counting))
     cfg.check(rows, plan.splits_made)
     if cfg.flagged and not simulator_enabled():  # the combiners poll: every block must be resident

@@ -152,6 +152,8 @@ def launchers(sh, torch, splits_default):
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    from simlib.schedules.decode_tc import made_splits
+
     from ..counting import new_counters
     from ..kernels.decode_tc import DecodePlan, default_config
     from ..kernels.fa2_tc import Fa2TcPlan
@@ -162,7 +164,7 @@ def launchers(sh, torch, splits_default):
     rows = (sh.h // sh.hkv) * sh.ql
 
     def decode(splits, cfg=None):
-        config = default_config(sh.d) if cfg is None else cfg
+        config = default_config(sh.d, made_splits(sh.n, splits)) if cfg is None else cfg
 
         def make():
             plan = DecodePlan(
@@ -205,20 +207,25 @@ def launchers(sh, torch, splits_default):
 
         return make
 
-    d0 = default_config(sh.d)
     s0 = splits_default
+    d0 = default_config(sh.d, made_splits(sh.n, s0))
     alt = sorted({max(1, s0 // 2), min(128, 2 * s0)} - {s0})
     items = [("decode_tc", f"{d0.name} (default splits)", s0, decode(s0))]
-    items += [("decode_tc", d0.name, s, decode(s)) for s in alt]
+    items += [("decode_tc", default_config(sh.d, made_splits(sh.n, s)).name, s, decode(s)) for s in alt]
     # the other block size (decode3: 8 warps, Bc = 128, 16 keys per warp and tile; the default at d = 64
     # since version 6; 4 warps, Bc = 64 the default at d = 128), at the default splits
     wv = 4 if d0.warps == 8 else 8
     other = dataclasses.replace(d0, warps=wv, block_cols=16 * wv)
     items.append(("decode_tc", f"{other.name} ({wv} warps, the default splits)", s0, decode(s0, other)))
-    # decode5 (version 6): the cluster tail, the splits of a unit one cluster (so at most 16)
-    sc = min(s0, 16)
-    cl = dataclasses.replace(d0, tail="cluster")
-    items.append(("decode_tc", f"{cl.name} (cluster tail, splits min(default, 16))", sc, decode(sc, cl)))
+    # decode5 (version 6): the other tail, at the default splits (the cluster one at most 16: one cluster
+    # per unit); the default is the cluster tail at 2 splits, the atomic one elsewhere
+    if d0.tail == "cluster":
+        at = dataclasses.replace(d0, tail="atomic")
+        items.append(("decode_tc", f"{at.name} (atomic tail, the default splits)", s0, decode(s0, at)))
+    else:
+        sc = min(s0, 16)
+        cl = dataclasses.replace(d0, tail="cluster")
+        items.append(("decode_tc", f"{cl.name} (cluster tail, splits min(default, 16))", sc, decode(sc, cl)))
     items.append(("fa2_tc", f"{fa2_config(sh.d).name} (prefill kernel)", "", fa2))
     names = {
         "torch_flash": SDPBackend.FLASH_ATTENTION,
@@ -253,7 +260,9 @@ def bench_decode_shape(sh, names, copy, torch, log):
         "tol": f"{tolerance(sh.dtype):.2e}",
     }
     wl = Workload(sh.n, sh.d, sh.b, sh.h, dtype=sh.dtype, kv_heads=sh.hkv, query_len=sh.ql)
-    cfg = default_config(sh.d)
+    from simlib.schedules.decode_tc import made_splits
+
+    cfg = default_config(sh.d, made_splits(sh.n, s0))
     rows = []
     for name, config, splits, make in launchers(sh, torch, s0):
         if name not in names:

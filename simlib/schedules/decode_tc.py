@@ -65,6 +65,31 @@ DEFAULT_WARPS = {64: 8, 128: 4}
 DEFAULT_BLOCK_COLS = {64: 128, 128: 64}
 DEFAULT_STAGES = {64: 4, 128: 3}  # K/V tiles in the cp.async ring (working set only, not traffic)
 SPLIT_KEYS = 64  # default_splits leaves every split at least this many keys
+#: The default tail is "cluster" where a unit's splits are this many (clusters of 2 always fit the H200's
+#: SMs one block each: run decode5-run3, 66.9 against 68.9 µs and 69.8 against 75.2 at the two committed
+#: shapes with s = 2), "atomic" elsewhere (16-block clusters pack two blocks onto some SMs or take two
+#: waves: 51.4 against 39.7 µs at 134 MB; PERFORMANCE.md, decode_tc version 6).
+CLUSTER_DEFAULT_SPLITS = 2
+
+
+def made_splits(seq_len: int, splits: int) -> int:
+    """Splits made of `splits` asked: ⌈L / ⌈L/s⌉⌉ (fewer when the last would be empty).
+
+    >>> made_splits(40, 16), made_splits(32768, 16)
+    (14, 16)
+    """
+    return ceil_div(seq_len, ceil_div(seq_len, splits))
+
+
+def default_tail(splits_made: int) -> str:
+    """The fused combine's default tail for a unit of `splits_made` splits (CLUSTER_DEFAULT_SPLITS).
+
+    >>> default_tail(2), default_tail(16), default_tail(1)
+    ('cluster', 'atomic', 'atomic')
+    """
+    return "cluster" if splits_made == CLUSTER_DEFAULT_SPLITS else "atomic"
+
+
 MAX_ROWS = 32  # packed rows R = g·q_len: at most two m16 tiles
 MAX_SPLITS = 128  # the combine kernel keeps 4 split values per lane of a warp
 MERGE_COLS = 8  # columns one thread merges
@@ -164,10 +189,10 @@ def build(
     st = DEFAULT_STAGES[workload.head_dim] if stages is None else stages
     if not 2 <= st <= 8:
         raise ValueError(f"stages={st} must be in 2..8 (tiles in the cp.async ring)")
-    tl = "atomic" if tail is None else tail
+    tl = default_tail(made_splits(workload.nk, s)) if tail is None else tail
     if tl not in TAILS:
         raise ValueError(f"tail={tl!r} must be one of {', '.join(TAILS)}")
-    if tl == "cluster" and ceil_div(workload.nk, ceil_div(workload.nk, s)) > MAX_CLUSTER:
+    if tl == "cluster" and made_splits(workload.nk, s) > MAX_CLUSTER:
         raise ValueError(
             f"splits={s}: tail='cluster' makes the splits of a unit one cluster, at most {MAX_CLUSTER}"
         )
