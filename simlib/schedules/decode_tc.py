@@ -99,7 +99,8 @@ TAILS = ("atomic", "flagged", "cluster")
 MAX_CLUSTER = 16  # the largest thread-block cluster of sm_90 (more than 8 is the non-portable size)
 TAIL = Parameter(
     "tail",
-    "the fused combine's tail: atomic (the last split to arrive combines; default), flagged (split s − 1 "
+    "the fused combine's tail (default: cluster at 2 splits, else atomic): atomic (the last split to "
+    "arrive combines), flagged (split s − 1 "
     "polls the partials, each fp32 value stored with a 4-byte tag: the partials' bytes doubled) or "
     "cluster (the splits of a unit are one thread-block cluster, s <= 16: the partials go to the "
     "leader's shared memory, none to HBM)",
