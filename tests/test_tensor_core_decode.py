@@ -437,6 +437,7 @@ GPU_CASES = [
     (1, 8, 8, 5000, 1, 128, 1, "fp16"),  # MHA, one split
     (1, 16, 2, 3001, 2, 64, 37, "bf16"),  # GQA g = 8 with 2 queries: R = 16
     (1, 24, 1, 2048, 1, 64, 128, "fp16"),  # MQA, R = 24: two m16 tiles, 128 splits of 16 keys
+    (4, 32, 8, 4097, 4, 128, 2, "bf16"),  # 2 splits: the default's cluster tail (clusters of 2), R = 16
 ]
 
 
