@@ -3,7 +3,9 @@
 
 Variants, for the same call (q (B, H, q_len, d), k and v (B, H_kv, L, d), no mask): numba's
 ``decode_tc`` with the splits simlib's model picks (``default_splits``) and with half and twice as
-many, numba's ``fa2_tc`` (the prefill kernel: one block per query head, K/V re-read by every head of a
+many, with the other block size (8 warps and Bc = 128 at d = 128, 4 warps and Bc = 64 at d = 64) and with
+the other fused-combine tail (the cluster tail at min(s, 16) splits where the default is the atomic
+one, the atomic tail at 2 splits, where the default is the cluster one), numba's ``fa2_tc`` (the prefill kernel: one block per query head, K/V re-read by every head of a
 group), torch SDPA's flash, cuDNN, memory-efficient and math backends (``enable_gqa`` when H_kv < H),
 and ``hbm_copy``: a device-to-device copy of COPY_BYTES, counted as bytes read plus bytes written,
 measured at the start and at the end of the run (its median is the ceiling each row is compared with).
