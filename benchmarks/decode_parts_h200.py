@@ -17,6 +17,9 @@ kernel, each between two CUDA events, input sets rotated beyond 3× the L2; medi
   4 and 8 warps; left out where the grid exceeds the SMs (the combiners wait for every split);
   ``..._kvg``: with ``kv_groups`` (K and V of a tile in two cp.async groups: S = Q Kᵀ and the softmax
   start when K has landed), ``split_only_kvg`` its split kernel alone (two kernels' split);
+  ``step_fused_cluster``, ``step_fused_w8_cluster``: the step with ``tail="cluster"`` (decode5: the
+  splits of a unit one thread-block cluster, partials through distributed shared memory; at most 16
+  splits, so min(s0, 16));
 * ``empty_kernel``: a numba kernel of one warp that does nothing (the floor of one launch in the queue);
   ``empty_split_launch``: a kernel of the split kernel's signature, grid, block and dynamic shared
   memory that does nothing (what the launch of that shape costs);
@@ -178,7 +181,7 @@ def shape_rows(shape, torch, kit):
             cfg = dataclasses.replace(cfg, stages=stages)
         if warps is not None:  # W warps, the same 16 keys per warp and tile: Bc = 16·W
             cfg = dataclasses.replace(cfg, warps=warps, block_cols=16 * warps)
-        cfg = cfg.check(rr)
+        cfg = cfg.check(rr, min(splits, n))
         pl = kit.DecodePlan((b, h, hkv, ql, n, d), cfg, "bf16", splits)
         if cfg.flagged:  # (value, tag) words, tags 0; the combiners poll: the grid must fit one wave
             if pl.splits_made * pl.units > kit.sms:
@@ -218,10 +221,11 @@ def shape_rows(shape, torch, kit):
     # decode4 (version 5): the flagged tail (split s − 1 polls the others' tagged partials) and K, V of a
     # tile in two cp.async groups (kv_groups), alone and together, with 4 and 8 warps
     for tl, kvg in kit.v5_variants:
-        name = ("_flagged" if tl == "flagged" else "") + ("_kvg" if kvg else "")
-        timed_decode(f"step_fused{name}", s0, True, tail=tl, kv_groups=kvg)
+        name = ("" if tl == "atomic" else f"_{tl}") + ("_kvg" if kvg else "")
+        sv = min(s0, 16) if tl == "cluster" else s0  # a cluster is at most 16 blocks
+        timed_decode(f"step_fused{name}", sv, True, tail=tl, kv_groups=kvg)
         for wv in kit.warp_variants if d == 64 else ():  # 8 warps won at d = 64 only (decode3-run1)
-            timed_decode(f"step_fused_w{wv}{name}", s0, True, warps=wv, tail=tl, kv_groups=kvg)
+            timed_decode(f"step_fused_w{wv}{name}", sv, True, warps=wv, tail=tl, kv_groups=kvg)
     if s0 > 1 and any(kvg for _, kvg in kit.v5_variants):
         timed_decode("split_only_kvg", s0, False, "split", kv_groups=True)
     if not kit.decode_only:
@@ -333,8 +337,8 @@ def main(argv=None):
     p.add_argument("--per-thread", default="4,16", help="loads per thread of the plain read/copy kernels")
     p.add_argument("--warps", default="8", help="warp counts to try besides the default (Bc = 16·W), e.g. 8")
     p.add_argument(
-        "--v5", default="flagged,kvg,flagged+kvg",
-        help="decode4's variants besides the default: flagged (tail), kvg (kv_groups), flagged+kvg",
+        "--v5", default="flagged,kvg,flagged+kvg,cluster",
+        help="variants besides the default: flagged or cluster (tail), kvg (kv_groups), flagged+kvg, ...",
     )  # fmt: skip
     p.add_argument(
         "--other-splits", default="yes", choices=("yes", "no"), help="step_fused at s0/2, 2·s0, ..."
@@ -384,7 +388,8 @@ def main(argv=None):
                         (item.split(":") for item in a.stages.split(",") if item)},
         plain_per_thread=tuple(int(x) for x in a.per_thread.split(",") if x),
         warp_variants=tuple(int(x) for x in a.warps.split(",") if x),
-        v5_variants=tuple(("flagged" if "flagged" in x else "atomic", "kvg" in x) for x in a.v5.split(",") if x),
+        v5_variants=tuple((next((t for t in ("flagged", "cluster") if t in x), "atomic"), "kvg" in x)
+                          for x in a.v5.split(",") if x),
         other_splits=a.other_splits == "yes",
         decode_only=a.decode_only,
     )  # fmt: skip

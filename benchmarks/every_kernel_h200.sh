@@ -8,17 +8,21 @@
 #  2. every test marked gpu (make test-gpu's selection): benchmarks/gpu_suite.sh (TESTS_S, default 300 s).
 # From the repo root on the device, after the numpy-2.4 prefix, with FLASHIO_COMMIT and RUN (a run id) set:
 #   RUN=every-20261203 bash benchmarks/every_kernel_h200.sh        (files under $OUT/every, $OUT/gpu_tests)
+# (SKIP_PREFILL=1, SKIP_DECODE=1, SKIP_TESTS=1 leave a part out; DECODE_S, DECODE_BUDGET_S: the decode part's
+# timeout and --budget-s)
 set -u
 cd "$(dirname "$0")/.."
 : "${RUN:?set RUN to a run id}"
 mkdir -p "$OUT/every" "$OUT/gpu_tests" "$OUT/logs"
+if [ -z "${SKIP_PREFILL:-}" ]; then  # SKIP_PREFILL=1: the decode shapes and the tests only
 FLASHIO_RUN_ID="$RUN" timeout "${PREFILL_S:-190}" python3 -m gpu_kernels side-by-side --out "$OUT/every" \
   --tag h200_every --dtypes bf16 --causal no,yes --seq-lens 4096,16384 --head-dims 64,128 \
   --budget-s "${PREFILL_BUDGET_S:-150}" > "$OUT/logs/prefill_stdout.log" 2>&1
 echo "prefill rc=$?" >> "$OUT/logs/prefill_stdout.log"
+fi
 if [ -z "${SKIP_DECODE:-}" ]; then  # SKIP_DECODE=1: the prefill shapes and the tests only
 FLASHIO_RUN_ID="$RUN" timeout "${DECODE_S:-75}" python3 -m gpu_kernels side-by-side --out "$OUT/every" \
-  --tag h200_every --dtypes bf16 --causal no --budget-s 50 \
+  --tag h200_every --dtypes bf16 --causal no --budget-s "${DECODE_BUDGET_S:-50}" \
   --variants decode_tc,torch_flash,torch_cudnn,torch_efficient,torch_math \
   --shape 1:32:8:8192:128:1 --shape 1:32:8:32768:128:1 --shape 1:32:8:131072:128:1 \
   --shape 8:32:8:8192:128:1 --shape 8:32:8:32768:128:1 --shape 16:32:32:8192:128:1 \
@@ -26,5 +30,5 @@ FLASHIO_RUN_ID="$RUN" timeout "${DECODE_S:-75}" python3 -m gpu_kernels side-by-s
 echo "decode rc=$?" >> "$OUT/logs/decode_stdout.log"
 fi
 [ -z "${SKIP_TESTS:-}" ] && bash benchmarks/gpu_suite.sh  # SKIP_TESTS=1: no GPU suite (run it alone)
-tail -30 "$OUT/logs/prefill_stdout.log"
+[ -f "$OUT/logs/prefill_stdout.log" ] && tail -30 "$OUT/logs/prefill_stdout.log"
 [ -f "$OUT/logs/decode_stdout.log" ] && tail -14 "$OUT/logs/decode_stdout.log"

@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--warps",
         type=_positive_int,
         help="fa2_tc, naive_tc, decode_tc: W warps per block (Br = 32·W for fa2_tc, 16·W for naive_tc; "
-        "decode_tc: Bc/W keys of every tile per warp; default 4)",
+        "decode_tc: Bc/W keys of every tile per warp; default 4, decode_tc at d = 64 8)",
     )
     r.add_argument(
         "--warpgroups",

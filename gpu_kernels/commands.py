@@ -163,10 +163,6 @@ def _decode_params(args, shape):
         shape.seq_len, shape.head_dim, shape.batch, shape.heads, dtype=dtype, kv_heads=shape.kv_heads,
         query_len=shape.nq,
     )  # fmt: skip
-    try:
-        m = SCHEDULE.build(wl, None, args.warps, args.block_cols, args.splits, args.stages)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
     splits = args.splits
     if splits is None:
         from simlib.schedules.decode_tc import default_splits
@@ -174,12 +170,17 @@ def _decode_params(args, shape):
         splits = default_splits(
             shape.batch, shape.n_kv_heads, shape.seq_len, shape.head_dim, wl.group * wl.nq, dtype
         )
+    try:  # with the splits known: the default tail is the splits' (cluster at 2)
+        m = SCHEDULE.build(wl, None, args.warps, args.block_cols, splits, args.stages)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     return {
         "dtype": dtype,
         "warps": m.warps,
         "block_cols": m.block_cols,
         "stages": m.stages,
         "splits": splits,
+        "tail": m.tail,
     }
 
 

@@ -51,8 +51,16 @@ def hand_counts(b, h, hkv, ql, nk, d, cfg, splits):
             sr += 2 * bc * d * 2
         sw += w * r * (d + 2) * 4  # merge: O, m, l of every warp's valid rows
         sr += r * (d // 8) * (w * 8 + 2 * w) * 4  # per 8 columns: the W warps' 8 O values, m and l
-        hw += r * d * 2 if s == 1 else r * (d + 1) * pb
-    if s > 1:  # the combine kernel, per output row
+        if s == 1:
+            hw += r * d * 2
+        elif cfg.tail == "cluster":  # the partial O and lse into the leader's shared memory
+            sw += r * (d + 1) * 4
+        else:
+            hw += r * (d + 1) * pb
+    if s > 1 and cfg.tail == "cluster":  # the leader: per 8 columns of a row, s·8 partials and s lse
+        sr += r * (d // 8) * s * (8 + 1) * 4
+        hw += r * d * 2
+    elif s > 1:  # the combine kernel, per output row
         hr += r * (s + s * d) * pb
         hw += r * d * 2
     return dict(zip(KEYS, (x * b * hkv for x in (hr, hw, sr, sw)))), s
@@ -64,13 +72,19 @@ def simlib_counts(b, h, hkv, ql, nk, d, cfg, splits, dtype):
     closed, traced = count("decode_tc", wl, **kw), count("decode_tc", wl, method="trace", **kw)
     assert closed.traffic == traced.traffic
     plain = count("decode", wl, block_cols=cfg.block_cols, splits=splits)
+    s = ceil_div(nk, ceil_div(nk, splits))
     if cfg.tail == "atomic":
         assert (plain.hbm_read_bytes, plain.hbm_write_bytes) == (
             closed.hbm_read_bytes,
             closed.hbm_write_bytes,
         )
+    elif cfg.tail == "cluster":  # no partial in HBM: s·R·(d + 1) fp32 a unit neither written nor read
+        part = 0 if s == 1 else b * hkv * s * (h // hkv) * ql * (d + 1) * 4
+        assert (plain.hbm_read_bytes - part, plain.hbm_write_bytes - part) == (
+            closed.hbm_read_bytes,
+            closed.hbm_write_bytes,
+        )
     else:  # each partial value (s·R·(d + 1) per unit, written once, read once) has a 4-byte tag beside it
-        s = ceil_div(nk, ceil_div(nk, splits))
         tags = 0 if s == 1 else b * hkv * s * (h // hkv) * ql * (d + 1) * 4
         assert (plain.hbm_read_bytes + tags, plain.hbm_write_bytes + tags) == (
             closed.hbm_read_bytes,
@@ -140,6 +154,26 @@ def test_decode_tc_flagged_tail(b, h, hkv, nk, ql, d, w, bc, stages, splits, dty
     launch's combiner must wait for epoch 2, which the first launch's tags (1) do not satisfy."""
     cfg = DecodeConfig(d, w, bc, stages, tail="flagged")
     check_case(b, h, hkv, nk, ql, d, cfg, splits, dtype, seed=nk + 5 * h + d)
+
+
+CLUSTER_SIM_CASES = [
+    # (B, H, H_kv, L, q_len, d, warps, Bc, stages, splits, dtype): the cluster tail (the splits of a unit
+    # one cluster; rank s − 1 gathers the partials in its shared memory and combines)
+    (1, 2, 1, 40, 1, 64, 2, 32, 2, 3, "bf16"),  # 3 splits, the leader's split the shortest (12 keys)
+    (2, 4, 2, 50, 1, 128, 1, 16, 2, 4, "fp16"),  # 4 units, d = 128, R = 2 rows on one warp
+    (1, 18, 1, 20, 1, 64, 1, 16, 2, 2, "bf16"),  # R = 18: two m16 tiles, 18 gathered rows a split
+    (1, 1, 1, 40, 2, 64, 1, 16, 2, 16, "bf16"),  # 14 splits made of 16 asked (⌈40/16⌉ = 3 keys each)
+    (1, 2, 1, 40, 1, 64, 2, 32, 2, 1, "bf16"),  # one split: no cluster, O written directly
+]
+
+
+@sim_only
+@pytest.mark.parametrize("b,h,hkv,nk,ql,d,w,bc,stages,splits,dtype", CLUSTER_SIM_CASES)
+def test_decode_tc_cluster_tail(b, h, hkv, nk, ql, d, w, bc, stages, splits, dtype):
+    """tail="cluster": the same O as the reference; counts with no partial in HBM and the gathered
+    partials as SRAM traffic equal to simlib's and the hand count."""
+    cfg = DecodeConfig(d, w, bc, stages, tail="cluster")
+    check_case(b, h, hkv, nk, ql, d, cfg, splits, dtype, seed=nk + 11 * h + d)
 
 
 KV_GROUPS_SIM_CASES = [
@@ -225,6 +259,10 @@ def test_decode_tc_refusals():
         DecodeConfig(64, tail="polled").check()
     with pytest.raises(ValueError, match="fused_combine"):
         DecodeConfig(64, fused_combine=False, tail="flagged").check()
+    with pytest.raises(ValueError, match="tail='cluster'"):  # one cluster per unit: at most 16 blocks
+        DecodeConfig(64, tail="cluster").check(1, 17)
+    with pytest.raises(ValueError, match="tail='cluster'"):
+        SCHEDULE.build(Workload(64, 64, heads=2, query_len=1, dtype="bf16"), None, splits=32, tail="cluster")
     q, k, v = random_qkv(1, 33, 50, 64, seed=0, kv_heads=1, query_len=1)
     with pytest.raises(ValueError, match="packed rows"):
         run_decode_tc(q, k, v)
@@ -261,6 +299,11 @@ def test_run_decode_tc_cli_counts_equal_simlib_and_hand_counts(capsys):
     assert rc == 0 and out["ok"] and set(out["diff"].values()) == {0}
     assert out["query_len"] == 1
     assert out["counts"] == hand_counts(1, 4, 2, 1, 50, 64, DecodeConfig(64, 1, 16, 2), 3)[0]
+    # 2 splits: the default tail is the cluster one (no partial in HBM), in the kernel and in simlib alike
+    rc = main([*args, "--block-cols", "16", "--splits", "2", "--stages", "2"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["ok"] and set(out["diff"].values()) == {0}
+    assert out["counts"] == hand_counts(1, 4, 2, 1, 50, 64, DecodeConfig(64, 1, 16, 2, tail="cluster"), 2)[0]
 
 
 @pytest.mark.parametrize(
@@ -299,10 +342,17 @@ def test_decode_side_by_side_worked_numbers_and_shapes():
 def test_decode_tc_defaults_are_simlibs():
     for d in (64, 128):
         cfg = default_config(d)
-        m = count("decode_tc", Workload(8192, d, heads=8, kv_heads=2, query_len=1, dtype="bf16")).mapping
-        assert (m.warps, m.block_cols, m.stages) == (cfg.warps, cfg.block_cols, cfg.stages)
-        # the ring fits twice into the H200's 227 KiB per SM: two blocks per SM
-        assert 2 * cfg.smem_bytes(4) <= 227 * 1024
+        wl = Workload(8192, d, heads=8, kv_heads=2, query_len=1, dtype="bf16")
+        m = count("decode_tc", wl).mapping
+        assert (m.warps, m.block_cols, m.stages, m.tail) == (cfg.warps, cfg.block_cols, cfg.stages, cfg.tail)
+        # the tail: the cluster one where a unit has 2 splits, the atomic one otherwise, in both
+        for s, tail in ((1, "atomic"), (2, "cluster"), (3, "atomic"), (16, "atomic")):
+            assert default_config(d, s).tail == count("decode_tc", wl, splits=s).mapping.tail == tail
+        if d == 128:  # the ring fits twice into the H200's 227 KiB per SM: two blocks per SM
+            assert 2 * cfg.smem_bytes(4) <= 227 * 1024
+        else:  # 8 warps, Bc = 128, a ring of 4 (the faster at 134 MB; PERFORMANCE.md, version 6): one per SM
+            assert (cfg.warps, cfg.block_cols) == (8, 128)
+            assert cfg.smem_bytes(4) <= 227 * 1024 < 2 * cfg.smem_bytes(4)
 
 
 def test_default_splits_is_the_models_fastest():
@@ -357,13 +407,16 @@ def test_decode_tc_schedule_worked_number():
     per_warp=st.sampled_from([16, 32]),
     splits=st.integers(1, 128),
     d=st.sampled_from([64, 128]),
+    tail=st.sampled_from(["atomic", "flagged", "cluster"]),
 )
-def test_decode_tc_closed_form_equals_trace_and_brute_force(nk, ql, group, w, per_warp, splits, d):
+def test_decode_tc_closed_form_equals_trace_and_brute_force(nk, ql, group, w, per_warp, splits, d, tail):
     if group * ql > 32:
         ql = 32 // group
+    if tail == "cluster":
+        splits = min(splits, 16)  # one cluster of at most 16 blocks per unit
     wl = Workload(nk, d, 2, 2 * group, dtype="fp16", kv_heads=2, query_len=ql)
-    cfg = DecodeConfig(d, w, per_warp * w, 2)
-    m = SCHEDULE.build(wl, None, warps=w, block_cols=cfg.block_cols, splits=splits, stages=2)
+    cfg = DecodeConfig(d, w, per_warp * w, 2, tail=tail)
+    m = SCHEDULE.build(wl, None, warps=w, block_cols=cfg.block_cols, splits=splits, stages=2, tail=tail)
     closed = SCHEDULE.closed_form(wl, m)
     assert closed == Traffic.from_events(SCHEDULE.trace(wl, m))
     hand, _ = hand_counts(2, 2 * group, 2, ql, nk, d, cfg, splits)
@@ -384,6 +437,7 @@ GPU_CASES = [
     (1, 8, 8, 5000, 1, 128, 1, "fp16"),  # MHA, one split
     (1, 16, 2, 3001, 2, 64, 37, "bf16"),  # GQA g = 8 with 2 queries: R = 16
     (1, 24, 1, 2048, 1, 64, 128, "fp16"),  # MQA, R = 24: two m16 tiles, 128 splits of 16 keys
+    (4, 32, 8, 4097, 4, 128, 2, "bf16"),  # 2 splits: the default's cluster tail (clusters of 2), R = 16
 ]
 
 
@@ -392,7 +446,7 @@ GPU_CASES = [
 @pytest.mark.parametrize("b,h,hkv,nk,ql,d,splits,dtype", GPU_CASES)
 def test_decode_tc_gpu(b, h, hkv, nk, ql, d, splits, dtype):
     s = default_splits(b, hkv, nk, d, (h // hkv) * ql, dtype) if splits is None else splits
-    check_case(b, h, hkv, nk, ql, d, default_config(d), s, dtype, seed=nk + d)
+    check_case(b, h, hkv, nk, ql, d, default_config(d, -(-nk // -(-nk // s))), s, dtype, seed=nk + d)
 
 
 @pytest.mark.gpu
@@ -415,6 +469,27 @@ def test_decode_tc_gpu_flagged_tail():
     q, k, v = random_qkv(16, 32, 64, 128, seed=1, kv_heads=8, query_len=1)
     with pytest.raises(ValueError, match="tail='flagged'"):
         run_decode_tc(q, k, v, config=DecodeConfig(128, tail="flagged"), splits=2)  # 256 blocks
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs FLASHIO_GPU=1 and a CUDA GPU")
+def test_decode_tc_gpu_cluster_tail():
+    """decode5's cluster tail on the H200 (the splits of a unit one thread-block cluster, partials
+    through distributed shared memory): correct and counted as simlib at d = 128 with 16 splits (the
+    non-portable cluster size; 16 units × 16 = 256 blocks, more than one wave: clusters wait for SMs) and
+    d = 64 with 8 warps (5 splits); the PTX asks for the clusters and has no atomic but the counters'."""
+    from gpu_kernels.kernels.decode_tc import ptx_of
+    from gpu_kernels.ptx_check import summarize_ptx
+
+    check_case(2, 32, 8, 8191, 1, 128, DecodeConfig(128, tail="cluster"), 16, "bf16", seed=15)
+    check_case(1, 64, 8, 3001, 1, 64, DecodeConfig(64, 8, 128, 4, tail="cluster"), 5, "fp16", seed=16)
+    split, _ = ptx_of(DecodeConfig(128, tail="cluster"), "bf16", 4, False, splits=16)
+    assert ".reqnctapercluster 16, 1, 1" in split and ".explicitcluster" in split
+    assert split.count("st.shared::cluster.f32") >= 2 and "barrier.cluster.wait.acquire" in split
+    assert "atom." not in split and summarize_ptx(split)["f64"] == 0
+    q, k, v = random_qkv(1, 8, 64, 128, seed=1, kv_heads=8, query_len=1)
+    with pytest.raises(ValueError, match="tail='cluster'"):
+        run_decode_tc(q, k, v, config=DecodeConfig(128, tail="cluster"), splits=32)
 
 
 @pytest.mark.gpu

@@ -139,7 +139,7 @@ KERNELS: dict[str, Kernel] = {
             "decode_tc",
             "decode_tc",
             SIXTEEN_BIT,
-            ("warps", "block_cols", "stages", "splits"),
+            ("warps", "block_cols", "stages", "splits", "tail"),
             WARP_OPS,
             "DecodeConfig",
             tolerance_u=2,  # O rounded once to the dtype, P too

@@ -42,6 +42,16 @@ Mapping (compile-time constants of ``DecodeConfig`` and the packed rows):
                   until every tag is this launch's. No block waits for its stores' acknowledgement or an
                   atomic's round trip; the partials' bytes double; every block must be resident at once
                   (``plan_decode_tc`` refuses a grid of more blocks than SMs)
+    cluster tail  (``DecodeConfig(tail="cluster")``, version 6; the default where a unit has 2 splits) the
+                  s <= 16 split blocks of a unit are one thread-block cluster (``.reqnctapercluster s``,
+                  ``cluster_ops``): every block arrives at a cluster barrier when its ring is drained,
+                  waits for the cluster, stores its partial O and lse into the leader's shared memory
+                  (rank s − 1; ``st.shared::cluster`` after the merge's region, over the leader's ring),
+                  arrives (release) and waits (acquire) again; the leader's threads combine 8 columns of
+                  one row each from their own shared memory and store O: no partial in HBM, no atomic.
+                  Faster than the atomic tail where the clusters fit the SMs one block each (2 splits:
+                  −2.0 and −5.4 µs at 269 MB), slower where 16-block clusters must share SMs or wait for
+                  a second wave (+12 µs at 134 MB; PERFORMANCE.md, version 6)
     kv_groups     (version 5) K and V of a tile in two cp.async groups: S = Q Kᵀ and the softmax start
                   when K has landed, P V after V has (one more block barrier per tile; same bytes)
 
@@ -57,7 +67,9 @@ atomic per counter at the end. simlib's ``decode_tc`` schedule counts the same, 
 the ``decode`` schedule's; the fused combine reads and writes exactly what the combine kernel does
 (its 4-byte arrival count, an L2 atomic per block like the counters' own, is not counted); with the
 flagged tail every partial value is 8 bytes (its tag beside it), counted once per value: the polls that
-found a stale tag and were repeated are not counted (like the arrival count). Head dims 64 and 128; no causal mask (a decode step sees the whole cache).
+found a stale tag and were repeated are not counted (like the arrival count); with the cluster tail the
+partials are shared-memory traffic (each block writes R·d + R fp32 into the leader's, which reads s·8
+values and s lse per 8 columns of a row) and none is HBM's. Head dims 64 and 128; no causal mask (a decode step sees the whole cache).
 """
 
 from __future__ import annotations
@@ -74,6 +86,7 @@ from simlib.schedules import decode_tc as schedule
 from ..counting import counts_from, new_counters, simulator_enabled
 from ..flush import flush_counters
 from ..tensor_core.addressed_ops import addressed_ops
+from ..tensor_core.cluster_ops import allow_cluster, cluster_ops
 from ..tensor_core.dtypes import check_dtype, from_bits, to_bits
 from ..tensor_core.flash_tile import flash_tile_ops
 from ..tensor_core.tc_plan import upload
@@ -91,6 +104,7 @@ MERGE_COLS = schedule.MERGE_COLS
 COMBINE_BATCH = 16
 LN2 = 0.6931471805599453
 TAILS = schedule.TAILS
+MAX_CLUSTER = schedule.MAX_CLUSTER
 
 
 @dataclass(frozen=True)
@@ -100,8 +114,8 @@ class DecodeConfig:
     finish combines the unit's partials itself (one launch), else the combine kernel does (two)."""
 
     head_dim: int
-    warps: int = schedule.DEFAULT_WARPS
-    block_cols: int = schedule.DEFAULT_BLOCK_COLS
+    warps: int = 4
+    block_cols: int = 64
     stages: int = 3
     fused_combine: bool = True
     tail: str = "atomic"
@@ -115,19 +129,31 @@ class DecodeConfig:
     # count combines (version 3); "flagged" (version 5): split s − 1 of every unit combines, polling the
     # others' partials, stored as 8-byte (value, tag) words whose tag is the launch's epoch, so no
     # block waits for its stores' acknowledgement and an atomic's round trip before the combine can
-    # start; it needs every block of the grid resident at once (DecodePlan checks: blocks <= SMs)
+    # start; it needs every block of the grid resident at once (DecodePlan checks: blocks <= SMs);
+    # "cluster" (version 6): the s <= 16 split blocks of a unit are one thread-block cluster; each
+    # writes its partial O and lse into the shared memory of the leader (rank s − 1) by DSMEM stores,
+    # a cluster barrier, and the leader combines: no partial in HBM, no atomic, no L2 round trip
 
     @property
     def threads(self) -> int:
         return 32 * self.warps
 
-    def smem_bytes(self, rows: int) -> int:
-        """Dynamic shared memory for `rows` packed query rows (Q and the ring, or the fp32 merge)."""
+    def merge_words(self, rows: int) -> int:
+        """fp32 words of the merge's region (every warp's O, m and l of QR rows) at the start of shared
+        memory; the cluster tail's gathered partials follow it."""
+        return self.warps * 16 * (-(-rows // 16)) * (self.head_dim + 2)
+
+    def smem_bytes(self, rows: int, splits: int = 1) -> int:
+        """Dynamic shared memory for `rows` packed query rows (Q and the ring, or the fp32 merge and,
+        with the cluster tail, after it the `splits` partial rows and lse the leader gathers)."""
         qr = 16 * (-(-rows // 16))
         ring = (qr + 2 * self.stages * self.block_cols) * self.head_dim * 2
-        return max(ring, self.warps * qr * (self.head_dim + 2) * 4)
+        gathered = splits * rows * (self.head_dim + 1) if self.tail == "cluster" and splits > 1 else 0
+        return max(ring, 4 * (self.merge_words(rows) + gathered))
 
-    def check(self, rows: int = 1):
+    def check(self, rows: int = 1, splits: int = 1):
+        """This config, checked for `rows` packed rows and `splits` splits made (a ValueError naming the
+        field that is wrong)."""
         d, w, bc, st = self.head_dim, self.warps, self.block_cols, self.stages
         if d not in HEAD_DIMS:
             raise ValueError(f"head_dim={d}: the tensor-core kernels support head_dim 64 and 128 only")
@@ -147,35 +173,56 @@ class DecodeConfig:
             )
         if self.tail not in TAILS:
             raise ValueError(f"tail must be one of {', '.join(TAILS)}; got {self.tail!r}")
-        if self.tail == "flagged" and not self.fused_combine:
-            raise ValueError("tail='flagged' is the fused combine's: it needs fused_combine=True")
-        if self.smem_bytes(rows) > DYNAMIC_SHARED_LIMIT:
+        if self.tail != "atomic" and not self.fused_combine:
+            raise ValueError(f"tail={self.tail!r} is the fused combine's: it needs fused_combine=True")
+        if self.tail == "cluster" and splits > MAX_CLUSTER:
             raise ValueError(
-                f"block_cols={bc}, stages={st}, head_dim={d} need {self.smem_bytes(rows)} bytes of shared "
-                f"memory; at most {DYNAMIC_SHARED_LIMIT}"
+                f"splits: tail='cluster' makes the {splits} splits of a unit one cluster; at most {MAX_CLUSTER}"
+            )
+        if self.smem_bytes(rows, splits) > DYNAMIC_SHARED_LIMIT:
+            raise ValueError(
+                f"block_cols={bc}, stages={st}, head_dim={d} need {self.smem_bytes(rows, splits)} bytes of "
+                f"shared memory; at most {DYNAMIC_SHARED_LIMIT}"
             )
         return self
 
     @property
     def name(self) -> str:
-        tail = ("_fl" if self.tail == "flagged" else "") + ("_kvg" if self.kv_groups else "")
+        tail = {"atomic": "", "flagged": "_fl", "cluster": "_cl"}[self.tail] + (
+            "_kvg" if self.kv_groups else ""
+        )
         return f"w{self.warps}_bc{self.block_cols}_st{self.stages}{'' if self.fused_combine else '_2k'}{tail}"
 
     @property
     def flagged(self) -> bool:
         return self.tail == "flagged"
 
+    def cluster_size(self, splits: int) -> int:
+        """Blocks per thread-block cluster for `splits` splits made: all of them with the cluster tail
+        (s > 1), else 0 (no cluster)."""
+        return splits if self.tail == "cluster" and splits > 1 else 0
 
-def default_config(head_dim: int) -> DecodeConfig:
-    """4 warps, Bc = 64 keys per tile, a ring of 4 tiles at d = 64 (64 KiB) and 3 at d = 128 (96 KiB)."""
+
+def default_config(head_dim: int, splits: int = 1) -> DecodeConfig:
+    """simlib's defaults: at d = 64 8 warps, Bc = 128 keys per tile, a ring of 4 tiles (128 KiB: one block
+    per SM; version 6, measured faster than 4 warps at 134 MB in three runs), at d = 128 4 warps, Bc = 64,
+    a ring of 3 (96 KiB); for `splits` splits made, the cluster tail at 2 splits, else the atomic one
+    (schedule.default_tail)."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim={head_dim}: the tensor-core kernels support head_dim 64 and 128 only")
-    return DecodeConfig(head_dim, stages=schedule.DEFAULT_STAGES[head_dim]).check()
+    return DecodeConfig(
+        head_dim,
+        warps=schedule.DEFAULT_WARPS[head_dim],
+        block_cols=schedule.DEFAULT_BLOCK_COLS[head_dim],
+        stages=schedule.DEFAULT_STAGES[head_dim],
+        tail=schedule.default_tail(splits),
+    ).check(1, splits)
 
 
 @functools.cache
-def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulator: bool):
-    """The split kernel for one (config, dtype, m16 tiles of packed rows, build)."""
+def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulator: bool, cluster: int = 0):
+    """The split kernel for one (config, dtype, m16 tiles of packed rows, build); `cluster`: the cluster
+    tail's blocks per cluster, which must equal the splits made (``DecodeConfig.cluster_size``)."""
     D, BC, W, NT, STAGES = cfg.head_dim, cfg.block_cols, cfg.warps, cfg.threads, cfg.stages
     KW = BC // W  # keys per warp per tile
     MT, QR = mt, 16 * mt
@@ -203,6 +250,11 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
     cp_wait_ring = cp_wait_group(2 * STAGES - 3 if KV_GROUPS else STAGES - 2, simulator)
     cp_wait_v = cp_wait_group(2 * STAGES - 2 if KV_GROUPS else 0, simulator)
     arrive = arrive_acq_rel(simulator)
+    CS = cluster  # blocks per cluster = splits (the cluster tail), else 0
+    WTS = max(1, CS)
+    cl_shape, cl_arrive, cl_wait, st_cluster, ld_gathered = cluster_ops(max(1, CS), simulator)
+    LEADER = uint32(CS - 1) if CS else uint32(0)  # the cluster's rank that combines: its last split
+    F_G = cfg.merge_words(16 * mt)  # fp32 word where the gathered partials start (after the merge)
     ALIGN = None if simulator else 128
     C = np.float32(LOG2E / math.sqrt(D))  # softmax scale in base 2: exp(s/√d) = exp2(s·c)
     load_q, qk_step, softmax_update, pack_p, pv_products = flash_tile_ops(dtype, simulator, MT, NS, NO, D, C)
@@ -237,6 +289,8 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
         # q, o: flat (units·R·d,) uint16 bits; k, v: flat (units·L·d,); o_part: (units·R·s·d,) fp32,
         # lse_part (units·R·s,) fp32: log2 of the split's softmax sum in base-2 score units (s > 1 only);
         # arrivals (units,) int32, zero between launches: splits of the unit done (fused combine only)
+        if CS:
+            cl_shape()  # this kernel is launched in clusters of CS blocks along x (.reqnctapercluster)
         sm = cuda.shared.array(0, uint16, alignment=ALIGN)  # Q | ring: dynamic shared memory
         last = cuda.shared.array(1, int32)  # fused combine: 1 when this block is its unit's last split
         smf = cuda.shared.array(0, float32, alignment=ALIGN)  # the same bytes as fp32, for the merge
@@ -248,6 +302,7 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
         m = cuda.local.array(ROWS2, float32)  # running max of my rows (base-2 units)
         lsum = cuda.local.array(ROWS2, float32)  # my partial running sums (my columns only)
         alpha = cuda.local.array(W, float32)  # the merge's weights 2^(m_w − M)
+        wts = cuda.local.array(WTS, float32)  # the cluster tail's weights 2^(lse_j − M)
         xa = cuda.local.array(4, int32)  # swizzled chunk offsets of my ldmatrix rows (Q and V)
         xk = cuda.local.array(4, int32)  # the same for K
 
@@ -356,6 +411,10 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
 
         # --- the warps' (m, l, O) into shared memory (fp32, over the ring: everyone is done with it)
         cp_wait_all()
+        if CS:
+            # cluster tail, phase 1: I am done with my ring, which the leader's gathered partials
+            # overlap; every block waits until the leader is too before it stores into the leader's
+            cl_arrive()
         cuda.syncthreads()
         for mt in range(MT):
             for h in range(2):
@@ -374,6 +433,10 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
                         if COUNTING:
                             n_sw += 8
         cuda.syncthreads()
+        if CS:
+            cl_wait()
+        gat = (F_G + sp * rows * D) if CS else 0  # cluster tail: my partial rows in the leader's memory
+        gat_lse = F_G + CS * rows * D + sp * rows
 
         # --- merge: each item is MERGE_COLS consecutive columns of one valid row
         item = tid
@@ -404,27 +467,78 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
                     o[out + e + 1] = pair >> SIXTEEN
                 else:
                     part = ((u * rows + row) * n_splits + sp) * D + c0
-                    if FLAGGED:
+                    if CS:
+                        g0 = gat + row * D + c0 + e
+                        st_cluster(base, g0, LEADER, x0 * inv, o_part, part + e)
+                        st_cluster(base, g0 + 1, LEADER, x1 * inv, o_part, part + e + 1)
+                    elif FLAGGED:
                         st_tagged(o_part, part + e, x0 * inv, ep)
                         st_tagged(o_part, part + e + 1, x1 * inv, ep)
                     else:
                         o_part[part + e] = x0 * inv
                         o_part[part + e + 1] = x1 * inv
             if COUNTING:
-                n_gw += 2 * MERGE_COLS if n_splits == 1 else PB * MERGE_COLS
+                if n_splits == 1:
+                    n_gw += 2 * MERGE_COLS
+                elif CS:
+                    n_sw += 4 * MERGE_COLS  # into the leader's shared memory
+                else:
+                    n_gw += PB * MERGE_COLS
             if n_splits > 1 and c0 == 0:
                 lse = mx + float32(math.log2(total))
-                if FLAGGED:
-                    st_tagged(lse_part, (u * rows + row) * n_splits + sp, lse, ep)
+                if CS:
+                    st_cluster(base, gat_lse + row, LEADER, lse, lse_part, (u * rows + row) * n_splits + sp)
+                    if COUNTING:
+                        n_sw += 4
                 else:
-                    lse_part[(u * rows + row) * n_splits + sp] = lse
-                if COUNTING:
-                    n_gw += PB
+                    if FLAGGED:
+                        st_tagged(lse_part, (u * rows + row) * n_splits + sp, lse, ep)
+                    else:
+                        lse_part[(u * rows + row) * n_splits + sp] = lse
+                    if COUNTING:
+                        n_gw += PB
             item += NT
 
         # --- fused combine: the unit's last split to finish (an atomic count of arrivals) combines the
         # s partials of its rows, one warp per row, as the combine kernel would (they are in L2 by then)
-        if FLAGGED and n_splits > 1:
+        if CS:
+            # the cluster tail, phase 2: every block's partials are in the leader's shared memory once
+            # every thread of the cluster has arrived (release: my DSMEM stores; the leader's wait
+            # acquires them); the leader's threads combine 8 columns of one row each
+            cl_arrive()
+            cl_wait()
+            if sp == CS - 1:
+                item = tid
+                while item < rows * CPR:
+                    row = item // CPR
+                    c0 = (item - row * CPR) * MERGE_COLS
+                    gp = (u * rows + row) * n_splits  # the same values' place among global partials
+                    mx = NEG_INF
+                    for j in range(CS):
+                        wts[j] = ld_gathered(smf, F_G + CS * rows * D + j * rows + row, lse_part, gp + j)
+                        mx = fmax(mx, wts[j])
+                    total = ZERO
+                    for j in range(CS):
+                        wts[j] = ex2(wts[j] - mx)
+                        total += wts[j]
+                    inv = ONE / total
+                    out = (u * rows + row) * D + c0
+                    for e in range(0, MERGE_COLS, 2):
+                        x0 = ZERO
+                        x1 = ZERO
+                        for j in range(CS):
+                            wi = F_G + (j * rows + row) * D + c0 + e
+                            gi = (gp + j) * D + c0 + e
+                            x0 += wts[j] * ld_gathered(smf, wi, o_part, gi)
+                            x1 += wts[j] * ld_gathered(smf, wi + 1, o_part, gi + 1)
+                        pair = pack2(x0 * inv, x1 * inv)
+                        o[out + e] = pair & LOW
+                        o[out + e + 1] = pair >> SIXTEEN
+                    if COUNTING:
+                        n_sr += 4 * CS * (1 + MERGE_COLS)
+                        n_gw += 2 * MERGE_COLS
+                    item += NT
+        elif FLAGGED and n_splits > 1:
             # the flagged tail: split s − 1 combines (no arrival count): its warps poll the partials'
             # tags until all s are this launch's, then combine as below; the others are done
             if sp == n_splits - 1:
@@ -635,10 +749,15 @@ def combine_signature():
     return (f32, f32, u16, types.Array(types.int64, 1, "C"), types.int64, types.int64)
 
 
-def ptx_of(cfg: DecodeConfig, dtype: str, rows: int, counting: bool, cc=(9, 0)) -> tuple[str, str]:
-    """The PTX of the split and combine kernels of one build (NVVM only; no GPU needed)."""
+def ptx_of(
+    cfg: DecodeConfig, dtype: str, rows: int, counting: bool, cc=(9, 0), splits: int = 1
+) -> tuple[str, str]:
+    """The PTX of the split and combine kernels of one build (NVVM only; no GPU needed); `splits`: the
+    splits made (the cluster tail's cluster size)."""
     mt = -(-rows // 16)
-    split = split_kernel(cfg.check(rows), check_dtype(dtype), mt, counting, False)
+    split = split_kernel(
+        cfg.check(rows, splits), check_dtype(dtype), mt, counting, False, cfg.cluster_size(splits)
+    )
     comb = combine_kernel(cfg.head_dim, dtype, counting, False)
     return (
         cuda.compile_ptx(split.py_func, split_signature(cfg.flagged), cc=cc)[0],
@@ -683,7 +802,12 @@ class DecodePlan:
 
     @property
     def smem_bytes(self) -> int:
-        return self.config.smem_bytes(self.rows)
+        return self.config.smem_bytes(self.rows, self.splits_made)
+
+    @property
+    def cluster(self) -> int:
+        """Blocks per thread-block cluster (the cluster tail: the splits made), or 0."""
+        return self.config.cluster_size(self.splits_made)
 
     def partial_sizes(self) -> tuple[int, int]:
         """Elements of the partial O and lse buffers (1 each when s = 1: not used): fp32, or with
@@ -697,7 +821,7 @@ class DecodePlan:
     def kernels(self):
         sim = simulator_enabled()
         mt = -(-self.rows // 16)
-        split = split_kernel(self.config, self.dtype, mt, self.counting, sim)
+        split = split_kernel(self.config, self.dtype, mt, self.counting, sim, self.cluster)
         comb = combine_kernel(self.config.head_dim, self.dtype, self.counting, sim)
         return split, comb
 
@@ -723,6 +847,7 @@ class DecodePlan:
         flagged = self.config.flagged
         if not simulator_enabled():
             allow_dynamic_smem(split, self.smem_bytes, split_signature(flagged))
+            allow_cluster(split, self.cluster, split_signature(flagged))
         split[(s, self.units), self.config.threads, 0, self.smem_bytes](
             q,
             k,
@@ -784,9 +909,14 @@ def plan_decode_tc(
         raise ValueError(f"config.head_dim={cfg.head_dim} does not match the inputs' head_dim={d}")
     if splits is None:
         splits = default_splits(b, hkv, nk, d, rows, dtype)
+        if cfg.tail == "cluster":  # one cluster per unit: at most 16 blocks
+            splits = min(splits, MAX_CLUSTER)
     if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or not 1 <= splits <= MAX_SPLITS:
         raise ValueError(f"splits must be an int in 1..{MAX_SPLITS}; got {splits!r}")
+    if config is None:  # the default tail depends on the splits made (cluster at 2)
+        cfg = default_config(d, schedule.made_splits(nk, int(splits)))
     plan = DecodePlan((b, h, hkv, ql, nk, d), cfg, dtype, int(splits), bool(counting))
+    cfg.check(rows, plan.splits_made)
     if cfg.flagged and not simulator_enabled():  # the combiners poll: every block must be resident
         blocks, sms = plan.splits_made * plan.units, cuda.get_current_device().MULTIPROCESSOR_COUNT
         if blocks > sms:

@@ -3,7 +3,9 @@
 
 Variants, for the same call (q (B, H, q_len, d), k and v (B, H_kv, L, d), no mask): numba's
 ``decode_tc`` with the splits simlib's model picks (``default_splits``) and with half and twice as
-many, numba's ``fa2_tc`` (the prefill kernel: one block per query head, K/V re-read by every head of a
+many, with the other block size (8 warps and Bc = 128 at d = 128, 4 warps and Bc = 64 at d = 64) and with
+the other fused-combine tail (the cluster tail at min(s, 16) splits where the default is the atomic
+one, the atomic tail at 2 splits, where the default is the cluster one), numba's ``fa2_tc`` (the prefill kernel: one block per query head, K/V re-read by every head of a
 group), torch SDPA's flash, cuDNN, memory-efficient and math backends (``enable_gqa`` when H_kv < H),
 and ``hbm_copy``: a device-to-device copy of COPY_BYTES, counted as bytes read plus bytes written,
 measured at the start and at the end of the run (its median is the ceiling each row is compared with).
@@ -152,6 +154,8 @@ def launchers(sh, torch, splits_default):
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    from simlib.schedules.decode_tc import made_splits
+
     from ..counting import new_counters
     from ..kernels.decode_tc import DecodePlan, default_config
     from ..kernels.fa2_tc import Fa2TcPlan
@@ -162,10 +166,12 @@ def launchers(sh, torch, splits_default):
     rows = (sh.h // sh.hkv) * sh.ql
 
     def decode(splits, cfg=None):
+        config = default_config(sh.d, made_splits(sh.n, splits)) if cfg is None else cfg
+
         def make():
             plan = DecodePlan(
                 (sh.b, sh.h, sh.hkv, sh.ql, sh.n, sh.d),
-                (default_config(sh.d) if cfg is None else cfg).check(rows),
+                config.check(rows, min(splits, sh.n)),
                 sh.dtype,
                 splits,
             )
@@ -179,6 +185,7 @@ def launchers(sh, torch, splits_default):
 
             return launch
 
+        make.config = config  # the row's kernel_hbm_bytes: its own config's count
         return make
 
     def fa2():
@@ -202,14 +209,25 @@ def launchers(sh, torch, splits_default):
 
         return make
 
-    cfg = default_config(sh.d).name
     s0 = splits_default
+    d0 = default_config(sh.d, made_splits(sh.n, s0))
     alt = sorted({max(1, s0 // 2), min(128, 2 * s0)} - {s0})
-    items = [("decode_tc", f"{cfg} (default splits)", s0, decode(s0))]
-    items += [("decode_tc", cfg, s, decode(s)) for s in alt]
-    if default_config(sh.d).warps != 8:  # decode3: 8 warps, Bc = 128 (16 keys per warp and tile as before)
-        w8 = dataclasses.replace(default_config(sh.d), warps=8, block_cols=128)
-        items.append(("decode_tc", f"{w8.name} (8 warps, the default splits)", s0, decode(s0, w8)))
+    items = [("decode_tc", f"{d0.name} (default splits)", s0, decode(s0))]
+    items += [("decode_tc", default_config(sh.d, made_splits(sh.n, s)).name, s, decode(s)) for s in alt]
+    # the other block size (decode3: 8 warps, Bc = 128, 16 keys per warp and tile; the default at d = 64
+    # since version 6; 4 warps, Bc = 64 the default at d = 128), at the default splits
+    wv = 4 if d0.warps == 8 else 8
+    other = dataclasses.replace(d0, warps=wv, block_cols=16 * wv)
+    items.append(("decode_tc", f"{other.name} ({wv} warps, the default splits)", s0, decode(s0, other)))
+    # decode5 (version 6): the other tail, at the default splits (the cluster one at most 16: one cluster
+    # per unit); the default is the cluster tail at 2 splits, the atomic one elsewhere
+    if d0.tail == "cluster":
+        at = dataclasses.replace(d0, tail="atomic")
+        items.append(("decode_tc", f"{at.name} (atomic tail, the default splits)", s0, decode(s0, at)))
+    else:
+        sc = min(s0, 16)
+        cl = dataclasses.replace(d0, tail="cluster")
+        items.append(("decode_tc", f"{cl.name} (cluster tail, splits min(default, 16))", sc, decode(sc, cl)))
     items.append(("fa2_tc", f"{fa2_config(sh.d).name} (prefill kernel)", "", fa2))
     names = {
         "torch_flash": SDPBackend.FLASH_ATTENTION,
@@ -244,14 +262,17 @@ def bench_decode_shape(sh, names, copy, torch, log):
         "tol": f"{tolerance(sh.dtype):.2e}",
     }
     wl = Workload(sh.n, sh.d, sh.b, sh.h, dtype=sh.dtype, kv_heads=sh.hkv, query_len=sh.ql)
-    cfg = default_config(sh.d)
+    from simlib.schedules.decode_tc import made_splits
+
+    cfg = default_config(sh.d, made_splits(sh.n, s0))
     rows = []
     for name, config, splits, make in launchers(sh, torch, s0):
         if name not in names:
             continue
         row = {**base, "kernel": name, "config": config, "splits": splits, "reps": 0}
         if name == "decode_tc":
-            kw = dict(warps=cfg.warps, block_cols=cfg.block_cols, stages=cfg.stages, splits=splits)
+            c = getattr(make, "config", cfg)
+            kw = dict(warps=c.warps, block_cols=c.block_cols, stages=c.stages, splits=splits, tail=c.tail)
             row["kernel_hbm_bytes"] = int(count("decode_tc", wl, **kw).hbm_bytes)
         try:
             launch = make()

@@ -7,7 +7,11 @@ writes O (the dtype), with s > 1 it writes an fp32 partial O and its log-sum-exp
 reads back to write O (the combine kernel, or, by default, the unit's last split block itself: the
 same bytes; its arrival count, a 4-byte L2 atomic per block, is not counted). With ``tail="flagged"``
 (the kernel's version-5 tail: split s − 1 polls partials that carry a 4-byte tag beside every fp32
-value) the partials' HBM writes and reads count twice the elements.
+value) the partials' HBM writes and reads count twice the elements. With ``tail="cluster"`` (version 6:
+the s split blocks of a unit are one thread-block cluster, s <= 16) the partials never reach HBM: each
+block writes its R·d partial O and R log-sum-exps into the shared memory of the cluster's leader
+(distributed shared memory: SRAM writes), which, after a cluster barrier, reads them back to write O
+(each thread 8 columns of one row: s·8 partial values and the s log-sum-exps of its row, SRAM reads).
 
 SRAM (shared memory), what the kernel's code does, per split of c keys in T = ⌈c/Bc⌉ tiles:
 
@@ -55,19 +59,51 @@ from .fa2_tc import WARPS, check_tensor_core_workload
 
 #: The kernel's head dims, warps and tiles (gpu_kernels/kernels/decode_tc.py: DecodeConfig).
 HEAD_DIMS = (64, 128)
-DEFAULT_WARPS = 4
-DEFAULT_BLOCK_COLS = 64
+#: Per head dim: d = 64 takes 8 warps and Bc = 128 (16 keys per warp and tile, as at d = 128: 40.43 against
+#: 45.46 µs at 134 MB in run decode4-run2, 39.94 against 45.18 in decode5-run1), d = 128 4 warps, Bc = 64.
+DEFAULT_WARPS = {64: 8, 128: 4}
+DEFAULT_BLOCK_COLS = {64: 128, 128: 64}
 DEFAULT_STAGES = {64: 4, 128: 3}  # K/V tiles in the cp.async ring (working set only, not traffic)
+SPLIT_KEYS = 64  # default_splits leaves every split at least this many keys
+#: The default tail is "cluster" where a unit's splits are this many (clusters of 2 always fit the H200's
+#: SMs one block each: run decode5-run3, 66.9 against 68.9 µs and 69.8 against 75.2 at the two committed
+#: shapes with s = 2), "atomic" elsewhere (16-block clusters pack two blocks onto some SMs or take two
+#: waves: 51.4 against 39.7 µs at 134 MB; PERFORMANCE.md, decode_tc version 6).
+CLUSTER_DEFAULT_SPLITS = 2
+
+
+def made_splits(seq_len: int, splits: int) -> int:
+    """Splits made of `splits` asked: ⌈L / ⌈L/s⌉⌉ (fewer when the last would be empty).
+
+    >>> made_splits(40, 16), made_splits(32768, 16)
+    (14, 16)
+    """
+    return ceil_div(seq_len, ceil_div(seq_len, splits))
+
+
+def default_tail(splits_made: int) -> str:
+    """The fused combine's default tail for a unit of `splits_made` splits (CLUSTER_DEFAULT_SPLITS).
+
+    >>> default_tail(2), default_tail(16), default_tail(1)
+    ('cluster', 'atomic', 'atomic')
+    """
+    return "cluster" if splits_made == CLUSTER_DEFAULT_SPLITS else "atomic"
+
+
 MAX_ROWS = 32  # packed rows R = g·q_len: at most two m16 tiles
 MAX_SPLITS = 128  # the combine kernel keeps 4 split values per lane of a warp
 MERGE_COLS = 8  # columns one thread merges
 
 STAGES = Parameter("stages", "K/V tiles in flight in the cp.async ring (default 4 at d = 64, 3 at d = 128)")
-TAILS = ("atomic", "flagged")
+TAILS = ("atomic", "flagged", "cluster")
+MAX_CLUSTER = 16  # the largest thread-block cluster of sm_90 (more than 8 is the non-portable size)
 TAIL = Parameter(
     "tail",
-    "the fused combine's tail: atomic (the last split to arrive combines; default) or flagged (split s − 1 "
-    "polls the partials, each fp32 value stored with a 4-byte tag: the partials' bytes doubled)",
+    "the fused combine's tail (default: cluster at 2 splits, else atomic): atomic (the last split to "
+    "arrive combines), flagged (split s − 1 "
+    "polls the partials, each fp32 value stored with a 4-byte tag: the partials' bytes doubled) or "
+    "cluster (the splits of a unit are one thread-block cluster, s <= 16: the partials go to the "
+    "leader's shared memory, none to HBM)",
     kind="choice",
     choices=TAILS,
 )
@@ -93,8 +129,9 @@ class DecodeTcMapping:
 
     @property
     def partial_words(self) -> int:
-        """4-byte words per partial value in HBM: 1, or 2 with the flagged tail (value and tag)."""
-        return 2 if self.tail == "flagged" else 1
+        """4-byte words per partial value in HBM: 1, 2 with the flagged tail (value and tag), 0 with the
+        cluster tail (the partials stay on chip)."""
+        return {"flagged": 2, "cluster": 0}.get(self.tail, 1)
 
     def as_dict(self) -> dict[str, ParamValue]:
         return {
@@ -108,7 +145,7 @@ class DecodeTcMapping:
     def summary(self) -> str:
         return (
             f"tiles: Bc={self.block_cols} over {self.warps} warps, {self.stages} in flight; "
-            f"flash-decoding splits={self.splits}" + ("; flagged tail" if self.tail == "flagged" else "")
+            f"flash-decoding splits={self.splits}" + ("" if self.tail == "atomic" else f"; {self.tail} tail")
         )
 
     @property
@@ -139,10 +176,10 @@ def build(
         raise ValueError(
             f"query_len: the packed rows group·query_len = {r} exceed {MAX_ROWS} (two m16 tiles of decode_tc)"
         )
-    w = DEFAULT_WARPS if warps is None else warps
+    w = DEFAULT_WARPS[workload.head_dim] if warps is None else warps
     if w not in (1, 2, 4, 8):
         raise ValueError(f"warps={w} must be 1, 2, 4 or 8 (decode_tc's block sizes)")
-    bc = DEFAULT_BLOCK_COLS if block_cols is None else block_cols
+    bc = DEFAULT_BLOCK_COLS[workload.head_dim] if block_cols is None else block_cols
     if bc % (16 * w):
         raise ValueError(
             f"block_cols={bc} must be a multiple of 16·warps = {16 * w} (16 keys per warp and mma k-step)"
@@ -153,17 +190,25 @@ def build(
     st = DEFAULT_STAGES[workload.head_dim] if stages is None else stages
     if not 2 <= st <= 8:
         raise ValueError(f"stages={st} must be in 2..8 (tiles in the cp.async ring)")
-    tl = "atomic" if tail is None else tail
+    tl = default_tail(made_splits(workload.nk, s)) if tail is None else tail
     if tl not in TAILS:
         raise ValueError(f"tail={tl!r} must be one of {', '.join(TAILS)}")
+    if tl == "cluster" and made_splits(workload.nk, s) > MAX_CLUSTER:
+        raise ValueError(
+            f"splits={s}: tail='cluster' makes the splits of a unit one cluster, at most {MAX_CLUSTER}"
+        )
     return DecodeTcMapping(bc, s, w, st, tl)
 
 
 def smem_bytes(workload: Workload, mapping: DecodeTcMapping) -> int:
-    """Dynamic shared memory of one block: Q and the ring (16-bit), reused by the fp32 merge."""
+    """Dynamic shared memory of one block: Q and the ring (16-bit), reused by the fp32 merge and (cluster
+    tail) after it the s splits' partial O and lse (fp32) that the leader gathers."""
     qr, d, bc, e = query_rows(workload), workload.head_dim, mapping.block_cols, workload.element_bytes
     ring = (qr + 2 * mapping.stages * bc) * d * e
     merge = mapping.warps * qr * (d + 2) * 4
+    if mapping.tail == "cluster":
+        s, _ = split_tiles(workload, mapping)
+        merge += 0 if s == 1 else s * packed_rows(workload) * (d + 1) * 4
     return max(ring, merge)
 
 
@@ -213,17 +258,40 @@ def _split_events(
     ]
 
 
+def _cluster_events(
+    workload: Workload, mapping: DecodeTcMapping, s: int
+) -> list[tuple[str, str, str, str, int]]:
+    """The cluster tail's SRAM accesses of one unit of s > 1 splits (none for the other tails): every
+    split's partial O and lse written into the leader's shared memory; the leader's threads, 8 columns
+    of one row each, read their s·8 partial values and the row's s log-sum-exps."""
+    if mapping.tail != "cluster" or s == 1:
+        return []
+    r, d = packed_rows(workload), workload.head_dim
+    return [
+        ("SRAM", "write", "O_part", "dsmem", s * r * d),
+        ("SRAM", "write", "lse_part", "dsmem", s * r),
+        ("SRAM", "read", "O_part", "combine", s * r * d),
+        ("SRAM", "read", "lse_part", "combine", s * r * d // MERGE_COLS),
+    ]
+
+
 def trace(workload: Workload, mapping: DecodeTcMapping) -> Iterator[Event]:
-    """decode's HBM events (the partials' twice over with the flagged tail), then every split block's
-    SRAM accesses, tile by tile."""
+    """decode's HBM events (the partials' twice over with the flagged tail, not at all with the cluster
+    tail), then every split block's SRAM accesses, tile by tile, then the cluster tail's."""
     for e in decode.trace(workload, mapping.as_decode):
         if e.level == "HBM":
             key = (e.level, e.op, e.tensor, e.phase)
-            yield e if key not in PARTIAL_KEYS else Event(*key, e.elements * mapping.partial_words)
-    for keys in split_lengths(workload, mapping.as_decode):
+            if key not in PARTIAL_KEYS:
+                yield e
+            elif mapping.partial_words:
+                yield Event(*key, e.elements * mapping.partial_words)
+    chunks = split_lengths(workload, mapping.as_decode)
+    for keys in chunks:
         tiles = len(block_sizes(int(keys), mapping.block_cols))
         for level, op, tensor, phase, n in _split_events(workload, mapping, tiles):
             yield Event(level, op, tensor, phase, n)
+    for level, op, tensor, phase, n in _cluster_events(workload, mapping, len(chunks)):
+        yield Event(level, op, tensor, phase, n)
 
 
 def split_tiles(workload: Workload, mapping: DecodeTcMapping) -> tuple[int, int]:
@@ -240,13 +308,15 @@ def closed_form(workload: Workload, mapping: DecodeTcMapping) -> Traffic:
     counts: dict[TrafficKey, int] = {
         key: n * (mapping.partial_words if key in PARTIAL_KEYS else 1)
         for key, n in decode.closed_form(workload, mapping.as_decode).counts.items()
-        if key[0] == "HBM"
+        if key[0] == "HBM" and (mapping.partial_words or key not in PARTIAL_KEYS)
     }
     s, tiles = split_tiles(workload, mapping)
     per_split = _split_events(workload, mapping, 0)
     per_tile = _split_events(workload, mapping, 1)
     for (level, op, tensor, phase, fixed), (*_, with_tile) in zip(per_split, per_tile):
         counts[(level, op, tensor, phase)] = s * fixed + tiles * (with_tile - fixed)
+    for level, op, tensor, phase, n in _cluster_events(workload, mapping, s):
+        counts[(level, op, tensor, phase)] = n
     return Traffic(counts)
 
 
@@ -298,7 +368,7 @@ def _default_splits(batch, kv_heads, seq_len, head_dim, rows, dtype):
     hw = load_preset("h200")
     group = max(1, rows)  # the model needs only R = g·q_len: one query per group member
     wl = Workload(seq_len, head_dim, batch, kv_heads * group, kv_heads=kv_heads, query_len=1, dtype=dtype)
-    most = max(1, min(MAX_SPLITS, seq_len // DEFAULT_BLOCK_COLS))
+    most = max(1, min(MAX_SPLITS, seq_len // SPLIT_KEYS))
     times = {s: split_k_time(wl, hw, s, fused=True).time_s for s in range(1, most + 1)}
     best = min(times.values())
     return min(s for s, t in times.items() if t <= best * 1.01)
