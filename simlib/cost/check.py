@@ -446,6 +446,10 @@ class Round:
     run_id: str
     #: round 7 on: the predictions are GPU-alone and the run's host probes give each call's floor
     host_per_run: bool = False
+    #: round 8 on: a call's measured time is its loop's own (loop_ms_per_call, without the NVML window's
+    #: wait for the step after the loop) and a probe's host figure its host time with the GPU kept busy
+    #: (host_ms_per_call); before: both the window's ms_per_call
+    loop_time: bool = False
 
 
 #: Round 1: model 56eacf1, predictions 20d920b, run cost-validate-20261202. Round 2: the causal wave
@@ -506,18 +510,12 @@ def post_freeze(rnd: Round = ROUNDS[0]) -> pd.DataFrame:
     meas = pd.DataFrame(_read(rnd.validation))
     if meas.empty:
         return pd.DataFrame()
-    meas = meas[meas.status == "ok"].rename(columns={"variant": "implementation"})
-    for c in ("batch", "heads", "seq_len", "head_dim"):
-        meas[c] = meas[c].astype(int)
-    meas["causal"] = meas["causal"].map(lambda x: str(x) == "True")
-    meas["measured_ms"] = meas.ms_per_call.astype(float)
-    meas["measured_j"] = meas.joules_per_call.astype(float)
-    gpu = meas.gpu_ms_per_call if "gpu_ms_per_call" in meas else pd.Series("", index=meas.index)
-    meas["measured_gpu_ms"] = pd.to_numeric(gpu, errors="coerce")
-    probes = meas[meas["pass"] == "host_probe"]
-    meas = meas[meas["pass"] == "fwd"]
+    meas, probes = measured_of_run(meas, rnd.loop_time)
     keys = KEY_COLUMNS
-    df = pred.merge(meas[[*keys, "measured_ms", "measured_j", "measured_gpu_ms"]], on=keys, how="inner")
+    extra = ["call_host_ms", "window_ms"] if rnd.loop_time else []
+    df = pred.merge(
+        meas[[*keys, "measured_ms", "measured_j", "measured_gpu_ms", *extra]], on=keys, how="inner"
+    )
     if rnd.host_per_run:
         df = with_host_of_run(df, probes)
     df["source"] = rnd.validation
@@ -538,9 +536,36 @@ def post_freeze(rnd: Round = ROUNDS[0]) -> pd.DataFrame:
     return df
 
 
+def measured_of_run(meas: pd.DataFrame, loop_time: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A validation run's rows (benchmarks/cost_validate_h200.py) as (the calls, the host probes), each
+    with measured_ms, measured_j and measured_gpu_ms; window_ms is the NVML window's time per call. With
+    `loop_time` (round 8 on) a call's measured_ms is its loop's own time per call (loop_ms_per_call: round
+    7's windows waited for the counter's step after the loop, up to 0.1 s on 0.3 s probe loops and 0.7 s
+    kernel loops), call_host_ms its host time per call with the GPU kept busy (host_ms_per_call), and a
+    probe's measured_ms is that host time: the host figure `host_of_run` takes."""
+    meas = meas[meas.status == "ok"].rename(columns={"variant": "implementation"}).copy()
+    for c in ("batch", "heads", "seq_len", "head_dim"):
+        meas[c] = meas[c].astype(int)
+    meas["causal"] = meas["causal"].map(lambda x: str(x) == "True")
+    meas["window_ms"] = meas.ms_per_call.astype(float)
+    meas["measured_ms"] = (
+        pd.to_numeric(meas.loop_ms_per_call, errors="coerce") if loop_time else meas.window_ms
+    )
+    meas["measured_j"] = meas.joules_per_call.astype(float)
+    gpu = meas.gpu_ms_per_call if "gpu_ms_per_call" in meas else pd.Series("", index=meas.index)
+    meas["measured_gpu_ms"] = pd.to_numeric(gpu, errors="coerce")
+    host = meas.host_ms_per_call if loop_time else pd.Series("", index=meas.index)
+    meas["call_host_ms"] = pd.to_numeric(host, errors="coerce")
+    probes = meas[meas["pass"] == "host_probe"].copy()
+    if loop_time:
+        probes["measured_ms"] = probes.call_host_ms
+    return meas[meas["pass"] == "fwd"], probes
+
+
 def host_of_run(probes: pd.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     """The run's host figure (ms per call) of each (implementation, dtype, head dim, mask): its host probe's
-    loop time (benchmarks/cost_validate_h200.py, rows with pass = host_probe)."""
+    measured_ms (benchmarks/cost_validate_h200.py, rows with pass = host_probe): round 7 the probe's loop
+    time in its NVML window, round 8 on its host time per call with the GPU kept busy (`post_freeze`)."""
     return {
         (r.implementation, r.dtype, int(r.head_dim), bool(r.causal)): float(r.measured_ms)
         for r in probes.itertuples()
@@ -801,6 +826,8 @@ def table() -> pd.DataFrame:
         "predicted_gpu_ms",
         "measured_gpu_ms",
         "ratio_gpu",
+        "call_host_ms",
+        "window_ms",
     ]
     frames = [a, *after]
     for f in frames:
@@ -910,11 +937,18 @@ def report_markdown() -> str:
         head = "| implementation | dtype | B | H | N | d | causal | predicted ms | measured ms | time ratio | predicted J | measured J | energy ratio | bound |"
         if rnd.host_per_run:
             head += " run's host ms | predicted GPU ms | measured GPU ms | GPU ratio |"
+        if rnd.loop_time:
+            head += " call's host ms | window ms |"
         lines += [
             "",
             f"{rnd.when[0].upper()}{rnd.when[1:]} (model frozen at {frozen}; predictions from data/cost/{rnd.predictions}, "
             f"measured in run {rnd.run_id}"
             + ("; a call's floor is that run's host figure, its host probe" if rnd.host_per_run else "")
+            + (
+                " with the GPU kept busy; measured ms: the loop's own time per call, window ms: the NVML window's"
+                if rnd.loop_time
+                else ""
+            )
             + "):",
             "",
             head,
@@ -928,6 +962,8 @@ def report_markdown() -> str:
             )
             if rnd.host_per_run:
                 line += f" {_num(r.host_ms, '.4g')} | {r.predicted_gpu_ms:.4g} | {_num(r.measured_gpu_ms, '.4g')} | {_num(r.ratio_gpu, '.2f')} |"
+            if rnd.loop_time:
+                line += f" {_num(r.call_host_ms, '.4g')} | {_num(r.window_ms, '.4g')} |"
             lines.append(line)
     miss = t[t.cause.notna()]
     lines += [
