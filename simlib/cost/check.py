@@ -496,6 +496,14 @@ ROUNDS = (
         "cost7-validate7-20261204",
         host_per_run=True,
     ),
+    Round(
+        "measured after the eighth freeze",
+        "predictions_after_freeze8_h200.csv",
+        "cost_validate8_h200.csv",
+        "cost8-validate8-20261204",
+        host_per_run=True,
+        loop_time=True,
+    ),
 )
 
 
