@@ -362,7 +362,12 @@ def measure_one(name, dtype, inp, counter, seconds, torch):
 
     res = energy.measure(step, lambda: sync_all(torch), counter, seconds, call_seconds=one)
     gpu_ms = gpu_time_ms(call, torch, GPU_REPS if one < GPU_TIMED_BELOW_S else GPU_REPS_LONG)
-    host_ms = host_time_ms(call, torch) if one < GPU_TIMED_BELOW_S else ""
+    host_ms, note = "", ""
+    if one < GPU_TIMED_BELOW_S:
+        try:  # a figure beside the row's: its failure must not lose the row
+            host_ms = host_time_ms(call, torch)
+        except Exception as e:
+            note = f"host_time_ms: {type(e).__name__}: {str(e)[:120]}"
     return {
         **res,
         "gpu_ms_per_call": gpu_ms,
@@ -373,6 +378,7 @@ def measure_one(name, dtype, inp, counter, seconds, torch):
         "ms_per_call": 1e3 * res["seconds"] / res["calls"],
         "joules_per_call": res["joules"] / res["calls"],
         "params": ";".join(f"{k}={v}" for k, v in params.items()),
+        "note": note,
     }
 
 
