@@ -637,8 +637,29 @@ def cause(row) -> str:
     t_ok = row.get("time_ok", True) is not False
     e_ok = row.get("energy_ok") is not False
     seventh = row.get("when") == ROUNDS[6].when
+    eighth = row.get("when") == ROUNDS[7].when
     if not t_ok:
-        if seventh and impl in ("fa2_tc_v5", "fa3_tc") and row.get("bound") == "host":
+        if eighth and impl in ("fa2_tc_v5", "fa3_tc") and row.get("bound") == "host":
+            out.append(
+                "time: host-bound, and the numba plan launch's host time is not one figure per implementation in a "
+                "run: with the GPU kept busy (calls queued behind a spin kernel, no NVML window) the probes at "
+                "B = H = 1, N = 128, d = 64 causal took 110 µs a call (fa2_tc_v5) and 56 µs (fa3_tc), the calls "
+                "at (6, 7, 1000, 64, causal) themselves 93 and 106 µs, measured the same way a few seconds "
+                "later, against loops of 87 and 103 µs (GPU alone 40 and 33 µs): the call's own host time "
+                "predicts its loop within 8 %, the probe's does not, in either direction (round 7: the probes "
+                "longer, here fa3_tc's shorter), so neither the idle GPU nor the NVML tail is all of it; what "
+                "moves a numba launch's host time by 2× within one process is not profiled"
+            )
+        elif eighth and impl == "torch_flash" and not row["causal"] and row["ratio_time"] > 1:
+            out.append(
+                "time: the wave model's last partial wave: 558 CTAs of torch flash (N = 3900, d = 128: 31 Q "
+                "blocks × 18 heads) on 132 SMs × 2 slots are 2.11 waves, which the model prices as 3 (q = 1.42, "
+                "each CTA of the last wave at half its SM under the latency rule), while the launch alone on the "
+                "GPU took 1.21× less than predicted (0.472 against 0.569 ms): the 30 CTAs of the last wave, one "
+                "per SM, run faster than half an SM's rate (round 7's (2, 15, 2600, 128): 2.39 waves, GPU-alone "
+                "ratio 1.14)"
+            )
+        elif seventh and impl in ("fa2_tc_v5", "fa3_tc") and row.get("bound") == "host":
             out.append(
                 "time: host-bound, and the run's host probe of the numba plan launch (B = H = 1, N = 128: "
                 "106–122 µs a call, fa3_tc non-causal at d = 64 72 µs) is longer than this call's own loop "
@@ -646,7 +667,9 @@ def cause(row) -> str:
                 "(69–76 µs) were within 0–16 % of its host-bound loops (64–77 µs), and at (3, 8, 900, 128, "
                 "causal) the numba probes within 4–17 % of the loops; during the probes the board drew 123 W (its "
                 "idle, under the 141 W static: the GPU idle between the probe's calls); why the plan launch "
-                "takes longer there is not profiled"
+                "takes longer there is not profiled (round 8: a third of each probe's time per call was the NVML "
+                "window's wait for the counter's next step, 0.4 s windows on 0.3 s loops, against a seventh of the "
+                "kernels', 0.8 s on 0.7 s)"
             )
         elif seventh and impl == "eager_bf16" and row["dtype"] == "fp16" and row["seq_len"] > 1024:
             out.append(
@@ -766,7 +789,15 @@ def cause(row) -> str:
         else:
             out.append("time: outside ±20 % (no specific cause established)")
     if not e_ok:
-        if impl in ("numba_naive", "numba_tiled") and row.get("when") not in PRE_ROUND5:
+        if eighth and impl == "numba_naive":
+            out.append(
+                "energy: numba naive at d = 128 (1.16–1.18; at d = 64 1.10–1.13, round 7 1.07–1.10, every row "
+                "within ±2 % in time): since round 7 its shared loads are priced by their distinct words per warp "
+                "instruction, the matmul's 16-word Bs loads interpolated between the broadcast and lane-distinct "
+                "figures (a multicast of 2–16 words is not measured) and its other instructions at the "
+                "toggle-free IADD3 figure; the remaining excess at d = 128 is not established"
+            )
+        elif impl in ("numba_naive", "numba_tiled") and row.get("when") not in PRE_ROUND5:
             out.append(
                 "energy: from round 5 these kernels' unpriced instructions (address arithmetic, counters, compares; "
                 "43–45 % of numba naive's matmul instructions on the uniform pipe) are priced at IADD3 on "
