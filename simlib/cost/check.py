@@ -667,9 +667,9 @@ def cause(row) -> str:
                 "(69–76 µs) were within 0–16 % of its host-bound loops (64–77 µs), and at (3, 8, 900, 128, "
                 "causal) the numba probes within 4–17 % of the loops; during the probes the board drew 123 W (its "
                 "idle, under the 141 W static: the GPU idle between the probe's calls); why the plan launch "
-                "takes longer there is not profiled (round 8: a third of each probe's time per call was the NVML "
-                "window's wait for the counter's next step, 0.4 s windows on 0.3 s loops, against a seventh of the "
-                "kernels', 0.8 s on 0.7 s)"
+                "takes longer there is not profiled (round 8: each probe's NVML window, which its time per call is "
+                "taken over, was a third longer than its loop, 0.4 s on 0.3 s, the kernels' up to a seventh, "
+                "0.8 s on 0.7 s)"
             )
         elif seventh and impl == "eager_bf16" and row["dtype"] == "fp16" and row["seq_len"] > 1024:
             out.append(
