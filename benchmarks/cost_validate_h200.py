@@ -10,8 +10,12 @@ poisoned, one call is checked against a float64 reference of the first and the l
 SDPA in double, causal as the call), then the call is repeated for ``--seconds`` between two steps
 of NVML's energy counter (gpu_kernels.measure.nvml_energy) on rotating input sets that exceed twice
 the L2. ``cost_validate_h200.csv`` has energy_attention_h200.csv's columns plus ``causal``;
-ms_per_call is the loop's wall time per call, gpu_ms_per_call one call's time alone on the GPU (every
-row from round 7 on; calls under 2 ms only in round 6). The last lines are a short table.
+ms_per_call is the NVML window's wall time per call (from the step before the loop to the step after it:
+it includes the wait for that step, up to one update period), loop_ms_per_call (round 8 on) the loop's
+own time per call (to its last synchronisation), gpu_ms_per_call one call's time alone on the GPU (every
+row from round 7 on; calls under 2 ms only in round 6), host_ms_per_call (round 8 on, calls under 2 ms)
+the host's time to issue one call with the GPU kept busy (`host_time_ms`). The last lines are a short
+table.
 
 The host's time per call (round 7 of the cost model, simlib.cost.host): before the kernels, every
 implementation with a dispatch class (simlib.cost.host.DISPATCH: torch SDPA, a numba plan launch) is
@@ -19,6 +23,13 @@ looped the same way at each head dim and mask of the plan on a tiny shape whose 
 (B = H = 1, N = ``--host-probe-n``, default 128: one Q block, one K/V tile), and recorded as a row with
 ``pass`` = ``host_probe``: its ms_per_call is that run's host figure for the implementation, which the
 cost model's check takes as the call's floor (max(predicted GPU time, host figure)).
+
+Round 8: the probe's figure is its host_ms_per_call, the host's time per call with the GPU kept busy (a
+spin kernel queued first, the calls issued behind it and timed on the host clock: the plan, its
+arguments and the launch path of the kernels' own loop, no wait for the GPU and no idle GPU between
+the calls, no NVML tail), and the kernels' measured time is their loop's own (loop_ms_per_call).
+Round 7's probes (0.3 s loops in 0.4 s windows, 123 W: the GPU idle between the calls) overstated
+the numba plan's host time against the kernels' 0.7 s loops in 0.8 s windows.
 """
 
 from __future__ import annotations
@@ -40,6 +51,8 @@ FIELDS = [
     "causal",
     *ATTN_FIELDS[ATTN_FIELDS.index("head_dim") + 1 :],
     "gpu_ms_per_call",  # round 6 on: one call's GPU time alone (gpu_time_ms), calls under 2 ms
+    "loop_ms_per_call",  # round 8 on: the loop's own time per call (nvml_energy.measure's loop_seconds)
+    "host_ms_per_call",  # round 8 on: the host's time per call with the GPU kept busy (host_time_ms)
 ]
 FP32 = ("numba_naive", "numba_tiled", "numba_fast", "torch_math", "cupy_naive")
 BF16 = ("naive_tc", "fa2_tc", "torch_flash", "torch_math", "eager_bf16")
@@ -281,6 +294,10 @@ GPU_TIMED_BELOW_S = 2e-3
 GPU_REPS, GPU_REPS_LONG = 15, 3
 #: The host probe's shape (B = H = 1) and its input sets (rotated as the kernels' are).
 HOST_PROBE_SETS = 8
+#: host_time_ms: calls issued behind one spin kernel, and repetitions (the median is kept).
+HOST_CALLS, HOST_REPS = 50, 5
+#: torch.cuda._sleep counts SM clock cycles: the spin's length at the H200's 1980 MHz (longer at lower clocks)
+SPIN_HZ = 1.98e9
 
 
 def gpu_time_ms(call, torch, reps=GPU_REPS):
@@ -298,6 +315,29 @@ def gpu_time_ms(call, torch, reps=GPU_REPS):
         sync_all(torch)
         times.append(start.elapsed_time(end))
     return sorted(times)[len(times) // 2]
+
+
+def host_time_ms(call, torch, calls=HOST_CALLS, reps=HOST_REPS):
+    """The host's time to issue one call while the GPU is busy (round 8): a spin kernel (torch.cuda._sleep)
+    queued first, long enough to outlast the issue of `calls` calls (twice a rough figure from 5 calls,
+    plus 2 ms), then the calls issued and timed on the host clock; they queue behind the spin, so the host
+    never waits for the GPU and no launch arrives at an idle GPU. The median of `reps`, in ms. Every launch
+    here goes to the legacy default stream (numba's and torch's): the calls queue behind the spin."""
+    sync_all(torch)
+    t0 = time.perf_counter()
+    for i in range(5):
+        call(i)
+    rough = (time.perf_counter() - t0) / 5
+    sync_all(torch)
+    times = []
+    for r in range(reps):
+        torch.cuda._sleep(int((2 * calls * rough + 2e-3) * SPIN_HZ))
+        t0 = time.perf_counter()
+        for i in range(calls):
+            call(r * calls + i)
+        times.append((time.perf_counter() - t0) / calls)
+        sync_all(torch)
+    return 1e3 * sorted(times)[len(times) // 2]
 
 
 def measure_one(name, dtype, inp, counter, seconds, torch):
@@ -322,14 +362,23 @@ def measure_one(name, dtype, inp, counter, seconds, torch):
 
     res = energy.measure(step, lambda: sync_all(torch), counter, seconds, call_seconds=one)
     gpu_ms = gpu_time_ms(call, torch, GPU_REPS if one < GPU_TIMED_BELOW_S else GPU_REPS_LONG)
+    host_ms, note = "", ""
+    if one < GPU_TIMED_BELOW_S:
+        try:  # a figure beside the row's: its failure must not lose the row
+            host_ms = host_time_ms(call, torch)
+        except Exception as e:
+            note = f"host_time_ms: {type(e).__name__}: {str(e)[:120]}"
     return {
         **res,
         "gpu_ms_per_call": gpu_ms,
+        "loop_ms_per_call": 1e3 * res["loop_seconds"] / res["calls"],
+        "host_ms_per_call": host_ms,
         "status": "ok" if err <= TOL[dtype] else "WRONG RESULT",
         "rel_err": err,
         "ms_per_call": 1e3 * res["seconds"] / res["calls"],
         "joules_per_call": res["joules"] / res["calls"],
         "params": ";".join(f"{k}={v}" for k, v in params.items()),
+        "note": note,
     }
 
 
@@ -471,7 +520,7 @@ def main(argv=None):
         rows.append(row)
         print(
             f"{'probe ' if probe else ''}{name:12s} {dtype} B={b} H={h} N={n:5d} d={d:3d} causal={int(causal)} {row['status']:6s} "
-            f"{row.get('ms_per_call', 0):9.3f} ms gpu {row.get('gpu_ms_per_call', '')} {row.get('joules_per_call', 0):8.4f} J err {row.get('rel_err', '')} {row.get('note', '')}",
+            f"{row.get('ms_per_call', 0):9.3f} ms loop {row.get('loop_ms_per_call', '')} gpu {row.get('gpu_ms_per_call', '')} host {row.get('host_ms_per_call', '')} {row.get('joules_per_call', 0):8.4f} J err {row.get('rel_err', '')} {row.get('note', '')}",
             flush=True,
         )
         write_measurement(path, csv_text([{k: r.get(k, "") for k in FIELDS} for r in rows], FIELDS), record)

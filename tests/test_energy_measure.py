@@ -50,6 +50,19 @@ def test_measure_reads_the_board_power_between_steps():
     assert res["sm_mhz"] == 1980.0
 
 
+def test_the_loops_own_time_leaves_out_the_wait_for_the_next_step():
+    """A 0.3 s loop on a counter stepping every 0.1 s (round 7's host probes): 10 ms calls in chunks of
+    two (call_seconds 0.05), the first step at 0.1 s; the loop passes 0.3 s just after the step at 0.4 s,
+    so the window waits one more period for the step at 0.5 s: 0.4 s for 0.3 s of calls."""
+    board = FakeBoard(watts=100.0, period=0.1, tick=1e-6)
+    res = energy.measure(
+        lambda: board.run(0.01), lambda: None, board, 0.3, call_seconds=0.05, clock=board.clock
+    )
+    assert res["calls"] == 30
+    assert res["loop_seconds"] == pytest.approx(0.3, abs=1e-3)
+    assert res["seconds"] == pytest.approx(0.4, abs=1e-3)
+
+
 def test_idle_and_above_baseline():
     board = FakeBoard(watts=80.0)
     idle = energy.measure_idle(board, 0.5, clock=board.clock, sleep=board.run)

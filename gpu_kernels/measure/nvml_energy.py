@@ -112,8 +112,10 @@ def measure(
     """Energy of repeating `call` for at least `seconds` between two counter steps.
 
     `call_seconds` (one call's time, e.g. from the warm-up) sets the chunk between synchronisations;
-    without it every call is followed by a sync. Returns calls, seconds, joules, watts, the steps'
-    flags, and median/min/max of the SM clock, memory clock, temperature and power sampled after
+    without it every call is followed by a sync. Returns calls, seconds (the window between the two
+    steps), loop_seconds (from the first step to the last chunk's synchronisation: the calls' own time,
+    without the tail the window waits for the next step, up to one update period), joules, watts, the
+    steps' flags, and median/min/max of the SM clock, memory clock, temperature and power sampled after
     every chunk (the first sample before the first call)."""
     chunk = 1 if not call_seconds else max(1, int(CHUNK_S / call_seconds))
     sync()
@@ -126,10 +128,12 @@ def measure(
         calls += chunk
         sync()
         samples.append(counter.state())
+    t_loop = clock()
     e1, t1, stepped1 = wait_step(counter, clock)
     out = {
         "calls": calls,
         "seconds": t1 - t0,
+        "loop_seconds": t_loop - t0,
         "joules": (e1 - e0) / 1000.0,
         "steps_seen": stepped0 and stepped1,
     }

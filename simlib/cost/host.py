@@ -16,7 +16,11 @@ time alone was 34–66 µs, where round 5's shortest took 59–65 µs. So since 
 measured in the run being predicted, like the copy bandwidth: benchmarks/cost_validate_h200.py loops
 each implementation of a dispatch class, at each head dim and mask of its plan, on a shape whose GPU
 work is negligible (B = H = 1, N = 128) before the kernels (rows with pass = host_probe), and
-`check.with_host_of_run` takes that run's figure (`predict(..., host_s=)`). Without a run (`simlib
+`check.with_host_of_run` takes that run's figure (`predict(..., host_s=)`). Since round 8 the probe's
+figure is the host's time to issue the call with the GPU kept busy (the calls queued behind a spin
+kernel, timed on the host clock: `benchmarks/cost_validate_h200.py` `host_time_ms`), and the calls are
+scored on their loop's own time (round 7's probes idled the GPU between calls and sat in NVML windows a
+third longer than their 0.3 s loops: they overstated the numba plan's host time). Without a run (`simlib
 predict`) the committed floor of the class stands in: the shortest per-call time any committed loop of
 its implementations measured (`fit.fit_host_floor`). Classes with no committed loop near the floor
 (the numba fp32 kernels, the eager chain, cupy: their shortest calls are milliseconds) have none.
