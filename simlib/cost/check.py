@@ -504,6 +504,14 @@ ROUNDS = (
         host_per_run=True,
         loop_time=True,
     ),
+    Round(  # predicted (frozen a90cbb3), not yet measured: post_freeze gives no rows until the run is committed
+        "measured after the ninth freeze",
+        "predictions_after_freeze9_h200.csv",
+        "cost_validate9_h200.csv",
+        "cost9-validate9",
+        host_per_run=True,
+        loop_time=True,
+    ),
 )
 
 
