@@ -9,6 +9,9 @@ Two kinds, both fitted by `simlib.cost.fit` from committed measurements and froz
   Compute's counts of one call of each kernel (energy_counters_h200*_kernels.csv, d = 64);
 * **eta**, the fraction of its binding roof the launch class reached in the committed timings:
   measured time = roof time / eta (one number per class, all its shapes; never per shape);
+* **lone** (FlashAttention-type classes under the latency rule, round 9): the share of its SM one CTA
+  reaches alone there (`simlib.cost.schedule`), fitted on the committed launches whose last wave leaves
+  CTAs alone on their SMs;
 * **t_block** (FlashAttention-type classes), seconds each generation of resident blocks spends
   outside its steady state (Q tile load and pipeline fill, the epilogue that rescales and writes O),
   fitted with eta on the side-by-side's non-causal medians over N = 512–16384.
@@ -54,6 +57,11 @@ class Calibration:
 
     def block_latency(self, klass: str) -> float:
         return self._get(klass).get("t_block", 0.0)
+
+    def lone_rate(self, klass: str) -> float | None:
+        """The share of its SM one CTA of a latency-rule class reaches when it is alone there (round 9,
+        `simlib.cost.schedule`); None for classes without one (1/resident: the latency rule)."""
+        return self._get(klass).get("lone")
 
     def row_latency(self, klass: str) -> float:
         """Seconds a row kernel's launch spends per row beyond its per-element roof (the GPU's rows in

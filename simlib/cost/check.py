@@ -504,6 +504,14 @@ ROUNDS = (
         host_per_run=True,
         loop_time=True,
     ),
+    Round(  # predicted (frozen a90cbb3), not yet measured: post_freeze gives no rows until the run is committed
+        "measured after the ninth freeze",
+        "predictions_after_freeze9_h200.csv",
+        "cost_validate9_h200.csv",
+        "cost9-validate9",
+        host_per_run=True,
+        loop_time=True,
+    ),
 )
 
 
@@ -971,6 +979,14 @@ def report_markdown() -> str:
     for rnd in ROUNDS:
         a = t[t.when == rnd.when]
         if not len(a):
+            if (COST_DIR / rnd.predictions).is_file():  # predicted before its run: no measurement yet
+                pred = pd.read_csv(COST_DIR / rnd.predictions)
+                lines += [
+                    "",
+                    f"{rnd.when[0].upper()}{rnd.when[1:]}: **predicted, not yet measured** (model frozen at "
+                    f"{pred.frozen_commit.iloc[0]}; {len(pred)} predictions in data/cost/{rnd.predictions}; "
+                    f"run {rnd.run_id}, data/measurements/current/{rnd.validation}, not committed).",
+                ]
             continue
         frozen = pd.read_csv(COST_DIR / rnd.predictions).frozen_commit.iloc[0]
         head = "| implementation | dtype | B | H | N | d | causal | predicted ms | measured ms | time ratio | predicted J | measured J | energy ratio | bound |"

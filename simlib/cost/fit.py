@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -39,7 +40,7 @@ from ..energy import MEASUREMENTS
 from ..measured_files import csv_rows
 from ..workload import Workload
 from .calibration import FIT_FILE, Calibration
-from .common import workload_of_row
+from .common import resident_blocks, workload_of_row
 from .implementations import IMPLEMENTATIONS
 from .library import _elementwise, _gemm
 from .model import launch_cost
@@ -561,6 +562,100 @@ def fit_block_latency(obs: list[dict], classes: dict[str, dict[str, Any]]) -> No
         entry.pop("eta_spread", None)
 
 
+#: The committed validation runs that timed each call alone on the GPU (gpu_ms_per_call: a spin kernel
+#: queued first, CUDA events around the call; rounds 6–8): the only committed times of a launch whose last
+#: wave leaves CTAs alone on their SMs that neither the host nor an NVML window is in.
+GPU_ALONE_FILES = ("cost_validate6_h200.csv", "cost_validate7_h200.csv", "cost_validate8_h200.csv")
+#: The lone shares tried (`fit_lone_rate`): a grid of 0.005 from 1/resident to 1.
+LONE_STEP = 0.005
+#: The fewest shapes a class's lone share is fitted on (one shape would be a fit per shape).
+LONE_MIN_ROWS = 2
+
+
+def _lone_gain(launch: Launch, hw) -> bool:
+    """Whether a launch of equal-work CTAs under the latency rule has a wave that leaves CTAs alone on
+    their SMs (its q moves with the lone share)."""
+    from .model import LATENCY_WARPS, waves
+    from .work import WARP
+
+    if not launch.blocks or not launch.threads or (launch.cta_work and len(set(launch.cta_work)) > 1):
+        return False
+    per_sm = resident_blocks(launch.threads, launch.registers, launch.shared_bytes, 1)[0]
+    if per_sm < 2 or per_sm * -(-launch.threads // WARP) > LATENCY_WARPS:
+        return False
+    return waves(launch, hw, 1.0)[1] < waves(launch, hw)[1]
+
+
+def lone_rows(cal: Calibration) -> dict[str, list[tuple[str, Workload, float]]]:
+    """Per FlashAttention-type class: (file, workload, GPU-alone seconds) of its committed non-causal calls
+    whose launch has a wave that leaves CTAs alone on their SMs (`_lone_gain`; GPU_ALONE_FILES)."""
+    hw = load_cost_hardware("h200")
+    out: dict[str, list[tuple[str, Workload, float]]] = {}
+    for name in GPU_ALONE_FILES:
+        path = MEASUREMENTS / name
+        for r in csv_rows(path) if path.is_file() else []:
+            if (
+                r["pass"] != "fwd"
+                or r["status"] != "ok"
+                or r["causal"] == "True"
+                or not r.get("gpu_ms_per_call")
+            ):
+                continue
+            if r["variant"] not in BLOCK_CLASSES.values():
+                continue
+            w = workload_of_row(r, causal=False)
+            (launch,) = IMPLEMENTATIONS[r["variant"]].launches(w, cal)
+            if launch.klass in BLOCK_CLASSES and _lone_gain(launch, hw):
+                out.setdefault(launch.klass, []).append((name, w, float(r["gpu_ms_per_call"]) / 1e3))
+    return out
+
+
+def _lone_error(classes: dict, klass: str, points: list, lone: float, hw) -> float:
+    """Σ log(predicted / GPU-alone time)² of `points` with `klass`'s lone share set to `lone`."""
+    cal = Calibration({**classes, klass: {**classes[klass], "lone": lone}})
+    total = 0.0
+    for _, w, seconds in points:
+        (launch,) = IMPLEMENTATIONS[BLOCK_CLASSES[klass]].launches(w, cal)
+        total += math.log(launch_cost(launch, hw, cal).time_s / seconds) ** 2
+    return total
+
+
+@functools.cache
+def _lone_fit_rows() -> frozenset[tuple]:
+    """(file, implementation, dtype, B, H, N, d) of the post-freeze calls a class's lone share was fitted
+    on (the committed fit's `lone_from` classes, `lone_rows`)."""
+    from .calibration import load_calibration
+
+    cal = load_calibration()
+    out = set()
+    for klass, points in lone_rows(cal).items():
+        if "lone" in cal.classes.get(klass, {}):
+            variant = BLOCK_CLASSES[klass]
+            out |= {(n, variant, w.dtype, w.batch, w.heads, w.seq_len, w.head_dim) for n, w, _ in points}
+    return frozenset(out)
+
+
+def fit_lone_rate(classes: dict[str, dict[str, Any]]) -> None:
+    """`lone` of the FlashAttention-type classes (round 9, simlib.cost.schedule): the share of its SM a CTA
+    alone there reaches, the value on a grid of LONE_STEP from 1/resident to 1 that minimises the squared
+    log ratios of predicted to GPU-alone time over the class's rows (`lone_rows`), eta and t_block as fitted
+    (no fitted row has such a wave: their q does not move). A class with fewer than LONE_MIN_ROWS such rows
+    keeps the latency rule (no `lone`)."""
+    hw = load_cost_hardware("h200")
+    rows = lone_rows(Calibration(classes))
+    for klass, points in sorted(rows.items()):
+        if len(points) < LONE_MIN_ROWS:
+            continue
+        variant = BLOCK_CLASSES[klass]
+
+        (first,) = IMPLEMENTATIONS[variant].launches(points[0][1], Calibration(classes))
+        low = 1.0 / resident_blocks(first.threads, first.registers, first.shared_bytes, 1)[0]
+        grid = [low + LONE_STEP * i for i in range(int((1.0 - low) / LONE_STEP + 1e-9) + 1)]
+        best = min(grid, key=lambda lone: _lone_error(classes, klass, points, lone, hw))
+        shapes = "; ".join(f"{n}: {w.batch}, {w.heads}, {w.seq_len}, {w.head_dim}" for n, w, _ in points)
+        classes[klass].update(lone=best, lone_from=shapes)
+
+
 NAIVE_TC_D128 = ("naive_tc.scores.d128.w4bc64", "naive_tc.pv.d128.w4bc64")
 
 
@@ -631,11 +726,14 @@ def round_rows_in_fit(
     source: str, implementation: str, dtype: str, causal: bool, shape: tuple | None = None
 ) -> bool:
     """Whether a post-freeze row (check.post_freeze) is one the calibration now uses: round 2's fp16
-    eager rows, and the loop row that sets a dispatch class's host floor (`shape`: B, H, N, d)."""
+    eager rows, the loop row that sets a dispatch class's host floor (`shape`: B, H, N, d), and the calls a
+    class's lone share was fitted on (round 9, `fit_lone_rate`)."""
     if source == ROUND2_FILE and implementation == "eager_bf16" and dtype == "fp16" and not causal:
         return True
     if shape is None:
         return False
+    if not causal and (source, implementation, dtype, *shape) in _lone_fit_rows():
+        return True
     for _, name, r in host_floor_rows().values():
         key = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]))
         if (
@@ -788,6 +886,7 @@ def inputs() -> list[dict[str, str]]:
         SIDE_BY_SIDE_CAUSAL,
         EAGER16_FILE,
         *LOOP_FILES,
+        *GPU_ALONE_FILES,
         "ceilings_h200.json",
         "energy_calibration_h200.csv",
         "cost_units_h200.csv",
@@ -809,6 +908,7 @@ def fit() -> dict:
     fit_untimed_softmax(classes)
     fit_broadcast_mask(classes)
     fit_block_latency(obs, classes)
+    fit_lone_rate(classes)
     fit_naive_tc_d128(classes)
     fit_causal_softmax(classes)
     fit_h2f_softmax(classes)

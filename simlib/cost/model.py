@@ -14,7 +14,9 @@ and the launch takes
 where ⊕ is + for launches whose matmuls and exponentials one warp issues in turn (FlashAttention-2
 kernels: `Launch.serial`) and max otherwise; q is the busiest SM's time over the even share of the blocks'
 work (`simlib.cost.schedule`: ⌈blocks/SMs⌉·SMs/blocks for one wave of equal blocks; under a causal
-mask the blocks' unequal works list-scheduled in launch order); η is the fraction of its binding roof the launch class
+mask the blocks' unequal works list-scheduled in launch order; since round 9, for equal-work launches,
+a class's `lone` share: a CTA alone on its SM in the last wave at more than 1/resident of it,
+`Calibration.lone_rate`); η is the fraction of its binding roof the launch class
 reached in the committed timings, and t_block (FlashAttention-type kernels) the time each generation
 of resident blocks spends loading its Q tile, filling its pipeline and writing O (both
 `simlib.cost.calibration`); f (`Launch.trip_fill`, 1 unless set) the fraction of a row kernel's loop
@@ -142,7 +144,7 @@ def roof(launch: Launch, unit_s: dict[str, float]) -> tuple[float, str, float]:
 LATENCY_WARPS = 8
 
 
-def waves(launch: Launch, hw: CostHardware) -> tuple[float, float]:
+def waves(launch: Launch, hw: CostHardware, lone: float | None = None) -> tuple[float, float]:
     """(waves, quantization factor q) of a launch with a known grid; (0, 1) otherwise.
 
     Blocks go out `resident` at a time per SM (occupancy), in launch order, to the SMs with free
@@ -152,7 +154,11 @@ def waves(launch: Launch, hw: CostHardware) -> tuple[float, float]:
     on 132 SMs; 132/128 for 128 blocks, one per SM). A latency-bound launch (at most LATENCY_WARPS
     warps per SM when full) issues in proportion to its warps: each slot runs at 1/resident of the SM
     whatever its neighbours do, so a wave counts `resident` blocks' worth. Blocks of unequal work
-    (`Launch.cta_work`: a causal mask) are list-scheduled in launch order (`schedule.launch_q`)."""
+    (`Launch.cta_work`: a causal mask) are list-scheduled in launch order (`schedule.launch_q`).
+    `lone` (round 9, `Calibration.lone_rate`): the share of its SM a CTA of a latency-rule class reaches
+    alone there, so a last wave of at most one CTA per SM runs faster than 1/resident each; equal-work
+    launches only (in the causal list schedule it would move the committed short causal torch flash rows
+    out of ±20 %, docs/COST.md round 9: not applied there)."""
     if not launch.blocks or not launch.threads:
         return 0.0, 1.0
     per_sm = resident_blocks(launch.threads, launch.registers, launch.shared_bytes, 1)[0]
@@ -163,7 +169,7 @@ def waves(launch: Launch, hw: CostHardware) -> tuple[float, float]:
         if len(work) != launch.blocks:
             raise ValueError(f"{launch.name}: cta_work has {len(work)} entries for {launch.blocks} blocks")
         return n, _launch_q(work, hw.sms, per_sm, shared)
-    return n, equal_work_q(launch.blocks, hw.sms, per_sm, shared)
+    return n, equal_work_q(launch.blocks, hw.sms, per_sm, shared, lone)
 
 
 @functools.lru_cache(maxsize=256)
@@ -239,7 +245,8 @@ def energy_terms(launch: Launch, hw: CostHardware, time_s: float) -> dict[str, f
 def launch_cost(launch: Launch, hw: CostHardware, cal: Calibration) -> LaunchCost:
     unit_s = unit_times(launch, hw)
     roof_s, bound, margin = roof(launch, unit_s)
-    n, q = waves(launch, hw)
+    lone = cal.lone_rate(launch.klass)
+    n, q = waves(launch, hw, lone)
     eta = cal.eta(launch.klass)
     t_block = cal.block_latency(launch.klass)
     block_s = math.ceil(n) * t_block if n else 0.0
