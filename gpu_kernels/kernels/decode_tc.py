@@ -252,7 +252,7 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
     arrive = arrive_acq_rel(simulator)
     CS = cluster  # blocks per cluster = splits (the cluster tail), else 0
     WTS = max(1, CS)
-    cl_shape, cl_arrive, cl_wait, st_cluster, ld_gathered = cluster_ops(max(1, CS), simulator)
+    cl_shape, cl_arrive, cl_wait, st_cluster, ld_gathered = cluster_ops(WTS, simulator)
     LEADER = uint32(CS - 1) if CS else uint32(0)  # the cluster's rank that combines: its last split
     F_G = cfg.merge_words(16 * mt)  # fp32 word where the gathered partials start (after the merge)
     ALIGN = None if simulator else 128
@@ -798,7 +798,7 @@ class DecodePlan:
 
     @property
     def splits_made(self) -> int:
-        return -(-self.shape[4] // self.chunk)
+        return schedule.made_splits(self.shape[4], self.splits)
 
     @property
     def smem_bytes(self) -> int:

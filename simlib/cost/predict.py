@@ -140,9 +140,12 @@ def predict(name: str, workload: Workload, gpu: str = "h200", host_s: float | No
     cal = load_calibration()
     launches = impl.launches(workload, cal)
     costs = tuple(launch_cost(launch, hw, cal) for launch in launches)
-    host = cal.classes.get(DISPATCH.get(name, ""), {}).get("t_host", 0.0) if host_s is None else host_s
     if name not in DISPATCH:
         host = 0.0
+    elif host_s is None:
+        host = cal.classes.get(DISPATCH[name], {}).get("t_host", 0.0)
+    else:
+        host = host_s
     return Prediction(name, workload, gpu, costs, tuple(sorted(cal.missing)), host, hw.static_w)
 
 

@@ -91,8 +91,9 @@ def makespan(
     reaches (`_latency_sharing`)."""
     if resident < 1 or sms < 1:
         raise ValueError(f"sms and resident must be at least 1, got {sms}, {resident}")
-    if not shared and _lone(resident, shared, lone) > 1.0 / resident:
-        return _latency_sharing(work, sms, resident, _lone(resident, shared, lone), fixed)
+    share = _lone(resident, shared, lone)
+    if not shared and share > 1.0 / resident:
+        return _latency_sharing(work, sms, resident, share, fixed)
     if not shared:  # every slot a machine of rate 1/resident: greedy list scheduling on sms·resident
         free = [(0.0, j, s) for j in range(resident) for s in range(sms)]  # breadth-first at start
         heapq.heapify(free)

@@ -207,7 +207,7 @@ def smem_bytes(workload: Workload, mapping: DecodeTcMapping) -> int:
     ring = (qr + 2 * mapping.stages * bc) * d * e
     merge = mapping.warps * qr * (d + 2) * 4
     if mapping.tail == "cluster":
-        s, _ = split_tiles(workload, mapping)
+        s = made_splits(workload.nk, mapping.splits)
         merge += 0 if s == 1 else s * packed_rows(workload) * (d + 1) * 4
     return max(ring, merge)
 
@@ -298,7 +298,7 @@ def split_tiles(workload: Workload, mapping: DecodeTcMapping) -> tuple[int, int]
     """(splits made, Σ tiles over them): s − 1 chunks of ⌈L/s⌉ keys and a last of the rest."""
     nk = workload.nk
     chunk = ceil_div(nk, mapping.splits)
-    s = ceil_div(nk, chunk)
+    s = made_splits(nk, mapping.splits)
     return s, (s - 1) * ceil_div(chunk, mapping.block_cols) + ceil_div(
         nk - (s - 1) * chunk, mapping.block_cols
     )
