@@ -30,6 +30,12 @@ arguments and the launch path of the kernels' own loop, no wait for the GPU and 
 the calls, no NVML tail), and the kernels' measured time is their loop's own (loop_ms_per_call).
 Round 7's probes (0.3 s loops in 0.4 s windows, 123 W: the GPU idle between the calls) overstated
 the numba plan's host time against the kernels' 0.7 s loops in 0.8 s windows.
+
+Round 10: a numba plan launch's host time moves within one process (round 8 and 9: the run's probe and
+the call's own host time up to 2x apart, in both directions), so every call with a dispatch class also
+gets the probe's host time (host_time_ms of the same implementation at B = H = 1, N = ``--host-probe-n``)
+just before and just after its own loop: probe_host_before_ms and probe_host_after_ms, which the cost
+model's check takes for the host figure of that call (their mean, simlib.cost.check.adjacent_host_ms).
 """
 
 from __future__ import annotations
@@ -53,6 +59,8 @@ FIELDS = [
     "gpu_ms_per_call",  # round 6 on: one call's GPU time alone (gpu_time_ms), calls under 2 ms
     "loop_ms_per_call",  # round 8 on: the loop's own time per call (nvml_energy.measure's loop_seconds)
     "host_ms_per_call",  # round 8 on: the host's time per call with the GPU kept busy (host_time_ms)
+    "probe_host_before_ms",  # round 10 on: the host probe's host_time_ms just before the call's loop
+    "probe_host_after_ms",  # round 10 on: ... and just after it (calls with a dispatch class only)
 ]
 FP32 = ("numba_naive", "numba_tiled", "numba_fast", "torch_math", "cupy_naive")
 BF16 = ("naive_tc", "fa2_tc", "torch_flash", "torch_math", "eager_bf16")
@@ -340,9 +348,23 @@ def host_time_ms(call, torch, calls=HOST_CALLS, reps=HOST_REPS):
     return 1e3 * sorted(times)[len(times) // 2]
 
 
-def measure_one(name, dtype, inp, counter, seconds, torch):
+def adjacent_probe(probe_call, torch, notes, when):
+    """The host probe's host_time_ms (ms) taken next to a call's loop (round 10), or "" without a probe;
+    a failure is noted, not raised (a figure beside the row's must not lose the row)."""
+    if probe_call is None:
+        return ""
+    try:
+        return host_time_ms(probe_call, torch)
+    except Exception as e:
+        notes.append(f"probe {when}: {type(e).__name__}: {str(e)[:80]}")
+        return ""
+
+
+def measure_one(name, dtype, inp, counter, seconds, torch, probe_call=None):
     """One implementation at one shape: checked against float64, then looped for `seconds` between two
-    steps of NVML's counter, then its GPU time alone."""
+    steps of NVML's counter, then its GPU time alone. With `probe_call` (round 10: the host probe's call of
+    the same implementation, B = H = 1) its host time with the GPU kept busy is taken just before and just
+    after the loop (probe_host_before_ms, probe_host_after_ms)."""
     from gpu_kernels.measure import nvml_energy as energy
 
     call, params, _keep = build(name, dtype, inp, torch)
@@ -360,25 +382,30 @@ def measure_one(name, dtype, inp, counter, seconds, torch):
         idx[0] += 1
         call(idx[0])
 
+    notes: list[str] = []
+    before = adjacent_probe(probe_call, torch, notes, "before")
     res = energy.measure(step, lambda: sync_all(torch), counter, seconds, call_seconds=one)
+    after = adjacent_probe(probe_call, torch, notes, "after")
     gpu_ms = gpu_time_ms(call, torch, GPU_REPS if one < GPU_TIMED_BELOW_S else GPU_REPS_LONG)
-    host_ms, note = "", ""
+    host_ms = ""
     if one < GPU_TIMED_BELOW_S:
         try:  # a figure beside the row's: its failure must not lose the row
             host_ms = host_time_ms(call, torch)
         except Exception as e:
-            note = f"host_time_ms: {type(e).__name__}: {str(e)[:120]}"
+            notes.append(f"host_time_ms: {type(e).__name__}: {str(e)[:120]}")
     return {
         **res,
         "gpu_ms_per_call": gpu_ms,
         "loop_ms_per_call": 1e3 * res["loop_seconds"] / res["calls"],
         "host_ms_per_call": host_ms,
+        "probe_host_before_ms": before,
+        "probe_host_after_ms": after,
         "status": "ok" if err <= TOL[dtype] else "WRONG RESULT",
         "rel_err": err,
         "ms_per_call": 1e3 * res["seconds"] / res["calls"],
         "joules_per_call": res["joules"] / res["calls"],
         "params": ";".join(f"{k}={v}" for k, v in params.items()),
-        "note": note,
+        "note": "; ".join(notes),
     }
 
 
@@ -459,6 +486,7 @@ def main(argv=None):
     from gpu_kernels.device import silence_performance_warning
     from gpu_kernels.measure import nvml_energy as energy
     from measurements.provenance import check_output_dir, csv_text, provenance, write_measurement
+    from simlib.cost.host import DISPATCH
 
     check_output_dir(args.out)
     os.makedirs(args.out, exist_ok=True)
@@ -482,9 +510,11 @@ def main(argv=None):
     if probes:
         record["host_probe"] = (
             f"B = H = 1, N = {args.host_probe_n}, {HOST_PROBE_SETS} input sets, {args.host_probe_seconds} s loops, "
-            "before the kernels (rows with pass = host_probe)"
+            "before the kernels (rows with pass = host_probe); round 10 on also just before and just after each "
+            "dispatched call's loop (probe_host_before_ms, probe_host_after_ms: host_time_ms of that probe's call)"
         )
     current = {}
+    adjacent = {}  # (name, dtype, d, causal) -> (inputs, the host probe's call, buffers it keeps)
     for kind, (b, h, n, d, causal), dtype, name in steps:
         probe = kind == "host_probe"
         row = {
@@ -509,7 +539,15 @@ def main(argv=None):
                     count = HOST_PROBE_SETS if probe else None
                     current.update(key=key, inp=Inputs(b, h, n, d, causal, dtype, torch, count))
                 loop_s = args.host_probe_seconds if probe else args.seconds
-                row.update(measure_one(name, dtype, current["inp"], counter, loop_s, torch))
+                probe_call = None
+                if not probe and args.host_probe_n and name in DISPATCH:
+                    pkey = (name, dtype, d, causal)
+                    if pkey not in adjacent:
+                        pn = args.host_probe_n
+                        pin = Inputs(1, 1, pn, d, causal, dtype, torch, HOST_PROBE_SETS)
+                        adjacent[pkey] = (pin, *build(name, dtype, pin, torch)[::2])
+                    probe_call = adjacent[pkey][1]
+                row.update(measure_one(name, dtype, current["inp"], counter, loop_s, torch, probe_call))
             except Exception as e:  # one implementation's failure must not lose the rest
                 at = traceback.extract_tb(e.__traceback__)[-1]
                 row.update(

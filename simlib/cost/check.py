@@ -450,6 +450,9 @@ class Round:
     #: wait for the step after the loop) and a probe's host figure its host time with the GPU kept busy
     #: (host_ms_per_call); before: both the window's ms_per_call
     loop_time: bool = False
+    #: round 10 on: a dispatched call's host figure is its adjacent probes' (`adjacent_host_ms`: the probe
+    #: taken just before and just after its own loop); before: the run's one probe per implementation
+    host_adjacent: bool = False
 
 
 #: Round 1: model 56eacf1, predictions 20d920b, run cost-validate-20261202. Round 2: the causal wave
@@ -529,11 +532,12 @@ def post_freeze(rnd: Round = ROUNDS[0]) -> pd.DataFrame:
     meas, probes = measured_of_run(meas, rnd.loop_time)
     keys = KEY_COLUMNS
     extra = ["call_host_ms", "window_ms"] if rnd.loop_time else []
+    extra += ["adjacent_host_ms"] if rnd.host_adjacent else []
     df = pred.merge(
         meas[[*keys, "measured_ms", "measured_j", "measured_gpu_ms", *extra]], on=keys, how="inner"
     )
     if rnd.host_per_run:
-        df = with_host_of_run(df, probes)
+        df = with_host_of_run(df, probes, adjacent=rnd.host_adjacent)
     df["source"] = rnd.validation
     df["ratio_time"] = df.predicted_ms / df.measured_ms
     df["ratio_energy"] = df.predicted_j / df.measured_j
@@ -572,6 +576,11 @@ def measured_of_run(meas: pd.DataFrame, loop_time: bool = False) -> tuple[pd.Dat
     meas["measured_gpu_ms"] = pd.to_numeric(gpu, errors="coerce")
     host = meas.host_ms_per_call if loop_time else pd.Series("", index=meas.index)
     meas["call_host_ms"] = pd.to_numeric(host, errors="coerce")
+    blank = pd.Series("", index=meas.index)
+    meas["adjacent_host_ms"] = adjacent_host_ms(
+        pd.to_numeric(meas.get("probe_host_before_ms", blank), errors="coerce"),
+        pd.to_numeric(meas.get("probe_host_after_ms", blank), errors="coerce"),
+    )
     probes = meas[meas["pass"] == "host_probe"].copy()
     if loop_time:
         probes["measured_ms"] = probes.call_host_ms
@@ -588,17 +597,37 @@ def host_of_run(probes: pd.DataFrame) -> dict[tuple[str, str, int, bool], float]
     }
 
 
-def with_host_of_run(df: pd.DataFrame, probes: pd.DataFrame) -> pd.DataFrame:
+def adjacent_host_ms(before: pd.Series, after: pd.Series) -> pd.Series:
+    """A call's host figure from the probes adjacent to its loop (round 10 on): the mean of the probe's host
+    time just before the loop and just after it, the one that was measured where the other is missing, NaN
+    without either. The mean, not the max: the host's state drifts within a process (round 8 and 9: a numba
+    plan's probe and the call's own host time up to 2x apart, in both directions), the loop lies between
+    the two probes, and a drift between them averages to their mean over it; the host-time measure itself
+    already sits at or above the host-bound loops it stands for (the four numba plan calls of rounds 8 and
+    9: 1.03-1.24x their loops), so the larger of two would bias the floor further up.
+
+    >>> list(adjacent_host_ms(pd.Series([0.080, None, None]), pd.Series([0.100, 0.090, None])))
+    [0.09, 0.09, nan]
+    """
+    return pd.concat([before, after], axis=1).mean(axis=1, skipna=True)
+
+
+def with_host_of_run(df: pd.DataFrame, probes: pd.DataFrame, adjacent: bool = False) -> pd.DataFrame:
     """A host-per-run round's frozen GPU-alone predictions with the rule applied: where ``host_class`` names
     a dispatch class, the call takes max(predicted GPU time, the run's host figure of the implementation at
     that head dim and mask) and pays the static power for the wait; ``ratio_gpu`` is the GPU-alone
-    prediction over the call's GPU time alone in the same run (gpu_ms_per_call)."""
+    prediction over the call's GPU time alone in the same run (gpu_ms_per_call). With `adjacent` (round 10
+    on) the host figure is the call's own ``adjacent_host_ms`` (its adjacent probes), the run's probe only
+    where the call has none."""
     host = host_of_run(probes)
     df = df.copy()
     has = df.host_class.fillna("").astype(str) != ""
+    own = df.adjacent_host_ms if adjacent else pd.Series(float("nan"), index=df.index)
     df["host_ms"] = [
-        host.get((r.implementation, r.dtype, int(r.head_dim), bool(r.causal))) if h else None
-        for r, h in zip(df.itertuples(), has)
+        (a if a == a else host.get((r.implementation, r.dtype, int(r.head_dim), bool(r.causal))))
+        if h
+        else None
+        for r, h, a in zip(df.itertuples(), has, own.astype(float))
     ]
     wait_ms = (df.host_ms.astype(float) - df.predicted_gpu_ms).clip(lower=0).fillna(0.0)
     df["predicted_ms"] = df.predicted_gpu_ms + wait_ms
