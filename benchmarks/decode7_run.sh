@@ -12,6 +12,6 @@ timeout "${LINE_S:-300}" python3 benchmarks/decode_parts_h200.py --out "$OUT/lin
     --stages "" --warps "" --v5 "" --other-splits no --per-thread 4 >"$OUT/line/decode_parts_h200.log" 2>&1
 echo "line rc=$?"
 timeout "${D64_S:-120}" python3 benchmarks/decode_parts_h200.py --out "$OUT/d64" --shapes 2 \
-    --stages "" --warps 4 --v5 "" --other-splits no --per-thread 4 >"$OUT/d64/decode_parts_h200.log" 2>&1
+    --stages "" --warps "" --v5 "" --other-splits no --per-thread 4 >"$OUT/d64/decode_parts_h200.log" 2>&1
 echo "d64 rc=$?"
 for f in line d64; do grep -v "warn\|Warning" "$OUT/$f/decode_parts_h200.log" | tail -n 24; done
