@@ -52,6 +52,8 @@ SHAPES = [  # (B, H, H_kv, L, d, q_len): run 1's small caches, and two where run
     (4, 64, 8, 16384, 64, 1),  # 134 MB, d = 64
     (8, 32, 8, 8192, 128, 1),  # 269 MB
     (1, 32, 8, 131072, 128, 1),  # 537 MB
+    (1, 32, 8, 16384, 128, 1),  # 67 MB: with 8192, 32768 and 65536 at one grid (--splits 16), a line
+    (1, 32, 8, 65536, 128, 1),  # 268 MB: through every part's time against the bytes (decode7)
 ]
 FIELDS = [
     "batch", "heads", "kv_heads", "seq_len", "head_dim", "query_len", "cache_bytes", "hbm_bytes",
@@ -153,7 +155,7 @@ def shape_rows(shape, torch, kit):
     b, h, hkv, n, d, ql = shape
     sh = kit.DecodeShape("bf16", b, h, hkv, ql, n, d, torch)
     rr = (h // hkv) * ql
-    s0 = kit.default_splits(b, hkv, n, d, rr, "bf16")
+    s0 = kit.splits or kit.default_splits(b, hkv, n, d, rr, "bf16")  # --splits: one grid at every L
     hbm = kit.compulsory_bytes(b, h, hkv, ql, n, d, "bf16")
     base = dict(batch=b, heads=h, kv_heads=hkv, seq_len=n, head_dim=d, query_len=ql,
                 cache_bytes=2 * b * hkv * n * d * 2, hbm_bytes=hbm)  # fmt: skip
@@ -344,6 +346,10 @@ def main(argv=None):
         "--other-splits", default="yes", choices=("yes", "no"), help="step_fused at s0/2, 2·s0, ..."
     )
     p.add_argument(
+        "--splits", type=int, default=0,
+        help="the splits s0 of every shape instead of the model's (0: the model's), e.g. 16: one grid at every L",
+    )  # fmt: skip
+    p.add_argument(
         "--decode-only", action="store_true",
         help="the decode steps and split_only alone: no step_2k, combine_only, probes or copies",
     )  # fmt: skip
@@ -392,6 +398,7 @@ def main(argv=None):
                           for x in a.v5.split(",") if x),
         other_splits=a.other_splits == "yes",
         decode_only=a.decode_only,
+        splits=a.splits,
     )  # fmt: skip
     t0 = time.monotonic()
     big, _ = dsbs.copy_gbps(torch)

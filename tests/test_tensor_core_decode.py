@@ -229,6 +229,51 @@ def test_decode_tc_flagged_tail_tags_and_epochs():
 
 
 @sim_only
+def test_decode_tc_stamps_build():
+    """The stamps build (benchmarks/decode7_stamps.py's probe): the same O bits as the plain build, every
+    block's clock readings in the order of STAMP_POINTS, exactly one combiner per unit, and a counting
+    stamps build refused in one line naming `stamps`."""
+    from numba import cuda
+
+    from gpu_kernels.counting import new_counters
+    from gpu_kernels.kernels.decode_tc import (
+        STAMP_POINTS,
+        STAMPS,
+        arrival_counts,
+        plan_decode_tc,
+        split_kernel,
+    )
+    from gpu_kernels.tensor_core.dtypes import from_bits, to_bits
+    from gpu_kernels.tensor_core.tc_plan import upload
+
+    b, h, hkv, nk, d, splits = 2, 2, 1, 40, 64, 3
+    q, k, v = random_qkv(b, h, nk, d, seed=23, kv_heads=hkv, query_len=1)
+    plan = plan_decode_tc(q, k, v, config=DecodeConfig(d, 2, 32, 2), splits=splits)
+    args = upload("bf16", q, k, v)
+    outs = []
+    for stamped in (False, True):
+        do = cuda.to_device(to_bits(np.full(b * h * d, np.nan, np.float32), "bf16"))
+        dp, dl = plan.new_partials(poison=True)
+        kern = split_kernel(plan.config, "bf16", 1, False, True, 0, stamped)
+        made, units = plan.splits_made, plan.units
+        stamps = cuda.to_device(np.zeros(made * units * STAMPS, np.int64)) if stamped else new_counters()
+        kern[(made, units), plan.config.threads, 0, plan.smem_bytes](
+            *args, do, dp, dl, stamps, arrival_counts(units), nk, plan.chunk, made, plan.rows
+        )
+        outs.append(from_bits(do.copy_to_host(), "bf16").reshape(b, h, 1, d))
+    ref, _ = attention_reference(*(round_to(x, "bf16") for x in (q, k, v)))
+    assert rel_error(outs[1], ref) < 2 * UNIT_ROUNDOFF["bf16"]  # every poisoned value written, right
+    np.testing.assert_array_equal(outs[0], outs[1])
+    st = stamps.copy_to_host().reshape(units, made, STAMPS)
+    times = st[:, :, : len(STAMP_POINTS)]
+    assert np.all(times > 0)
+    assert np.all(np.diff(times, axis=2) >= 0)  # start <= tile0 <= ... <= end in every block
+    np.testing.assert_array_equal(st[:, :, -1].sum(axis=1), np.ones(units))  # one combiner per unit
+    with pytest.raises(ValueError, match="^stamps: .*counting must be off$"):
+        split_kernel(plan.config, "bf16", 1, True, True, 0, True)
+
+
+@sim_only
 def test_decode_tc_large_logits():
     """Logits ×60: each split's softmax is nearly one-hot and the splits' log-sum-exps differ by tens, so
     the combine's weights span many orders of magnitude."""

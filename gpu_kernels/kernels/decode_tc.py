@@ -92,6 +92,7 @@ from ..tensor_core.flash_tile import flash_tile_ops
 from ..tensor_core.tc_plan import upload
 from ..tensor_core.tiles import block_copiers
 from ..tensor_core.warp_ops import arrive_acq_rel, cp_wait_group, lane_broadcast, tagged_ops, warp_ops
+from ..timers import block_clocks
 from .fa2_tc import DYNAMIC_SHARED_LIMIT, LOG2E, allow_dynamic_smem
 
 HEAD_DIMS = schedule.HEAD_DIMS
@@ -105,6 +106,20 @@ COMBINE_BATCH = 16
 LN2 = 0.6931471805599453
 TAILS = schedule.TAILS
 MAX_CLUSTER = schedule.MAX_CLUSTER
+#: The stamps build's points, in order (%globaltimer of thread 0; the last slot says whether it combined):
+#: the block's start, tile 0 landed, the last tile landed, the last tile's math done (every warp), the
+#: warps' (m, l, O) in shared memory, the merged partial stored, the arrival's answer (atomic tail), the end.
+STAMP_POINTS = (
+    "start",
+    "tile0",
+    "last_tile",
+    "math_done",
+    "merge_in_smem",
+    "partial_stored",
+    "arrived",
+    "end",
+)
+STAMPS = len(STAMP_POINTS) + 1
 
 
 @dataclass(frozen=True)
@@ -220,9 +235,22 @@ def default_config(head_dim: int, splits: int = 1) -> DecodeConfig:
 
 
 @functools.cache
-def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulator: bool, cluster: int = 0):
+def split_kernel(
+    cfg: DecodeConfig,
+    dtype: str,
+    mt: int,
+    counting: bool,
+    simulator: bool,
+    cluster: int = 0,
+    stamps: bool = False,
+):
     """The split kernel for one (config, dtype, m16 tiles of packed rows, build); `cluster`: the cluster
-    tail's blocks per cluster, which must equal the splits made (``DecodeConfig.cluster_size``)."""
+    tail's blocks per cluster, which must equal the splits made (``DecodeConfig.cluster_size``);
+    `stamps` (a probe's build, not counting): thread 0 of block (sp, u) writes %globaltimer (ns) at the
+    STAMP_POINTS into ``counters[(u·s + sp)·STAMPS + k]`` and, in slot STAMPS − 1, 1 if the block
+    combined (one more block barrier after the partials' stores; the outputs are the same)."""
+    if stamps and counting:
+        raise ValueError("stamps: the stamped build writes its times into the counters; counting must be off")
     D, BC, W, NT, STAGES = cfg.head_dim, cfg.block_cols, cfg.warps, cfg.threads, cfg.stages
     KW = BC // W  # keys per warp per tile
     MT, QR = mt, 16 * mt
@@ -233,6 +261,8 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
     F_L = F_M + W * QR
     CPR = D // MERGE_COLS  # merge items per row
     COUNTING, FUSED = counting, cfg.fused_combine
+    STAMPING, NSTAMP = stamps, STAMPS
+    _, now = block_clocks()
     _, _, _, _, _, _, pack2, _, _, quad_sum, _, _ = warp_ops(dtype, simulator)
     smem_base, ldsm_x4, _, cp16, cp16z, _, ex2, fmax = addressed_ops(dtype, simulator)
     FLAGGED = cfg.flagged
@@ -324,6 +354,9 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
         n_gw = 0
         n_sr = 0
         n_sw = 0
+        stamp0 = (u * n_splits + sp) * NSTAMP  # the stamps build: my slots in counters
+        if STAMPING and tid == 0:
+            counters[stamp0] = now()
 
         # --- Q (zero-filled past R) and the first stages − 1 tiles in flight, one group each
         if tid < NTQ:
@@ -362,6 +395,11 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
         for j in range(nt):
             cp_wait_ring()  # my copies of tile j (and Q) have landed
             cuda.syncthreads()  # everyone's; and everyone is done with tile j − 1's stage
+            if STAMPING and tid == 0:
+                if j == 0:
+                    counters[stamp0 + 1] = now()
+                if j == nt - 1:
+                    counters[stamp0 + 2] = now()
             if j == 0:
                 load_q(qa, base, q_lane, xa)
                 if COUNTING:
@@ -416,6 +454,8 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
             # overlap; every block waits until the leader is too before it stores into the leader's
             cl_arrive()
         cuda.syncthreads()
+        if STAMPING and tid == 0:
+            counters[stamp0 + 3] = now()
         for mt in range(MT):
             for h in range(2):
                 row = 16 * mt + 8 * h + g
@@ -435,6 +475,8 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
         cuda.syncthreads()
         if CS:
             cl_wait()
+        if STAMPING and tid == 0:
+            counters[stamp0 + 4] = now()
         gat = (F_G + sp * rows * D) if CS else 0  # cluster tail: my partial rows in the leader's memory
         gat_lse = F_G + CS * rows * D + sp * rows
 
@@ -498,6 +540,10 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
                     if COUNTING:
                         n_gw += PB
             item += NT
+        if STAMPING:
+            cuda.syncthreads()
+            if tid == 0:
+                counters[stamp0 + 5] = now()
 
         # --- fused combine: the unit's last split to finish (an atomic count of arrivals) combines the
         # s partials of its rows, one warp per row, as the combine kernel would (they are in L2 by then)
@@ -554,6 +600,9 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
             if tid == 0:  # release (publishes the block's partials), acquire (sees the earlier arrivals')
                 last[0] = 1 if arrive(arrivals, u) == n_splits - 1 else 0
             cuda.syncthreads()
+            if STAMPING and tid == 0:
+                counters[stamp0 + 6] = now()
+                counters[stamp0 + NSTAMP - 1] = last[0]
             if last[0] == 1:
                 for rr in range(w, rows, W):
                     got, put = combine_row(o_part, lse_part, o, u * rows + rr, n_splits, lane, True, ep)
@@ -564,9 +613,11 @@ def split_kernel(cfg: DecodeConfig, dtype: str, mt: int, counting: bool, simulat
                     arrivals[u] = 0  # ready for the next launch
         if COUNTING:
             flush_counters(counters, n_gr, n_gw, n_sr, n_sw)
+        if STAMPING and tid == 0:
+            counters[stamp0 + 7] = now()
 
     decode_split.__name__ = decode_split.__qualname__ = (
-        f"decode_split_{dtype}_d{D}_{cfg.name}_mt{MT}{'_count' if COUNTING else ''}"
+        f"decode_split_{dtype}_d{D}_{cfg.name}_mt{MT}{'_count' if COUNTING else ''}{'_stamps' if STAMPING else ''}"
     )
     return cuda.jit(decode_split)
 
