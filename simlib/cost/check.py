@@ -624,7 +624,7 @@ def with_host_of_run(df: pd.DataFrame, probes: pd.DataFrame, adjacent: bool = Fa
     has = df.host_class.fillna("").astype(str) != ""
     own = df.adjacent_host_ms if adjacent else pd.Series(float("nan"), index=df.index)
     df["host_ms"] = [
-        (a if a == a else host.get((r.implementation, r.dtype, int(r.head_dim), bool(r.causal))))
+        (a if pd.notna(a) else host.get((r.implementation, r.dtype, int(r.head_dim), bool(r.causal))))
         if h
         else None
         for r, h, a in zip(df.itertuples(), has, own.astype(float))
